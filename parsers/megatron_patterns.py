@@ -1,0 +1,95 @@
+"""The line formats of Megatron-LM, Megatron-DeepSpeed (BigScience and Microsoft) and DeepSpeed, as regexes.
+
+See ``shared/reference/megatron-logs.md`` for the source of every pattern. Polars (Rust ``regex``) syntax.
+"""
+
+from __future__ import annotations
+
+from parsers import schema as s
+
+# launcher prefixes, stacked in any order: srun --label "0: ", torchrun --tee "[default7]:", pdsh "host: " (hosts
+# are only stripped when the log names them in a "cmd = pdsh ... -w h1,h2" line).
+SRUN_OR_TORCHRUN = r"\d+: |\[[A-Za-z_]+\d+\]: ?"
+PDSH_CMD = r"cmd = pdsh .*?-w\s+(\S+)"
+
+TIMESTAMP = r"^\s*\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\]"
+# group 1: step, 2: total, 3: the fields; 4: fields GPT-NeoX prints before "iteration" ("samples/sec: 7.799 |")
+ITERATION = (
+    r"^\s*(?:\[[^\]]*\]\s*)?((?:[^|\[\]]*?:[^|]*\|\s*)*?)iteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$"
+)
+FIELD = r"^\s*([^:]+?)\s*:\s*(\S(?:.*\S)?)\s*$"
+VALIDATION = (
+    r"^\s*(?:validation\S*|\S+) loss at (?:iteration (\d+)(?: on (?:validation|test) set)?|"
+    r"the end of training for (?:val|test) data) \|\s*([^|]+?) value: (\S+) \|(?:[^|]*? PPL: (\S+))?"
+)
+ARGS_START = r"^\s*-{8,} arguments -{8,}\s*$"
+ARGS_END = r"^\s*-{8,} end of arguments -{8,}\s*$"
+ARGS_LINE = r"^\s+([A-Za-z_]\w*) \.* ?(.*?)\s*$"
+
+# iteration-line keys -> canonical metric names (anything else is kept under a slug of its own name)
+FIELD_NAMES: dict[str, str] = {
+    "lm loss": s.LOSS,
+    "lm-loss": s.LOSS,
+    "lm_loss": s.LOSS,
+    "grad norm": s.GRAD_NORM,
+    "learning rate": s.LR,
+    "loss scale": s.LOSS_SCALE,
+    "number of skipped iterations": s.SKIPPED_ITERATIONS,
+    "number of nan iterations": s.NAN_ITERATIONS,
+    "global batch size": s.BATCH_SIZE,
+    "consumed samples": s.CONSUMED_SAMPLES,
+    "consumed tokens": s.CONSUMED_TOKENS,
+    "skipped samples": s.SKIPPED_SAMPLES,
+    "elapsed time per iteration (ms)": s.ITERATION_TIME_MS,
+    "elapsed time per iteration (s)": s.ITERATION_TIME_MS,  # scaled by 1000 in the parser
+    "params norm": s.PARAMS_NORM,
+    "num zeros": s.NUM_ZEROS,
+    "throughput per GPU (TFLOP/s/GPU)": s.TFLOPS_PER_GPU,
+    "TFLOPs": s.TFLOPS_PER_GPU,
+    "samples per second": s.SAMPLES_PER_SECOND,
+    "samples/sec": s.SAMPLES_PER_SECOND,
+    "tokens per gpu per second (tgs)": s.TOKENS_PER_GPU_PER_SECOND,
+    "decoupled learning rate": "decoupled_lr",
+    "energy per GPU (J/iter/GPU)": "energy_per_gpu_j",
+    "power per GPU (W/GPU)": "power_per_gpu_w",
+    "curriculum seqlen": "curriculum_seqlen",
+    "actual seqlen": "actual_seqlen",
+    "random ltd reserved length": "random_ltd_reserved_length",
+}
+SECONDS_KEYS = ("elapsed time per iteration (s)",)
+
+# One regex per event kind; the first that matches a line wins. Group 1, when present, is the event's value.
+EVENT_PATTERNS: list[tuple[str, str]] = [
+    (s.EV_CHECKPOINT_LOAD, r"(?:loading|loaded) (?:distributed |release )?checkpoint from .*? at iteration (\d+)"),
+    (s.EV_CHECKPOINT_LOAD, r"\[Torch\] Loading checkpoint from .*?global_step(\d+)"),
+    (s.EV_NO_CHECKPOINT, r"could not find the metadata file|will not load any checkpoints|Unable to find latest file"
+                         r"|no checkpoint was found"),
+    (s.EV_CHECKPOINT_SAVE, r"(?:saving checkpoint at|successfully saved checkpoint (?:at|from)) iteration\s+(\d+)"),
+    (s.EV_CHECKPOINT_SAVE, r"Saving model checkpoint: .*?global_step(\d+)"),
+    (s.EV_EXIT, r"exiting program at iteration (\d+)|exiting program after|Detected kill switch"),
+    (s.EV_TRAINING_DONE, r"\[after training is done\]"),
+    (s.EV_MARKER, r"^\s*\[[^\]]+\] datetime: "),
+    (s.EV_PARAMETER_COUNT, r"number of parameters on \((?:tensor, )?(?:gtp_weight_remat, )?pipeline\) model parallel "
+                           r"rank \([\d, ]+\): (\d+)"),
+    (s.EV_PARAMETER_COUNT, r"number of parameters on model parallel rank \d+\s*:?\s+([\d.]+)"),
+    (s.EV_PARAMETER_COUNT, r"Total number of parameters in billions:\s*([\d.]+)"),
+    (s.EV_PARAMETER_COUNT, r"TOTAL_PARAMS=(\d+)"),
+    (s.EV_PARAMETER_COUNT, r"estimated model parameters:\s*([\d.]+)"),
+    (s.EV_PADDED_VOCAB, r"padded vocab \(size: \d+\) with \d+ dummy tokens \(new size: (\d+)\)"),
+    (s.EV_OVERFLOW, r"(?:OVERFLOW!|loss scale overflow!|Grad overflow on iteration).*?(?:reducing to (\d+(?:\.\d*)?))?$"),
+    (s.EV_NAN_CHECK, r"found (?:NaN|Inf) in|Unexpected result|Bad grad_norm detected|Need to rerun step"
+                     r"|(?:First|Second) rerun:|Possible (?:transient|persistent) error|Spiky loss"
+                     r"|found unexpected large grads|loss is nan|Loss is NaN"),
+    (s.EV_SKIP_RANGE, r"Skipped iterations (\d+) to \d+"),
+    (s.EV_TRACEBACK, r"Traceback \(most recent call last\)"),
+    (s.EV_OOM, r"(?i)out of memory|OutOfMemoryError"),
+    (s.EV_NCCL_ERROR, r"NCCL error|nccl(?:Internal|System|UnhandledCuda|InvalidUsage)Error|NCCL communicator was aborted"
+                      r"|Watchdog caught collective operation timeout|ProcessGroupNCCL.*[Tt]imed? ?out"),
+    (s.EV_CUDA_ERROR, r"CUDA error|cudaError\w*|c10::CUDAError|(?i:uncorrectable ECC|ECC error)"),
+    (s.EV_KILLED, r"(?i)killed by signal|bus error|SIGTERM|SIGKILL|slurmstepd: error|CANCELLED AT|DUE TO TIME LIMIT"),
+    (s.EV_ERROR, r"^\s*:?\s*(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]*(?:Error|Exception)(?::|$)"),
+]
+# the kinds whose group-1 value is an iteration number (the event's step)
+STEP_VALUED = frozenset({s.EV_CHECKPOINT_LOAD, s.EV_CHECKPOINT_SAVE, s.EV_EXIT, s.EV_SKIP_RANGE})
+# the group-1 value is in billions for these parameter-count patterns
+BILLIONS = ("Billion", "in billions", "estimated model parameters")

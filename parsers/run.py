@@ -1,0 +1,156 @@
+"""Find the logs a run left behind, parse each, and join them into one run's canonical frames."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from parsers import schema as s
+from parsers.megatron import ParsedLog, is_megatron_log, parse_megatron
+from parsers.textfile import InputError, decode_lines, looks_binary, read_bytes
+
+
+@dataclass
+class Source:
+    """One input file and the format it was read as."""
+
+    path: str
+    format: str
+
+
+@dataclass
+class Run:
+    """The canonical frames of one training run, plus what was read, skipped and found damaged."""
+
+    name: str
+    path: str
+    metrics: pl.DataFrame
+    events: pl.DataFrame
+    configs: pl.DataFrame
+    sources: list[Source] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def attempts(self) -> list[int]:
+        """Attempt numbers present in any frame, in order."""
+        found: set[int] = set()
+        for frame in (self.metrics, self.events, self.configs):
+            found.update(frame["attempt"].drop_nulls().unique().to_list())
+        return sorted(found)
+
+
+def _natural_key(path: Path) -> list[object]:
+    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", str(path))]
+
+
+def _candidate_files(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    files = [
+        f for f in root.rglob("*")
+        if f.is_file() and not any(part.startswith(".") for part in f.relative_to(root).parts)
+    ]
+    return sorted(files, key=_natural_key)
+
+
+def _display(path: Path, root: Path) -> str:
+    return str(path) if path == root else str(path.relative_to(root))
+
+
+def load_run(path: str | Path, name: str | None = None) -> Run:
+    """Read a run directory (every log in it, recognised by content) or a single log file.
+
+    Raises :class:`InputError` with a one-line message when the path is missing or nothing in it can be read.
+
+    >>> run = load_run("sample_logs/tr8-104B-sample")          # doctest: +SKIP
+    >>> run.metrics.filter(metric="loss").select("step", "value").tail(1)   # doctest: +SKIP
+    """
+    root = Path(path)
+    if not root.exists():
+        raise InputError(f"{root}: no such file or directory")
+    run_name = name or (root.resolve().name if root.is_dir() else root.stem)
+    warnings: list[str] = []
+    skipped: list[str] = []
+    parsed: list[tuple[Path, ParsedLog]] = []
+    for file in _candidate_files(root):
+        shown = _display(file, root)
+        try:
+            data = read_bytes(file)
+        except InputError as exc:
+            warnings.append(str(exc))
+            continue
+        if not data.strip():
+            (warnings if root.is_file() or file.suffix in {".log", ".out", ".err", ".txt"} else skipped).append(
+                f"{shown}: empty file"
+            )
+            continue
+        if looks_binary(data):
+            skipped.append(f"{shown}: binary file, not a text log")
+            continue
+        if not is_megatron_log(data):
+            skipped.append(f"{shown}: no Megatron iteration lines or arguments block")
+            continue
+        text = decode_lines(Path(shown), data)
+        del data
+        parsed.append((file, parse_megatron(text, run=run_name, source=shown)))
+    if not parsed:
+        reasons = "; ".join(warnings + skipped) or "no files"
+        what = "not a recognised training log" if root.is_file() else "no readable training logs"
+        raise InputError(f"{root}: {what} ({reasons})")
+    return _join(run_name, root, parsed, warnings, skipped)
+
+
+def _first_time(log: ParsedLog) -> float | None:
+    times = pl.concat([log.metrics["wall_time"], log.events["wall_time"]]).drop_nulls()
+    return float(times.min()) if len(times) else None  # type: ignore[arg-type]
+
+
+def _is_events_only(log: ParsedLog) -> bool:
+    return log.metrics.height == 0 and log.configs.height == 0
+
+
+def _join(
+    run_name: str, root: Path, parsed: list[tuple[Path, ParsedLog]], warnings: list[str], skipped: list[str]
+) -> Run:
+    times = [_first_time(log) for _, log in parsed]
+    if all(t is not None for t in times):
+        parsed = [pl for _, pl in sorted(zip(times, parsed, strict=True), key=lambda x: x[0])]  # type: ignore[misc]
+    metrics, events, configs, sources = [], [], [], []
+    offset = 0
+    last_attempt_of_stem: dict[str, int] = {}
+    deferred: list[tuple[Path, ParsedLog]] = []
+    for file, log in parsed:
+        sources.append(Source(path=_display(file, root), format="megatron"))
+        warnings.extend(log.warnings)
+        if _is_events_only(log):
+            deferred.append((file, log))
+            continue
+        shift = pl.col("attempt") + offset
+        metrics.append(log.metrics.with_columns(attempt=shift))
+        events.append(log.events.with_columns(attempt=shift))
+        configs.append(log.configs.with_columns(attempt=shift))
+        offset += log.n_attempts
+        last_attempt_of_stem[file.with_suffix("").as_posix()] = offset
+    for file, log in deferred:  # e.g. a slurm .err beside its .out: same process, so the same attempt
+        target = last_attempt_of_stem.get(file.with_suffix("").as_posix(), max(offset, 1))
+        events.append(log.events.with_columns(attempt=pl.lit(target, dtype=pl.Int32)))
+        offset = max(offset, 1)
+
+    def stack(frames: list[pl.DataFrame], schema: dict[str, pl.DataType]) -> pl.DataFrame:
+        frames = [s.conform(f, schema) for f in frames if f.height]
+        return pl.concat(frames) if frames else s.empty(schema)
+
+    return Run(
+        name=run_name,
+        path=str(root),
+        metrics=stack(metrics, s.METRICS_SCHEMA),
+        events=stack(events, s.EVENTS_SCHEMA),
+        configs=stack(configs, s.CONFIGS_SCHEMA),
+        sources=sources,
+        warnings=warnings,
+        skipped=skipped,
+    )
