@@ -42,7 +42,7 @@ def parse_megatron(log: TextLog, run: str, source: str) -> ParsedLog:
 
     >>> from parsers.textfile import decode_lines
     >>> from pathlib import Path
-    >>> line = b" iteration   10/ 100 | lm loss: 2.5E+00 | number of skipped iterations: 0 | number of nan iterations: 0 |\\n"
+    >>> line = b" iteration  10/ 100 | lm loss: 2.5E+00 | number of skipped iterations: 0 |\\n"
     >>> parsed = parse_megatron(decode_lines(Path("x.log"), line), run="r", source="x.log")
     >>> parsed.metrics.filter(pl.col("metric") == "loss")["value"].to_list()
     [2.5]
@@ -269,7 +269,10 @@ def _iteration_events(iters: pl.DataFrame, lines: pl.DataFrame, cut: set[int]) -
         (pl.col("metric") == s.LOSS).any().alias("x")
     ).pipe(lambda f: wide.join(f, on="line", how="left")["x"].fill_null(False)))
     wide = wide.with_columns(cut=pl.col("line").is_in(list(cut)))
-    missing = wide.filter(~pl.col("has_loss") & ~pl.col("cut")).select(
+    # a cut line still shows a missing loss when it was cut after the place where the loss is printed
+    past_loss = iters.select("line", past=pl.col("fields").str.contains(r"loss scale:|grad norm:|number of skipped"))
+    wide = wide.join(past_loss, on="line", how="left")
+    missing = wide.filter(~pl.col("has_loss") & (~pl.col("cut") | pl.col("past"))).select(
         "line", "attempt", "step", "wall_time",
         kind=pl.lit(s.EV_LOSS_MISSING),
         value=pl.col(s.SKIPPED_ITERATIONS),
@@ -328,7 +331,11 @@ def _line_events(lines: pl.DataFrame) -> pl.DataFrame:
 
 def _shard_totals(ev: pl.DataFrame) -> pl.DataFrame:
     """Per-rank parameter counts become one summed count per attempt (one line per model-parallel rank)."""
-    is_shard = (pl.col("kind") == s.EV_PARAMETER_COUNT) & pl.col("text").str.contains("model parallel rank")
+    is_shard = (
+        (pl.col("kind") == s.EV_PARAMETER_COUNT)
+        & pl.col("text").str.contains("model parallel rank")
+        & ~pl.col("text").str.contains("Billion")  # DeepSpeedExamples printed the whole model's size per rank
+    )
     shards = ev.filter(is_shard)
     if shards.height == 0:
         return ev

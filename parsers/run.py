@@ -98,9 +98,11 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
         del data
         parsed.append((file, parse_megatron(text, run=run_name, source=shown)))
     if not parsed:
+        if root.is_file():
+            reason = (warnings + skipped)[0].split(": ", 1)[-1] if warnings + skipped else "unreadable"
+            raise InputError(f"{root}: not a recognised training log: {reason}")
         reasons = "; ".join(warnings + skipped) or "no files"
-        what = "not a recognised training log" if root.is_file() else "no readable training logs"
-        raise InputError(f"{root}: {what} ({reasons})")
+        raise InputError(f"{root}: no readable training logs ({reasons})")
     return _join(run_name, root, parsed, warnings, skipped)
 
 

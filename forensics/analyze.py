@@ -1,0 +1,64 @@
+"""``forensics.analyze(run)``: attempts, anomalies, model check and suspected causes of a loaded run."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import polars as pl
+
+from forensics.attempts import build_attempts, config_table
+from forensics.causes import suspect
+from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames
+from forensics.findings import Anomaly, Findings, RunFindings
+from forensics.model_shape import check_model
+
+
+class RunLike(Protocol):
+    """What ``analyze`` needs of a run: its name, path, canonical frames and what was read."""
+
+    name: str
+    path: str
+    metrics: pl.DataFrame
+    events: pl.DataFrame
+    configs: pl.DataFrame
+    sources: list
+    warnings: list[str]
+    skipped: list[str]
+
+
+def detect(frames: RunFrames, detectors: tuple[Detector, ...] = DEFAULT_DETECTORS) -> list[Anomaly]:
+    """Run every detector and return their anomalies in (attempt, step, kind) order."""
+    found = [a for d in detectors for a in d.detect(frames)]
+    return sorted(found, key=lambda a: (a.attempt, a.step, a.end_step, a.kind))
+
+
+def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTORS) -> RunFindings:
+    """Analyze one loaded run (see :func:`parsers.load_run`)."""
+    anomalies = detect(RunFrames(metrics=run.metrics, events=run.events), detectors)
+    attempts = build_attempts(run.metrics, run.events, run.configs, anomalies)
+    table = config_table(run.configs)
+    config = table[max(table)] if table else {}
+    model = check_model(config, run.events, run.name, run.path)
+    causes = suspect(run.metrics, run.events, attempts, anomalies, model, config)
+    return RunFindings(
+        name=run.name,
+        path=run.path,
+        sources=[{"path": src.path, "format": src.format} for src in run.sources],
+        attempts=attempts,
+        anomalies=anomalies,
+        model=model,
+        suspected_causes=causes,
+        warnings=list(run.warnings),
+        skipped=list(run.skipped),
+    )
+
+
+def analyze(*runs: RunLike) -> Findings:
+    """Analyze loaded runs.
+
+    >>> import parsers, forensics
+    >>> findings = forensics.analyze(parsers.load_run("sample_logs/tr8-104B-sample"))   # doctest: +SKIP
+    >>> [a.end_reason for a in findings.runs[0].attempts]                                # doctest: +SKIP
+    ['nan', 'nan', 'diverged']
+    """
+    return Findings(runs=[analyze_run(r) for r in runs])

@@ -1,0 +1,126 @@
+"""The ``forensics`` command line: thin wrappers over library functions usable from Python."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import forensics
+import reports
+from forensics.findings import Findings
+from parsers import InputError, load_run
+
+app = typer.Typer(
+    help="Post-hoc forensics of large-model training runs: reads Megatron logs and writes an incident chronicle.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+def analyze_path(path: str | Path, fmt: str = "markdown") -> tuple[Findings, str]:
+    """Load a run directory or log file, analyze it, and render the report.
+
+    >>> findings, text = analyze_path("sample_logs/tr8-104B-sample", fmt="json")   # doctest: +SKIP
+    >>> findings.runs[0].attempts[1].config_changes                               # doctest: +SKIP
+    {'seed': [42, 43]}
+    """
+    findings = forensics.analyze(load_run(path))
+    return findings, reports.render(findings, fmt)
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    try:
+        child.resolve().relative_to(parent.resolve() if parent.is_dir() else parent.resolve().parent)
+    except ValueError:
+        return False
+    return True
+
+
+def _print_summary(findings: Findings, output: Path) -> None:
+    console = Console(highlight=False)
+    for run in findings.runs:
+        table = Table(title=f"{run.name}: attempts", title_justify="left")
+        for col in ("#", "steps", "start", "ended"):
+            table.add_column(col)
+        for a in run.attempts:
+            start = "scratch" if a.resumed_from_step is None else f"step {a.resumed_from_step}"
+            steps = "-" if a.start_step is None else f"{a.start_step}-{a.end_step}"
+            table.add_row(str(a.index), steps, start + (" (rollback)" if a.rollback else ""), a.end_reason)
+        console.print(table, markup=False)
+        for c in run.suspected_causes[:3]:
+            console.print(f"suspected: {c.cause} ({c.confidence:.1f})", markup=False)
+    console.print(f"report written to {output}", markup=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"forensics {forensics.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    """Read what a training run left behind and tell its story."""
+
+
+@app.command()
+def analyze(
+    run_dir: Path = typer.Argument(..., help="A run directory (every log in it) or a single log file."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
+    fmt: str = typer.Option("markdown", "--format", "-f", help="markdown or json."),
+) -> None:
+    """Analyze a run and write its incident chronicle (markdown) or findings (JSON).
+
+    Example: ``forensics analyze runs/tr8-104B -o tr8.md``
+    """
+    if fmt not in reports.FORMATS:
+        raise InputError(f"--format {fmt}: unknown format (choose from {', '.join(reports.FORMATS)})")
+    if output is not None and run_dir.exists() and _inside(output, run_dir):
+        raise InputError(f"{output}: inside the run directory {run_dir}; forensics never writes into what it reads")
+    findings, text = analyze_path(run_dir, fmt)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{output}: cannot write ({exc.strerror or exc})") from None
+    _print_summary(findings, output)
+
+
+def _fail(message: str) -> None:
+    sys.stderr.write(" ".join(message.split()) + "\n")
+
+
+def main() -> None:
+    """Console entry point: one clear line and exit code 2 for bad input, never a traceback."""
+    try:
+        app(standalone_mode=False)
+    except InputError as exc:
+        _fail(f"forensics: error: {exc}")
+        sys.exit(2)
+    except (typer.Exit, SystemExit) as exc:
+        code = getattr(exc, "exit_code", getattr(exc, "code", 0))
+        sys.exit(code or 0)
+    except typer.Abort:
+        _fail("forensics: aborted")
+        sys.exit(130)
+    except Exception as exc:  # a bug of ours: still one line, no traceback
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        _fail(f"forensics: internal error: {type(exc).__name__}: {exc}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

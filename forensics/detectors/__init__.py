@@ -1,0 +1,28 @@
+"""Detectors: each takes a run's frames and returns anomalies (see :mod:`forensics.detectors.base`)."""
+
+from forensics.detectors.base import Detector, RunFrames
+from forensics.detectors.divergence import DivergenceDetector
+from forensics.detectors.loss_scale import LossScaleCollapseDetector
+from forensics.detectors.nan import NanDetector
+from forensics.detectors.skipped import SkippedIterationsDetector
+from forensics.detectors.spikes import SpikeDetector
+
+DEFAULT_DETECTORS: tuple[Detector, ...] = (
+    NanDetector(),
+    SpikeDetector(metric="loss"),
+    SpikeDetector(metric="grad_norm"),
+    DivergenceDetector(),
+    LossScaleCollapseDetector(),
+    SkippedIterationsDetector(),
+)
+
+__all__ = [
+    "DEFAULT_DETECTORS",
+    "Detector",
+    "DivergenceDetector",
+    "LossScaleCollapseDetector",
+    "NanDetector",
+    "RunFrames",
+    "SkippedIterationsDetector",
+    "SpikeDetector",
+]

@@ -1,0 +1,81 @@
+"""Divergence: the loss leaves its level and does not come back within the attempt, or ends in NaN.
+
+A loss spike whose loss returns to within max(3 sigma, 5%) of the pre-spike trailing median is *recovered*; one that
+never does while the attempt goes on, or that is followed by NaN, is a *divergence* with the spike's onset.
+Without a spike, a slow climb counts too: the smoothed loss (rolling median of 5 points) staying more than
+``rise`` (20%) above its running minimum over the last ``tail_share`` (10%, at least 5 points) of the attempt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from forensics.detectors.base import RunFrames
+from forensics.detectors.nan import nan_steps
+from forensics.detectors.spikes import SpikeDetector
+from forensics.findings import Anomaly
+from forensics.timeline import metric_points
+from parsers import schema as s
+
+
+@dataclass
+class DivergenceDetector:
+    """``DivergenceDetector().detect(frames)``."""
+
+    name: str = "divergence"
+    rise: float = 0.20
+    tail_share: float = 0.10
+    min_tail: int = 5
+
+    def detect(self, frames: RunFrames) -> list[Anomaly]:
+        losses = metric_points(frames.metrics, s.LOSS).filter(pl.col("value").is_finite())
+        nans = nan_steps(frames)
+        out: dict[int, Anomaly] = {}
+        for inc in SpikeDetector(metric=s.LOSS).incidents(frames):
+            if inc.attempt in out or inc.recovered_step is not None:
+                continue
+            own = losses.filter(pl.col("attempt") == inc.attempt)
+            later_nan = nans.filter((pl.col("attempt") == inc.attempt) & (pl.col("step") >= inc.onset))
+            if later_nan.height:
+                how = f"ends in NaN at step {later_nan['step'][0]}"
+            elif inc.points_after:
+                how = f"still {own['value'][-1]:.6g} at step {own['step'][-1]}, the end of the attempt"
+            else:
+                continue
+            end = int(max(own["step"].max(), later_nan["step"].max() or 0))  # type: ignore[arg-type]
+            out[inc.attempt] = Anomaly(
+                kind="divergence", metric=s.LOSS, attempt=inc.attempt, step=inc.onset, end_step=end,
+                value=float(own["value"][-1]), baseline=inc.baseline,
+                detail=f"loss left {inc.baseline:.6g} at step {inc.onset} and did not come back; {how}",
+            )
+        for attempt in losses["attempt"].unique().sort().to_list():
+            if attempt not in out:
+                found = self._slow_climb(losses.filter(pl.col("attempt") == attempt))
+                if found:
+                    out[attempt] = found
+        return sorted(out.values(), key=lambda a: (a.attempt, a.step))
+
+    def _slow_climb(self, own: pl.DataFrame) -> Anomaly | None:
+        n = own.height
+        tail = max(self.min_tail, int(n * self.tail_share))
+        if n < 2 * tail:
+            return None
+        smooth = own["value"].rolling_median(window_size=5, min_samples=1).to_numpy()
+        running_min = np.minimum.accumulate(smooth)
+        raw = own["value"].to_numpy()
+        above = (smooth > running_min * (1 + self.rise)) & (raw > running_min * (1 + self.rise))
+        if not above[-tail:].all():
+            return None
+        onset = n - 1 - int(np.argmin(above[::-1]))  # first index of the final run of True
+        onset = onset + 1 if not above[onset] else onset
+        steps = own["step"].to_numpy()
+        base = float(running_min[onset])
+        return Anomaly(
+            kind="divergence", metric=s.LOSS, attempt=int(own["attempt"][0]), step=int(steps[onset]),
+            end_step=int(steps[-1]), value=float(own["value"][-1]), baseline=base,
+            detail=f"loss climbed from its minimum {base:.6g} and stayed more than {self.rise:.0%} above it "
+            f"from step {steps[onset]} to the end of the attempt",
+        )

@@ -1,0 +1,76 @@
+"""NaN / Inf: non-finite values, a loss missing from an iteration line, NaN counters and NaN-check messages.
+
+Megatron never prints a NaN loss: ``if avg > 0.0`` is False for NaN, so the key disappears from the line. A line
+without a loss whose skipped-iteration counter covers its whole interval is an fp16 overflow window instead (all
+iterations skipped), which the skipped-iterations detector reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from forensics.detectors.base import RunFrames
+from forensics.findings import Anomaly
+from parsers import schema as s
+
+
+def nan_steps(frames: RunFrames) -> pl.DataFrame:
+    """(attempt, step, why) for every step with NaN/Inf evidence."""
+    m = frames.metrics
+    interval = m.filter(pl.col("metric") == s.LOG_INTERVAL).select("attempt", "step", interval=pl.col("value"))
+    bad_values = m.filter(
+        (pl.col("metric").is_in([s.LOSS, s.GRAD_NORM]) & ~pl.col("value").is_finite())
+        | ((pl.col("metric") == s.NAN_ITERATIONS) & (pl.col("value") > 0))
+    ).select("attempt", "step", why=pl.format("{} {}", pl.col("metric"), pl.col("value")))
+    ev = frames.events
+    missing = (
+        ev.filter(pl.col("kind") == s.EV_LOSS_MISSING)
+        .join(interval, on=["attempt", "step"], how="left")
+        .filter(pl.col("value").is_null() | (pl.col("value") < pl.col("interval").fill_null(1)))
+        .select("attempt", "step", why=pl.lit("loss missing from the log line"))
+    )
+    checks = ev.filter((pl.col("kind") == s.EV_NAN_CHECK) & pl.col("step").is_not_null()).select(
+        "attempt", "step", why=pl.lit("NaN check: ") + pl.col("text").str.strip_chars().str.slice(0, 120)
+    )
+    return pl.concat([bad_values, missing, checks]).drop_nulls("step").sort("attempt", "step")
+
+
+@dataclass
+class NanDetector:
+    """Groups NaN evidence into incidents: ``NanDetector().detect(frames)``."""
+
+    name: str = "nan"
+    gap_steps: int = 50
+
+    def detect(self, frames: RunFrames) -> list[Anomaly]:
+        steps = nan_steps(frames)
+        if steps.height == 0:
+            return []
+        losses = frames.metrics.filter((pl.col("metric") == s.LOSS) & pl.col("value").is_finite())
+        grouped = (
+            steps.with_columns(
+                new=(pl.col("step") - pl.col("step").shift(1).over("attempt") > self.gap_steps).fill_null(True)
+            )
+            .with_columns(group=pl.col("new").cast(pl.Int32).cum_sum())
+            .group_by("attempt", "group", maintain_order=True)
+            .agg(
+                pl.col("step").min().alias("start"),
+                pl.col("step").max().alias("end"),
+                pl.col("why").unique(maintain_order=True),
+            )
+        )
+        out = []
+        for attempt, _g, start, end, whys in grouped.iter_rows():
+            before = losses.filter((pl.col("attempt") == attempt) & (pl.col("step") < start))
+            baseline = float(before["value"][-1]) if before.height else None
+            metric = s.LOSS if any(w.startswith(("loss", "NaN check")) for w in whys) else s.GRAD_NORM
+            where = f"step {start}" if start == end else f"steps {start}-{end}"
+            out.append(
+                Anomaly(
+                    kind="nan", metric=metric, attempt=int(attempt), step=int(start), end_step=int(end),
+                    value=float("nan"), baseline=baseline, detail=f"NaN/Inf at {where}: " + "; ".join(whys[:3]),
+                )
+            )
+        return out

@@ -1,0 +1,121 @@
+"""The findings of an analysis: plain dataclasses that the reports render and that serialise to the JSON contract."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """JSON has no NaN: non-finite numbers become null (the kind of anomaly says what happened)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+@dataclass
+class Anomaly:
+    """Something that departed from the run's own recent behaviour, at a step of an attempt."""
+
+    kind: str            # loss_spike, grad_norm_spike, nan, divergence, loss_scale_collapse, skipped_iterations
+    metric: str          # canonical metric name
+    attempt: int
+    step: int            # onset
+    end_step: int        # last step of the incident
+    value: float | None  # the peak (or the value that tripped the check)
+    baseline: float | None  # the level it departed from
+    detail: str = ""     # one plain sentence for the chronicle
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["value"] = finite_or_none(self.value)
+        out["baseline"] = finite_or_none(self.baseline)
+        return out
+
+
+@dataclass
+class Attempt:
+    """One run of the training program, from a (re)start to where its log ends."""
+
+    index: int
+    start_step: int | None
+    end_step: int | None
+    resumed_from_step: int | None
+    resumed_from_inferred: bool
+    rollback: bool
+    config_changes: dict[str, list[Any]]
+    end_reason: str      # completed, nan, diverged, crashed, killed, stopped, running, no_training
+    points: int = 0
+    sources: list[str] = field(default_factory=list)
+    end_detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ModelCheck:
+    """The model's size three ways: computed from its shape, printed by the program, and stated in its name."""
+
+    parameters_from_shape: float | None = None
+    parameters_logged: float | None = None
+    parameters_stated: float | None = None
+    shape: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Cause:
+    """A suspected cause, never a verdict: the evidence for it and how sure the rule is."""
+
+    cause: str
+    confidence: float
+    evidence: list[str]
+    check_next: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RunFindings:
+    """Everything the analysis found about one run."""
+
+    name: str
+    path: str
+    sources: list[dict[str, str]]
+    attempts: list[Attempt]
+    anomalies: list[Anomaly]
+    model: ModelCheck
+    suspected_causes: list[Cause]
+    warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "path": self.path,
+            "sources": self.sources,
+            "attempts": [a.to_dict() for a in self.attempts],
+            "anomalies": [a.to_dict() for a in self.anomalies],
+            "model": self.model.to_dict(),
+            "suspected_causes": [c.to_dict() for c in self.suspected_causes],
+            "warnings": self.warnings,
+            "skipped": self.skipped,
+        }
+
+
+@dataclass
+class Findings:
+    """The analysis of one or more runs: what ``forensics analyze`` renders."""
+
+    runs: list[RunFindings]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": SCHEMA_VERSION, "runs": [r.to_dict() for r in self.runs]}

@@ -1,0 +1,124 @@
+"""The model's size from its shape, from the parameter counts the program printed, and from its name."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import polars as pl
+
+from forensics.findings import ModelCheck
+from parsers import schema as s
+
+_SIZE_IN_NAME = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)\s*([BbMm])(?![A-Za-z])")
+
+
+def stated_parameters(*names: str) -> float | None:
+    """A size written in a run's name or path: ``tr8-104B-wide`` -> 104e9, ``gpt-350m`` -> 350e6."""
+    for name in names:
+        for part in reversed(re.split(r"[/\\]", name)):
+            found = _SIZE_IN_NAME.search(part)
+            if found:
+                return float(found.group(1)) * (1e9 if found.group(2) in "Bb" else 1e6)
+    return None
+
+
+def _int(cfg: dict[str, Any], key: str) -> int | None:
+    value = cfg.get(key)
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def parameters_from_shape(cfg: dict[str, Any], vocab: int | None) -> tuple[float | None, dict[str, Any]]:
+    """Parameters of a Megatron GPT from its arguments (embeddings included when the vocabulary is known).
+
+    Per layer: attention q/k/v/output (grouped-query aware) + MLP (two matrices, three for GLU variants) + biases
+    and norms; plus word embeddings, learned position embeddings, the final norm and an untied output layer.
+    """
+    h, layers = _int(cfg, "hidden_size"), _int(cfg, "num_layers")
+    if not h or not layers:
+        return None, {}
+    heads = _int(cfg, "num_attention_heads") or 1
+    ffn = _int(cfg, "ffn_hidden_size") or 4 * h
+    glu = bool(cfg.get("swiglu") or cfg.get("glu_activation") or cfg.get("gated_linear_unit"))
+    kv_ch = _int(cfg, "kv_channels") or h // heads
+    groups = (_int(cfg, "num_query_groups") if cfg.get("group_query_attention") else None) or _int(
+        cfg, "num_key_value_heads"
+    ) or heads
+    bias = cfg.get("add_bias_linear", True) is not False
+    rms = str(cfg.get("normalization", "LayerNorm")).lower().startswith("rms")
+    q_width, kv_width = heads * kv_ch, groups * kv_ch
+    attention = h * (q_width + 2 * kv_width) + q_width * h + (q_width + 2 * kv_width + h if bias else 0)
+    mlp = (3 if glu else 2) * h * ffn + ((2 * ffn if glu else ffn) + h if bias else 0)
+    norm = h if rms else 2 * h
+    total = layers * (attention + mlp + 2 * norm) + norm
+    positions = _int(cfg, "max_position_embeddings") or 0
+    pos_type = str(cfg.get("position_embedding_type", "learned_absolute"))
+    if (
+        cfg.get("use_rotary_position_embeddings")
+        or cfg.get("add_position_embedding") is False
+        or pos_type in {"rope", "alibi", "none"}
+    ):
+        positions = 0
+    if vocab:
+        total += vocab * h + positions * h
+        if cfg.get("untie_embeddings_and_output_weights"):
+            total += vocab * h
+    shape = {
+        "num_layers": layers, "hidden_size": h, "ffn_hidden_size": ffn, "num_attention_heads": heads,
+        "vocab_size": vocab, "max_position_embeddings": positions or None, "gated_mlp": glu,
+    }
+    return float(total), shape
+
+
+def logged_parameters(events: pl.DataFrame) -> float | None:
+    """The program's own count: a printed total if there is one, else the sum over model-parallel ranks."""
+    counts = events.filter(pl.col("kind") == s.EV_PARAMETER_COUNT).drop_nulls("value")
+    if counts.height == 0:
+        return None
+    totals = counts.filter(~pl.col("text").str.starts_with("sum of the parameter counts"))
+    chosen = totals if totals.height else counts
+    return float(chosen["value"][-1])
+
+
+def check_model(
+    cfg: dict[str, Any], events: pl.DataFrame, run_name: str, run_path: str
+) -> ModelCheck:
+    """Compare the three sizes and the shape's proportions; notes say what is off, in plain words."""
+    vocab_events = events.filter(pl.col("kind") == s.EV_PADDED_VOCAB).drop_nulls("value")
+    vocab = int(vocab_events["value"][-1]) if vocab_events.height else (
+        _int(cfg, "padded_vocab_size") or _int(cfg, "vocab_size")
+    )
+    from_shape, shape = parameters_from_shape(cfg, vocab)
+    check = ModelCheck(
+        parameters_from_shape=from_shape,
+        parameters_logged=logged_parameters(events),
+        parameters_stated=stated_parameters(run_name, run_path),
+        shape=shape,
+    )
+    if shape:
+        h, ffn, heads = shape["hidden_size"], shape["ffn_hidden_size"], shape["num_attention_heads"]
+        expected = round(8 * h / 3) if shape["gated_mlp"] else 4 * h
+        ratio = ffn / h
+        low, high = (2.0, 6.0) if shape["gated_mlp"] else (3.0, 5.0)  # gated: LLaMA 2.7x ... Qwen2.5 5.3x
+        if not low <= ratio <= high:
+            check.notes.append(f"ffn_hidden_size {ffn} is {ratio:.2f}x hidden (expected {expected})")
+        if h % heads:
+            check.notes.append(f"hidden_size {h} is not divisible by num_attention_heads {heads}")
+        if vocab is None:
+            check.notes.append("vocabulary size unknown: embeddings left out of the count from shape")
+    if from_shape and check.parameters_stated:
+        ratio = from_shape / check.parameters_stated
+        if not 0.8 <= ratio <= 1.25:
+            headline = f"this is a ~{_fmt(from_shape)} model, not {_fmt(check.parameters_stated)}"
+            ffn_note = next((n for n in check.notes if n.startswith("ffn_hidden_size")), None)
+            if ffn_note:
+                check.notes.remove(ffn_note)
+                headline += f": {ffn_note}"
+            else:
+                headline += f" (computed from its shape: {ratio:.2f}x the size in its name)"
+            check.notes.insert(0, headline)
+    return check
+
+
+def _fmt(n: float) -> str:
+    return f"{n / 1e9:.0f}B" if n >= 1e10 else f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"

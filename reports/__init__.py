@@ -1,0 +1,18 @@
+"""Renderers: the markdown incident chronicle and the JSON document."""
+
+from reports.json_report import render_json
+from reports.markdown import render_markdown
+
+FORMATS = ("markdown", "json")
+
+
+def render(findings, fmt: str = "markdown") -> str:  # type: ignore[no-untyped-def]
+    """Render findings as ``markdown`` or ``json``."""
+    if fmt == "json":
+        return render_json(findings)
+    if fmt == "markdown":
+        return render_markdown(findings)
+    raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+
+
+__all__ = ["FORMATS", "render", "render_json", "render_markdown"]

@@ -1,0 +1,160 @@
+"""Exact values parsed from real Megatron / Megatron-DeepSpeed log lines."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+from conftest import REAL, real
+
+from parsers import load_run
+from parsers.megatron import typed_value
+
+
+def value(run, metric: str, step: int, attempt: int | None = None) -> float:
+    rows = run.metrics.filter((pl.col("metric") == metric) & (pl.col("step") == step))
+    if attempt is not None:
+        rows = rows.filter(pl.col("attempt") == attempt)
+    assert rows.height == 1, rows
+    return rows["value"][0]
+
+
+def test_tr8_chronicle_iteration_7010(tr8_snippets):
+    run = load_run(tr8_snippets)
+    assert value(run, "loss", 7010) == pytest.approx(11.42026)
+    assert value(run, "grad_norm", 7010) == pytest.approx(219645.978)
+    assert value(run, "loss_scale", 7010) == 2048.0
+    assert value(run, "iteration_time_ms", 7010) == pytest.approx(19904.0)
+    assert value(run, "lr", 7010) == pytest.approx(6.0e-5)
+    assert value(run, "batch_size", 7010) == 96
+    assert value(run, "consumed_samples", 7010) == 261872
+    assert value(run, "val_loss", 7000) == pytest.approx(7.1742)
+    assert value(run, "val_ppl", 7000) == pytest.approx(1305.315)
+
+
+def test_tr8_experiment_12_nan_line_has_no_loss_and_a_stale_grad_norm(tr8_snippets):
+    run = load_run(tr8_snippets)
+    assert run.metrics.filter((pl.col("step") == 9027) & (pl.col("metric") == "loss")).height == 0
+    kinds = run.events.filter(pl.col("step") == 9027)["kind"].to_list()
+    assert "loss_missing" in kinds and "stale_grad_norm" in kinds
+    assert value(run, "loss_scale", 9027) == 8192.0
+
+
+def test_attempts_split_where_the_iteration_counter_goes_back(tr8_snippets):
+    run = load_run(tr8_snippets)
+    firsts = run.metrics.group_by("attempt").agg(pl.col("step").min()).sort("attempt")["step"].to_list()
+    assert firsts == [7000, 6900, 8738]
+
+
+def test_seconds_are_normalised_to_milliseconds_and_torchrun_prefix_stripped():
+    run = load_run(real("tr11-176B-ml_reshaping"))
+    # "[default7]: iteration    94768/ ... | elapsed time per iteration (s): 215.82 |"
+    assert value(run, "iteration_time_ms", 94768, attempt=1) == pytest.approx(215820.0)
+    assert value(run, "loss", 94768, attempt=1) == pytest.approx(1.943883)
+    assert value(run, "consumed_tokens", 94768, attempt=1) == 364394676224
+
+
+def test_srun_label_prefix():
+    run = load_run(real("awsome-distributed-training"))
+    assert value(run, "loss", 25) == pytest.approx(10.86954)
+    assert value(run, "loss_scale", 25) == 4294967296.0
+
+
+def test_early_meg_ds_hyphenated_lm_loss_key():
+    run = load_run(real("ds-on.out"))
+    losses = run.metrics.filter(pl.col("metric") == "loss")
+    assert losses.height == 49
+    assert value(run, "loss_scale", 1) == -1.0
+
+
+def test_gpt_neox_underscore_lm_loss_and_leading_fields():
+    run = load_run(real("gptneox-format"))
+    assert value(run, "loss", 34) == pytest.approx(11.18665)
+    assert value(run, "samples_per_second", 34) == pytest.approx(7.799)
+
+
+def test_new_megatron_line_with_timestamp_and_extra_loss_key():
+    run = load_run(real("issue673"))
+    assert value(run, "loss", 1) == pytest.approx(6.612992)
+    assert value(run, "dummy_loss", 1) == pytest.approx(6.612992)
+    assert value(run, "grad_norm", 2) == pytest.approx(110.614)
+    # " [2025-02-20 11:18:36] iteration        1/250000000"
+    assert run.metrics.filter(pl.col("step") == 1)["wall_time"][0] == pytest.approx(1740050316.0)
+    assert any("line 3: iteration line cut short" in w for w in run.warnings)
+
+
+def test_bf16_nan_grad_norm_and_missing_loss():
+    run = load_run(real("issue396"))
+    assert math.isnan(value(run, "grad_norm", 5426))
+    assert run.metrics.filter(pl.col("metric") == "loss").height == 0
+    assert run.events.filter(pl.col("kind") == "loss_missing")["step"].to_list() == [5426, 5427, 5428]
+
+
+def test_arguments_block_is_typed_config():
+    run = load_run(real("meg_gpt2_base_n4"))
+    cfg = dict(run.configs.select("key", "typed").iter_rows())
+    assert cfg["hidden_size"] == "6144"
+    assert cfg["ffn_hidden_size"] == "24576"
+    assert cfg["adam_beta2"] == "0.999"
+    assert cfg["fp16"] == "true"
+    assert run.configs.filter(pl.col("key") == "log_interval")["value"][0] == "10"
+
+
+def test_typed_values():
+    assert typed_value("None") is None
+    assert typed_value("1e-08") == 1e-08
+    assert typed_value("['/a/b_text_document']") == ["/a/b_text_document"]
+    assert typed_value("torch.float16") == "torch.float16"
+    assert typed_value("cosine") == "cosine"
+
+
+def test_fully_skipped_interval_and_log_interval():
+    run = load_run(real("meg_gpt2_base_n4"))
+    # iteration 10: every one of the 10 iterations skipped (fp16 start-up), so no lm loss
+    ev = run.events.filter(pl.col("kind") == "loss_missing")
+    assert ev["step"].to_list() == [10] and ev["value"].to_list() == [10.0]
+    assert value(run, "log_interval", 20) == 10.0
+    assert value(run, "loss", 30) == pytest.approx(22.47505)
+
+
+def test_parameter_counts_summed_over_model_parallel_ranks():
+    run = load_run(real("meg_gpt2_base_n4"))
+    total = run.events.filter(pl.col("kind") == "parameter_count")["value"].to_list()
+    assert total == [4 * (1217086464 + 1132938240 * 2 + 1210807296)]
+
+
+def test_deepspeed_overflow_lines_and_wrapped_iteration_line():
+    run = load_run(real("tr8b-104B"))
+    overflow = run.events.filter(pl.col("kind") == "overflow")
+    assert overflow.height == 6
+    assert any("wrapped over 3 lines; joined" in w for w in run.warnings)
+    assert value(run, "lr", 13251) == pytest.approx(5.996e-05)
+    assert value(run, "skipped_iterations", 13251) == 0
+
+
+def test_errors_become_events_with_their_step():
+    run = load_run(real("tr1-13B"))
+    kinds = set(run.events["kind"].to_list())
+    assert {"traceback", "cuda_error", "out_of_memory", "killed", "checkpoint_save"} <= kinds
+    oom = run.events.filter(pl.col("kind") == "out_of_memory")
+    assert "CUDA error: out of memory" in oom["text"][0]
+
+
+def test_modern_meg_ds_log_reads_every_iteration():
+    run = load_run(real("qwen7b_baseline"))
+    assert run.metrics.filter(pl.col("metric") == "loss").height == 500
+    assert run.events.filter(pl.col("kind") == "training_done").height == 1
+
+
+def test_every_real_log_parses_or_is_rejected_cleanly():
+    from parsers import InputError
+
+    for path in REAL.iterdir():
+        try:
+            run = load_run(path)
+        except InputError as exc:
+            assert str(exc).startswith(str(path)) and "\n" not in str(exc)
+            continue
+        assert run.metrics.height > 0
+        assert run.metrics["attempt"].null_count() == 0
