@@ -10,7 +10,7 @@ import polars as pl
 from forensics.findings import ModelCheck
 from parsers import schema as s
 
-_SIZE_IN_NAME = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)\s*([BbMm])(?![A-Za-z])")
+_SIZE_IN_NAME = re.compile(r"(?<![0-9.])(\d+(?:\.\d+)?)\s*([BbMm])(?![A-Za-z])")
 
 
 def stated_parameters(*names: str) -> float | None:

@@ -16,15 +16,22 @@ def metric_points(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
     )
 
 
-def with_lineage(points: pl.DataFrame, attempt: int) -> pl.DataFrame:
-    """An attempt's points preceded by the history it resumed on: earlier attempts' points before its first step.
+def resume_steps(events: pl.DataFrame) -> dict[int, int]:
+    """The checkpoint step each attempt loaded, where a checkpoint-load line says so."""
+    loads = events.filter((pl.col("kind") == "checkpoint_load") & (pl.col("value") > 0))
+    return {int(a): int(v) for a, v in loads.group_by("attempt").agg(pl.col("value").last()).iter_rows()}
 
+
+def with_lineage(points: pl.DataFrame, attempt: int, resumed_from: int | None) -> pl.DataFrame:
+    """An attempt's points preceded by the history it resumed on: earlier attempts' points up to its checkpoint.
+
+    Without a known checkpoint (``resumed_from`` None: from scratch, or an excerpt) the attempt stands alone.
     Column ``own`` tells the attempt's own points from inherited ones.
     """
     own = points.filter(pl.col("attempt") == attempt)
-    if own.height == 0:
+    if own.height == 0 or resumed_from is None:
         return own.with_columns(own=pl.lit(True))
-    first = own["step"].min()
+    first = min(int(own["step"].min()), resumed_from + 1)  # type: ignore[arg-type]
     history = (
         points.filter((pl.col("attempt") < attempt) & (pl.col("step") < first))
         .sort("attempt", "step")
@@ -35,12 +42,13 @@ def with_lineage(points: pl.DataFrame, attempt: int) -> pl.DataFrame:
 
 
 def trailing_robust_z(
-    x: np.ndarray, window: int, floor: float
+    x: np.ndarray, window: int, floor: float, min_mad_points: int = 5
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Robust z-score of each point against the trailing ``window`` points before it (the point itself excluded).
 
     Centre: rolling median; scale: 1.4826 x rolling median of absolute deviations from the trailing median,
-    never below ``floor`` (which also covers a history of one or two points). NaNs in ``x`` are skipped in the
+    never below ``floor``; with fewer than ``min_mad_points`` points of history the MAD means nothing and the
+    scale is ``floor`` alone. NaNs in ``x`` are skipped in the
     statistics and get z = NaN. The first point has no history and gets z = NaN.
     Returns (z, centre, scale).
     """
@@ -50,6 +58,8 @@ def trailing_robust_z(
     centre = clean.shift(1).rolling_median(window_size=window, min_samples=1)
     dev = (clean - clean.rolling_median(window_size=window, min_samples=1)).abs()
     mad = dev.shift(1).rolling_median(window_size=window, min_samples=1)
+    history = clean.shift(1).is_not_null().cast(pl.Int32).rolling_sum(window_size=window, min_samples=1)
+    mad = pl.select(pl.when(history >= min_mad_points).then(mad).otherwise(None)).to_series()
     scale = (mad * 1.4826).fill_null(0.0).clip(lower_bound=floor)
     z = ((clean - centre) / scale).fill_null(float("nan")).to_numpy()
     return z, centre.fill_null(float("nan")).to_numpy(), scale.to_numpy()

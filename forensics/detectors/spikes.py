@@ -23,7 +23,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly
-from forensics.timeline import metric_points, runs_of_true, trailing_robust_z, with_lineage
+from forensics.timeline import metric_points, resume_steps, runs_of_true, trailing_robust_z, with_lineage
 
 _DEFAULTS = {"loss": (100, 0.02, 6.0), "grad_norm": (100, 0.25, 6.0)}
 
@@ -69,8 +69,9 @@ class SpikeDetector:
             pl.col("value").is_finite() & (pl.col("value") > 0)
         )
         found: list[SpikeIncident] = []
+        resumed = resume_steps(frames.events)
         for attempt in points["attempt"].unique().sort().to_list():
-            series = with_lineage(points, attempt)
+            series = with_lineage(points, attempt, resumed.get(attempt))
             x = np.log(series["value"].to_numpy())
             z, centre, scale = trailing_robust_z(x, window, floor)
             own = series["own"].to_numpy()

@@ -1,0 +1,132 @@
+"""Attempts, rollbacks, config changes, detectors and the model check on real logs and the bundled samples."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from conftest import SAMPLES, real
+
+import forensics
+from forensics.detectors import RunFrames, SpikeDetector
+from forensics.model_shape import parameters_from_shape, stated_parameters
+from parsers import load_run
+
+
+@pytest.fixture(scope="module")
+def tr8_sample():
+    return forensics.analyze(load_run(SAMPLES / "tr8-104B-sample")).runs[0]
+
+
+def kinds_at(run, attempt: int) -> dict[str, int]:
+    return {a.kind: a.step for a in run.anomalies if a.attempt == attempt}
+
+
+def test_sample_attempts_rollbacks_and_config_changes(tr8_sample):
+    a = tr8_sample.attempts
+    assert [x.index for x in a] == [1, 2, 3]
+    assert [x.resumed_from_step for x in a] == [None, 6210, 3000]
+    assert [x.rollback for x in a] == [False, True, True]
+    assert a[1].config_changes == {"seed": [42, 43]}
+    assert a[2].config_changes == {"adam_beta2": [0.999, 0.95]}
+    assert [x.end_reason for x in a] == ["nan", "nan", "diverged"]
+
+
+def test_sample_anomalies_at_the_right_steps(tr8_sample):
+    first = kinds_at(tr8_sample, 1)
+    assert first["loss_spike"] == 7010 and first["grad_norm_spike"] == 7010
+    assert first["nan"] == 7320 and first["divergence"] == 7010
+    assert kinds_at(tr8_sample, 2)["loss_spike"] == 6930
+    assert kinds_at(tr8_sample, 3)["divergence"] == 4960
+
+
+def test_sample_model_is_called_out(tr8_sample):
+    m = tr8_sample.model
+    assert m.parameters_stated == 104e9
+    assert m.parameters_from_shape == pytest.approx(56.7e9, rel=0.01)
+    assert m.notes[0].startswith("this is a ~57B model, not 104B: ffn_hidden_size 20480 is 1.25x hidden (expected 65536)")
+    assert tr8_sample.suspected_causes[0].cause == "model shape does not match the model's name"
+
+
+def test_clean_sample_has_no_anomalies():
+    run = forensics.analyze(load_run(SAMPLES / "clean-1.3B")).runs[0]
+    assert run.anomalies == []
+    assert [a.end_reason for a in run.attempts] == ["completed"]
+    assert run.suspected_causes == []
+    assert run.model.parameters_from_shape == pytest.approx(run.model.parameters_logged, rel=0.01)
+
+
+def test_real_clean_qwen_run_has_no_anomalies_and_matching_size():
+    run = forensics.analyze(load_run(real("qwen7b_baseline"))).runs[0]
+    assert run.anomalies == []
+    assert run.attempts[0].end_reason == "completed"
+    assert run.model.parameters_from_shape == pytest.approx(7616100352, rel=0.001)  # GQA, SwiGLU, untied, RoPE
+
+
+def test_tr8_chronicle_spikes_and_experiment_12_nan():
+    run = forensics.analyze(load_run(real("tr8-104B-wide_chronicles"))).runs[0]
+    assert kinds_at(run, 1)["loss_spike"] == 7010
+    assert kinds_at(run, 1)["divergence"] == 7010  # 7220 is still 7.16, above the 6.44 before the spike
+    third = kinds_at(run, 3)
+    assert third["nan"] == 9027 and third["loss_scale_collapse"] == 9027
+    assert run.attempts[2].end_reason == "nan"
+    assert [a.rollback for a in run.attempts] == [False, True, True]
+
+
+def test_tr8_experiment_12_grad_norm_spike_leads_the_loss():
+    run = load_run(real("tr8-104B-wide_chronicles"))
+    frames = RunFrames(run.metrics, run.events)
+    gn = {a.step: a.value for a in SpikeDetector("grad_norm").detect(frames) if a.attempt == 3}
+    loss = {a.step: a.value for a in SpikeDetector("loss").detect(frames) if a.attempt == 3}
+    assert gn == {8740: pytest.approx(3273877.676)}  # onset 8740, peak 8741
+    assert min(loss) == 8741
+
+
+def test_tr1_13b_spike_and_loss_scale_collapse():
+    run = forensics.analyze(load_run(real("tr1-13B"))).runs[0]
+    spikes = [a for a in run.anomalies if a.kind == "loss_spike"]
+    assert spikes[0].step == 29050 and spikes[0].value == pytest.approx(8.715872)
+    collapse = [a for a in run.anomalies if a.kind == "loss_scale_collapse"][0]
+    assert (collapse.step, collapse.value, collapse.baseline) == (29050, 4096.0, 65536.0)
+
+
+@pytest.mark.parametrize("name", ["issue396", "pr434", "pr34", "issue33"])
+def test_bf16_nan_excerpts_end_in_nan(name):
+    run = forensics.analyze(load_run(real(name))).runs[0]
+    assert run.attempts[-1].end_reason == "nan"
+    assert any(a.kind == "nan" for a in run.anomalies)
+
+
+def test_fp16_startup_skips_are_not_nan():
+    run = forensics.analyze(load_run(real("meg_gpt2_base_n4"))).runs[0]
+    assert not [a for a in run.anomalies if a.kind == "nan"]
+    assert run.attempts[0].end_reason == "killed"  # slurm cancelled the job
+
+
+def test_config_diff_leaves_out_bookkeeping():
+    from forensics.attempts import config_changes
+
+    assert config_changes({"seed": 1, "save": "/a", "load": "/a"}, {"seed": 2, "save": "/b", "load": "/b"}) == {
+        "seed": [1, 2]
+    }
+
+
+def test_stated_parameters():
+    assert stated_parameters("tr8-104B-wide") == 104e9
+    assert stated_parameters("runs/qwen7b_baseline") == 7e9
+    assert stated_parameters("gpt-350m") == 350e6
+    assert stated_parameters("meg_gpt2_base_n4_dp1") is None
+
+
+def test_parameters_from_shape_gpt3_175b():
+    cfg = {"num_layers": 96, "hidden_size": 12288, "num_attention_heads": 96, "max_position_embeddings": 2048}
+    total, _ = parameters_from_shape(cfg, vocab=50257)
+    assert total == pytest.approx(175e9, rel=0.01)
+
+
+def test_metrics_frame_is_long_form_and_canonical():
+    run = load_run(SAMPLES / "clean-1.3B")
+    assert run.metrics.columns == ["run", "source", "attempt", "step", "metric", "value", "wall_time"]
+    assert {"loss", "grad_norm", "lr", "loss_scale", "iteration_time_ms", "batch_size"} <= set(
+        run.metrics["metric"].unique().to_list()
+    )
+    assert run.metrics.filter(pl.col("metric") == "loss").height == 3000
