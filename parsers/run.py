@@ -81,6 +81,8 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
         try:
             data = read_bytes(file)
         except InputError as exc:
+            if root.is_file():
+                raise
             warnings.append(str(exc))
             continue
         if not data.strip():

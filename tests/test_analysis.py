@@ -85,7 +85,7 @@ def test_tr1_13b_spike_and_loss_scale_collapse():
     run = forensics.analyze(load_run(real("tr1-13B"))).runs[0]
     spikes = [a for a in run.anomalies if a.kind == "loss_spike"]
     assert spikes[0].step == 29050 and spikes[0].value == pytest.approx(8.715872)
-    collapse = [a for a in run.anomalies if a.kind == "loss_scale_collapse"][0]
+    collapse = next(a for a in run.anomalies if a.kind == "loss_scale_collapse")
     assert (collapse.step, collapse.value, collapse.baseline) == (29050, 4096.0, 65536.0)
 
 

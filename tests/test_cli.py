@@ -1,0 +1,158 @@
+"""The command line through typer's test runner and as a subprocess: reports, JSON contract, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLES, real
+from typer.testing import CliRunner
+
+from forensics.cli import app
+from parsers import InputError, load_run
+
+runner = CliRunner()
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "forensics.cli", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_version_and_help():
+    assert runner.invoke(app, ["--version"]).output.startswith("forensics ")
+    assert "analyze" in runner.invoke(app, ["--help"]).output
+
+
+def test_markdown_report_on_the_sample():
+    result = runner.invoke(app, ["analyze", str(SAMPLES / "tr8-104B-sample")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "# Incident chronicle: tr8-104B-sample"
+    assert "this is a \\~57B model, not 104B" in "\n".join(lines[:6])
+    assert "| 2 | 6220–7150 | resumed from step 6210 **(rollback)** | seed: 42 → 43 | ended in NaN |" in lines
+
+
+def test_json_contract():
+    result = runner.invoke(app, ["analyze", str(SAMPLES / "tr8-104B-sample"), "--format", "json"])
+    doc = json.loads(result.output)
+    assert doc["schema_version"] == 1
+    run = doc["runs"][0]
+    assert run["name"] == "tr8-104B-sample"
+    assert run["sources"] == [{"path": "main_log.txt", "format": "megatron"}]
+    assert {"index", "start_step", "end_step", "resumed_from_step", "config_changes", "end_reason"} <= set(
+        run["attempts"][0]
+    )
+    assert run["attempts"][2]["config_changes"] == {"adam_beta2": [0.999, 0.95]}
+    anomaly = run["anomalies"][0]
+    assert {"kind", "metric", "attempt", "step", "end_step", "value", "baseline"} <= set(anomaly)
+    nan = next(a for a in run["anomalies"] if a["kind"] == "nan")
+    assert nan["value"] is None and nan["step"] == 7320
+    assert set(run["model"]) >= {"parameters_from_shape", "parameters_logged", "parameters_stated"}
+    assert run["model"]["parameters_stated"] == 104e9
+    cause = run["suspected_causes"][0]
+    assert set(cause) >= {"cause", "confidence", "evidence"}
+
+
+def test_output_is_deterministic():
+    a = runner.invoke(app, ["analyze", str(SAMPLES / "tr8-104B-sample"), "-f", "json"]).output
+    b = runner.invoke(app, ["analyze", str(SAMPLES / "tr8-104B-sample"), "-f", "json"]).output
+    assert a == b
+
+
+def test_write_to_file_prints_summary(tmp_path):
+    out = tmp_path / "report.md"
+    result = runner.invoke(app, ["analyze", str(SAMPLES / "clean-1.3B"), "-o", str(out)])
+    assert result.exit_code == 0
+    assert out.read_text().startswith("# Incident chronicle: clean-1.3B")
+    assert "report written to" in result.output
+
+
+def test_never_writes_into_the_run_directory(tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(SAMPLES / "clean-1.3B", run_dir)
+    proc = run_cli("analyze", str(run_dir), "-o", str(run_dir / "report.md"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().endswith("forensics never writes into what it reads")
+    assert sorted(p.name for p in run_dir.iterdir()) == ["train.log"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "not a recognised training log: empty file"),
+        (bytes(range(256)) * 40, "not a recognised training log: binary file, not a text log"),
+        (b"hello\nworld\n", "not a recognised training log: no Megatron iteration lines or arguments block"),
+    ],
+)
+def test_bad_single_files_exit_2_with_one_line(tmp_path, content, message):
+    bad = tmp_path / "bad.log"
+    bad.write_bytes(content)
+    proc = run_cli("analyze", str(bad))
+    assert proc.returncode == 2
+    assert proc.stderr == f"forensics: error: {bad}: {message}\n"
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_path():
+    proc = run_cli("analyze", "/nonexistent/run")
+    assert (proc.returncode, proc.stderr) == (2, "forensics: error: /nonexistent/run: no such file or directory\n")
+
+
+def test_directory_with_nothing_readable(tmp_path):
+    (tmp_path / "notes.txt").write_text("nothing here\n")
+    (tmp_path / "empty.log").write_bytes(b"")
+    proc = run_cli("analyze", str(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"forensics: error: {tmp_path}: no readable training logs (")
+    assert "empty.log: empty file" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_non_utf8_and_truncated_last_line_are_read_as_far_as_sound(tmp_path):
+    src = real("tr8-104B-wide_chronicles").read_bytes()
+    damaged = src.replace(b"| lm loss: 6.444662E+00", b"| lm loss: 6.444662E+00 \xff\xfe", 1)
+    cut = damaged[: damaged.rindex(b"lm loss") - 30]  # the last iteration line loses its loss and the rest
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "main_log.txt").write_bytes(cut)
+    run = load_run(run_dir)
+    assert any("not valid UTF-8 (first at byte" in w for w in run.warnings)
+    assert any("last line: iteration line cut short" in w for w in run.warnings)
+    result = runner.invoke(app, ["analyze", str(run_dir)])
+    assert result.exit_code == 0
+    assert "Warnings while reading" in result.output
+    assert "step 7010: **loss spike**" in result.output  # everything before the damage is still analyzed
+
+
+def test_unreadable_file_is_a_warning_when_others_are_readable(tmp_path, monkeypatch):
+    shutil.copy(SAMPLES / "clean-1.3B" / "train.log", tmp_path / "train.log")
+    (tmp_path / "secret.log").write_text("x")
+    original = Path.read_bytes
+
+    def deny(self: Path) -> bytes:
+        if self.name == "secret.log":
+            raise PermissionError(13, "Permission denied")
+        return original(self)
+
+    monkeypatch.setattr(Path, "read_bytes", deny)
+    run = load_run(tmp_path)
+    assert run.warnings == [f"{tmp_path / 'secret.log'}: permission denied"]
+    with pytest.raises(InputError, match=r"secret\.log: permission denied$"):
+        load_run(tmp_path / "secret.log")
+
+
+def test_log_text_is_escaped_in_markdown(tmp_path):
+    line = (
+        " iteration       10/     100 | lm loss: 2.0E+00 | number of skipped iterations:   0 |"
+        " number of nan iterations:   0 |\n"
+    )
+    evil = "RuntimeError: <img src=x onerror=alert(1)> [click](http://x) | *boom*\n"
+    (tmp_path / "a.log").write_text(line + evil)
+    out = runner.invoke(app, ["analyze", str(tmp_path)]).output
+    assert "<img" not in out and " [click](" not in out
+    assert "&lt;img src=x onerror=alert(1)&gt; \\[click\\](http://x) \\| \\*boom\\*" in out
