@@ -13,10 +13,12 @@ SRUN_OR_TORCHRUN = r"\d+: |\[[A-Za-z_]+\d+\]: ?"
 PDSH_CMD = r"cmd = pdsh .*?-w\s+(\S+)"
 
 TIMESTAMP = r"^\s*\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\]"
-# group 1: step, 2: total, 3: the fields; 4: fields GPT-NeoX prints before "iteration" ("samples/sec: 7.799 |")
-ITERATION = (
-    r"^\s*(?:\[[^\]]*\]\s*)?((?:[^|\[\]]*?:[^|]*\|\s*)*?)iteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$"
-)
+# the iteration line is found in two cheap steps: where "iteration N/ M |" starts, then whether what precedes it
+# is only a timestamp and/or fields (GPT-NeoX prints "samples/sec: 7.799 | " first)
+ITERATION_CORE = r"iteration\s+\d+\s*/\s*\d+\s*\|"
+ITERATION = r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$"
+ITERATION_REST = r"iteration\s+\d+\s*/\s*\d+\s*\|.*$"
+ITERATION_PREFIX = r"^\s*(?:\[[^\]]*\]\s*)?(?:[^|\[\]]*?:[^|]*\|\s*)*$"
 FIELD = r"^\s*([^:]+?)\s*:\s*(\S(?:.*\S)?)\s*$"
 VALIDATION = (
     r"^\s*(?:validation\S*|\S+) loss at (?:iteration (\d+)(?: on (?:validation|test) set)?|"

@@ -1,0 +1,129 @@
+"""Benchmark: the vectorised Megatron parser against a plain line-by-line ``re`` parser.
+
+Writes a 300,000-iteration log (~100 MB) under benchmarks/_data/ (once), then times, each in a fresh process:
+reading the file alone, a one-pass compiled-regex parser (iteration fields to long rows, event lines matched),
+and ``parsers.load_run``. Peak memory is the process's max RSS growth over its state after imports.
+
+    python benchmarks/parse_megatron.py [--iterations 300000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def generate(path: Path, iterations: int) -> None:
+    rnd = random.Random(0)
+    with path.open("w", encoding="utf-8") as f:
+        f.write("------------------------ arguments ------------------------\n")
+        for k, v in {"hidden_size": 4096, "num_layers": 32, "seed": 1234, "log_interval": 1}.items():
+            f.write(f"  {k} {'.' * (48 - len(k))} {v}\n")
+        f.write("-------------------- end of arguments ---------------------\n")
+        for it in range(1, iterations + 1):
+            loss = 2.0 + 9.0 * (1 + it / 500) ** -0.5 + rnd.gauss(0, 0.01)
+            f.write(
+                f"[default7]: iteration {it:8d}/{iterations:8d} | consumed samples: {it * 1024:12d} | "
+                f"consumed tokens: {it * 1024 * 2048:12d} | elapsed time per iteration (s): {10 + rnd.random():.2f} | "
+                f"learning rate: {6e-5 * min(1, it / 3000):.3E} | global batch size:  1024 | "
+                f"lm loss: {loss:.6E} | loss scale: {2 ** (12 + (it // 5000) % 4):.1f} | "
+                f"grad norm: {math.exp(rnd.gauss(0, 0.2)):.3f} | num zeros: 0.0 | "
+                f"number of skipped iterations:   0 | number of nan iterations:   0 | "
+                f"samples per second: {100 + rnd.random():.3f} | TFLOPs: {140 + rnd.random():.2f} |\n"
+            )
+            if it % 1000 == 0:
+                f.write(f"saving checkpoint at iteration {it:7d} to /ckpt\n")
+                f.write(f"[Rank 0] (after {it} iterations) memory (MB) | allocated: 1.0 | max allocated: 2.0\n")
+
+
+BASELINE = r'''
+import re, sys, time, resource
+ITER = re.compile(r"^(?:\d+: |\[[A-Za-z_]+\d+\]: ?)*\s*(?:\[[^\]]*\]\s*)?iteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
+FIELD = re.compile(r"\s*([^|:]+?)\s*:\s*([^|]*?)\s*\|")
+EVENT = re.compile(r"saving checkpoint at iteration\s+(\d+)|loading checkpoint from .*? at iteration (\d+)|OVERFLOW!|"
+                   r"found NaN|Traceback \(most recent call last\)|Error:|-{8,} arguments -{8,}")
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t = time.perf_counter()
+rows, events = [], []
+with open(sys.argv[1], encoding="utf-8", errors="replace") as f:
+    for n, line in enumerate(f, 1):
+        m = ITER.match(line)
+        if m:
+            step = int(m.group(1))
+            for key, val in FIELD.findall(m.group(3)):
+                try:
+                    rows.append((step, key, float(val)))
+                except ValueError:
+                    pass
+        elif EVENT.search(line):
+            events.append((n, line))
+elapsed = time.perf_counter() - t
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base
+print(elapsed, peak * 1024, len(rows))
+'''
+
+READ_ONLY = r'''
+import sys, time
+t = time.perf_counter()
+data = open(sys.argv[1], "rb").read()
+print(time.perf_counter() - t, 0, len(data))
+'''
+
+OURS = r'''
+import sys, time, resource
+import polars as pl
+from parsers import load_run
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t = time.perf_counter()
+run = load_run(sys.argv[1])
+elapsed = time.perf_counter() - t
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base
+print(elapsed, peak * 1024, run.metrics.height)
+'''
+
+
+def timed(code: str, path: Path) -> tuple[float, float, int]:
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.split()
+    return float(out[0]), float(out[1]), int(out[2])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=300_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    data_dir = HERE / "_data"
+    data_dir.mkdir(exist_ok=True)
+    path = data_dir / f"megatron_{args.iterations}.log"
+    if not path.exists():
+        generate(path, args.iterations)
+    size = path.stat().st_size
+    results = {}
+    for name, code in (("read file only", READ_ONLY), ("line-by-line re", BASELINE), ("forensics (polars)", OURS)):
+        runs = [timed(code, path) for _ in range(args.repeat)]
+        best = min(runs, key=lambda r: r[0])
+        results[name] = (best[0], max(r[1] for r in runs), best[2])
+    base_t = results["line-by-line re"][0]
+    print(f"log: {path.name}, {size / 1e6:.1f} MB, {args.iterations:,} iteration lines; best of {args.repeat}")
+    header = ("parser".ljust(20), "seconds".rjust(8), "speed-up vs re", "peak RSS growth", "x file size", "rows")
+    print("| " + " | ".join(header) + " |")
+    print(f"|{'-' * 22}|{'-' * 10}|{'-' * 16}|{'-' * 17}|{'-' * 13}|------|")
+    for name, (secs, peak, rows) in results.items():
+        print(
+            f"| {name:<20} | {secs:8.2f} | {base_t / secs:13.1f}x | {peak / 1e6:12.0f} MB | {peak / size:10.2f}x | {rows} |"
+        )
+    print(json.dumps({k: v[0] for k, v in results.items()}))
+
+
+if __name__ == "__main__":
+    main()
