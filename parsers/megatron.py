@@ -193,10 +193,6 @@ def _iteration_rows(lines: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _slug(expr: pl.Expr) -> pl.Expr:
-    return expr.str.to_lowercase().str.replace_all(r"[^a-z0-9]+", "_").str.strip_chars("_")
-
-
 def _iteration_fields(iters: pl.DataFrame) -> pl.DataFrame:
     """One row per (iteration line, field): key as printed, canonical metric, value.
 
@@ -258,10 +254,12 @@ def _validation_metrics(lines: pl.DataFrame) -> pl.DataFrame:
         step=pl.col("g").struct.field("1").cast(pl.Int64, strict=False).fill_null(pl.col("last")),
         key=pl.col("g").struct.field("2"),
     )
-    loss_name = pl.when(pl.col("key").is_in(["lm loss", "lm-loss", "lm_loss"])).then(pl.lit(s.VAL_LOSS))
-    loss_name = loss_name.otherwise(pl.lit("val_") + _slug(pl.col("key")))
-    ppl_name = pl.when(pl.col("key").is_in(["lm loss", "lm-loss", "lm_loss"])).then(pl.lit(s.VAL_PPL))
-    ppl_name = ppl_name.otherwise(pl.lit("val_") + _slug(pl.col("key")) + pl.lit("_ppl"))
+    names = {
+        k: "val_loss" if k in ("lm loss", "lm-loss", "lm_loss") else f"val_{_slug_text(k)}"
+        for k in val["key"].unique().to_list()
+    }
+    loss_name = pl.col("key").replace_strict(names, return_dtype=pl.String)
+    ppl_name = pl.when(loss_name == s.VAL_LOSS).then(pl.lit(s.VAL_PPL)).otherwise(loss_name + "_ppl")
     losses = val.select(
         "attempt", "step", "wall_time", metric=loss_name,
         value=pl.col("g").struct.field("3").cast(pl.Float64, strict=False),

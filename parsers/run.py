@@ -122,7 +122,7 @@ def _join(
 ) -> Run:
     times = [_first_time(log) for _, log in parsed]
     if all(t is not None for t in times):
-        parsed = [pl for _, pl in sorted(zip(times, parsed, strict=True), key=lambda x: x[0])]  # type: ignore[misc]
+        parsed = [log for _, log in sorted(zip(times, parsed, strict=True), key=lambda x: x[0])]  # type: ignore[misc]
     metrics, events, configs, sources = [], [], [], []
     offset = 0
     last_attempt_of_stem: dict[str, int] = {}
