@@ -7,25 +7,30 @@ from __future__ import annotations
 
 from parsers import schema as s
 
-# launcher prefixes, stacked in any order: srun --label "0: ", torchrun --tee "[default7]:", pdsh "host: " (hosts
-# are only stripped when the log names them in a "cmd = pdsh ... -w h1,h2" line).
+# launcher prefixes, stacked in any order: srun --label "0: ", torchrun --tee "[default7]:", pdsh "host: ". A pdsh
+# host is stripped when the log names it in its "cmd = pdsh ... -w h1,h2" line, or when it looks like a host name
+# (letters then a digit somewhere: "sd-2", "r7i4n1", "jean-zay-iam01"); words like "WARNING: " are never stripped.
 SRUN_OR_TORCHRUN = r"\d+: |\[[A-Za-z_]+\d+\]: ?"
-PDSH_CMD = r"cmd = pdsh .*?-w\s+(\S+)"
+HOST_LIKE = r"[A-Za-z][\w-]*\d[\w.-]*: +"
+PDSH_CMD = rb"cmd = pdsh [^\n]*?-w\s+(\S+)"
 
 TIMESTAMP = r"^\s*\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\]"
 # the iteration line is found in two cheap steps: where "iteration N/ M |" starts, then whether what precedes it
 # is only a timestamp and/or fields (GPT-NeoX prints "samples/sec: 7.799 | " first)
 ITERATION_CORE = r"iteration\s+\d+\s*/\s*\d+\s*\|"
-ITERATION = r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$"
-ITERATION_REST = r"iteration\s+\d+\s*/\s*\d+\s*\|.*$"
-ITERATION_PREFIX = r"^\s*(?:\[[^\]]*\]\s*)?(?:[^|\[\]]*?:[^|]*\|\s*)*$"
-FIELD = r"^\s*([^:]+?)\s*:\s*(\S(?:.*\S)?)\s*$"
+ITERATION = r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|"
+# junk a damaged or coloured log leaves in front of a line: ANSI escapes, replacement characters, other non-ASCII
+JUNK = r"(?:\x1b\[[0-9;]*[A-Za-z]|[^\x00-\x7F])*"
+LEADING = r"^" + JUNK + r"\s*(?:\[[^\]]*\])?"
+# a whole iteration line: junk, a timestamp, fields printed before the counter (GPT-NeoX), then the counter
+ITERATION_LINE = LEADING + r"\s*(?:[^|\[\]]*?:[^|]*\|\s*)*" + ITERATION_CORE
 VALIDATION = (
     r"^\s*(?:validation\S*|\S+) loss at (?:iteration (\d+)(?: on (?:validation|test) set)?|"
     r"the end of training for (?:val|test) data) \|\s*([^|]+?) value: (\S+) \|(?:[^|]*? PPL: (\S+))?"
 )
 ARGS_START = r"^\s*-{8,} arguments -{8,}\s*$"
 ARGS_END = r"^\s*-{8,} end of arguments -{8,}\s*$"
+ARGS_CANDIDATE = r"^\s+[A-Za-z_]\w* "  # cheap test for lines that may be ARGS_LINE (decided by position later)
 ARGS_LINE = r"^\s+([A-Za-z_]\w*) \.* ?(.*?)\s*$"
 
 # iteration-line keys -> canonical metric names (anything else is kept under a slug of its own name)

@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 
 from parsers import schema as s
-from parsers.megatron import ParsedLog, is_megatron_log, parse_megatron
-from parsers.textfile import InputError, decode_lines, looks_binary, read_bytes
+from parsers.megatron import DETECT, PDSH_CMD, ParsedLog, parse_megatron
+from parsers.textfile import InputError, inspect_text
 
 
 @dataclass
@@ -79,25 +79,23 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
     for file in _candidate_files(root):
         shown = _display(file, root)
         try:
-            data = read_bytes(file)
+            text = inspect_text(file, shown, {"megatron": DETECT}, head_patterns={"pdsh": PDSH_CMD})
         except InputError as exc:
             if root.is_file():
                 raise
             warnings.append(str(exc))
             continue
-        if not data.strip():
+        if text.binary:
+            skipped.append(f"{shown}: binary file, not a text log")
+            continue
+        if text.blank:
             (warnings if root.is_file() or file.suffix in {".log", ".out", ".err", ".txt"} else skipped).append(
                 f"{shown}: empty file"
             )
             continue
-        if looks_binary(data):
-            skipped.append(f"{shown}: binary file, not a text log")
-            continue
-        if not is_megatron_log(data):
+        if text.matches["megatron"] is None:
             skipped.append(f"{shown}: no Megatron iteration lines or arguments block")
             continue
-        text = decode_lines(Path(shown), data)
-        del data
         parsed.append((file, parse_megatron(text, run=run_name, source=shown)))
     if not parsed:
         if root.is_file():
@@ -109,8 +107,8 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
 
 
 def _first_time(log: ParsedLog) -> float | None:
-    times = pl.concat([log.metrics["wall_time"], log.events["wall_time"]]).drop_nulls()
-    return float(times.min()) if len(times) else None  # type: ignore[arg-type]
+    times = [t for t in (log.metrics["wall_time"].min(), log.events["wall_time"].min()) if t is not None]
+    return float(min(times)) if times else None  # type: ignore[arg-type]
 
 
 def _is_events_only(log: ParsedLog) -> bool:
@@ -134,9 +132,11 @@ def _join(
             deferred.append((file, log))
             continue
         shift = pl.col("attempt") + offset
-        metrics.append(log.metrics.with_columns(attempt=shift))
-        events.append(log.events.with_columns(attempt=shift))
-        configs.append(log.configs.with_columns(attempt=shift))
+        frames = (log.metrics, log.events, log.configs)
+        if offset:
+            frames = tuple(f.with_columns(attempt=shift) for f in frames)
+        for stacked, frame in zip((metrics, events, configs), frames, strict=True):
+            stacked.append(frame)
         offset += log.n_attempts
         last_attempt_of_stem[file.with_suffix("").as_posix()] = offset
     for file, log in deferred:  # e.g. a slurm .err beside its .out: same process, so the same attempt

@@ -2,7 +2,8 @@
 
 Three long-form frames describe a run:
 
-* ``metrics``: one row per logged value: run, source, attempt, step, metric, value, wall_time.
+* ``metrics``: one row per logged value: run, source, attempt, step, metric, value, wall_time. ``run``,
+  ``source`` and ``metric`` are categorical (compare them with plain strings), so millions of rows stay small.
 * ``events``: restarts, checkpoint loads/saves, overflows, NaN checks, errors: run, source, attempt, step, kind,
   value, line, wall_time, text.
 * ``configs``: per-attempt configuration: run, source, attempt, key, value (as printed), typed (JSON of the
@@ -70,8 +71,8 @@ INFRA_KINDS: frozenset[str] = frozenset({EV_CUDA_ERROR, EV_NCCL_ERROR, EV_OOM, E
 
 # --- frame schemas ------------------------------------------------------------------------------------------------
 METRICS_SCHEMA: dict[str, pl.DataType] = {
-    "run": pl.String(), "source": pl.String(), "attempt": pl.Int32(), "step": pl.Int64(),
-    "metric": pl.String(), "value": pl.Float64(), "wall_time": pl.Float64(),
+    "run": pl.Categorical(), "source": pl.Categorical(), "attempt": pl.Int32(), "step": pl.Int64(),
+    "metric": pl.Categorical(), "value": pl.Float64(), "wall_time": pl.Float64(),
 }
 EVENTS_SCHEMA: dict[str, pl.DataType] = {
     "run": pl.String(), "source": pl.String(), "attempt": pl.Int32(), "step": pl.Int64(), "kind": pl.String(),

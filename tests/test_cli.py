@@ -132,14 +132,14 @@ def test_non_utf8_and_truncated_last_line_are_read_as_far_as_sound(tmp_path):
 def test_unreadable_file_is_a_warning_when_others_are_readable(tmp_path, monkeypatch):
     shutil.copy(SAMPLES / "clean-1.3B" / "train.log", tmp_path / "train.log")
     (tmp_path / "secret.log").write_text("x")
-    original = Path.read_bytes
+    original = Path.open
 
-    def deny(self: Path) -> bytes:
+    def deny(self: Path, *args, **kwargs):
         if self.name == "secret.log":
             raise PermissionError(13, "Permission denied")
-        return original(self)
+        return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", deny)
+    monkeypatch.setattr(Path, "open", deny)
     run = load_run(tmp_path)
     assert run.warnings == [f"{tmp_path / 'secret.log'}: permission denied"]
     with pytest.raises(InputError, match=r"secret\.log: permission denied$"):

@@ -158,3 +158,60 @@ def test_every_real_log_parses_or_is_rejected_cleanly():
             continue
         assert run.metrics.height > 0
         assert run.metrics["attempt"].null_count() == 0
+
+
+ITERATION_LINE = (
+    " iteration {:8d}/     100 | lm loss: {:.6E} | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+)
+
+
+def test_pdsh_host_prefix_is_stripped_without_the_launcher_line(tmp_path):
+    """A log tail that never names its pdsh hosts (the `cmd = pdsh ... -w` line is cut off)."""
+    (tmp_path / "node.log").write_text(
+        "sd-2:  iteration        1/      20 | consumed samples:           64 | lm loss: 1.187207E+01 |"
+        " loss scale: 1.0 | grad norm: 40.123 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+        "sd-2: [2024-03-01 10:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] Saving model checkpoint: "
+        "/ckpt/global_step1/mp_rank_00_model_states.pt\n"
+        "WARNING: iteration 2/ 20 | lm loss: 9.0 |\n"
+    )
+    run = load_run(tmp_path / "node.log")
+    assert value(run, "loss", 1) == pytest.approx(11.87207)
+    assert value(run, "grad_norm", 1) == pytest.approx(40.123)
+    saves = run.events.filter(pl.col("kind") == "checkpoint_save")
+    assert saves["step"].to_list() == [1] and saves["line"].to_list() == [2]
+    # "WARNING: " is a word, not a host: that line is not an iteration line
+    assert run.metrics.filter(pl.col("step") == 2).height == 0
+
+
+def test_iteration_lines_behind_escape_codes_or_damaged_bytes_are_read(tmp_path):
+    line = ITERATION_LINE
+    data = (
+        b"\x1b[32m" + line.format(1, 3.0).encode()
+        + b"\xff\xfe" + line.format(2, 2.5).encode()
+        + line.format(3, 2.25).encode()
+    )
+    (tmp_path / "colour.log").write_bytes(data)
+    run = load_run(tmp_path / "colour.log")
+    assert run.metrics.filter(metric="loss")["value"].to_list() == [3.0, 2.5, 2.25]
+    assert any("not valid UTF-8 (first at byte" in w for w in run.warnings)
+
+
+def test_nul_bytes_are_removed_and_line_numbers_stay_right(tmp_path):
+    line = ITERATION_LINE
+    head = b"".join(line.format(i, 3.0).encode() for i in range(1, 101))  # NULs past the binary sniff
+    data = (
+        head + b"\x00\x00\x00garbage\n" + line.format(101, 2.5).encode()
+        + b"saving checkpoint at iteration     101 to /ckpt\n"
+    )
+    (tmp_path / "nul.log").write_bytes(data)
+    run = load_run(tmp_path / "nul.log")
+    assert run.metrics.filter(metric="loss")["step"].to_list() == list(range(1, 102))
+    save = run.events.filter(kind="checkpoint_save")
+    assert save["line"].to_list() == [103] and save["step"].to_list() == [101]
+    assert any("NUL bytes" in w for w in run.warnings)
+
+
+def test_metric_names_are_categorical_and_compare_with_plain_strings(tr8_snippets):
+    run = load_run(tr8_snippets)
+    assert run.metrics.schema["metric"] == pl.Categorical
+    assert run.metrics.filter(metric="loss").height == run.metrics.filter(pl.col("metric") == "loss").height > 0
