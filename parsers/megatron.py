@@ -13,13 +13,13 @@ import ast
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
 from parsers import megatron_patterns as p
 from parsers import schema as s
+from parsers.schema import ParsedLog
 from parsers.textfile import TextFile, scan_blocks
 
 DETECT = re.compile(rb"iteration\s+\d+\s*/\s*\d+\s*\||-{8,} arguments -{8,}")
@@ -31,17 +31,6 @@ _SECONDS = "iteration_time_s"  # the key printed in seconds, until it is scaled 
 _KEY_PATTERNS = [f"| {key}:" for key in p.FIELD_NAMES]
 # canonical keys come out of the replacement without spaces, so the millions of keys need no strip
 _KEY_NAMES = [f"|{_SECONDS if key in p.SECONDS_KEYS else name}:" for key, name in p.FIELD_NAMES.items()]
-
-
-@dataclass
-class ParsedLog:
-    """What one Megatron text log holds, with attempts numbered locally from 1."""
-
-    metrics: pl.DataFrame
-    events: pl.DataFrame
-    configs: pl.DataFrame
-    warnings: list[str] = field(default_factory=list)
-    n_attempts: int = 0
 
 
 def is_megatron_log(data: bytes) -> bool:

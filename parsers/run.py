@@ -10,6 +10,7 @@ import polars as pl
 
 from parsers import schema as s
 from parsers.megatron import DETECT, PDSH_CMD, ParsedLog, parse_megatron
+from parsers.tensorboard import is_event_file, parse_event_file
 from parsers.textfile import InputError, inspect_text
 
 
@@ -76,8 +77,17 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
     warnings: list[str] = []
     skipped: list[str] = []
     parsed: list[tuple[Path, ParsedLog]] = []
+    boards: list[tuple[Path, ParsedLog]] = []
     for file in _candidate_files(root):
         shown = _display(file, root)
+        if is_event_file(file):
+            try:
+                boards.append((file, parse_event_file(file, shown, run_name)))
+            except InputError as exc:
+                if root.is_file():
+                    raise
+                warnings.append(str(exc))
+            continue
         try:
             text = inspect_text(file, shown, {"megatron": DETECT}, head_patterns={"pdsh": PDSH_CMD})
         except InputError as exc:
@@ -97,13 +107,54 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
             skipped.append(f"{shown}: no Megatron iteration lines or arguments block")
             continue
         parsed.append((file, parse_megatron(text, run=run_name, source=shown)))
+    if boards:
+        board_run = _join(run_name, root, boards, [], [], fmt="tensorboard")
+        if not parsed:
+            board_run.warnings[:0] = warnings
+            board_run.skipped.extend(skipped)
+            return board_run
     if not parsed:
         if root.is_file():
             reason = (warnings + skipped)[0].split(": ", 1)[-1] if warnings + skipped else "unreadable"
             raise InputError(f"{root}: not a recognised training log: {reason}")
         reasons = "; ".join(warnings + skipped) or "no files"
         raise InputError(f"{root}: no readable training logs ({reasons})")
-    return _join(run_name, root, parsed, warnings, skipped)
+    text_run = _join(run_name, root, parsed, warnings, skipped)
+    return _merge_boards(text_run, board_run) if boards else text_run
+
+
+def _merge_boards(text: Run, board: Run) -> Run:
+    """One run from a text log and event files of the same training: the text log gives the arguments, events
+    and attempts; TensorBoard the per-iteration scalars (a metric at a step it holds is not taken from the text).
+
+    TensorBoard attempts map one to one onto the text log's when both saw the same number of (re)starts, and are
+    kept when TensorBoard saw more; otherwise each point joins the last text attempt that began at or before its
+    step.
+    """
+    spans = text.metrics.group_by("attempt").agg(lo=pl.col("step").min(), hi=pl.col("step").max()).sort("attempt")
+    tb_attempts = sorted(board.metrics["attempt"].unique().to_list())
+    if len(tb_attempts) == spans.height:
+        mapping = dict(zip(tb_attempts, spans["attempt"].to_list(), strict=True))
+        tb = board.metrics.with_columns(pl.col("attempt").replace_strict(mapping, return_dtype=pl.Int32))
+    elif len(tb_attempts) > spans.height:  # the event files saw restarts the text log does not show
+        tb = board.metrics
+    else:
+        starts = spans.sort("lo").select(pl.col("lo").alias("step"), pl.col("attempt").alias("text_attempt"))
+        tb = (
+            board.metrics.with_row_index("_row").sort("step")
+            .join_asof(starts, on="step", strategy="backward", check_sortedness=False)
+            .sort("_row")
+            .with_columns(attempt=pl.col("text_attempt").fill_null(pl.col("attempt")).cast(pl.Int32))
+            .drop("_row", "text_attempt")
+        )
+    covered = tb.select("metric", "step").unique()
+    kept = text.metrics.join(covered, on=["metric", "step"], how="anti")
+    return Run(
+        name=text.name, path=text.path,
+        metrics=pl.concat([kept, tb.select(kept.columns)]),
+        events=text.events, configs=text.configs,
+        sources=text.sources + board.sources, warnings=text.warnings + board.warnings, skipped=text.skipped,
+    )
 
 
 def _first_time(log: ParsedLog) -> float | None:
@@ -116,7 +167,8 @@ def _is_events_only(log: ParsedLog) -> bool:
 
 
 def _join(
-    run_name: str, root: Path, parsed: list[tuple[Path, ParsedLog]], warnings: list[str], skipped: list[str]
+    run_name: str, root: Path, parsed: list[tuple[Path, ParsedLog]], warnings: list[str], skipped: list[str],
+    fmt: str = "megatron",
 ) -> Run:
     times = [_first_time(log) for _, log in parsed]
     if all(t is not None for t in times):
@@ -126,7 +178,7 @@ def _join(
     last_attempt_of_stem: dict[str, int] = {}
     deferred: list[tuple[Path, ParsedLog]] = []
     for file, log in parsed:
-        sources.append(Source(path=_display(file, root), format="megatron"))
+        sources.append(Source(path=_display(file, root), format=fmt))
         warnings.extend(log.warnings)
         if _is_events_only(log):
             deferred.append((file, log))

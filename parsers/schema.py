@@ -14,6 +14,8 @@ Attempts are numbered from 1 in the order the run made them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import polars as pl
 
 # --- canonical metric names -------------------------------------------------------------------------------------
@@ -97,3 +99,14 @@ def conform(frame: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame
             for name, dtype in schema.items()
         ]
     )
+
+
+@dataclass
+class ParsedLog:
+    """What one Megatron text log holds, with attempts numbered locally from 1."""
+
+    metrics: pl.DataFrame
+    events: pl.DataFrame
+    configs: pl.DataFrame
+    warnings: list[str] = field(default_factory=list)
+    n_attempts: int = 0

@@ -1,0 +1,340 @@
+"""TensorBoard event files -> canonical frames: every record, no sampling, no purge, restarts annotated.
+
+The common record (one ``simple_value`` scalar per event, as PyTorch, tensorboardX and Megatron write it) is
+decoded for all records at once with NumPy, following ``shared/reference/tensorboard-events.md`` §6. Every other
+record (file version, ``SessionLog``, TF2 tensor scalars, text summaries, hparams, several values per event) is
+decoded with the protobuf classes that ship with ``tensorboard``; nothing is unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from parsers import schema as s
+from parsers.metric_names import SECONDS_TAGS, canonical
+from parsers.schema import ParsedLog
+from parsers.textfile import InputError, read_blocks
+from parsers.tfrecord import walk
+
+EV_SESSION_START = "session_start"  # SessionLog.START (torch purge_step): the writer (re)started here
+EV_STEP_REGRESSION = "step_regression"  # a tag's step went back: the run was restarted from an earlier step
+EV_DUPLICATE_STEP = "duplicate_step"
+EV_FILE_START = "event_file_start"
+
+_SCALAR_DTYPES = {1: "<f4", 2: "<f8", 3: "<i4", 9: "<i8", 19: "<f2"}  # TensorProto dtype -> numpy
+_DT_BFLOAT16 = 14
+
+
+def is_event_file(path: Path) -> bool:
+    """Event files are recognised by name (``*tfevents*``), as TensorBoard itself does."""
+    return "tfevents" in path.name
+
+
+# --- numpy helpers ------------------------------------------------------------------------------------------------
+def _varint(b: np.ndarray, at: np.ndarray, maxlen: int) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised protobuf varints at offsets ``at``: values and byte lengths (0 where malformed)."""
+    last = len(b) - 1
+    value = np.zeros(len(at), np.uint64)
+    nbytes = np.zeros(len(at), np.int64)
+    active = np.ones(len(at), bool)
+    for i in range(maxlen):
+        x = b[np.minimum(at + i, last)]
+        value |= np.where(active, (x & 0x7F).astype(np.uint64) << np.uint64(7 * i), np.uint64(0))
+        nbytes += active
+        active &= (x & 0x80) != 0
+        if not active.any():
+            break
+    nbytes[active] = 0
+    return value, nbytes
+
+
+def _gather(buf: bytes, at: np.ndarray, dtype: str) -> np.ndarray:
+    """Little-endian values of ``dtype`` at unaligned offsets ``at``: one aligned view per residue class."""
+    size = np.dtype(dtype).itemsize
+    out = np.empty(len(at), dtype)
+    residue = at % size
+    for k in range(size):
+        idx = np.nonzero(residue == k)[0]
+        if len(idx):
+            view = np.frombuffer(buf, dtype, count=(len(buf) - k) // size, offset=k)
+            out[idx] = view[(at[idx] - k) // size]
+    return out
+
+
+def _tag_ids(buf: bytes, b: np.ndarray, start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Dictionary-encode the tag bytes ``buf[start:start+length]``: a 64-bit hash of all their bytes, then the
+    distinct tags decoded once (a hash collision between two of a file's few tags is ~1e-15 unlikely)."""
+    padded = buf + b"\0" * 8
+    h = np.full(len(start), 1469598103934665603, np.uint64)
+    prime = np.uint64(1099511628211)
+    for k in range(int((length.max() + 7) // 8) if len(length) else 0):
+        word = _gather(padded, start + 8 * k, "<u8")
+        valid = np.clip(length - 8 * k, 0, 8).astype(np.uint64)
+        mask = np.where(valid >= 8, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << (valid * np.uint64(8))) - np.uint64(1))
+        h = (h ^ (word & mask)) * prime
+    h ^= length.astype(np.uint64)
+    _, first, ids = np.unique(h, return_index=True, return_inverse=True)
+    names = [buf[start[i] : start[i] + length[i]].decode("utf-8", "replace") for i in first]
+    return ids.astype(np.int64), names
+
+
+def _fast_scalars(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[pl.DataFrame, np.ndarray]:
+    """Records that are exactly ``Event{wall_time, [step], summary{value{tag, simple_value}}}``, decoded at once.
+
+    Returns their rows (offset, tag, step, wall_time, value) and a mask of the records left for the slow path.
+    """
+    b = np.frombuffer(buf, np.uint8)
+    last = len(b) - 1
+
+    def at(x: np.ndarray) -> np.ndarray:
+        return b[np.minimum(x, last)]
+
+    s0, e = starts, ends
+    ok = at(s0) == 0x09
+    p = s0 + 9
+    has_step = at(p) == 0x10
+    step_v, step_n = _varint(b, p + 1, 10)
+    ok &= ~has_step | (step_n > 0)
+    q = np.where(has_step, p + 1 + step_n, p)
+    ok &= at(q) == 0x2A
+    summary_len, summary_n = _varint(b, q + 1, 5)
+    r = q + 1 + summary_n
+    ok &= (summary_n > 0) & (r + summary_len.astype(np.int64) == e) & (at(r) == 0x0A)
+    value_len, value_n = _varint(b, r + 1, 5)
+    t = r + 1 + value_n
+    ok &= (value_n > 0) & (t + value_len.astype(np.int64) == e) & (at(t) == 0x0A)
+    tag_len, tag_n = _varint(b, t + 1, 3)
+    tag_start = t + 1 + tag_n
+    u = tag_start + tag_len.astype(np.int64)
+    fast = ok & (tag_n > 0) & (at(u) == 0x15) & (u + 5 == e)
+    i = np.nonzero(fast)[0]
+    ids, names = _tag_ids(buf, b, tag_start[i], tag_len[i].astype(np.int64))
+    rows = pl.DataFrame(
+        {
+            "offset": s0[i],
+            "tag": pl.Series(names, dtype=pl.String).gather(ids) if len(i) else pl.Series([], dtype=pl.String),
+            "step": np.where(has_step[i], step_v[i], 0).view(np.int64),
+            "wall_time": _gather(buf, s0[i] + 1, "<f8"),
+            "value": _gather(buf, u[i] + 1, "<f4").astype(np.float64),
+        }
+    )
+    return rows, ~fast
+
+
+# --- the slow path ------------------------------------------------------------------------------------------------
+def _tensor_scalar(tensor: object) -> float | None:
+    """The value of a rank-0 / one-element numeric TensorProto, else None."""
+    dims = [d.size for d in tensor.tensor_shape.dim]  # type: ignore[attr-defined]
+    if int(np.prod(dims)) != 1 if dims else False:
+        return None
+    dtype = tensor.dtype  # type: ignore[attr-defined]
+    content = tensor.tensor_content  # type: ignore[attr-defined]
+    if content:
+        if dtype == _DT_BFLOAT16:
+            return float(np.frombuffer(content[:2] + b"", "<u2").astype(np.uint32)[0] << 16)  # pragma: no cover
+        if dtype in _SCALAR_DTYPES:
+            return float(np.frombuffer(content, _SCALAR_DTYPES[dtype], count=1)[0])
+        return None
+    for field in ("float_val", "double_val", "int_val", "int64_val"):
+        values = getattr(tensor, field)
+        if len(values):
+            return float(values[0])
+    if len(tensor.half_val):  # type: ignore[attr-defined]
+        bits = np.array([tensor.half_val[0]], np.uint16)  # type: ignore[attr-defined]
+        return float(bits.view("<f2")[0]) if dtype == 19 else float((bits.astype(np.uint32) << 16).view("<f4")[0])
+    return 0.0 if dtype in (1, 2) else None
+
+
+def _slow_records(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[list[dict], list[dict], list[dict]]:
+    """Scalars, lifecycle events and config entries of the records the fast path did not take."""
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    scalars: list[dict] = []
+    events: list[dict] = []
+    configs: list[dict] = []
+    plugin_of: dict[str, str] = {}
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        try:
+            event = event_pb2.Event.FromString(buf[start:end])
+        except Exception:
+            events.append({"offset": start, "kind": "undecodable_record", "text": f"record at byte {start - 12}"})
+            continue
+        base = {"offset": start, "step": event.step, "wall_time": event.wall_time}
+        kind = event.WhichOneof("what")
+        if kind == "file_version":
+            events.append({**base, "kind": EV_FILE_START, "text": event.file_version})
+        elif kind == "session_log":
+            status = event_pb2.SessionLog.SessionStatus.Name(event.session_log.status)
+            events.append({**base, "kind": EV_SESSION_START if status == "START" else f"session_{status.lower()}",
+                           "text": f"SessionLog {status} at step {event.step}"})
+        elif kind == "summary":
+            for value in event.summary.value:
+                tag = value.tag
+                if value.HasField("metadata") and value.metadata.plugin_data.plugin_name:
+                    plugin_of.setdefault(tag, value.metadata.plugin_data.plugin_name)
+                plugin = plugin_of.get(tag, "")
+                which = value.WhichOneof("value")
+                if which == "simple_value":
+                    scalars.append({**base, "tag": tag, "value": float(value.simple_value)})
+                elif plugin == "hparams" and tag.endswith("session_start_info"):
+                    data = plugin_data_pb2.HParamsPluginData.FromString(value.metadata.plugin_data.content)
+                    for key, v in data.session_start_info.hparams.items():
+                        kind_v = v.WhichOneof("kind")
+                        configs.append({**base, "key": key, "value": getattr(v, kind_v) if kind_v else None})
+                elif which == "tensor" and (plugin == "text" or value.tensor.dtype == 7):
+                    text = value.tensor.string_val[0].decode("utf-8", "replace") if value.tensor.string_val else ""
+                    configs.append({**base, "key": tag.removesuffix("/text_summary"), "value": text})
+                elif which == "tensor" and plugin in ("scalars", ""):
+                    number = _tensor_scalar(value.tensor)
+                    if number is not None:
+                        scalars.append({**base, "tag": tag, "value": number})
+    return scalars, events, configs
+
+
+# --- the file -----------------------------------------------------------------------------------------------------
+def parse_event_file(path: Path, shown: str, run: str) -> ParsedLog:
+    """Every scalar, lifecycle record and text/hparams config of one event file, attempts numbered from 1.
+
+    >>> parsed = parse_event_file(Path("tests/fixtures/real/tensorboard/tf2/"
+    ...     "events.out.tfevents.1585499054.Jaakkos-Mac-mini.local.11684.5.v2"), "tf2", "tf2")  # doctest: +SKIP
+    """
+    buf = b"".join(read_blocks(path, str(path)))
+    if not buf:
+        raise InputError(f"{path}: empty file")
+    framing = walk(buf)
+    warnings = [f"{shown}: {problem}" for problem in framing.problems]
+    if len(framing.starts) == 0:
+        raise InputError(f"{path}: not a TensorBoard event file (no valid TFRecord)")
+    fast, rest = _fast_scalars(buf, framing.starts, framing.ends)
+    slow_scalars, slow_events, slow_configs = _slow_records(buf, framing.starts[rest], framing.ends[rest])
+    raw = pl.concat(
+        [fast, pl.DataFrame(slow_scalars, schema=fast.schema)] if slow_scalars else [fast]
+    ).sort("offset")
+    events = pl.DataFrame(slow_events, schema={"offset": pl.Int64, "step": pl.Int64, "wall_time": pl.Float64,
+                                               "kind": pl.String, "text": pl.String})
+    return _frames(raw, events, slow_configs, run, shown, warnings)
+
+
+def _frames(raw: pl.DataFrame, events: pl.DataFrame, configs: list[dict], run: str, source: str,
+            warnings: list[str]) -> ParsedLog:
+    names = {tag: canonical(tag) for tag in raw["tag"].unique().to_list()}
+    raw = raw.with_columns(
+        metric=pl.col("tag").replace_strict({t: m for t, (m, _) in names.items()}, return_dtype=pl.String),
+        axis=pl.col("tag").replace_strict({t: a for t, (_, a) in names.items()}, return_dtype=pl.String),
+    ).with_columns(
+        value=pl.when(pl.col("tag").is_in(list(SECONDS_TAGS))).then(pl.col("value") * 1000.0).otherwise("value")
+    )
+    main = raw.filter(pl.col("axis") == "step")
+    # restarts: a session start after the first record, or the step of the busiest tag going back
+    primary = main.group_by("tag").len().sort(["len", "tag"], descending=[True, False])["tag"][:1].to_list()
+    regress = (
+        main.filter(pl.col("tag").is_in(primary))
+        .with_columns(prev=pl.col("step").shift(1))
+        .filter(pl.col("step") <= pl.col("prev"))
+    )
+    first_offset = int(raw["offset"].min()) if raw.height else 0  # type: ignore[arg-type]
+    starts = events.filter((pl.col("kind") == EV_SESSION_START) & (pl.col("offset") > first_offset))["offset"]
+    boundaries = sorted(set(starts.to_list()) | set(_rollback_starts(main, regress, starts.to_list())))
+    bounds = np.array(boundaries, dtype=np.int64)
+
+    def attempt_of(frame: pl.DataFrame) -> pl.DataFrame:
+        at = np.searchsorted(bounds, frame["offset"].to_numpy(), side="right") + 1
+        return frame.with_columns(attempt=pl.Series(at.astype(np.int32)))
+
+    raw = attempt_of(raw)
+    metrics = pl.concat([raw.filter(pl.col("axis") == "step"), _axis_metrics(raw)], how="diagonal_relaxed")
+    marks = pl.concat(
+        [
+            events,
+            regress.select("offset", "step", "wall_time", kind=pl.lit(EV_STEP_REGRESSION),
+                           text=pl.format("{} went back from step {} to {}", "tag", "prev", "step")),
+            _duplicates(main),
+        ],
+        how="diagonal_relaxed",
+    )
+    marks = attempt_of(marks.sort("offset"))
+    config_frame = _config_frame(configs)
+    if config_frame.height:
+        config_frame = attempt_of(config_frame).unique(["attempt", "key"], keep="first", maintain_order=True)
+
+    def finish(frame: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+        labels = {"run": pl.lit(run, dtype=schema["run"]), "source": pl.lit(source, dtype=schema["source"])}
+        return s.conform(frame.with_columns(**labels), schema)
+
+    return ParsedLog(
+        metrics=finish(metrics.sort("offset"), s.METRICS_SCHEMA),
+        events=finish(marks.with_columns(line=pl.col("offset")), s.EVENTS_SCHEMA),
+        configs=finish(config_frame, s.CONFIGS_SCHEMA),
+        warnings=warnings,
+        n_attempts=len(boundaries) + 1,
+    )
+
+
+def _rollback_starts(main: pl.DataFrame, regress: pl.DataFrame, session_starts: list[int]) -> list[int]:
+    """Where each rollback begins: the first record after the primary tag's last record of the old attempt
+    whose step is at or below the step the run went back to (none when a session start already marks it)."""
+    out: list[int] = []
+    for offset, step, prev in regress.select("offset", "step", "prev").iter_rows():
+        window = main.filter((pl.col("offset") <= offset) & (pl.col("step") <= step))
+        before = main.filter((pl.col("offset") < offset) & (pl.col("step") >= prev))["offset"].max()
+        if before is not None:
+            window = window.filter(pl.col("offset") > before)
+            if any(before < start <= offset for start in session_starts):
+                continue
+        out.append(int(window["offset"].min()) if window.height else offset)  # type: ignore[arg-type]
+    return out
+
+
+def _duplicates(main: pl.DataFrame) -> pl.DataFrame:
+    dup = main.filter(pl.col("step").is_duplicated().over("tag")).group_by("tag", "step").agg(
+        pl.col("offset").sort().get(1).alias("offset"), pl.col("wall_time").first(), pl.len().alias("n")
+    )
+    return dup.select(
+        "offset", "step", "wall_time", kind=pl.lit(EV_DUPLICATE_STEP),
+        text=pl.format("{} logged {} times at step {}", "tag", "n", "step"),
+    )
+
+
+def _axis_metrics(raw: pl.DataFrame) -> pl.DataFrame:
+    """`` vs samples`` / `` vs tokens`` twins: the consumed samples/tokens at each iteration, not more points.
+
+    Megatron writes ``add_scalar(key, v, iteration)`` and then ``add_scalar(key + ' vs samples', v, consumed)``,
+    so each twin is paired with the last record of its base tag before it.
+    """
+    twins = raw.filter(pl.col("axis").is_in(["samples", "tokens"]))
+    if twins.height == 0:
+        return pl.DataFrame()
+    base = raw.filter(pl.col("axis") == "step").select("offset", "metric", "attempt", iteration=pl.col("step"))
+    paired = twins.select("offset", "metric", "axis", "wall_time", x=pl.col("step")).sort("offset").join_asof(
+        base.sort("offset"), on="offset", by="metric", strategy="backward", check_sortedness=False
+    )
+    return (
+        paired.drop_nulls("iteration")
+        .unique(["attempt", "iteration", "axis"], keep="first", maintain_order=True)
+        .select(
+            "offset", "attempt", "wall_time", step=pl.col("iteration"),
+            metric=pl.when(pl.col("axis") == "samples").then(pl.lit(s.CONSUMED_SAMPLES)).otherwise(
+                pl.lit(s.CONSUMED_TOKENS)),
+            value=pl.col("x").cast(pl.Float64),
+        )
+    )
+
+
+def _config_frame(configs: list[dict]) -> pl.DataFrame:
+    """Text summaries and hparams as config rows; a key repeated within an attempt keeps its first value."""
+    if not configs:
+        return pl.DataFrame(schema={"offset": pl.Int64, "key": pl.String, "value": pl.String, "typed": pl.String})
+    from parsers.megatron import typed_value
+
+    rows = []
+    for c in configs:
+        value = c["value"]
+        typed = typed_value(value) if isinstance(value, str) else value
+        rows.append({"offset": c["offset"], "key": c["key"], "value": str(value),
+                     "typed": json.dumps(typed, default=str)})
+    return pl.DataFrame(rows)

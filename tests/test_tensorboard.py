@@ -1,0 +1,156 @@
+"""TensorBoard event files: every record kept, restarts annotated, damage survived (real and generated files)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+import tb_writer as tb
+from conftest import REAL
+
+from parsers import InputError, load_run
+from parsers.metric_names import canonical
+
+TB = REAL.parent / "tensorboard"
+DUP = TB / "janosh_tensorboard-reducer" / "duplicate_steps"
+LAX = TB / "janosh_tensorboard-reducer" / "lax"
+TF2 = TB / "orktes_go-tensorboard" / "tfevents"
+
+
+def test_duplicate_steps_file_keeps_every_point_and_finds_the_rollback():
+    run = load_run(DUP)
+    assert run.metrics.height == 420  # 210 per tag: nothing sampled, nothing purged
+    foo = run.metrics.filter(metric="dup_steps/foo")
+    assert foo["step"].head(3).to_list() == [0, 1, 2]
+    assert foo["value"][0] == pytest.approx(1.49625659, rel=1e-7)
+    assert foo.group_by("attempt").agg(lo=pl.col("step").min(), hi=pl.col("step").max()).sort("attempt").rows() == [
+        (1, 0, 99), (2, 90, 199),
+    ]
+    kinds = run.events["kind"].value_counts().sort("kind").rows()
+    assert ("duplicate_step", 20) in kinds and ("step_regression", 1) in kinds
+    assert run.sources[0].format == "tensorboard"
+
+
+def test_plain_torch_file_has_all_110_steps_of_each_tag():
+    run = load_run(LAX)
+    counts = run.metrics.group_by("metric").len().sort("metric").rows()
+    assert counts == [("lax/bar_1", 110), ("lax/bar_2", 110), ("lax/foo", 110)]
+    assert run.attempts == [1]
+
+
+def test_tf2_tensor_scalars_are_read():
+    run = load_run(TF2)
+    rows = run.metrics.filter(metric="my_metric")
+    assert rows.height == 100
+    assert rows.filter(step=1)["value"].item() == 0.5  # tensor_content 00 00 00 3f
+
+
+@pytest.mark.parametrize(
+    ("tag", "expected"),
+    [
+        ("lm loss", ("loss", "step")),
+        ("lm loss vs samples", ("loss", "samples")),
+        ("lm-loss-training/lm loss vs tokens", ("loss", "tokens")),
+        ("lm_loss", ("loss", "step")),
+        ("grad-norm/grad-norm", ("grad_norm", "step")),
+        ("learning-rate", ("lr", "step")),
+        ("train/lr", ("lr", "step")),
+        ("loss-scale", ("loss_scale", "step")),
+        ("lm-loss-validation/lm loss validation", ("val_loss", "step")),
+        ("val/loss", ("val_loss", "step")),
+        ("custom/thing", ("custom/thing", "step")),
+    ],
+)
+def test_tag_names_map_to_canonical_metrics(tag, expected):
+    assert canonical(tag) == expected
+
+
+def megatron_style(path: Path) -> Path:
+    records = [tb.version()]
+    records += [tb.text("seed", "42", 0), tb.text("hidden_size", "1024", 0)]
+    for step in range(1, 51):
+        loss = 8.0 - step * 0.01 + (5.0 if step == 30 else 0.0)
+        records += [tb.scalar("lm loss", loss, step), tb.scalar("lm loss vs samples", loss, step * 32)]
+        records += [tb.scalar("grad-norm", 1.0, step), tb.scalar("iteration-time", 0.5, step)]
+    # the writer restarts from the checkpoint at step 40 with a new seed (torch purge_step)
+    records += [tb.session_start(41), tb.text("seed", "43", 40)]
+    for step in range(41, 61):
+        records += [tb.scalar("lm loss", 7.5 - step * 0.001, step), tb.scalar("grad-norm", 1.0, step)]
+    return tb.write(path / "events.out.tfevents.1700000000.host", *records)
+
+
+def test_megatron_style_file_args_twins_units_and_purge_step(tmp_path):
+    run = load_run(megatron_style(tmp_path / "run"))
+    loss = run.metrics.filter(metric="loss")
+    assert loss.height == 70  # the " vs samples" twins are not extra loss points
+    assert loss.filter(step=30, attempt=1)["value"].item() == pytest.approx(12.7, rel=1e-6)
+    assert run.metrics.filter(metric="consumed_samples", step=10)["value"].item() == 320
+    assert run.metrics.filter(metric="iteration_time_ms", step=1)["value"].item() == 500.0
+    assert run.attempts == [1, 2]
+    seeds = run.configs.filter(key="seed").sort("attempt")["typed"].to_list()
+    assert seeds == ["42", "43"]
+    assert "session_start" in run.events["kind"].to_list()
+
+
+def test_tensorboard_and_text_log_merge_without_counting_a_point_twice(tmp_path):
+    run_dir = tmp_path / "run"
+    megatron_style(run_dir / "tb")
+    lines = [
+        f" iteration {i:8d}/      60 | consumed samples: {i * 32:8d} | lm loss: {8.0 - i * 0.01:.6E} |"
+        " number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+        for i in range(10, 51, 10)
+    ]
+    (run_dir / "train.log").write_text("".join(lines))
+    run = load_run(run_dir)
+    assert {s.format for s in run.sources} == {"megatron", "tensorboard"}
+    loss = run.metrics.filter(metric="loss")
+    assert loss.filter(step=10).height == 1  # from TensorBoard only, not again from the text log
+    assert loss.height == 70 and loss.filter(attempt=1).height == 50
+    assert run.configs.filter(key="train_iters")["typed"].to_list() == ["60"]  # the text log's config
+
+
+def test_flipped_byte_skips_one_record_and_keeps_the_rest(tmp_path):
+    path = shutil.copy(LAX / "run_1" / "events.out.tfevents.1622543341.janoshs-mbp.lan.86862.3", tmp_path / "a.tfevents")
+    data = bytearray(Path(path).read_bytes())
+    data[5000] ^= 0xFF
+    Path(path).write_bytes(bytes(data))
+    run = load_run(tmp_path)
+    assert run.metrics.height == 329
+    assert any("bad CRC in the record at byte" in w or "bad record header" in w for w in run.warnings)
+
+
+def test_cut_tail_is_reported_as_a_partial_last_record(tmp_path):
+    src = (LAX / "run_1" / "events.out.tfevents.1622543341.janoshs-mbp.lan.86862.3").read_bytes()
+    (tmp_path / "events.out.tfevents.1.cut").write_bytes(src[:-20])
+    run = load_run(tmp_path)
+    assert run.metrics.height == 329
+    assert any("partial last record at byte" in w for w in run.warnings)
+
+
+def test_bad_length_header_resynchronises_on_the_next_record(tmp_path):
+    good = [tb.version()] + [tb.scalar("loss", 1.0 + i, i) for i in range(5)]
+    damaged = bytearray(good[2])
+    damaged[0] ^= 0x40  # the length of record 2 is now wrong (and its header CRC fails)
+    tb.write(tmp_path / "events.out.tfevents.2.x", *good[:2], bytes(damaged), *good[3:])
+    run = load_run(tmp_path)
+    assert run.metrics.filter(metric="loss")["step"].to_list() == [0, 2, 3, 4]
+    assert any("bad record header at byte" in w for w in run.warnings)
+
+
+def test_not_an_event_file_is_a_one_line_error(tmp_path):
+    bad = tmp_path / "events.out.tfevents.3.x"
+    bad.write_bytes(b"this is not a tfrecord file at all\n")
+    with pytest.raises(InputError, match=r"events\.out\.tfevents\.3\.x: not a TensorBoard event file"):
+        load_run(bad)
+
+
+def test_nan_and_inf_scalars_are_kept(tmp_path):
+    tb.write(tmp_path / "events.out.tfevents.4.x", tb.version(), tb.scalar("loss", float("nan"), 1),
+             tb.scalar("loss", float("inf"), 2), tb.tensor_scalar("tf2", 2.5, 0), tb.tensor_scalar("tf2", 3.5, 1))
+    run = load_run(tmp_path)
+    values = run.metrics.filter(metric="loss")["value"].to_list()
+    assert math.isnan(values[0]) and values[1] == math.inf
+    assert run.metrics.filter(metric="tf2")["value"].to_list() == [2.5, 3.5]
