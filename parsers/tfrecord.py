@@ -57,37 +57,52 @@ def walk(buf: bytes) -> Framing:
 
     A payload with a bad CRC is skipped and reported; a header with a bad CRC (its length cannot be trusted) is
     skipped by resynchronising on the next valid header; a truncated tail is reported as a partial last record.
+    The header CRC is only checked when something is off (payload CRC or length), so a sound record costs one
+    CRC call.
     """
     starts: list[int] = []
     ends: list[int] = []
     problems: list[str] = []
     n = len(buf)
     pos = 0
-    checked = _crc32c is not None
+    crc = _crc32c
     unpack_len = _LEN.unpack_from
     unpack_u32 = _U32.unpack_from
     view = memoryview(buf)
+    add_start = starts.append
+    add_end = ends.append
     while pos < n:
         if pos + 12 > n:
             problems.append(f"partial last record at byte {pos} ({n - pos} bytes of a header)")
             break
         (length,) = unpack_len(buf, pos)
-        if checked and masked_crc(view[pos : pos + 8]) != unpack_u32(buf, pos + 8)[0]:
+        end = pos + 12 + length
+        if crc is None:
+            if end + 4 > n:
+                problems.append(f"partial last record at byte {pos} (needs {length + 16} bytes, {n - pos} left)")
+                break
+            add_start(pos + 12)
+            add_end(end)
+            pos = end + 4
+            continue
+        if end + 4 <= n:
+            c = crc(view[pos + 12 : end])
+            if (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF == unpack_u32(buf, end)[0]:
+                add_start(pos + 12)
+                add_end(end)
+                pos = end + 4
+                continue
+        if not _header_ok(buf, pos):
             nxt = _resync(buf, pos)
             skipped = (nxt if nxt is not None else n) - pos
             problems.append(f"bad record header at byte {pos}; skipped {skipped} bytes to the next valid header")
             if nxt is None:
                 break
             pos = nxt
-            continue
-        end = pos + 12 + length
-        if end + 4 > n:
+        elif end + 4 > n:
             problems.append(f"partial last record at byte {pos} (needs {length + 16} bytes, {n - pos} left)")
             break
-        if checked and masked_crc(view[pos + 12 : end]) != unpack_u32(buf, end)[0]:
-            problems.append(f"bad CRC in the record at byte {pos}; record skipped")
         else:
-            starts.append(pos + 12)
-            ends.append(end)
-        pos = end + 4
-    return Framing(np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64), problems, checked)
+            problems.append(f"bad CRC in the record at byte {pos}; record skipped")
+            pos = end + 4
+    return Framing(np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64), problems, crc is not None)
