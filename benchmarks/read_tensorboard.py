@@ -79,7 +79,8 @@ acc = EventAccumulator(path, size_guidance={"scalars": 0})
 acc.Reload()
 rows = [e for tag in acc.Tags()["scalars"] for e in acc.Scalars(tag)]
 elapsed = time.perf_counter() - t
-print(elapsed, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024, len(rows), float(sum(e.value for e in rows)))
+peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024
+print(elapsed, peak, len(rows), float(sum(e.value for e in rows)))
 '''
 
 
