@@ -33,11 +33,6 @@ _KEY_PATTERNS = [f"| {key}:" for key in p.FIELD_NAMES]
 _KEY_NAMES = [f"|{_SECONDS if key in p.SECONDS_KEYS else name}:" for key, name in p.FIELD_NAMES.items()]
 
 
-def is_megatron_log(data: bytes) -> bool:
-    """True if the bytes hold a Megatron iteration line or arguments block (content, not file name, decides)."""
-    return DETECT.search(data) is not None
-
-
 def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
     """Parse a Megatron-family training log that :func:`parsers.textfile.inspect_text` has looked at.
 
@@ -173,6 +168,14 @@ def _segments(lines: pl.LazyFrame, *per_line: pl.Expr) -> pl.LazyFrame:
     )
 
 
+def _segment_key() -> pl.Expr:
+    return pl.col("segment").str.head(pl.col("colon"))
+
+
+def _segment_raw() -> pl.Expr:
+    return pl.col("segment").str.slice(pl.col("colon") + 1).str.strip_chars()
+
+
 def _iteration_fields(lines: pl.LazyFrame) -> pl.LazyFrame:
     """One row per (iteration line, printed field): ``key`` (categorical) and value, in long form.
 
@@ -184,8 +187,8 @@ def _iteration_fields(lines: pl.LazyFrame) -> pl.LazyFrame:
     garbage from a damaged line either way.) Values that are not plain numbers are null here and read again by
     :func:`_unparsed_values`. Keys are named by :func:`_iteration_metrics` once, on the few distinct keys.
     """
-    key = pl.col("segment").str.head(pl.col("colon"))  # other keys keep their spaces until named
-    value = pl.col("segment").str.slice(pl.col("colon") + 1).str.strip_chars().cast(pl.Float64, strict=False)
+    key = _segment_key()  # keys replace_many did not name keep their spaces until named
+    value = _segment_raw().cast(pl.Float64, strict=False)
     seconds = pl.col("key") == _SECONDS
     return (
         _segments(lines)
@@ -200,11 +203,9 @@ def _iteration_fields(lines: pl.LazyFrame) -> pl.LazyFrame:
 
 def _unparsed_values(text: TextFile, prefix: str, at: list[int]) -> pl.DataFrame:
     """``line``, ``metric`` and ``raw`` text of the fields on lines ``at`` whose value did not parse as a number."""
-    key = pl.col("segment").str.head(pl.col("colon")).str.strip_chars()
-    raw = pl.col("segment").str.slice(pl.col("colon") + 1).str.strip_chars()
     return (
         _segments(_lines_at(text, prefix, at).lazy())
-        .select("line", key=key, raw=raw)
+        .select("line", key=_segment_key().str.strip_chars(), raw=_segment_raw())
         .filter(pl.col("raw").cast(pl.Float64, strict=False).is_null() & (pl.col("raw") != "") & (pl.col("key") != ""))
         .collect()
     )

@@ -15,9 +15,10 @@ import numpy as np
 import polars as pl
 
 from parsers import schema as s
+from parsers.megatron import typed_value
 from parsers.metric_names import SECONDS_TAGS, canonical
 from parsers.schema import ParsedLog
-from parsers.textfile import InputError, read_blocks
+from parsers.textfile import InputError, read_all
 from parsers.tfrecord import walk
 
 EV_SESSION_START = "session_start"  # SessionLog.START (torch purge_step): the writer (re)started here
@@ -65,7 +66,7 @@ def _gather(buf: bytes, at: np.ndarray, dtype: str) -> np.ndarray:
     return out
 
 
-def _tag_ids(buf: bytes, b: np.ndarray, start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, list[str]]:
+def _tag_ids(buf: bytes, start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Dictionary-encode the tag bytes ``buf[start:start+length]``: a 64-bit hash of all their bytes, then the
     distinct tags decoded once (a hash collision between two of a file's few tags is ~1e-15 unlikely)."""
     padded = buf + b"\0" * 8
@@ -112,11 +113,11 @@ def _fast_scalars(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[pl.
     u = tag_start + tag_len.astype(np.int64)
     fast = ok & (tag_n > 0) & (at(u) == 0x15) & (u + 5 == e)
     i = np.nonzero(fast)[0]
-    ids, names = _tag_ids(buf, b, tag_start[i], tag_len[i].astype(np.int64))
+    ids, names = _tag_ids(buf, tag_start[i], tag_len[i].astype(np.int64))
     rows = pl.DataFrame(
         {
             "offset": s0[i],
-            "tag": pl.Series(names, dtype=pl.String).gather(ids) if len(i) else pl.Series([], dtype=pl.String),
+            "tag": pl.Series(names, dtype=pl.Categorical).gather(ids),
             "step": np.where(has_step[i], step_v[i], 0).view(np.int64),
             "wall_time": _gather(buf, s0[i] + 1, "<f8"),
             "value": _gather(buf, u[i] + 1, "<f4").astype(np.float64),
@@ -129,24 +130,22 @@ def _fast_scalars(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[pl.
 def _tensor_scalar(tensor: object) -> float | None:
     """The value of a rank-0 / one-element numeric TensorProto, else None."""
     dims = [d.size for d in tensor.tensor_shape.dim]  # type: ignore[attr-defined]
-    if int(np.prod(dims)) != 1 if dims else False:
+    if dims and int(np.prod(dims)) != 1:
         return None
     dtype = tensor.dtype  # type: ignore[attr-defined]
     content = tensor.tensor_content  # type: ignore[attr-defined]
     if content:
-        if dtype == _DT_BFLOAT16:
-            return float(np.frombuffer(content[:2] + b"", "<u2").astype(np.uint32)[0] << 16)  # pragma: no cover
-        if dtype in _SCALAR_DTYPES:
-            return float(np.frombuffer(content, _SCALAR_DTYPES[dtype], count=1)[0])
-        return None
-    for field in ("float_val", "double_val", "int_val", "int64_val"):
-        values = getattr(tensor, field)
+        if dtype == _DT_BFLOAT16:  # the high half of a float32
+            return float((np.frombuffer(content[:2], "<u2").astype(np.uint32) << 16).view("<f4")[0])
+        return float(np.frombuffer(content, _SCALAR_DTYPES[dtype], count=1)[0]) if dtype in _SCALAR_DTYPES else None
+    for name in ("float_val", "double_val", "int_val", "int64_val"):
+        values = getattr(tensor, name)
         if len(values):
             return float(values[0])
-    if len(tensor.half_val):  # type: ignore[attr-defined]
+    if len(tensor.half_val):  # type: ignore[attr-defined]  fp16 / bf16 bit patterns in int32s
         bits = np.array([tensor.half_val[0]], np.uint16)  # type: ignore[attr-defined]
         return float(bits.view("<f2")[0]) if dtype == 19 else float((bits.astype(np.uint32) << 16).view("<f4")[0])
-    return 0.0 if dtype in (1, 2) else None
+    return 0.0 if dtype in (1, 2) else None  # proto3 leaves a zero out
 
 
 def _slow_records(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[list[dict], list[dict], list[dict]]:
@@ -203,7 +202,7 @@ def parse_event_file(path: Path, shown: str, run: str) -> ParsedLog:
     >>> parsed = parse_event_file(Path("tests/fixtures/real/tensorboard/tf2/"
     ...     "events.out.tfevents.1585499054.Jaakkos-Mac-mini.local.11684.5.v2"), "tf2", "tf2")  # doctest: +SKIP
     """
-    buf = b"".join(read_blocks(path, str(path)))
+    buf = read_all(path)
     if not buf:
         raise InputError(f"{path}: empty file")
     framing = walk(buf)
@@ -212,9 +211,7 @@ def parse_event_file(path: Path, shown: str, run: str) -> ParsedLog:
         raise InputError(f"{path}: not a TensorBoard event file (no valid TFRecord)")
     fast, rest = _fast_scalars(buf, framing.starts, framing.ends)
     slow_scalars, slow_events, slow_configs = _slow_records(buf, framing.starts[rest], framing.ends[rest])
-    raw = pl.concat(
-        [fast, pl.DataFrame(slow_scalars, schema=fast.schema)] if slow_scalars else [fast]
-    ).sort("offset")
+    raw = pl.concat([fast, pl.DataFrame(slow_scalars, schema=fast.schema)]).sort("offset")
     events = pl.DataFrame(slow_events, schema={"offset": pl.Int64, "step": pl.Int64, "wall_time": pl.Float64,
                                                "kind": pl.String, "text": pl.String})
     return _frames(raw, events, slow_configs, run, shown, warnings)
@@ -224,11 +221,13 @@ def _frames(raw: pl.DataFrame, events: pl.DataFrame, configs: list[dict], run: s
             warnings: list[str]) -> ParsedLog:
     names = {tag: canonical(tag) for tag in raw["tag"].unique().to_list()}
     raw = raw.with_columns(
-        metric=pl.col("tag").replace_strict({t: m for t, (m, _) in names.items()}, return_dtype=pl.String),
-        axis=pl.col("tag").replace_strict({t: a for t, (_, a) in names.items()}, return_dtype=pl.String),
-    ).with_columns(
-        value=pl.when(pl.col("tag").is_in(list(SECONDS_TAGS))).then(pl.col("value") * 1000.0).otherwise("value")
+        metric=pl.col("tag").replace_strict({t: m for t, (m, _) in names.items()}, return_dtype=pl.Categorical),
+        axis=pl.col("tag").replace_strict({t: a for t, (_, a) in names.items()}, return_dtype=pl.Categorical),
     )
+    seconds = [t for t in names if t in SECONDS_TAGS]
+    if seconds:
+        raw = raw.with_columns(value=pl.when(pl.col("tag").is_in(seconds)).then(pl.col("value") * 1000.0)
+                               .otherwise("value"))
     main = raw.filter(pl.col("axis") == "step")
     # restarts: a session start after the first record, or the step of the busiest tag going back
     primary = main.group_by("tag").len().sort(["len", "tag"], descending=[True, False])["tag"][:1].to_list()
@@ -329,8 +328,6 @@ def _config_frame(configs: list[dict]) -> pl.DataFrame:
     """Text summaries and hparams as config rows; a key repeated within an attempt keeps its first value."""
     if not configs:
         return pl.DataFrame(schema={"offset": pl.Int64, "key": pl.String, "value": pl.String, "typed": pl.String})
-    from parsers.megatron import typed_value
-
     rows = []
     for c in configs:
         value = c["value"]

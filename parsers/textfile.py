@@ -48,6 +48,14 @@ def _oserror(path: Path | str, exc: OSError) -> InputError:
     return InputError(f"{path}: cannot read ({exc.strerror or exc})")
 
 
+def read_all(path: Path) -> bytes:
+    """The whole file (for binary formats that are decoded in one piece), OS errors as one-line messages."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise _oserror(path, exc) from None
+
+
 def read_blocks(path: Path, shown: str | None = None, block_bytes: int = _BLOCK_BYTES) -> Iterator[bytes]:
     """The file's bytes in blocks that end at a newline (except the last), so no line or character is split."""
     try:
