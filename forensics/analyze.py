@@ -43,7 +43,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     return RunFindings(
         name=run.name,
         path=run.path,
-        sources=[{"path": src.path, "format": src.format} for src in run.sources],
+        sources=[{"path": src.path, "format": src.format, "sampled": src.sampled} for src in run.sources],
         attempts=attempts,
         anomalies=anomalies,
         model=model,

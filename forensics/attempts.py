@@ -29,7 +29,10 @@ def config_table(configs: pl.DataFrame) -> dict[int, dict[str, Any]]:
 
 def config_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any]]:
     """``{key: [old, new]}`` for every non-bookkeeping key whose value differs (missing is None)."""
-    keys = sorted((set(before) | set(after)) - BOOKKEEPING_KEYS)
+    keys = sorted(
+        k for k in (set(before) | set(after)) - BOOKKEEPING_KEYS
+        if not k.startswith((s.SUMMARY_PREFIX, s.RUN_INFO_PREFIX))
+    )
     return {k: [before.get(k), after.get(k)] for k in keys if before.get(k) != after.get(k)}
 
 

@@ -12,10 +12,11 @@ from rich.table import Table
 import forensics
 import reports
 from forensics.findings import Findings
-from parsers import InputError, load_run
+from parsers import InputError, load_runs
 
 app = typer.Typer(
-    help="Post-hoc forensics of large-model training runs: reads Megatron logs and writes an incident chronicle.",
+    help="Post-hoc forensics of large-model training runs: reads Megatron logs, TensorBoard event files and W&B "
+    "exports, and writes an incident chronicle.",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -23,13 +24,13 @@ app = typer.Typer(
 
 
 def analyze_path(path: str | Path, fmt: str = "markdown") -> tuple[Findings, str]:
-    """Load a run directory or log file, analyze it, and render the report.
+    """Load a run directory or log file (every run it holds), analyze it, and render the report.
 
     >>> findings, text = analyze_path("sample_logs/tr8-104B-sample", fmt="json")   # doctest: +SKIP
     >>> findings.runs[0].attempts[1].config_changes                               # doctest: +SKIP
     {'seed': [42, 43]}
     """
-    findings = forensics.analyze(load_run(path))
+    findings = forensics.analyze(*load_runs(path))
     return findings, reports.render(findings, fmt)
 
 

@@ -1,6 +1,6 @@
 """Readers that turn what a training run left behind into canonical Polars frames."""
 
-from parsers.run import Run, load_run
+from parsers.run import Run, load_run, load_runs
 from parsers.textfile import InputError
 
-__all__ = ["InputError", "Run", "load_run"]
+__all__ = ["InputError", "Run", "load_run", "load_runs"]

@@ -1,4 +1,12 @@
-"""Find the logs a run left behind, parse each, and join them into one run's canonical frames."""
+"""Find the logs a run left behind, parse each, and join them into canonical frames, one set per run.
+
+Every file is recognised by its content: Megatron text logs, TensorBoard event files, and W&B exports (the
+``.wandb`` log of a local run directory, API history dumps, chart and runs-table CSVs). A directory is one run,
+except that W&B files name their runs: when they name several (a chart export of three runs, a sweep's
+``wandb/`` folder), each named run is its own run. Within a run, full-resolution sources are preferred: TensorBoard
+and W&B history replace the text log's values at the same (metric, step), and a sampled W&B export contributes
+only metrics that no full-resolution source holds.
+"""
 
 from __future__ import annotations
 
@@ -12,14 +20,30 @@ from parsers import schema as s
 from parsers.megatron import DETECT, PDSH_CMD, ParsedLog, parse_megatron
 from parsers.tensorboard import is_event_file, parse_event_file
 from parsers.textfile import InputError, inspect_text
+from parsers.wandb_csv import CHART, HISTORY, RUNS_TABLE, csv_kind, header_of, read_chart_export, read_runs_table
+from parsers.wandb_history import config_frame, history_log, read_history_file, sampling_note, wide_to_long
+from parsers.wandb_log import is_wandb_log
+from parsers.wandb_run import (
+    WandbRun,
+    attach_configs,
+    is_wandb_config,
+    read_config_yaml,
+    read_summary_json,
+    read_wandb_run,
+)
+
+WANDB_LOG = "wandb"
+_SIDECARS = {"config.yaml": "config", "wandb-summary.json": "summary"}
+_TEXT_SUFFIXES = {".log", ".out", ".err", ".txt"}
 
 
 @dataclass
 class Source:
-    """One input file and the format it was read as."""
+    """One input file, the format it was read as, and whether it holds only a sample of the points."""
 
     path: str
     format: str
+    sampled: bool = False
 
 
 @dataclass
@@ -62,98 +86,280 @@ def _display(path: Path, root: Path) -> str:
     return str(path) if path == root else str(path.relative_to(root))
 
 
-def load_run(path: str | Path, name: str | None = None) -> Run:
-    """Read a run directory (every log in it, recognised by content) or a single log file.
+@dataclass
+class Piece:
+    """One parsed input: its frames, the run it names (None: the directory's run) and how it joins the others."""
+
+    file: Path
+    fmt: str
+    log: ParsedLog
+    run: str | None = None
+    sampled: bool = False
+    config_only: bool = False
+
+
+def load_runs(path: str | Path, name: str | None = None) -> list[Run]:
+    """Read a run directory (every log in it, recognised by content) or a single file into one run per training
+    run it holds (see the module docstring for when that is more than one).
 
     Raises :class:`InputError` with a one-line message when the path is missing or nothing in it can be read.
 
-    >>> run = load_run("sample_logs/tr8-104B-sample")          # doctest: +SKIP
-    >>> run.metrics.filter(metric="loss").select("step", "value").tail(1)   # doctest: +SKIP
+    >>> [run.name for run in load_runs("wandb_export.csv")]         # doctest: +SKIP
+    ['cycle_val_975', 'cycle_val_65', 'cycle_val_0']
     """
     root = Path(path)
     if not root.exists():
         raise InputError(f"{root}: no such file or directory")
-    run_name = name or (root.resolve().name if root.is_dir() else root.stem)
+    dir_name = name or (root.resolve().name if root.is_dir() else root.stem)
     warnings: list[str] = []
     skipped: list[str] = []
-    parsed: list[tuple[Path, ParsedLog]] = []
-    boards: list[tuple[Path, ParsedLog]] = []
-    for file in _candidate_files(root):
-        shown = _display(file, root)
-        if is_event_file(file):
-            try:
-                boards.append((file, parse_event_file(file, shown, run_name)))
-            except InputError as exc:
-                if root.is_file():
-                    raise
-                warnings.append(str(exc))
+    files = _candidate_files(root)
+    wandb_runs, consumed, run_dirs = _read_wandb_logs(files, root, warnings)
+    pieces = [Piece(r.file, WANDB_LOG, r.log, r.name) for r in wandb_runs]
+    for file in files:
+        if file in consumed or _wandb_housekeeping(file, run_dirs):
             continue
+        shown = _display(file, root)
         try:
-            text = inspect_text(file, shown, {"megatron": DETECT}, head_patterns={"pdsh": PDSH_CMD})
+            found = _read_file(file, shown, dir_name, root.is_file(), skipped, warnings)
         except InputError as exc:
             if root.is_file():
                 raise
             warnings.append(str(exc))
             continue
-        if text.binary:
-            skipped.append(f"{shown}: binary file, not a text log")
-            continue
-        if text.blank:
-            (warnings if root.is_file() or file.suffix in {".log", ".out", ".err", ".txt"} else skipped).append(
-                f"{shown}: empty file"
-            )
-            continue
-        if text.matches["megatron"] is None:
-            skipped.append(f"{shown}: no Megatron iteration lines or arguments block")
-            continue
-        parsed.append((file, parse_megatron(text, run=run_name, source=shown)))
-    if boards:
-        board_run = _join(run_name, root, boards, [], [], fmt="tensorboard")
-        if not parsed:
-            board_run.warnings[:0] = warnings
-            board_run.skipped.extend(skipped)
-            return board_run
-    if not parsed:
+        hint = next((run_dirs[d] for d in file.parents if d in run_dirs), None)
+        for piece in found:
+            piece.run = piece.run or hint
+        pieces.extend(found)
+    if not any(not p.config_only or p.fmt == RUNS_TABLE for p in pieces):
         if root.is_file():
             reason = (warnings + skipped)[0].split(": ", 1)[-1] if warnings + skipped else "unreadable"
             raise InputError(f"{root}: not a recognised training log: {reason}")
         reasons = "; ".join(warnings + skipped) or "no files"
         raise InputError(f"{root}: no readable training logs ({reasons})")
-    text_run = _join(run_name, root, parsed, warnings, skipped)
-    return _merge_boards(text_run, board_run) if boards else text_run
-
-
-def _merge_boards(text: Run, board: Run) -> Run:
-    """One run from a text log and event files of the same training: the text log gives the arguments, events
-    and attempts; TensorBoard the per-iteration scalars (a metric at a step it holds is not taken from the text).
-
-    TensorBoard attempts map one to one onto the text log's when both saw the same number of (re)starts, and are
-    kept when TensorBoard saw more; otherwise each point joins the last text attempt that began at or before its
-    step.
-    """
-    spans = text.metrics.group_by("attempt").agg(lo=pl.col("step").min(), hi=pl.col("step").max()).sort("attempt")
-    tb_attempts = sorted(board.metrics["attempt"].unique().to_list())
-    if len(tb_attempts) == spans.height:
-        mapping = dict(zip(tb_attempts, spans["attempt"].to_list(), strict=True))
-        tb = board.metrics.with_columns(pl.col("attempt").replace_strict(mapping, return_dtype=pl.Int32))
-    elif len(tb_attempts) > spans.height:  # the event files saw restarts the text log does not show
-        tb = board.metrics
+    named = list(dict.fromkeys(p.run for p in pieces if p.run is not None))
+    unnamed = [p for p in pieces if p.run is None]
+    if len(named) == 1 and not unnamed and name is None:
+        groups = {named[0]: pieces}
+    elif len(named) <= 1:
+        groups = {dir_name: pieces}
     else:
-        starts = spans.sort("lo").select(pl.col("lo").alias("step"), pl.col("attempt").alias("text_attempt"))
-        tb = (
-            board.metrics.with_row_index("_row").sort("step")
+        groups = {run: [p for p in pieces if p.run == run] for run in named}
+        if unnamed:
+            groups = {dir_name: unnamed} | groups
+    runs = [_assemble(run, root, group) for run, group in groups.items()]
+    runs[0].warnings[:0] = warnings
+    runs[0].skipped.extend(skipped)
+    return runs
+
+
+def load_run(path: str | Path, name: str | None = None) -> Run:
+    """Read a run directory (every log in it, recognised by content) or a single log file as one run.
+
+    Raises :class:`InputError` when nothing can be read, or when the input holds several runs (use
+    :func:`load_runs` for those).
+
+    >>> run = load_run("sample_logs/tr8-104B-sample")          # doctest: +SKIP
+    >>> run.metrics.filter(metric="loss").select("step", "value").tail(1)   # doctest: +SKIP
+    """
+    runs = load_runs(path, name)
+    if len(runs) > 1:
+        listed = ", ".join(r.name for r in runs[:5]) + (", ..." if len(runs) > 5 else "")
+        raise InputError(f"{path}: holds {len(runs)} runs ({listed}); read them with load_runs()")
+    return runs[0]
+
+
+def _read_wandb_logs(
+    files: list[Path], root: Path, warnings: list[str]
+) -> tuple[list[WandbRun], set[Path], dict[Path, str]]:
+    """Every ``.wandb`` log with its run directory's config/summary files; which files they used; and each run
+    directory's run name (for the other files in it, such as ``files/output.log``)."""
+    runs: list[WandbRun] = []
+    consumed: set[Path] = set()
+    run_dirs: dict[Path, str] = {}
+    for file in files:
+        if not _is_wandb_log(file):
+            continue
+        sidecars = {kind: file.parent / "files" / fname for fname, kind in _SIDECARS.items()}
+        sidecars = {k: p for k, p in sidecars.items() if p.is_file()}
+        consumed.update({file, *sidecars.values()})
+        try:
+            run = read_wandb_run(file, _display(file, root), sidecars)
+        except InputError as exc:
+            if root.is_file():
+                raise
+            warnings.append(str(exc))
+            continue
+        runs.append(run)
+        run_dirs[file.parent] = run.name
+    runs.sort(key=lambda r: (r.start_time is None, r.start_time or 0.0))
+    for run_name in dict.fromkeys(r.name for r in runs):
+        attach_configs([r for r in runs if r.name == run_name])
+    return runs, consumed, run_dirs
+
+
+def _wandb_housekeeping(file: Path, run_dirs: dict[Path, str]) -> bool:
+    """W&B's own files beside the logs (debug logs, requirements.txt, metadata): not evidence of the training.
+    ``files/output.log`` (the console) is kept, since it may hold the Megatron log."""
+    if any(d in run_dirs for d in file.parents):
+        return file.name != "output.log" and file.suffix != ".wandb"
+    return file.name.startswith("debug") and file.suffix == ".log" and any(d.parent == file.parent for d in run_dirs)
+
+
+def _is_wandb_log(file: Path) -> bool:
+    """A ``.wandb`` file (a wrong header is reported when it is read), or any file with the W&B log header."""
+    if file.suffix == ".wandb":
+        return True
+    try:
+        with file.open("rb") as handle:
+            return is_wandb_log(handle.read(7))
+    except OSError:
+        return False  # reported as unreadable by the text path
+
+
+def _head(file: Path) -> bytes:
+    try:
+        with file.open("rb") as handle:
+            return handle.read(65536)
+    except OSError:
+        return b""
+
+
+def _read_file(
+    file: Path, shown: str, run_name: str, single: bool, skipped: list[str], warnings: list[str]
+) -> list[Piece]:
+    """The pieces one file contributes (none when it is not a training log: then ``skipped`` says why)."""
+    if is_event_file(file):
+        return [Piece(file, "tensorboard", parse_event_file(file, shown, run_name))]
+    head = _head(file)
+    wandb = _read_wandb_export(file, shown, head, run_name, warnings)
+    if wandb is not None:
+        return wandb
+    text = inspect_text(file, shown, {"megatron": DETECT}, head_patterns={"pdsh": PDSH_CMD})
+    if text.binary:
+        skipped.append(f"{shown}: binary file, not a text log")
+        return []
+    if text.blank:
+        (warnings if single or file.suffix in _TEXT_SUFFIXES else skipped).append(f"{shown}: empty file")
+        return []
+    if text.matches["megatron"] is None:
+        skipped.append(f"{shown}: no Megatron iteration lines or arguments block")
+        return []
+    return [Piece(file, "megatron", parse_megatron(text, run=run_name, source=shown))]
+
+
+def _read_wandb_export(
+    file: Path, shown: str, head: bytes, run_name: str, warnings: list[str]
+) -> list[Piece] | None:
+    """A W&B export recognised by content, or None when the file is something else."""
+    if file.name in _SIDECARS and (file.name == "wandb-summary.json" or is_wandb_config(file)):
+        values = read_config_yaml(file, shown) if file.suffix == ".yaml" else read_summary_json(file, shown)
+        values = {k: v for k, v in values.items() if not k.startswith("_")}
+        prefix = s.SUMMARY_PREFIX if file.suffix == ".json" else ""
+        log = ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA),
+                        config_frame(values, run=run_name, source=shown, prefix=prefix))
+        return [Piece(file, "wandb-" + _SIDECARS[file.name], log, config_only=True)]
+    is_parquet = head.startswith(b"PAR1")
+    is_json = file.suffix.lower() in {".json", ".jsonl", ".ndjson"} and b'"_step"' in head
+    kind = HISTORY if is_parquet or is_json else csv_kind(header_of(head.decode("utf-8", errors="replace")))
+    if kind is None:
+        return None
+    if kind == CHART:
+        series, notes = read_chart_export(file, shown)
+        warnings.extend(notes)
+        return [Piece(file, CHART, x.log, x.name, sampled=any("sampled" in w for w in x.log.warnings))
+                for x in series]
+    if kind == RUNS_TABLE:
+        return [Piece(file, RUNS_TABLE, ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA), configs),
+                      run, config_only=True) for run, configs in read_runs_table(file, shown)]
+    long = wide_to_long(read_history_file(file, shown), shown)
+    # dumps of run.history() come in no particular order; JSON lines are written as logged (a step going back
+    # there is a restart)
+    in_order = file.suffix.lower() in {".jsonl", ".ndjson"}
+    log = history_log(long, run=run_name, source=shown, sort=not in_order)
+    note = sampling_note(long["step"], shown)
+    if file.suffix.lower() == ".csv":
+        log.warnings.append(f"{shown}: pandas writes NaN as an empty cell, so a NaN here reads as 'not logged'")
+    if note:
+        log.warnings.append(note)
+    return [Piece(file, HISTORY, log, sampled=note is not None)]
+
+
+def _assemble(name: str, root: Path, pieces: list[Piece]) -> Run:
+    """One run from its pieces: text logs first, then full-resolution scalars over them, then what only a sampled
+    export holds; config-only pieces (runs table, lone config/summary files) join the last attempt."""
+    full = [p for p in pieces if not p.sampled and not p.config_only]
+    layers = [
+        _join(name, root, group)
+        for group in ([p for p in full if p.fmt == "megatron"], [p for p in full if p.fmt == WANDB_LOG],
+                      [p for p in full if p.fmt == HISTORY], [p for p in full if p.fmt == "tensorboard"],
+                      [p for p in full if p.fmt == CHART])
+        if group
+    ]
+    run = layers[0] if layers else _join(name, root, [p for p in pieces if p.sampled], parallel=True)
+    for layer in layers[1:]:
+        run = _overlay(run, layer)
+    sampled = [p for p in pieces if p.sampled]
+    if layers and sampled:
+        thin = _join(name, root, sampled, parallel=True)
+        have = set(run.metrics["metric"].cast(pl.String).unique().to_list())
+        dropped = sorted(set(thin.metrics["metric"].cast(pl.String).unique().to_list()) & have)
+        if dropped:
+            thin.warnings.append(
+                f"{name}: sampled W&B values of {', '.join(dropped)} not used; a full-resolution source has them"
+            )
+        thin.metrics = thin.metrics.filter(~pl.col("metric").cast(pl.String).is_in(dropped))
+        run = _overlay(run, thin)
+    for piece in (p for p in pieces if p.config_only):
+        configs = piece.log.configs.with_columns(run=pl.lit(name))
+        if piece.fmt != RUNS_TABLE or run.metrics.height:  # a runs-table row numbers its own attempt
+            configs = configs.with_columns(attempt=pl.lit(max(run.attempts, default=1), dtype=pl.Int32))
+        run.configs = pl.concat([run.configs, configs])
+        run.sources.append(Source(path=_display(piece.file, root), format=piece.fmt))
+    run.sources = list({(src.path, src.format): src for src in run.sources}.values())
+    return run
+
+
+def _overlay(base: Run, top: Run) -> Run:
+    """One run from a base (text log) and a full-resolution layer of the same training (TensorBoard, W&B): the base
+    gives the attempts; the top layer's points replace the base's at the same (metric, step).
+
+    The top layer's attempts map one to one onto the base's when both saw the same number of (re)starts, and are
+    kept when the top saw more; otherwise each row joins the last base attempt that began at or before its step.
+    """
+    if base.metrics.height == 0 and base.events.height == 0:
+        return Run(name=base.name, path=base.path, metrics=top.metrics, events=top.events,
+                   configs=pl.concat([base.configs, top.configs]), sources=base.sources + top.sources,
+                   warnings=base.warnings + top.warnings, skipped=base.skipped + top.skipped)
+    spans = base.metrics.group_by("attempt").agg(lo=pl.col("step").min(), hi=pl.col("step").max()).sort("attempt")
+    top_attempts = sorted(set(top.metrics["attempt"].unique().to_list()) | set(top.events["attempt"].unique().to_list()))
+    top_attempts = [a for a in top_attempts if a is not None]
+
+    def remap(frame: pl.DataFrame) -> pl.DataFrame:
+        if len(top_attempts) == spans.height:
+            mapping = dict(zip(top_attempts, spans["attempt"].to_list(), strict=True))
+            return frame.with_columns(pl.col("attempt").replace_strict(mapping, default=None, return_dtype=pl.Int32))
+        if len(top_attempts) > spans.height or "step" not in frame.columns:
+            return frame
+        starts = spans.sort("lo").select(pl.col("lo").alias("step"), pl.col("attempt").alias("_base"))
+        return (
+            frame.with_row_index("_row").sort("step", nulls_last=True)
             .join_asof(starts, on="step", strategy="backward", check_sortedness=False)
             .sort("_row")
-            .with_columns(attempt=pl.col("text_attempt").fill_null(pl.col("attempt")).cast(pl.Int32))
-            .drop("_row", "text_attempt")
+            .with_columns(attempt=pl.col("_base").fill_null(pl.col("attempt")).cast(pl.Int32))
+            .drop("_row", "_base")
         )
-    covered = tb.select("metric", "step").unique()
-    kept = text.metrics.join(covered, on=["metric", "step"], how="anti")
+
+    metrics = remap(top.metrics)
+    covered = metrics.select("metric", "step").unique()
+    kept = base.metrics.join(covered, on=["metric", "step"], how="anti")
     return Run(
-        name=text.name, path=text.path,
-        metrics=pl.concat([kept, tb.select(kept.columns)]),
-        events=text.events, configs=text.configs,
-        sources=text.sources + board.sources, warnings=text.warnings + board.warnings, skipped=text.skipped,
+        name=base.name, path=base.path,
+        metrics=pl.concat([kept, metrics.select(kept.columns)]),
+        events=pl.concat([base.events, remap(top.events).select(base.events.columns)]),
+        configs=pl.concat([base.configs, top.configs.select(base.configs.columns)]),
+        sources=base.sources + top.sources, warnings=base.warnings + top.warnings,
+        skipped=base.skipped + top.skipped,
     )
 
 
@@ -166,34 +372,35 @@ def _is_events_only(log: ParsedLog) -> bool:
     return log.metrics.height == 0 and log.configs.height == 0
 
 
-def _join(
-    run_name: str, root: Path, parsed: list[tuple[Path, ParsedLog]], warnings: list[str], skipped: list[str],
-    fmt: str = "megatron",
-) -> Run:
-    times = [_first_time(log) for _, log in parsed]
-    if all(t is not None for t in times):
-        parsed = [log for _, log in sorted(zip(times, parsed, strict=True), key=lambda x: x[0])]  # type: ignore[misc]
-    metrics, events, configs, sources = [], [], [], []
+def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False) -> Run:
+    """One run from pieces of one kind: in time order, each file's attempts after the previous file's (a restart
+    writes a new log), or side by side with ``parallel`` (chart exports: one file per metric of the same run).
+    A file with only events (a slurm ``.err`` beside its ``.out``) joins the attempt of the log it belongs to."""
+    times = [_first_time(p.log) for p in pieces]
+    if not parallel and all(t is not None for t in times):
+        pieces = [p for _, p in sorted(zip(times, pieces, strict=True), key=lambda x: x[0])]  # type: ignore[misc]
+    metrics, events, configs, sources, warnings = [], [], [], [], []
     offset = 0
     last_attempt_of_stem: dict[str, int] = {}
-    deferred: list[tuple[Path, ParsedLog]] = []
-    for file, log in parsed:
-        sources.append(Source(path=_display(file, root), format=fmt))
+    deferred: list[Piece] = []
+    for piece in pieces:
+        log = piece.log
+        sources.append(Source(path=_display(piece.file, root), format=piece.fmt, sampled=piece.sampled))
         warnings.extend(log.warnings)
         if _is_events_only(log):
-            deferred.append((file, log))
+            deferred.append(piece)
             continue
-        shift = pl.col("attempt") + offset
         frames = (log.metrics, log.events, log.configs)
-        if offset:
-            frames = tuple(f.with_columns(attempt=shift) for f in frames)
+        if offset and not parallel:
+            frames = tuple(f.with_columns(attempt=pl.col("attempt") + offset) for f in frames)
+        frames = tuple(f.with_columns(run=pl.lit(run_name)) for f in frames)
         for stacked, frame in zip((metrics, events, configs), frames, strict=True):
             stacked.append(frame)
-        offset += log.n_attempts
-        last_attempt_of_stem[file.with_suffix("").as_posix()] = offset
-    for file, log in deferred:  # e.g. a slurm .err beside its .out: same process, so the same attempt
-        target = last_attempt_of_stem.get(file.with_suffix("").as_posix(), max(offset, 1))
-        events.append(log.events.with_columns(attempt=pl.lit(target, dtype=pl.Int32)))
+        offset = max(offset, log.n_attempts) if parallel else offset + log.n_attempts
+        last_attempt_of_stem[piece.file.with_suffix("").as_posix()] = offset
+    for piece in deferred:  # e.g. a slurm .err beside its .out: same process, so the same attempt
+        target = last_attempt_of_stem.get(piece.file.with_suffix("").as_posix(), max(offset, 1))
+        events.append(piece.log.events.with_columns(attempt=pl.lit(target, dtype=pl.Int32), run=pl.lit(run_name)))
         offset = max(offset, 1)
 
     def stack(frames: list[pl.DataFrame], schema: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -208,5 +415,5 @@ def _join(
         configs=stack(configs, s.CONFIGS_SCHEMA),
         sources=sources,
         warnings=warnings,
-        skipped=skipped,
+        skipped=[],
     )

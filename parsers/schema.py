@@ -39,6 +39,10 @@ SAMPLES_PER_SECOND = "samples_per_second"
 TOKENS_PER_GPU_PER_SECOND = "tokens_per_gpu_per_second"
 SKIPPED_SAMPLES = "skipped_samples"
 
+# a W&B chart export's __MIN/__MAX columns, kept where they differ from the plotted value: "<metric>__max"
+MIN_SUFFIX = "__min"
+MAX_SUFFIX = "__max"
+
 CANONICAL_METRICS: tuple[str, ...] = (
     LOSS, GRAD_NORM, LR, LOSS_SCALE, SKIPPED_ITERATIONS, NAN_ITERATIONS, VAL_LOSS, VAL_PPL, BATCH_SIZE,
     CONSUMED_SAMPLES, CONSUMED_TOKENS, ITERATION_TIME_MS, PARAMS_NORM, NUM_ZEROS, LOG_INTERVAL, TFLOPS_PER_GPU,
@@ -70,6 +74,10 @@ EV_TRUNCATED = "truncated_line"             # an iteration line cut short (damag
 
 ERROR_KINDS: frozenset[str] = frozenset({EV_TRACEBACK, EV_ERROR, EV_CUDA_ERROR, EV_NCCL_ERROR, EV_OOM, EV_KILLED})
 INFRA_KINDS: frozenset[str] = frozenset({EV_CUDA_ERROR, EV_NCCL_ERROR, EV_OOM, EV_KILLED})
+
+# --- config keys that describe a run rather than configure it (left out of config changes) ------------------------
+SUMMARY_PREFIX = "summary/"   # a W&B run's final summary values
+RUN_INFO_PREFIX = "wandb/"    # W&B runs-table system columns (State, Created, Runtime, ...)
 
 # --- frame schemas ------------------------------------------------------------------------------------------------
 METRICS_SCHEMA: dict[str, pl.DataType] = {

@@ -153,7 +153,7 @@ def _run(run: RunFindings) -> list[str]:
         out.append("- shape: " + ", ".join(f"{md(k)}={md(v)}" for k, v in m.shape.items() if v is not None))
     out += [f"- {md(n)}" for n in m.notes]
     out += ["", "## Inputs", ""]
-    out += [f"- {md(s['path'])} ({md(s['format'])})" for s in run.sources]
+    out += [f"- {md(s['path'])} ({md(s['format'])}{', sampled' if s.get('sampled') else ''})" for s in run.sources]
     if run.skipped:
         out.append(f"- skipped {len(run.skipped)} file(s): " + "; ".join(md(s) for s in run.skipped[:10]))
     out.append("")

@@ -44,7 +44,7 @@ def test_json_contract():
     assert doc["schema_version"] == 1
     run = doc["runs"][0]
     assert run["name"] == "tr8-104B-sample"
-    assert run["sources"] == [{"path": "main_log.txt", "format": "megatron"}]
+    assert run["sources"] == [{"path": "main_log.txt", "format": "megatron", "sampled": False}]
     assert {"index", "start_step", "end_step", "resumed_from_step", "config_changes", "end_reason"} <= set(
         run["attempts"][0]
     )

@@ -6,11 +6,14 @@ from forensics.detectors.loss_scale import LossScaleCollapseDetector
 from forensics.detectors.nan import NanDetector
 from forensics.detectors.skipped import SkippedIterationsDetector
 from forensics.detectors.spikes import SpikeDetector
+from parsers.schema import MAX_SUFFIX
 
 DEFAULT_DETECTORS: tuple[Detector, ...] = (
     NanDetector(),
     SpikeDetector(metric="loss"),
     SpikeDetector(metric="grad_norm"),
+    SpikeDetector(metric="loss", series="loss" + MAX_SUFFIX),
+    SpikeDetector(metric="grad_norm", series="grad_norm" + MAX_SUFFIX),
     DivergenceDetector(),
     LossScaleCollapseDetector(),
     SkippedIterationsDetector(),

@@ -47,6 +47,7 @@ class SpikeDetector:
     """Loss or grad-norm spikes: ``SpikeDetector("loss").detect(frames)``."""
 
     metric: str = "loss"
+    series: str | None = None  # read another series as evidence of this metric's spikes (a W&B chart's __max)
     window: int | None = None
     floor: float | None = None
     threshold: float | None = None
@@ -65,7 +66,7 @@ class SpikeDetector:
     def incidents(self, frames: RunFrames) -> list[SpikeIncident]:
         """Every spike incident with its baseline and whether (and when) the metric came back to it."""
         window, floor, threshold = self._params()
-        points = metric_points(frames.metrics, self.metric).filter(
+        points = metric_points(frames.metrics, self.series or self.metric).filter(
             pl.col("value").is_finite() & (pl.col("value") > 0)
         )
         found: list[SpikeIncident] = []
@@ -100,7 +101,13 @@ class SpikeDetector:
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         out = []
-        for inc in self.incidents(frames):
+        incidents = self.incidents(frames)
+        if self.series and self.series != self.metric and incidents:
+            # extremes only add what the plotted series does not already show
+            seen = SpikeDetector(self.metric).incidents(frames)
+            incidents = [i for i in incidents if not any(
+                s.attempt == i.attempt and s.onset <= i.end and i.onset <= s.end for s in seen)]
+        for inc in incidents:
             ratio = inc.peak / inc.baseline if inc.baseline > 0 else float("inf")
             if inc.recovered_step is not None:
                 after = f"back to its level by step {inc.recovered_step}"
@@ -109,12 +116,15 @@ class SpikeDetector:
             else:
                 after = "the log of the attempt ends here"
             label = self.metric.replace("_", " ")
+            if self.series and self.series != self.metric:
+                label += f" (the export's {self.series.rsplit('__', 1)[-1].upper()} column; the plotted value is a mean"
+                label += " or sample)"
             detail = (
                 f"{label} rose to {inc.peak:.6g} ({ratio:.1f}x the trailing median {inc.baseline:.6g}); {after}"
             )
             out.append(
                 Anomaly(
-                    kind=self.name, metric=self.metric, attempt=inc.attempt, step=inc.onset, end_step=inc.end,
+                    kind=self.name, metric=self.series or self.metric, attempt=inc.attempt, step=inc.onset, end_step=inc.end,
                     value=inc.peak, baseline=inc.baseline, detail=detail,
                 )
             )

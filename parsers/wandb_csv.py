@@ -1,0 +1,195 @@
+"""CSV files exported from W&B, recognised by their header (users rename them):
+
+* **chart export** ("Export panel data"): an x-axis column, then per series ``<series> - <metric>`` with
+  ``__MIN`` and ``__MAX`` twins. A series is a run's display name, or ``key: value`` / ``Group: name`` for a
+  grouped panel, whose main column is the group mean. Usually sampled by the UI.
+* **runs table**: one row per run (``Name`` first), system columns, then config and summary columns.
+* **API history dump**: ``run.history()`` / ``scan_history()`` written by pandas: ``_step`` and user keys.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from parsers import schema as s
+from parsers.textfile import InputError
+from parsers.wandb_history import config_frame, history_log, metric_names, sampling_note
+
+CHART, RUNS_TABLE, HISTORY = "wandb-chart", "wandb-runs-table", "wandb-history"
+MIN_SUFFIX, MAX_SUFFIX = "__MIN", "__MAX"
+_X_AXES = {"Step": "_step", "Relative Time (Process)": "_runtime", "Relative Time (Wall)": "_absolute_runtime",
+           "Wall Time": "_timestamp"}
+# system columns of the runs table (whatever the user had visible)
+_RUN_COLUMNS = frozenset({"Name", "State", "Notes", "User", "Tags", "Created", "Runtime", "Sweep", "End Time", "ID",
+                          "Updated", "Hostname", "Group", "Job Type", "Run Path", "Agent", "GPU Type", "GPU Count"})
+
+
+def header_of(text: str) -> list[str]:
+    """The CSV header fields of a file's first line."""
+    first = text.split("\n", 1)[0].rstrip("\r")
+    try:
+        return next(csv.reader(io.StringIO(first)))
+    except (csv.Error, StopIteration):
+        return []
+
+
+def csv_kind(header: list[str]) -> str | None:
+    """Which W&B export a CSV header belongs to, or None."""
+    if len(header) >= 4 and any(c.endswith((MIN_SUFFIX, MAX_SUFFIX)) for c in header[1:]):
+        bases = [c for c in header[1:] if not c.endswith((MIN_SUFFIX, MAX_SUFFIX))]
+        if bases and all(" - " in c for c in bases):
+            return CHART
+    if "_step" in header:
+        return HISTORY
+    if header[:1] == ["Name"] and len(header) > 1:
+        return RUNS_TABLE
+    return None
+
+
+@dataclass
+class Series:
+    """One run's share of a chart export: its name, canonical frames, and whether it is a group aggregate."""
+
+    name: str
+    log: s.ParsedLog
+    grouped: bool
+
+
+def split_series(columns: list[str]) -> dict[str, tuple[str, str]]:
+    """``<series> - <metric>`` columns -> (series, metric), splitting on the `` - `` whose metric most columns share
+    (run and metric names may themselves contain `` - ``)."""
+    options = {c: [(c[:i], c[i + 3:]) for i in _positions(c, " - ")] for c in columns}
+    shared = Counter(metric for opts in options.values() for _, metric in opts)
+    return {c: max(opts, key=lambda o: (shared[o[1]], -len(o[1]))) for c, opts in options.items() if opts}
+
+
+def _positions(text: str, sep: str) -> list[int]:
+    found, i = [], text.find(sep)
+    while i >= 0:
+        found.append(i)
+        i = text.find(sep, i + 1)
+    return found
+
+
+def _read(path: Path, shown: str) -> pl.DataFrame:
+    try:
+        return pl.read_csv(path, infer_schema=False, null_values=[""], truncate_ragged_lines=True)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise InputError(f"{shown}: cannot read CSV ({str(exc).splitlines()[0]})") from None
+
+
+def _num(column: str) -> pl.Expr:
+    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+
+
+def read_chart_export(path: Path, shown: str) -> tuple[list[Series], list[str]]:
+    """Each series of a chart export as its own run's frames, plus warnings (sampling, x-axis).
+
+    ``__MIN``/``__MAX`` columns that differ from the main value (group spreads, or per-bucket extremes of a
+    full-fidelity export) are kept as ``<metric>__min`` / ``<metric>__max``: spike evidence the mean can hide.
+    """
+    raw = _read(path, shown)
+    x_name = raw.columns[0]
+    bases = [c for c in raw.columns[1:] if not c.endswith((MIN_SUFFIX, MAX_SUFFIX))]
+    parts = split_series(bases)
+    warnings: list[str] = []
+    by_series: dict[str, list[str]] = {}
+    for column in bases:
+        if column in parts:
+            by_series.setdefault(parts[column][0], []).append(column)
+    x = _num(x_name)
+    found: list[Series] = []
+    for series, columns in by_series.items():
+        step_column = next((c for c in columns if parts[c][1] == "_step"), None)
+        if x_name == "Step":
+            step = x
+        elif step_column is not None:
+            step = _num(step_column)
+        else:
+            step = x
+            warnings.append(f"{shown}: x-axis is '{x_name}', not the training step; its values are used as steps")
+        pieces = []
+        for column in columns:
+            metric = parts[column][1]
+            if metric in {"_step", "_runtime", "_timestamp"}:
+                continue
+            frame = raw.select(
+                step=step.round(0).cast(pl.Int64, strict=False), key=pl.lit(metric), value=_num(column),
+                lo=_num(column + MIN_SUFFIX) if column + MIN_SUFFIX in raw.columns else pl.lit(None, pl.Float64),
+                hi=_num(column + MAX_SUFFIX) if column + MAX_SUFFIX in raw.columns else pl.lit(None, pl.Float64),
+                wall_time=pl.lit(None, dtype=pl.Float64),
+            ).filter(pl.col("value").is_not_null() | pl.col("hi").is_not_null())
+            pieces.append(frame)
+        long = pl.concat(pieces).sort("step", maintain_order=True) if pieces else None
+        if long is None or long.height == 0:
+            continue
+        log = history_log(_with_extremes(long), run=series, source=shown)
+        note = sampling_note(long["step"], f"{shown} ({series})", chart=True)
+        if note:
+            log.warnings.append(note)
+        found.append(Series(name=series, log=log, grouped=":" in series))
+    if not found:
+        raise InputError(f"{shown}: W&B chart export without any series")
+    return found, list(dict.fromkeys(warnings))
+
+
+def _with_extremes(long: pl.DataFrame) -> pl.DataFrame:
+    """Main values, plus ``__min``/``__max`` rows for the keys whose extremes differ from their value."""
+    names = metric_names(long["key"].unique(maintain_order=True).to_list())
+    spread = long.group_by("key").agg(
+        lo=(pl.col("lo").is_not_null() & (pl.col("lo") != pl.col("value")).fill_null(True)).any(),
+        hi=(pl.col("hi").is_not_null() & (pl.col("hi") != pl.col("value")).fill_null(True)).any(),
+    )
+    frames = [long.select("step", "key", "value", "wall_time")]
+    for row in spread.iter_rows(named=True):
+        for side in ("lo", "hi"):
+            if row[side]:
+                suffix = s.MIN_SUFFIX if side == "lo" else s.MAX_SUFFIX
+                frames.append(long.filter(key=row["key"]).select(
+                    "step", key=pl.lit(names[row["key"]] + suffix), value=pl.col(side), wall_time="wall_time"
+                ))
+    return pl.concat(frames).filter(pl.col("value").is_not_null())
+
+
+def _cell_value(text: str | None) -> Any:
+    if text is None or text == "":
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def read_runs_table(path: Path, shown: str) -> list[tuple[str, pl.DataFrame]]:
+    """Each row of a runs-table export as (run name, config rows).
+
+    The export does not say which columns are config and which summary; W&B lists config keys, then summary keys,
+    each alphabetically, so the first key that sorts before its predecessor starts the summary (``summary/`` keys).
+    System columns (State, Created, Runtime, ...) become ``wandb/<column>``. Rows that share a name (a relaunch,
+    a seed repeat) are attempts of one run, numbered in creation order.
+    """
+    raw = _read(path, shown)
+    user = [c for c in raw.columns if c not in _RUN_COLUMNS]
+    first_summary = next((i for i in range(1, len(user)) if user[i].lower() < user[i - 1].lower()), len(user))
+    rename = {c: f"{s.RUN_INFO_PREFIX}{c}" for c in raw.columns if c in _RUN_COLUMNS and c != "Name"}
+    rename.update({c: s.SUMMARY_PREFIX + c for c in user[first_summary:]})
+    raw = raw.with_row_index("_row").with_columns(
+        pl.col("Name").fill_null(pl.format("row {}", pl.col("_row") + 1)) if "Name" in raw.columns
+        else pl.format("row {}", pl.col("_row") + 1).alias("Name")
+    )
+    order = ["Name", "Created"] if "Created" in raw.columns else ["Name", "_row"]
+    raw = raw.with_columns(_attempt=pl.col(order[1]).rank("ordinal").over("Name").cast(pl.Int32))
+    runs = []
+    for row in raw.iter_rows(named=True):
+        values = {rename.get(k, k): _cell_value(v) for k, v in row.items()
+                  if k not in {"Name", "_row", "_attempt"} and v is not None}
+        runs.append((row["Name"], config_frame(values, run=row["Name"], source=shown, attempt=row["_attempt"])))
+    return runs

@@ -1,0 +1,187 @@
+"""W&B history in any shape -> canonical frames: metric names, attempts, config rows and a sampling verdict.
+
+Every W&B reader (the ``.wandb`` log, API dumps, chart CSVs) produces a long frame ``step, key, value,
+wall_time`` and hands it here. ``value`` keeps NaN and +-Inf; a key that was not logged at a step has no row.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from parsers import schema as s
+from parsers.metric_names import canonical
+from parsers.textfile import InputError
+
+EV_STEP_REGRESSION = "step_regression"  # the same as TensorBoard's: steps went back, the run was restarted
+EV_WANDB_RUN_START = "wandb_run_start"  # a W&B run (or a resume of it) began: one per .wandb file
+HISTORY_META = ("_step", "_runtime", "_timestamp")
+# sample sizes W&B uses when it thins a series: run.history() 500, UI charts 1,000 / 1,500, old UI 5,000
+_SAMPLE_SIZES = frozenset({500, 1000, 1500, 5000, 10000})
+
+
+def metric_names(keys: list[str]) -> dict[str, str]:
+    """Key -> canonical metric name; when two keys map to one name the first keeps it, the others their own."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for key in keys:
+        name = canonical(key)[0]
+        if name in taken or (name != key and name in keys):
+            name = key
+        out[key] = name
+        taken.add(name)
+    return out
+
+
+def flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts joined with ``.`` (as the W&B UI and the 0.31 client name them); media dicts kept whole."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value and "_type" not in value:
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def config_frame(values: dict[str, Any], run: str, source: str, attempt: int = 1, prefix: str = "") -> pl.DataFrame:
+    """Config rows (CONFIGS_SCHEMA) for a dict of settings; ``prefix`` marks summary values (``summary/``)."""
+    flat = flatten(values)
+    rows = {
+        "key": [prefix + k for k in flat],
+        "value": [v if isinstance(v, str) else json.dumps(v) for v in flat.values()],
+        "typed": [json.dumps(v, default=str) for v in flat.values()],
+    }
+    frame = pl.DataFrame(rows, schema={"key": pl.String, "value": pl.String, "typed": pl.String})
+    return s.conform(frame.with_columns(run=pl.lit(run), source=pl.lit(source), attempt=pl.lit(attempt)),
+                     s.CONFIGS_SCHEMA)
+
+
+def sampling_note(steps: pl.Series, shown: str, chart: bool = False) -> str | None:
+    """A warning when a history looks thinned by W&B: irregular step gaps, or exactly a default sample size.
+
+    A full history has one point per logging step at a regular spacing; W&B's sampling keeps 500 (API) or
+    1,000-1,500 (UI) points chosen over the whole range, so the gaps vary.
+    """
+    unique = steps.drop_nulls().unique().sort()
+    n = unique.len()
+    if n < 3:
+        return None
+    gaps = unique.diff().drop_nulls()
+    span = int(unique[-1] - unique[0])
+    if gaps.n_unique() == 1 and n not in _SAMPLE_SIZES:
+        return None
+    kind = "chart export" if chart else "history dump"
+    return (f"{shown}: sampled {kind}: {n:,} points over {span:,} steps; single-step spikes may be missing "
+            "(prefer a full-resolution source: the run's .wandb file or scan_history())")
+
+
+def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False) -> s.ParsedLog:
+    """Canonical frames from a long history (``step, key, value, wall_time``; row order = logging order).
+
+    With ``sort`` (API dumps, whose rows come in no particular order) rows are ordered by step first; otherwise
+    a step lower than the one before starts a new attempt, annotated by a ``step_regression`` event.
+    """
+    long = long.filter(pl.col("value").is_not_null() & pl.col("step").is_not_null())
+    if sort:
+        long = long.sort("step", maintain_order=True)
+    names = metric_names(long["key"].unique(maintain_order=True).to_list())
+    long = long.with_columns(
+        attempt=(pl.col("step") < pl.col("step").shift(1)).fill_null(False).cum_sum().cast(pl.Int32) + 1,
+        metric=pl.col("key").replace_strict(names, return_dtype=pl.String),
+        run=pl.lit(run), source=pl.lit(source),
+    )
+    metrics = s.conform(long, s.METRICS_SCHEMA)
+    starts = (
+        long.group_by("attempt", maintain_order=True)
+        .agg(step=pl.col("step").first(), wall_time=pl.col("wall_time").first())
+        .with_columns(before=pl.col("step").shift(1))
+    )
+    ends = long.group_by("attempt", maintain_order=True).agg(last=pl.col("step").last())["last"].shift(1)
+    regress = starts.with_columns(last=ends).filter(pl.col("attempt") > 1)
+    events = s.conform(
+        regress.with_columns(
+            kind=pl.lit(EV_STEP_REGRESSION), value=pl.col("step").cast(pl.Float64), run=pl.lit(run),
+            source=pl.lit(source),
+            text=pl.format("step went back from {} to {}: the run was restarted", pl.col("last"), pl.col("step")),
+        ),
+        s.EVENTS_SCHEMA,
+    )
+    n_attempts = int(long["attempt"].max() or 1) if long.height else 1
+    return s.ParsedLog(metrics=metrics, events=events, configs=s.empty(s.CONFIGS_SCHEMA), n_attempts=n_attempts)
+
+
+def wide_to_long(wide: pl.DataFrame, shown: str) -> pl.DataFrame:
+    """A wide history (``_step``, ``_timestamp``, one column per key) -> long ``step, key, value, wall_time``.
+
+    Numbers, ``NaN``/``Infinity`` tokens and booleans become values; text, media and dict cells are not metrics.
+    """
+    if "_step" not in wide.columns:
+        raise InputError(f"{shown}: no _step column; not a W&B history")
+    keys = [c for c in wide.columns if c not in HISTORY_META and not _is_index(c)]
+    step = pl.col("_step").cast(pl.Float64, strict=False).cast(pl.Int64, strict=False).alias("step")
+    wall = (pl.col("_timestamp").cast(pl.Float64, strict=False) if "_timestamp" in wide.columns
+            else pl.lit(None, dtype=pl.Float64)).alias("wall_time")
+    numeric = [_as_float(wide, c).alias(c) for c in keys]
+    frame = wide.select(step, wall, *numeric)
+    frame = frame.select("step", "wall_time", *[c for c in keys if frame[c].null_count() < frame.height])
+    long = frame.with_row_index("_row").unpivot(index=["_row", "step", "wall_time"], variable_name="key",
+                                                 value_name="value")
+    # unpivot lays the columns end to end; logging order is row order, then the file's column order
+    return long.sort("_row", maintain_order=True).select("step", "key", "value", "wall_time")
+
+
+def _is_index(column: str) -> bool:
+    return column == "" or column.startswith("Unnamed: ") or column == "index"
+
+
+def _as_float(wide: pl.DataFrame, column: str) -> pl.Expr:
+    dtype = wide.schema[column]
+    if dtype == pl.Boolean or dtype.is_numeric():
+        return pl.col(column).cast(pl.Float64)
+    if dtype == pl.String:
+        return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+    return pl.lit(None, dtype=pl.Float64)
+
+
+def read_history_file(path: Path, shown: str) -> pl.DataFrame:
+    """An API history dump as a wide frame: CSV (pandas ``to_csv``), JSON (records), JSON lines or Parquet."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            wide = pl.read_parquet(path)
+            structs = [c for c, t in wide.schema.items() if isinstance(t, pl.Struct)]
+            return wide.unnest(*structs, separator=".") if structs else wide
+        if suffix in {".jsonl", ".ndjson"} or path.name == "wandb-history.jsonl":
+            rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        elif suffix == ".json":
+            data = json.loads(path.read_text(encoding="utf-8"))
+            rows = data if isinstance(data, list) else _columns_to_rows(data)
+        else:
+            return pl.read_csv(path, infer_schema=False, null_values=[""], truncate_ragged_lines=True)
+    except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
+        raise InputError(f"{shown}: cannot read W&B history ({str(exc).splitlines()[0]})") from None
+    rows = [flatten(r) for r in rows if isinstance(r, dict)]
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    columns = {k: [_cell(r.get(k)) for r in rows] for k in keys}
+    return pl.DataFrame(columns, schema=dict.fromkeys(keys, pl.String))
+
+
+def _columns_to_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """pandas ``to_json()`` default orient ('columns'): ``{key: {row: value}}`` -> rows."""
+    index = list(dict.fromkeys(i for col in data.values() if isinstance(col, dict) for i in col))
+    return [{k: col.get(i) for k, col in data.items() if isinstance(col, dict)} for i in index]
+
+
+def _cell(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, float):
+        return repr(value)  # 'nan', 'inf' and '-inf' parse back as floats
+    if isinstance(value, (bool, int)):
+        return str(int(value)) if isinstance(value, bool) else str(value)
+    return value if isinstance(value, str) else None

@@ -1,0 +1,199 @@
+"""The ``run-<id>.wandb`` binary log of a local or offline W&B run, read without importing wandb.
+
+The file is a LevelDB-style log: a 7-byte header (``:W&B``, ``0xBEE1``, version 0), then 32 KiB blocks of chunks,
+each with a 7-byte header (IEEE CRC-32 of type byte + payload, uint16 length, type 1 FULL / 2 FIRST / 3 MIDDLE /
+4 LAST). Chunks never cross a block; fewer than 7 bytes left in a block are padding. A record is one FULL chunk or
+FIRST MIDDLE* LAST, and its payload is a ``wandb_internal.Record`` protobuf (see :mod:`parsers.wandb_proto`).
+
+Damage is survived: a chunk with a bad CRC skips the rest of its block (the next block starts on a chunk boundary)
+with a warning, and a cut tail (a crashed or still-running run) is reported as such. Everything before and after
+the damage is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from google.protobuf.message import DecodeError
+
+from parsers.textfile import InputError, read_all
+from parsers.wandb_proto import Record
+
+MAGIC = b":W&B\xe1\xbe\x00"
+_BLOCK = 32768
+_HEADER = struct.Struct("<IHB")
+_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
+
+
+def is_wandb_log(head: bytes) -> bool:
+    """Whether a file's first bytes are a ``.wandb`` log header."""
+    return head[:7] == MAGIC
+
+
+def _chunks(buf: bytes, shown: str, warnings: list[str]) -> list[bytes]:
+    """The record payloads of a ``.wandb`` file, skipping damaged blocks and noting a cut tail."""
+    records: list[bytes] = []
+    pos, end, pending = 7, len(buf), None
+    crc32 = zlib.crc32
+    type_crc = {t: zlib.crc32(bytes([t])) for t in (_FULL, _FIRST, _MIDDLE, _LAST)}
+    while True:
+        room = _BLOCK - pos % _BLOCK
+        if room < 7:
+            pos += room
+            continue
+        if pos + 7 > end:
+            if pos < end and buf[pos:end].strip(b"\x00"):
+                warnings.append(f"{shown}: partial last record at byte {pos} (the run was cut off or still writing)")
+            break
+        crc, length, kind = _HEADER.unpack_from(buf, pos)
+        if crc == length == kind == 0:  # zeroed rest of a block
+            pos += room
+            continue
+        start = pos + 7
+        if length > room - 7 or kind not in type_crc:
+            warnings.append(f"{shown}: bad chunk header at byte {pos}; skipped to the next 32 KiB block")
+            pos, pending = pos + room, None
+            continue
+        if start + length > end:
+            warnings.append(f"{shown}: partial last record at byte {pos} (the run was cut off or still writing)")
+            break
+        data = buf[start:start + length]
+        pos = start + length
+        if crc32(data, type_crc[kind]) != crc:
+            warnings.append(f"{shown}: bad CRC at byte {start - 7}; skipped the rest of that 32 KiB block")
+            pos, pending = pos + (_BLOCK - pos % _BLOCK) % _BLOCK, None
+            continue
+        if kind == _FULL:
+            records.append(data)
+        elif kind == _FIRST:
+            pending = [data]
+        elif pending is not None:
+            pending.append(data)
+            if kind == _LAST:
+                records.append(b"".join(pending))
+                pending = None
+    if pending is not None and not any("partial last record" in w for w in warnings):
+        warnings.append(f"{shown}: a record split over blocks ends without its last part")
+    return records
+
+
+def _key(item: Any) -> str:
+    return item.key or ".".join(item.nested_key)
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _fold(items: Any, into: dict[str, Any], remove: Any = ()) -> None:
+    for item in items:
+        into[_key(item)] = _json(item.value_json)
+    for item in remove:
+        into.pop(_key(item), None)
+
+
+@dataclass
+class WandbLog:
+    """What one ``.wandb`` file holds: history in long form (step, key, value_json, wall_time) and run metadata."""
+
+    history: pl.DataFrame
+    config: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    run_id: str = ""
+    display_name: str = ""
+    project: str = ""
+    resumed: bool = False
+    starting_step: int = 0
+    start_time: float | None = None
+    exit_code: int | None = None
+    console: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_wandb_log(path: str | Path, shown: str) -> WandbLog:
+    """Decode a ``run-<id>.wandb`` file.
+
+    >>> log = read_wandb_log("wandb/offline-run-20240101_000000-abc/run-abc.wandb", "run-abc.wandb")  # doctest: +SKIP
+    >>> log.history.filter(key="train/loss").height                                                 # doctest: +SKIP
+    """
+    buf = read_all(Path(path))
+    if not is_wandb_log(buf):
+        raise InputError(f"{shown}: not a W&B run log (no ':W&B' header)")
+    warnings: list[str] = []
+    steps: list[int] = []
+    keys: list[str] = []
+    values: list[str] = []
+    times: list[float | None] = []
+    log = WandbLog(history=pl.DataFrame())
+    record = Record()
+    for payload in _chunks(buf, shown, warnings):
+        try:
+            record.ParseFromString(payload)
+        except DecodeError:
+            warnings.append(f"{shown}: a record that is not a valid W&B protobuf was skipped")
+            continue
+        if record.HasField("history"):
+            items = {_key(i): i.value_json for i in record.history.item}
+            step_text = items.pop("_step", None)
+            step = int(float(step_text)) if step_text is not None else int(record.history.step.num)
+            stamp = items.pop("_timestamp", None)
+            wall = float(stamp) if stamp is not None else None
+            items.pop("_runtime", None)
+            for key, value in items.items():
+                steps.append(step)
+                keys.append(key)
+                values.append(value)
+                times.append(wall)
+        elif record.HasField("summary"):
+            _fold(record.summary.update, log.summary, record.summary.remove)
+        elif record.HasField("config"):
+            _fold(record.config.update, log.config, record.config.remove)
+        elif record.HasField("run"):
+            run = record.run
+            log.run_id, log.display_name, log.project = run.run_id, run.display_name, run.project
+            log.resumed, log.starting_step = run.resumed, run.starting_step
+            if run.HasField("start_time"):
+                log.start_time = run.start_time.seconds + run.start_time.nanos / 1e9
+            _fold(run.config.update, log.config)
+            _fold(run.summary.update, log.summary)
+        elif record.HasField("exit"):
+            log.exit_code = record.exit.exit_code
+        elif record.HasField("output_raw"):
+            log.console.append(record.output_raw.line)
+    log.config.pop("_wandb", None)
+    log.summary.pop("_wandb", None)
+    log.history = pl.DataFrame(
+        {"step": steps, "key": keys, "value_json": values, "wall_time": times},
+        schema={"step": pl.Int64, "key": pl.String, "value_json": pl.String, "wall_time": pl.Float64},
+    )
+    log.warnings = warnings
+    return log
+
+
+def config_values(config: dict[str, Any]) -> dict[str, Any]:
+    """W&B config entries unwrapped: ``{"lr": {"value": 3e-4, "desc": None}}`` -> ``{"lr": 3e-4}``."""
+    out: dict[str, Any] = {}
+    for key, entry in config.items():
+        if key in {"_wandb", "wandb_version"}:
+            continue
+        if isinstance(entry, dict) and "value" in entry and set(entry) <= {"value", "desc"}:
+            entry = entry["value"]
+        out[key] = entry
+    return out
+
+
+def finite_or_text(value: Any) -> Any:
+    """JSON-safe form of a config value: NaN and infinities as the strings W&B writes for them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value

@@ -1,0 +1,146 @@
+"""A local or offline W&B run directory (``wandb/run-*/``, ``wandb/offline-run-*/``) as canonical frames.
+
+The ``run-<id>.wandb`` log holds the full history, config and summary; ``files/config.yaml`` and
+``files/wandb-summary.json`` (online runs) add to them. A resumed run writes a new directory with another
+``run-<id>.wandb`` for the same id: each file is one attempt of the run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import yaml
+
+from parsers import schema as s
+from parsers.textfile import InputError
+from parsers.wandb_history import EV_WANDB_RUN_START, config_frame, flatten, history_log
+from parsers.wandb_log import config_values, read_wandb_log
+
+_SUMMARY_META = ("_step", "_runtime", "_timestamp", "_wandb")
+
+
+@dataclass
+class WandbRun:
+    """One ``.wandb`` file read into canonical frames (one attempt, more if its steps go back)."""
+
+    file: Path
+    log: s.ParsedLog
+    run_id: str
+    name: str
+    start_time: float | None
+    config: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def _expand_objects(history: pl.DataFrame) -> pl.DataFrame:
+    """Dict values logged whole by the Python-backend client (0.16) -> one row per leaf, as 0.31 writes them."""
+    objects = history.filter(pl.col("value_json").str.starts_with("{"))
+    if not objects.height:
+        return history
+    rows: dict[str, list[Any]] = {"step": [], "key": [], "value_json": [], "wall_time": []}
+    for step, key, text, wall in objects.iter_rows():
+        try:
+            value = json.loads(text)
+        except ValueError:
+            continue
+        for leaf, v in flatten({key: value}).items():
+            rows["step"].append(step)
+            rows["key"].append(leaf)
+            rows["value_json"].append(json.dumps(v))
+            rows["wall_time"].append(wall)
+    leaves = pl.DataFrame(rows, schema=history.schema)
+    return pl.concat([history.filter(~pl.col("value_json").str.starts_with("{")), leaves]).sort(
+        "step", maintain_order=True
+    )
+
+
+def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = None) -> WandbRun:
+    """Read a ``run-<id>.wandb`` file (plus its ``config.yaml`` / ``wandb-summary.json`` when given).
+
+    >>> run = read_wandb_run(Path("wandb/run-20240101_000000-abc/run-abc.wandb"), "run-abc.wandb")  # doctest: +SKIP
+    >>> run.log.metrics.filter(metric="loss").height                                                 # doctest: +SKIP
+    """
+    log = read_wandb_log(path, shown)
+    history = _expand_objects(log.history).with_columns(
+        value=pl.col("value_json").cast(pl.Float64, strict=False)
+    )
+    name = log.display_name or log.run_id or path.stem
+    parsed = history_log(history.select("step", "key", "value", "wall_time"), run=name, source=shown)
+    parsed.warnings.extend(log.warnings)
+    config = config_values(log.config)
+    summary = dict(log.summary)
+    for kind, side in (sidecars or {}).items():
+        loaded = read_config_yaml(side, str(side)) if kind == "config" else read_summary_json(side, str(side))
+        (config if kind == "config" else summary).update(loaded)
+    summary = {k: v for k, v in summary.items() if not k.startswith(_SUMMARY_META)}
+    first = history.head(1)
+    step = int(first["step"][0]) if first.height else log.starting_step
+    wall = log.start_time if log.start_time is not None else (first["wall_time"][0] if first.height else None)
+    how = "resumed" if log.resumed else "started"
+    start = {
+        "kind": [EV_WANDB_RUN_START], "step": [step], "value": [float(log.starting_step)], "wall_time": [wall],
+        "text": [f"W&B run {log.run_id} ({log.display_name or 'no name'}) {how}"],
+    }
+    events = [pl.DataFrame(start), parsed.events]
+    if log.exit_code is not None:  # the client recorded how the process ended
+        failed = log.exit_code != 0
+        events.append(pl.DataFrame({
+            "kind": [s.EV_ERROR if failed else s.EV_TRAINING_DONE],
+            "step": [history["step"].max() if history.height else step], "value": [float(log.exit_code)],
+            "wall_time": [history["wall_time"].max() if history.height else None],
+            "text": [f"W&B run exited with code {log.exit_code}" if failed else "W&B run finished (exit code 0)"],
+        }))
+    parsed.events = pl.concat(
+        [s.conform(e.with_columns(run=pl.lit(name), source=pl.lit(shown), attempt=pl.lit(1)), s.EVENTS_SCHEMA)
+         if "attempt" not in e.columns else e for e in events]
+    )
+    return WandbRun(file=path, log=parsed, run_id=log.run_id, name=name, start_time=wall, config=config, summary=summary)
+
+
+def attach_configs(runs: list[WandbRun]) -> None:
+    """Per-attempt config rows for the ``.wandb`` files of one run, in start order: a resume updates the config
+    it was given on top of the one before (as W&B merges them), so only real changes show between attempts."""
+    merged: dict[str, Any] = {}
+    for run in runs:
+        merged = merged | run.config
+        source = run.log.metrics["source"][0] if run.log.metrics.height else run.name
+        last = run.log.n_attempts
+        run.log.configs = pl.concat([
+            config_frame(merged, run=run.name, source=str(source), attempt=last),
+            config_frame(run.summary, run=run.name, source=str(source), attempt=last, prefix=s.SUMMARY_PREFIX),
+        ])
+
+
+def read_config_yaml(path: Path, shown: str) -> dict[str, Any]:
+    """``config.yaml`` of a W&B run (safe YAML), values unwrapped from ``{value: ..., desc: ...}``."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"{shown}: cannot read W&B config ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{shown}: W&B config is not a mapping")
+    return config_values(data)
+
+
+def read_summary_json(path: Path, shown: str) -> dict[str, Any]:
+    """``wandb-summary.json``: the run's final summary (NaN and Infinity allowed)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{shown}: cannot read W&B summary ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{shown}: W&B summary is not a JSON object")
+    return data
+
+
+def is_wandb_config(path: Path) -> bool:
+    """A ``config.yaml`` written by W&B (it starts with ``wandb_version`` or holds ``_wandb``)."""
+    try:
+        head = path.read_bytes()[:4096]
+    except OSError:
+        return False
+    return head.startswith(b"wandb_version") or b"\n_wandb:" in head or head.startswith(b"_wandb:")

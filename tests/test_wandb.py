@@ -1,0 +1,293 @@
+"""W&B exports: real UI/API CSVs, offline ``.wandb`` logs written by two client generations, and damaged inputs."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import forensics
+from parsers import InputError, load_run, load_runs
+from parsers.wandb_csv import split_series
+
+HERE = Path(__file__).parent
+REAL = HERE / "fixtures" / "real" / "wandb"
+OFFLINE = HERE / "fixtures" / "wandb"
+LAURA = REAL / "LauraWenderoth__Bachelorarbeit_Kidney_Stain_Transfer"
+LUCAS = REAL / "Lucas-longxutang__Comp3242_Group_Project_nanoGPT"
+SPIKE_031 = OFFLINE / "v0.31.0" / "wandb" / "offline-run-20261129_180309-fxspike01"
+
+
+def value_at(run, metric: str, step: int, attempt: int = 1) -> float:
+    rows = run.metrics.filter(metric=metric, step=step, attempt=attempt)
+    assert rows.height == 1, rows
+    return rows["value"][0]
+
+
+# --- offline .wandb logs ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("version", ["v0.16.6", "v0.31.0"])
+def test_offline_runs_from_both_client_generations(version: str) -> None:
+    runs = {r.name: r for r in load_runs(OFFLINE / version / "wandb")}
+    assert sorted(runs) == ["clean-run", "spiky-run"]
+    spiky = runs["spiky-run"]
+    assert spiky.attempts == [1, 2]  # the resume of the same run id wrote a second run directory
+    assert value_at(spiky, "loss", 150) == 9.0
+    assert value_at(spiky, "grad_norm", 150) == 40.0
+    assert math.isnan(value_at(spiky, "loss", 260))           # NaN kept, not dropped
+    assert value_at(spiky, "grad_norm", 270) == math.inf      # +Inf kept
+    assert spiky.metrics.filter(metric="loss", attempt=1).height == 300
+    assert spiky.metrics.filter(metric="loss", attempt=2)["step"].to_list() == list(range(40))
+    assert spiky.metrics.filter(metric="val_loss").height == 6
+    assert value_at(spiky, "eval.ppl", 0) == pytest.approx(math.exp(2.0 + 8.0 * 10 ** -0.5))  # nested dict leaf
+    keys = dict(spiky.configs.filter(attempt=1).select("key", "typed").iter_rows())
+    assert keys["model.hidden_size"] == "256" and keys["optimizer"] == '"adamw"'
+    assert keys["summary/best_val"] == "2.41"
+    events = spiky.events.select("attempt", "kind", "text").rows()
+    assert (1, "error", "W&B run exited with code 1") in events
+    assert [k for a, k, _ in events if k == "wandb_run_start"] == ["wandb_run_start"] * 2
+
+
+def test_both_client_generations_give_the_same_frames() -> None:
+    def frame(version: str) -> pl.DataFrame:
+        run = next(r for r in load_runs(OFFLINE / version / "wandb") if r.name == "spiky-run")
+        return run.metrics.select("attempt", "step", pl.col("metric").cast(pl.String), "value").sort(
+            "attempt", "metric", "step"
+        )
+
+    assert frame("v0.16.6").equals(frame("v0.31.0"))
+
+
+def test_offline_run_analysis() -> None:
+    findings = forensics.analyze(*load_runs(OFFLINE / "v0.31.0" / "wandb"))
+    spiky, clean = sorted(findings.runs, key=lambda r: r.name, reverse=True)
+    kinds = {(a.kind, a.step) for a in spiky.anomalies}
+    assert {("loss_spike", 150), ("grad_norm_spike", 150), ("nan", 260)} <= kinds
+    assert spiky.attempts[1].config_changes == {"lr": [0.0003, 0.00015], "seed": [1234, 99]}
+    assert spiky.attempts[0].end_reason == "crashed"
+    assert clean.anomalies == [] and clean.attempts[0].end_reason == "completed"
+
+
+def test_truncated_wandb_log_keeps_everything_before_the_cut() -> None:
+    run = load_run(OFFLINE / "truncated")
+    assert run.warnings == [
+        "offline-run-20261129_180309-fxspike01/run-fxspike01.wandb: partial last record at byte 69834 "
+        "(the run was cut off or still writing)"
+    ]
+    loss = run.metrics.filter(metric="loss")
+    assert loss["step"].to_list() == list(range(157))
+    assert value_at(run, "loss", 150) == 9.0
+
+
+def test_corrupt_block_is_skipped_and_later_blocks_kept(tmp_path: Path) -> None:
+    data = bytearray((SPIKE_031 / "run-fxspike01.wandb").read_bytes())
+    data[40000] ^= 0xFF  # inside the second 32 KiB block
+    (tmp_path / "run-fxspike01.wandb").write_bytes(bytes(data))
+    run = load_run(tmp_path / "run-fxspike01.wandb")
+    assert len(run.warnings) == 1 and "bad CRC at byte" in run.warnings[0]
+    assert "skipped the rest of that 32 KiB block" in run.warnings[0]
+    steps = run.metrics.filter(metric="loss")["step"].to_list()
+    intact = load_run(SPIKE_031).metrics.filter(metric="loss")["step"].to_list()
+    assert 0 < len(intact) - len(steps) < 60 and steps[-1] == 299 and steps[0] == 0
+
+
+def test_not_a_wandb_log(tmp_path: Path) -> None:
+    bad = tmp_path / "run-x.wandb"
+    bad.write_bytes(b"hello, not a log\n")
+    with pytest.raises(InputError, match=r"run-x\.wandb: not a W&B run log \(no ':W&B' header\)"):
+        load_run(bad)
+
+
+def test_config_yaml_and_console_log_of_an_online_run(tmp_path: Path) -> None:
+    run_dir = tmp_path / "wandb" / "run-20261129_180309-fxspike01"
+    shutil.copytree(SPIKE_031, run_dir)
+    (run_dir / "files").mkdir()
+    (run_dir / "files" / "config.yaml").write_text(
+        "wandb_version: 1\n\n_wandb:\n  desc: null\n  value:\n    cli_version: 0.16.6\n"
+        "lr:\n  desc: null\n  value: 0.0003\nffn_hidden_size:\n  desc: null\n  value: 20480\n"
+    )
+    (run_dir / "files" / "wandb-summary.json").write_text('{"train/loss": NaN, "_wandb": {"runtime": 3}}')
+    megatron = HERE / "fixtures" / "real" / "megatron" / (
+        "stark-sim+megatron-deepspeed-lock-clock__logs_qwen7b_baseline_500.log")
+    shutil.copy(megatron, run_dir / "files" / "output.log")
+    run = load_run(tmp_path)
+    assert run.name == "spiky-run"
+    assert {(s.path.split("/")[-1], s.format) for s in run.sources} >= {("run-fxspike01.wandb", "wandb"),
+                                                                         ("output.log", "megatron")}
+    typed = dict(run.configs.filter(source="wandb/run-20261129_180309-fxspike01/run-fxspike01.wandb")
+                 .select("key", "typed").iter_rows())
+    assert typed["ffn_hidden_size"] == "20480" and typed["summary/train/loss"] == "NaN"
+    assert not any(k.startswith("_wandb") for k in typed)
+
+
+def test_unsafe_yaml_is_refused(tmp_path: Path) -> None:
+    run_dir = tmp_path / "offline-run-x"
+    shutil.copytree(SPIKE_031, run_dir)
+    (run_dir / "files").mkdir()
+    (run_dir / "files" / "config.yaml").write_text("wandb_version: 1\nx: !!python/object/apply:os.system ['true']\n")
+    with pytest.raises(InputError, match=r"config\.yaml: cannot read W&B config"):
+        load_run(run_dir)
+
+
+# --- UI chart exports -----------------------------------------------------------------------------------------------
+def test_chart_export_with_three_runs() -> None:
+    runs = load_runs(LAURA / "graphics")
+    assert [r.name for r in runs] == ["cycle_val_975", "cycle_val_65", "cycle_val_0"]
+    first = runs[0]
+    assert first.metrics.height == 200 and first.metrics["metric"].unique().to_list() == ["test SSMI_B mean"]
+    assert value_at(first, "test SSMI_B mean", 105) == 0.03921817573774992
+    assert first.metrics["step"].min() == 105 and first.metrics["step"].max() == 21199
+    assert [s.format for s in first.sources] == ["wandb-chart"] and not first.sources[0].sampled
+    assert not any("sampled" in w for w in first.warnings)  # 200 points at a regular 106-step spacing
+
+
+def test_renamed_chart_export_single_run() -> None:
+    run = load_run(LAURA / "results_data" / "single_seed" / "test_pix2pix_PAS2IF_van_patches_seed_65 MAE.csv")
+    assert run.name == "test_pix2pix_PAS2IF_van_patches_seed_65"
+    assert value_at(run, "test MAE_B", 6) == 0.030185506014809852
+
+
+def test_split_series_on_the_shared_metric() -> None:
+    parts = split_series(["a - b - train/loss", "c - train/loss", "Group: x - y - train/loss"])
+    assert parts == {"a - b - train/loss": ("a - b", "train/loss"), "c - train/loss": ("c", "train/loss"),
+                     "Group: x - y - train/loss": ("Group: x - y", "train/loss")}
+
+
+def _sampled_chart(path: Path, spike_in_max_only: bool) -> None:
+    steps = sorted({int(i * 239.7 + (i * 7919) % 200) for i in range(500)})
+    lines = ['"Step","Group: big - train/loss","Group: big - train/loss__MIN","Group: big - train/loss__MAX"']
+    for i, step in enumerate(steps):
+        mean = 3.0 + 5.0 * (step + 100) ** -0.5
+        top = mean * 1.02
+        if i == 300:
+            top = mean * 4 if spike_in_max_only else top
+        cell = "" if i == 10 else f"{mean}"
+        lines.append(f'"{step}","{cell}","{mean * 0.98}","{top}"')
+    path.write_text("\n".join(lines))  # no trailing newline, as the UI writes it
+
+
+def test_sampled_chart_export_is_flagged_and_max_column_is_spike_evidence(tmp_path: Path) -> None:
+    _sampled_chart(tmp_path / "loss_data.csv", spike_in_max_only=True)
+    run = load_run(tmp_path / "loss_data.csv")
+    assert run.name == "Group: big" and run.sources[0].sampled
+    assert any(w.startswith(f"{tmp_path / 'loss_data.csv'} (Group: big): sampled chart export: 500 points over ") and
+               "single-step spikes may be missing" in w for w in run.warnings)
+    assert run.metrics.filter(metric="loss").height == 499  # the empty cell is "not logged"
+    assert run.metrics.filter(metric="loss__max").height == 500
+    findings = forensics.analyze(run).runs[0]
+    spikes = [a for a in findings.anomalies if a.kind == "loss_spike"]
+    assert len(spikes) == 1 and spikes[0].metric == "loss__max"
+    assert "MAX column" in spikes[0].detail
+
+
+def test_sampled_export_gives_way_to_a_full_resolution_source(tmp_path: Path) -> None:
+    shutil.copytree(SPIKE_031, tmp_path / "wandb" / SPIKE_031.name)
+    lines = ['"Step","spiky-run - train/loss","spiky-run - train/loss__MIN","spiky-run - train/loss__MAX"']
+    lines += [f'"{s}","1.0","1.0","1.0"' for s in (0, 3, 10, 11, 50, 120, 121, 200, 290)]
+    (tmp_path / "wandb_export.csv").write_text("\n".join(lines) + "\n")
+    run = load_run(tmp_path)
+    assert run.name == "spiky-run"
+    assert value_at(run, "loss", 150) == 9.0 and value_at(run, "loss", 3) != 1.0
+    assert "spiky-run: sampled W&B values of loss not used; a full-resolution source has them" in run.warnings
+
+
+# --- runs tables --------------------------------------------------------------------------------------------------
+def test_runs_table_rows_become_runs_with_config_and_summary() -> None:
+    runs = {r.name: r for r in load_runs(LUCAS / "wandb_export.csv")}
+    assert len(runs) == 16  # 63 rows: most names were run with four seeds, each an attempt in creation order
+    g1 = runs["G1_ternary_weights"]
+    assert g1.attempts == [1, 2, 3, 4]
+    seeds = g1.configs.filter(key="seed").sort("attempt")["typed"].to_list()
+    assert seeds == ["3242", "3740", "2026", "6242"]
+    typed = dict(g1.configs.filter(attempt=4).select("key", "typed").iter_rows())
+    assert typed["learning_rate"] == "0.001" and typed["bias"] == "false" and typed["n_params"] == "10745088"
+    assert typed["summary/val/loss"] == "1.4786324501037598"   # summary starts where the alphabetical order restarts
+    assert typed["wandb/State"] == '"finished"' and typed["wandb/Runtime"] == "732"
+    assert "summary/weight_decay" not in typed and "weight_decay" in typed
+
+
+def test_runs_table_kingb12() -> None:
+    runs = load_runs(REAL / "kingb12__text_aug_experiments")
+    assert [r.name for r in runs][:2] == ["bert_substitute_02", "bert_substitute_10"]
+    typed = dict(runs[0].configs.select("key", "typed").iter_rows())
+    assert typed["wandb/ID"] == '"3p0donj4"' and typed["wandb/Notes"] == '"test"'
+
+
+# --- API history dumps --------------------------------------------------------------------------------------------
+def test_api_history_csv_real() -> None:
+    run = load_run(LUCAS / "history_data")
+    assert value_at(run, "loss", 0) == 4.239290237426758
+    assert value_at(run, "train/step_loss", 1) == 4.237269401550293  # unknown keys keep their own name
+    assert value_at(run, "lr", 0) == 9.900990099009901e-06
+    assert run.metrics["step"].max() == 521 and run.sources[0].format == "wandb-history"
+    assert any("pandas writes NaN as an empty cell" in w for w in run.warnings)
+
+
+def test_api_history_csv_unsorted_with_index_column(tmp_path: Path) -> None:
+    (tmp_path / "h.csv").write_text(",_step,train/loss,train/grad_norm\n2,2,2.5,inf\n0,0,3.0,1.0\n1,1,,1.5\n")
+    run = load_run(tmp_path / "h.csv")
+    assert run.metrics.filter(metric="loss")["step"].to_list() == [0, 2]
+    assert value_at(run, "grad_norm", 2) == math.inf
+    assert set(run.metrics["metric"].cast(pl.String)) == {"loss", "grad_norm"}
+
+
+@pytest.mark.parametrize("kind", ["json", "jsonl", "parquet"])
+def test_api_history_json_jsonl_parquet(tmp_path: Path, kind: str) -> None:
+    rows = [{"_step": s, "_timestamp": 1.7e9 + s, "train/loss": 2.0 + 1 / (s + 1), "lr": 1e-4} for s in range(20)]
+    rows[5]["train/loss"] = float("nan")
+    rows[6]["eval"] = {"acc": 0.5}
+    del rows[7]["train/loss"]
+    path = tmp_path / f"history.{kind}"
+    if kind == "json":
+        path.write_text(json.dumps(rows))
+    elif kind == "jsonl":
+        path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    else:
+        pl.DataFrame(rows).write_parquet(path)
+    run = load_run(path)
+    loss = run.metrics.filter(metric="loss")
+    assert loss.height == 19 and 7 not in loss["step"].to_list()  # not logged: no row
+    assert math.isnan(value_at(run, "loss", 5))                    # NaN: a row with NaN
+    assert value_at(run, "eval.acc", 6) == 0.5
+    assert run.metrics.filter(metric="loss", step=0)["wall_time"][0] == 1.7e9
+
+
+def test_history_step_going_back_is_a_restart(tmp_path: Path) -> None:
+    rows = [{"_step": s, "loss": 2.0} for s in (*range(10), *range(5, 12))]
+    (tmp_path / "wandb-history.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    run = load_run(tmp_path / "wandb-history.jsonl")
+    assert run.attempts == [1, 2]
+    assert run.events.select("kind", "step", "text").row(0) == (
+        "step_regression", 5, "step went back from 9 to 5: the run was restarted")
+
+
+def test_sampled_api_dump_is_flagged(tmp_path: Path) -> None:
+    steps = sorted({(i * i * 37) % 120000 for i in range(700)})[:500]
+    (tmp_path / "metrics.csv").write_text("_step,loss\n" + "\n".join(f"{s},2.0" for s in steps))
+    run = load_run(tmp_path / "metrics.csv")
+    assert run.sources[0].sampled
+    span = steps[-1] - steps[0]
+    expected = f"{tmp_path / 'metrics.csv'}: sampled history dump: 500 points over {span:,} steps; single-step spikes"
+    assert expected + " may be missing" in " ".join(run.warnings)
+
+
+# --- bad input ----------------------------------------------------------------------------------------------------
+def test_chart_header_without_rows(tmp_path: Path) -> None:
+    (tmp_path / "e.csv").write_text('"Step","r - loss","r - loss__MIN","r - loss__MAX"')
+    with pytest.raises(InputError, match=r"e\.csv: W&B chart export without any series"):
+        load_run(tmp_path / "e.csv")
+
+
+def test_broken_json_history(tmp_path: Path) -> None:
+    (tmp_path / "h.jsonl").write_text('{"_step": 0, "loss": 1.0}\n{"_step": 1, "loss": ')
+    with pytest.raises(InputError, match=r"h\.jsonl: cannot read W&B history"):
+        load_run(tmp_path / "h.jsonl")
+
+
+def test_several_runs_need_load_runs() -> None:
+    with pytest.raises(InputError, match=r"holds 3 runs \(cycle_val_975, cycle_val_65, cycle_val_0\); read them "
+                                         r"with load_runs\(\)"):
+        load_run(LAURA / "graphics")
