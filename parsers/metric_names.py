@@ -16,6 +16,7 @@ from parsers import schema as s
 _LEAVES: dict[str, str] = {
     "lm loss": s.LOSS, "loss": s.LOSS, "train loss": s.LOSS, "training loss": s.LOSS,
     "grad norm": s.GRAD_NORM, "gradient norm": s.GRAD_NORM, "grad norm total": s.GRAD_NORM,
+    "global grad norm": s.GRAD_NORM,
     "learning rate": s.LR, "lr": s.LR,
     "loss scale": s.LOSS_SCALE,
     "batch size": s.BATCH_SIZE, "global batch size": s.BATCH_SIZE,

@@ -289,12 +289,11 @@ def _assemble(name: str, root: Path, pieces: list[Piece]) -> Run:
     """One run from its pieces: text logs first, then full-resolution scalars over them, then what only a sampled
     export holds; config-only pieces (runs table, lone config/summary files) join the last attempt."""
     full = [p for p in pieces if not p.sampled and not p.config_only]
+    order = ("megatron", WANDB_LOG, HISTORY, "tensorboard", CHART)  # base first, then what overlays it
     layers = [
-        _join(name, root, group)
-        for group in ([p for p in full if p.fmt == "megatron"], [p for p in full if p.fmt == WANDB_LOG],
-                      [p for p in full if p.fmt == HISTORY], [p for p in full if p.fmt == "tensorboard"],
-                      [p for p in full if p.fmt == CHART])
-        if group
+        _join(name, root, group, parallel=fmt == CHART)
+        for fmt in order
+        if (group := [p for p in full if p.fmt == fmt])
     ]
     run = layers[0] if layers else _join(name, root, [p for p in pieces if p.sampled], parallel=True)
     for layer in layers[1:]:

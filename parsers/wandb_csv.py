@@ -135,7 +135,11 @@ def read_chart_export(path: Path, shown: str) -> tuple[list[Series], list[str]]:
         note = sampling_note(long["step"], f"{shown} ({series})", chart=True)
         if note:
             log.warnings.append(note)
-        found.append(Series(name=series, log=log, grouped=":" in series))
+        grouped = ": " in series
+        if grouped:
+            log.warnings.append(f"{shown} ({series}): a grouped series: values are the group's mean, "
+                                "__MIN/__MAX its spread across runs")
+        found.append(Series(name=series, log=log, grouped=grouped))
     if not found:
         raise InputError(f"{shown}: W&B chart export without any series")
     return found, list(dict.fromkeys(warnings))

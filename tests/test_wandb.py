@@ -13,6 +13,7 @@ import pytest
 import forensics
 from parsers import InputError, load_run, load_runs
 from parsers.wandb_csv import split_series
+from parsers.wandb_history import metric_names
 
 HERE = Path(__file__).parent
 REAL = HERE / "fixtures" / "real" / "wandb"
@@ -181,6 +182,31 @@ def test_sampled_chart_export_is_flagged_and_max_column_is_spike_evidence(tmp_pa
     spikes = [a for a in findings.anomalies if a.kind == "loss_spike"]
     assert len(spikes) == 1 and spikes[0].metric == "loss__max"
     assert "MAX column" in spikes[0].detail
+    assert any("a grouped series: values are the group's mean" in w for w in run.warnings)
+
+
+def test_chart_exports_of_the_same_runs_merge_per_series(tmp_path: Path) -> None:
+    for metric, scale in (("train/loss", 1.0), ("train/grad_norm", 10.0)):
+        header = ",".join(f'"{r} - {metric}","{r} - {metric}__MIN","{r} - {metric}__MAX"' for r in ("a", "b"))
+        rows = [f'"{s}",' + ",".join([f'"{scale * (s + 1)}"'] * 6) for s in range(5)]
+        (tmp_path / f"{metric.split('/')[1]}.csv").write_text("\n".join(['"Step",' + header, *rows]))
+    runs = load_runs(tmp_path)
+    assert [r.name for r in runs] == ["a", "b"]
+    for run in runs:
+        assert run.attempts == [1]
+        assert sorted(run.metrics["metric"].cast(pl.String).unique()) == ["grad_norm", "loss"]
+        assert value_at(run, "grad_norm", 4) == 50.0
+        assert {s.path for s in run.sources} == {"grad_norm.csv", "loss.csv"}
+
+
+@pytest.mark.parametrize(("key", "name"), [
+    ("train/loss", "loss"), ("loss", "loss"), ("lm loss", "loss"), ("train/grad_norm", "grad_norm"),
+    ("grad_norm", "grad_norm"), ("lr", "lr"), ("learning_rate", "lr"), ("train/lr", "lr"),
+    ("loss_scale", "loss_scale"), ("val/loss", "val_loss"), ("train/global_grad_norm", "grad_norm"),
+    ("train/step_loss", "train/step_loss"), ("dataset_stats.S100.gap_mean", "dataset_stats.S100.gap_mean"),
+])
+def test_wandb_keys_to_canonical_names(key: str, name: str) -> None:
+    assert metric_names([key]) == {key: name}
 
 
 def test_sampled_export_gives_way_to_a_full_resolution_source(tmp_path: Path) -> None:
