@@ -96,8 +96,9 @@ def _json(text: str) -> Any:
 
 
 def _fold(items: Any, into: dict[str, Any], remove: Any = ()) -> None:
+    """Apply config/summary updates, keeping the JSON text (decoded once, at the end)."""
     for item in items:
-        into[_key(item)] = _json(item.value_json)
+        into[_key(item)] = item.value_json
     for item in remove:
         into.pop(_key(item), None)
 
@@ -170,8 +171,8 @@ def read_wandb_log(path: str | Path, shown: str) -> WandbLog:
             log.exit_code = record.exit.exit_code
         elif record.HasField("output_raw"):
             log.console.append(record.output_raw.line)
-    log.config.pop("_wandb", None)
-    log.summary.pop("_wandb", None)
+    log.config = {k: _json(v) for k, v in log.config.items() if k != "_wandb"}
+    log.summary = {k: _json(v) for k, v in log.summary.items() if k != "_wandb"}
     log.history = pl.DataFrame(
         {"step": steps, "key": keys, "value_json": values, "wall_time": times},
         schema={"step": pl.Int64, "key": pl.String, "value_json": pl.String, "wall_time": pl.Float64},

@@ -266,6 +266,7 @@ def test_api_history_json_jsonl_parquet(tmp_path: Path, kind: str) -> None:
     rows[5]["train/loss"] = float("nan")
     rows[6]["eval"] = {"acc": 0.5}
     del rows[7]["train/loss"]
+    rows[8]["lr"] = float("-inf")
     path = tmp_path / f"history.{kind}"
     if kind == "json":
         path.write_text(json.dumps(rows))
@@ -278,6 +279,7 @@ def test_api_history_json_jsonl_parquet(tmp_path: Path, kind: str) -> None:
     assert loss.height == 19 and 7 not in loss["step"].to_list()  # not logged: no row
     assert math.isnan(value_at(run, "loss", 5))                    # NaN: a row with NaN
     assert value_at(run, "eval.acc", 6) == 0.5
+    assert value_at(run, "lr", 8) == -math.inf
     assert run.metrics.filter(metric="loss", step=0)["wall_time"][0] == 1.7e9
 
 
