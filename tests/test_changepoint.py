@@ -1,0 +1,61 @@
+"""Exact PELT: the same breakpoints as ruptures' Pelt (jump=1, min_size=2) on labelled signals."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import ruptures as rpt
+
+from forensics.changepoint import bic_penalty, pelt
+
+
+def piecewise(lengths: list[int], means: list[float], sds: list[float], seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.normal(m, s, n) for n, m, s in zip(lengths, means, sds, strict=True)])
+
+
+CASES = [
+    ([200, 200, 200], [0.0, 2.0, 1.0], [1.0, 1.0, 1.0]),
+    ([50, 300, 20, 130], [5.0, 5.5, 9.0, 5.0], [0.2, 0.2, 0.2, 0.2]),
+    ([400, 400], [0.0, 0.0], [0.5, 3.0]),             # a variance change only
+    ([1000], [3.0], [1.0]),                            # no change
+    ([30, 30, 30, 30, 30, 30], [0.0, 4.0, 0.0, 4.0, 0.0, 4.0], [1.0] * 6),
+]
+
+
+@pytest.mark.parametrize("cost", ["l2", "normal"])
+@pytest.mark.parametrize(("lengths", "means", "sds"), CASES)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_same_breakpoints_as_ruptures(cost: str, lengths: list[int], means: list[float], sds: list[float],
+                                      seed: int) -> None:
+    x = piecewise(lengths, means, sds, seed)
+    for pen in (bic_penalty(x, cost), 3.0 * np.log(x.size), 25.0):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = rpt.Pelt(model=cost, jump=1, min_size=2).fit(x).predict(pen=pen)
+        assert pelt(x, pen, cost=cost) == theirs
+
+
+def test_finds_the_true_changes() -> None:
+    x = piecewise([200, 200, 200], [0.0, 2.0, 1.0], [0.5, 0.5, 0.5], seed=3)
+    assert pelt(x, bic_penalty(x)) == [200, 400, 600]
+    y = piecewise([400, 400], [0.0, 0.0], [0.5, 3.0], seed=3)
+    assert pelt(y, bic_penalty(y, "normal"), cost="normal") == [400, 800]
+
+
+def test_integer_signal_ties_break_as_in_ruptures() -> None:
+    scale = np.repeat([65536.0, 32768.0, 65536.0, 1024.0, 2048.0], [40, 3, 60, 2, 50])  # a loss-scale series
+    log2 = np.log2(scale)
+    theirs = rpt.Pelt(model="l2", jump=1, min_size=2).fit(log2).predict(pen=0.5)
+    assert pelt(log2, 0.5) == theirs == [40, 43, 103, 105, 155]
+
+
+def test_short_and_bad_signals() -> None:
+    assert pelt(np.array([1.0, 2.0, 3.0]), 1.0) == [3]
+    assert pelt(np.array([]), 1.0) == []
+    with pytest.raises(ValueError, match="NaN or Inf"):
+        pelt(np.array([1.0, np.nan, 2.0, 3.0, 4.0]), 1.0)
+    with pytest.raises(ValueError, match="cost must be one of"):
+        pelt(np.zeros(10), 1.0, cost="rbf")
