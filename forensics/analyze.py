@@ -11,6 +11,7 @@ from forensics.causes import suspect
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames
 from forensics.findings import Anomaly, Findings, RunFindings
 from forensics.model_shape import check_model
+from forensics.precursors import annotate, consolidate
 
 
 class RunLike(Protocol):
@@ -27,9 +28,11 @@ class RunLike(Protocol):
 
 
 def detect(frames: RunFrames, detectors: tuple[Detector, ...] = DEFAULT_DETECTORS) -> list[Anomaly]:
-    """Run every detector and return their anomalies in (attempt, step, kind) order."""
-    found = [a for d in detectors for a in d.detect(frames)]
-    return sorted(found, key=lambda a: (a.attempt, a.step, a.end_step, a.kind))
+    """Run every detector, fold spikes that are part of a divergence into it, attach precursors, and return the
+    anomalies in (attempt, step, kind) order."""
+    found = consolidate([a for d in detectors for a in d.detect(frames)])
+    found = sorted(found, key=lambda a: (a.attempt, a.step, a.end_step, a.kind))
+    return annotate(found, frames)
 
 
 def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTORS) -> RunFindings:

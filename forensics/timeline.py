@@ -16,6 +16,22 @@ def metric_points(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
     )
 
 
+def log_intervals(metrics: pl.DataFrame) -> dict[int, int]:
+    """Per attempt, the iterations each logged point covers: the logged ``log_interval`` where the parser recorded
+    it (Megatron text logs), else the typical step gap of the loss (1 for per-iteration TensorBoard/W&B points)."""
+    logged = metrics.filter(pl.col("metric") == "log_interval").group_by("attempt").agg(pl.col("value").median())
+    out = {int(a): max(1, round(v)) for a, v in logged.iter_rows() if v is not None}
+    gaps = (
+        metrics.filter(pl.col("metric") == "loss").sort("attempt", "step")
+        .with_columns(gap=pl.col("step").diff().over("attempt"))
+        .group_by("attempt").agg(pl.col("gap").median())
+    )
+    for attempt, gap in gaps.iter_rows():
+        if int(attempt) not in out:
+            out[int(attempt)] = max(1, int(gap)) if gap is not None else 1
+    return out
+
+
 def resume_steps(events: pl.DataFrame) -> dict[int, int]:
     """The checkpoint step each attempt loaded, where a checkpoint-load line says so."""
     loads = events.filter((pl.col("kind") == "checkpoint_load") & (pl.col("value") > 0))
@@ -42,27 +58,38 @@ def with_lineage(points: pl.DataFrame, attempt: int, resumed_from: int | None) -
 
 
 def trailing_robust_z(
-    x: np.ndarray, window: int, floor: float, min_mad_points: int = 5
+    x: np.ndarray, window: int, floor: float, min_mad_points: int = 10, short: int = 8,
+    floor_without_history: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Robust z-score of each point against the trailing ``window`` points before it (the point itself excluded).
+    """Robust z-score of each point against the points before it (the point itself excluded).
 
-    Centre: rolling median; scale: 1.4826 x rolling median of absolute deviations from the trailing median,
-    never below ``floor``; with fewer than ``min_mad_points`` points of history the MAD means nothing and the
-    scale is ``floor`` alone. NaNs in ``x`` are skipped in the
-    statistics and get z = NaN. The first point has no history and gets z = NaN.
-    Returns (z, centre, scale).
+    The expected value is the median of the previous ``short`` points, which follows a falling loss closely; the
+    residual from it is then standardised by the median and 1.4826 x MAD of the residuals of the previous
+    ``window`` points, so a steep trend (early training) neither hides a spike nor makes one out of the trend.
+    The scale is never below ``floor``; with fewer than ``min_mad_points`` points of history the noise is unknown
+    and the scale is ``floor_without_history`` (default: ``floor``).
+    NaNs in ``x`` are skipped in the statistics and get z = NaN; the first point gets z = NaN.
+    Returns (z, level, scale): level is the expected value the point is judged against.
     """
     s = pl.Series("x", x, dtype=pl.Float64)
     valid = s.is_not_nan()
     clean = s.set(~valid, None) if (~valid).any() else s  # type: ignore[arg-type]
-    centre = clean.shift(1).rolling_median(window_size=window, min_samples=1)
-    dev = (clean - clean.rolling_median(window_size=window, min_samples=1)).abs()
-    mad = dev.shift(1).rolling_median(window_size=window, min_samples=1)
     history = clean.shift(1).is_not_null().cast(pl.Int32).rolling_sum(window_size=window, min_samples=1)
-    mad = pl.select(pl.when(history >= min_mad_points).then(mad).otherwise(None)).to_series()
-    scale = (mad * 1.4826).fill_null(0.0).clip(lower_bound=floor)
-    z = ((clean - centre) / scale).fill_null(float("nan")).to_numpy()
-    return z, centre.fill_null(float("nan")).to_numpy(), scale.to_numpy()
+    recent = clean.shift(1).rolling_median(window_size=short, min_samples=1)
+    resid = clean - recent
+    past = resid.shift(1)
+    mid = past.rolling_median(window_size=window, min_samples=1).fill_null(0.0)
+    mad = (resid - resid.rolling_median(window_size=window, min_samples=1)).abs().shift(1).rolling_median(
+        window_size=window, min_samples=1
+    )
+    unknown = floor if floor_without_history is None else floor_without_history
+    scale = pl.select(
+        pl.when(history >= min_mad_points).then((mad * 1.4826).fill_null(0.0).clip(lower_bound=floor))
+        .otherwise(unknown)
+    ).to_series()
+    level = recent + mid
+    z = ((clean - level) / scale).fill_null(float("nan")).to_numpy()
+    return z, level.fill_null(float("nan")).to_numpy(), scale.to_numpy()
 
 
 def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:

@@ -64,7 +64,10 @@ def _steps(attempt: Attempt) -> str:
 
 def _anomaly_line(a: Anomaly) -> str:
     span = f"step {a.step}" if a.step == a.end_step else f"steps {a.step}–{a.end_step}"
-    return f"- {span}: **{a.kind.replace('_', ' ')}** ({md(a.metric)}): {md(a.detail)}"
+    line = f"- {span}: **{a.kind.replace('_', ' ')}** ({md(a.metric)}): {md(a.detail)}"
+    if a.averaged_over:
+        line += f" *(each logged value is a mean over {a.averaged_over} iterations, so a short spike shows diluted)*"
+    return "\n".join([line, *(f"  - before it: {md(p)}" for p in a.precursors)])
 
 
 def _summary(run: RunFindings) -> list[str]:
@@ -125,7 +128,7 @@ def _run(run: RunFindings) -> list[str]:
         mine = [x for x in run.anomalies if x.attempt == a.index]
         if mine:
             out.append("- **What happened:**")
-            out += ["  " + _anomaly_line(x) for x in mine]
+            out += ["\n".join("  " + part for part in _anomaly_line(x).split("\n")) for x in mine]
         else:
             out.append("- **What happened:** no anomalies.")
         out.append(f"- **How it ended:** {_ENDINGS.get(a.end_reason, a.end_reason)}: {md(a.end_detail)}.")

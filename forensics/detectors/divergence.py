@@ -29,6 +29,7 @@ class DivergenceDetector:
     rise: float = 0.20
     tail_share: float = 0.10
     min_tail: int = 5
+    min_points_up: int = 3  # a spike that lasts to the end of the log over this many points has not recovered
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         losses = metric_points(frames.metrics, s.LOSS).filter(pl.col("value").is_finite())
@@ -41,9 +42,9 @@ class DivergenceDetector:
             later_nan = nans.filter((pl.col("attempt") == inc.attempt) & (pl.col("step") >= inc.onset))
             if later_nan.height:
                 how = f"ends in NaN at step {later_nan['step'][0]}"
-            elif inc.points_after:
+            elif inc.points_after or own.filter(pl.col("step") >= inc.onset).height >= self.min_points_up:
                 how = f"still {own['value'][-1]:.6g} at step {own['step'][-1]}, the end of the attempt"
-            else:
+            else:  # the log ends on the spike: too soon to tell
                 continue
             end = int(max(own["step"].max(), later_nan["step"].max() or 0))  # type: ignore[arg-type]
             out[inc.attempt] = Anomaly(

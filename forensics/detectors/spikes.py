@@ -1,21 +1,33 @@
-"""Upward spikes of loss or grad norm: a robust z-score on log values against a trailing window.
+"""Upward spikes of loss or grad norm: a robust z-score on log values against the points before each one.
 
-Thresholds (documented here, tuned on the real logs in ``tests/fixtures/real`` and the generated samples):
+Thresholds (documented here; measured on the labelled curves of :mod:`forensics.evaluation` and pinned on the
+real logs in ``tests/fixtures/real``):
 
 * log values, because loss and grad-norm noise is multiplicative and their spikes are heavy-tailed;
-* centre = median and scale = 1.4826 x MAD of the previous ``window`` points (the point itself excluded), as in
-  the modified z-score of Iglewicz & Hoaglin; OLMo 2's spike score uses 7 sigma from a rolling mean of 1,000
-  values; we use 6 robust sigma on 100 points because Megatron logs often hold only hundreds of points;
-* a floor on the scale (``floor``, in log units) so that an almost noiseless or very short history does not make
-  every wiggle a spike: for loss 0.02 (so at least a ~13% jump at 6 sigma), for grad norm 0.25 (at least ~4.5x);
-* flagged points separated by at most ``merge_gap`` unflagged points form one incident;
-* burn-in: a log that starts at the beginning of training (first step below ``early_step``) is volatile and has
-  no baseline, so its first ``burn_in`` points are never flagged; a log that starts mid-training (an excerpt, a
-  resumed job) is judged from its second point.
+* expected value = median of the previous 8 points (it follows a falling loss), residual = value - expected,
+  standardised by the median and 1.4826 x MAD of the previous ``window`` (100) residuals: the modified z-score of
+  Iglewicz & Hoaglin, made trend-proof. Flag at 6 robust sigma (OLMo 2 counts 7 sigma from a 1,000-value rolling
+  mean for its spike score, reported separately; Megatron logs often hold only hundreds of points);
+* a floor on the scale (``floor``, in log units): loss 0.003 (a 1.8% jump at 6 sigma) divided by the square root
+  of the log interval, since a logged mean over k iterations is calmer; grad norm 0.25 (~4.5x), which is printed
+  for the logged iteration alone; with fewer than 10 points of history the noise is unknown and the floor is
+  0.02 for loss;
+* with one iteration per point, a lone flagged point with calm neighbours needs 8 sigma: a single hard batch is
+  not an instability (the OLMo spike score still counts it);
+* Megatron's spiky-loss rule as a coarse guard: a loss 10x the largest of the first 100 values is a spike
+  whatever the noise;
+* flagged points separated by at most ``merge_gap`` unflagged points form one incident; it has *recovered* at the
+  first later point back within max(3 sigma, 5%) of the level before it;
+* an incident's first point must also rise above each of the 8 points before it, so a steep early decline that
+  slows down (residuals jump up while the loss still falls) is not a spike;
+* burn-in: a log that starts at the beginning of training (first step below ``early_step``) has no baseline at
+  first, so its first ``burn_in`` points are never flagged; a log that starts mid-training (an excerpt, a resumed
+  job) is judged from its second point.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,9 +35,18 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly
-from forensics.timeline import metric_points, resume_steps, runs_of_true, trailing_robust_z, with_lineage
+from forensics.timeline import (
+    log_intervals,
+    metric_points,
+    resume_steps,
+    runs_of_true,
+    trailing_robust_z,
+    with_lineage,
+)
 
-_DEFAULTS = {"loss": (100, 0.02, 6.0), "grad_norm": (100, 0.25, 6.0)}
+_DEFAULTS = {"loss": (100, 0.003, 6.0), "grad_norm": (100, 0.25, 6.0)}
+_AVERAGED = frozenset({"loss"})  # logged as a mean over the interval (grad norm is the logged iteration's own)
+_FLOOR_WITHOUT_HISTORY = {"loss": 0.02, "grad_norm": 0.25}  # fewer than 10 points before: noise unknown
 
 
 @dataclass(frozen=True)
@@ -40,6 +61,7 @@ class SpikeIncident:
     recovered_step: int | None
     points_after: int
     scale: float
+    interval: int = 1
 
 
 @dataclass
@@ -54,6 +76,9 @@ class SpikeDetector:
     merge_gap: int = 2
     burn_in: int = 10
     early_step: int = 100
+    isolated_threshold: float = 8.0
+    guard_factor: float = 10.0
+    guard_samples: int = 100
 
     @property
     def name(self) -> str:
@@ -71,15 +96,30 @@ class SpikeDetector:
         )
         found: list[SpikeIncident] = []
         resumed = resume_steps(frames.events)
+        intervals = log_intervals(frames.metrics)
         for attempt in points["attempt"].unique().sort().to_list():
             series = with_lineage(points, attempt, resumed.get(attempt))
+            interval = intervals.get(attempt, 1)
             x = np.log(series["value"].to_numpy())
-            z, centre, scale = trailing_robust_z(x, window, floor)
+            averaged = self.metric in _AVERAGED and interval > 1
+            own_floor = floor / math.sqrt(interval) if averaged and self.floor is None else floor  # a mean is calmer
+            z, centre, scale = trailing_robust_z(
+                x, window, own_floor,
+                floor_without_history=max(floor, _FLOOR_WITHOUT_HISTORY.get(self.metric, 0.1)),
+            )
             own = series["own"].to_numpy()
             eligible = np.ones(len(x), dtype=bool)
             if series["step"][0] < self.early_step:
                 eligible[: self.burn_in] = False
             flagged = (z >= threshold) & own & eligible
+            # an onset must rise above the recent values: a steep early decline that slows down is not a spike
+            recent_max = pl.Series(x).shift(1).rolling_max(window_size=8, min_samples=1).to_numpy()
+            with np.errstate(invalid="ignore"):
+                onset_ok = ~(x < recent_max)
+            flagged = _from_first_rise(flagged, onset_ok)
+            if interval == 1:
+                flagged &= ~self._isolated(z, flagged)
+            flagged |= self._guard(x, own) & eligible
             steps = series["step"].to_numpy()
             values = series["value"].to_numpy()
             for start, end in _merge(runs_of_true(flagged), self.merge_gap):
@@ -95,9 +135,28 @@ class SpikeDetector:
                         recovered_step=int(steps[end + 1 + back[0]]) if back.size else None,
                         points_after=int(own[end + 1:].sum()),
                         scale=float(scale[start]),
+                        interval=interval,
                     )
                 )
         return found
+
+    def _isolated(self, z: np.ndarray, flagged: np.ndarray) -> np.ndarray:
+        """Single flagged points with calm neighbours and z below ``isolated_threshold``: with one iteration per
+        point, a lone 6-8 sigma batch is more often a hard batch than an instability."""
+        with np.errstate(invalid="ignore"):
+            calm_before = np.r_[True, ~(z[:-1] >= 3.0)]
+            calm_after = np.r_[~(z[1:] >= 3.0), True]
+            return flagged & calm_before & calm_after & ~(z >= self.isolated_threshold)
+
+    def _guard(self, x: np.ndarray, own: np.ndarray) -> np.ndarray:
+        """Megatron's spiky-loss check (``SPIKY_LOSS_FACTOR = 10``): at least 10x the largest of the first 100
+        values (the first point left out), as a coarse guard whatever the noise."""
+        if self.metric != "loss" or own.sum() <= self.guard_samples + 1:
+            return np.zeros(x.size, dtype=bool)
+        first = np.flatnonzero(own)[1:self.guard_samples + 1]
+        limit = float(np.nanmax(x[first])) + math.log(self.guard_factor)
+        with np.errstate(invalid="ignore"):
+            return own & (x >= limit)
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         out = []
@@ -129,6 +188,16 @@ class SpikeDetector:
                 )
             )
         return out
+
+
+def _from_first_rise(flagged: np.ndarray, rises: np.ndarray) -> np.ndarray:
+    """Each run of flagged points, kept from its first point that rises above the recent values."""
+    out = np.zeros_like(flagged)
+    for start, end in runs_of_true(flagged):
+        ok = np.flatnonzero(rises[start:end + 1])
+        if ok.size:
+            out[start + ok[0]:end + 1] = True
+    return out
 
 
 def _merge(runs: list[tuple[int, int]], gap: int) -> list[tuple[int, int]]:

@@ -1,0 +1,270 @@
+"""Labelled training curves for evaluating the detectors (in the spirit of ``ruptures.datasets``).
+
+Every curve is simulated step by step and then logged the way Megatron logs it: every ``log_interval`` steps, the
+loss as the mean over the interval, grad norm, learning rate and loss scale as of the logged step, skipped
+iterations counted over the interval. The truth lists what was injected, at the *logged* step where it shows.
+
+What varies from curve to curve (seeded, so every curve can be rebuilt):
+
+* length 2,000-30,000 steps; final loss 1.5-3.5; power-law decay with exponent 0.15-0.6;
+* multiplicative noise 0.3%-4% per step (loss) and 3%-30% (grad norm), partly autocorrelated;
+* LR warm-up (1%-10% of the run) then cosine decay to 10% of the peak; grad norm high early and settling;
+* benign wiggles that are *not* anomalies: slow oscillations and data-mixture bumps of a few percent over
+  hundreds of steps, grad-norm level drifts within a factor of 1.5;
+* recovered spikes: rise over 1-5 steps, height 10%-500% (never below 10 noise sigmas of the logged series),
+  back within 1-80 steps; with a grad-norm spike that leads the loss by 1-15 steps, or at the same step, or none;
+* divergences: the loss leaves its trend and climbs, ending in NaN or not;
+* fp16 loss-scale collapse: overflows halve the scale down to 1 within tens of steps, iterations are skipped,
+  then the loss explodes (the GLM-130B pattern).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from parsers import schema as s
+
+SCENARIOS: tuple[str, ...] = (
+    "clean", "spikes", "spikes_grad_lead", "divergence_nan", "divergence", "fp16_collapse",
+)
+
+
+@dataclass(frozen=True)
+class Truth:
+    """An injected event: kind (``loss_spike``, ``grad_norm_spike``, ``divergence``, ``nan``,
+    ``loss_scale_collapse``), the logged step it starts at, where it ends, and the grad-norm lead in steps."""
+
+    kind: str
+    step: int
+    end_step: int
+    lead: int | None = None
+    optional: bool = False  # injected but too faint in the log to demand: not counted in recall, not a false alarm
+
+
+@dataclass
+class Curve:
+    """One labelled run: canonical metrics and events frames, and the truth."""
+
+    name: str
+    scenario: str
+    log_interval: int
+    metrics: pl.DataFrame
+    events: pl.DataFrame
+    truths: list[Truth] = field(default_factory=list)
+
+
+def _smooth_noise(rng: np.random.Generator, n: int, sigma: float, rho: float) -> np.ndarray:
+    """AR(1) noise with stationary standard deviation ``sigma``."""
+    white = rng.normal(0.0, sigma * math.sqrt(1 - rho * rho), n)
+    out = np.empty(n)
+    acc = rng.normal(0.0, sigma)
+    for i in range(n):  # n <= 30,000: cheap, and only in the harness
+        acc = rho * acc + white[i]
+        out[i] = acc
+    return out
+
+
+def _base_curves(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    t = np.arange(n, dtype=float)
+    final = rng.uniform(1.5, 3.5)
+    alpha = rng.uniform(0.15, 0.6)
+    t0 = rng.uniform(5, 50)
+    amp = (rng.uniform(9.0, 11.0) - final) * t0**alpha
+    trend = final + amp * (t + t0) ** -alpha
+    sigma = 10 ** rng.uniform(math.log10(0.003), math.log10(0.04))
+    df = rng.choice([np.inf, 30.0, 10.0])  # sometimes mildly heavy-tailed batch-to-batch noise
+    white = rng.standard_t(df, n) / math.sqrt(df / (df - 2)) if np.isfinite(df) else rng.normal(0.0, 1.0, n)
+    noise = sigma * 0.7 * white + _smooth_noise(rng, n, sigma * 0.7, rng.uniform(0.0, 0.9))
+    wiggle = np.zeros(n)
+    for _ in range(rng.integers(0, 4)):  # slow oscillations and data-mixture bumps: benign
+        period = rng.uniform(300, 4000)
+        wiggle += rng.uniform(0.002, 0.015) * np.sin(2 * math.pi * t / period + rng.uniform(0, 6.3))
+    for _ in range(rng.integers(0, 4)):
+        centre, width = rng.uniform(0.1, 0.95) * n, rng.uniform(150, 900)
+        wiggle += rng.uniform(0.01, 0.03) * np.exp(-0.5 * ((t - centre) / width) ** 2)
+    loss = trend * np.exp(noise + wiggle)
+    warm = max(10, int(n * rng.uniform(0.01, 0.1)))
+    peak = 10 ** rng.uniform(-4.5, -3)
+    lr = np.where(t < warm, peak * (t + 1) / warm,
+                  peak * (0.1 + 0.45 * (1 + np.cos(math.pi * np.clip((t - warm) / max(n - warm, 1), 0, 1)))))
+    g_level = rng.uniform(0.15, 1.5)
+    g_sigma = rng.uniform(0.03, 0.3)
+    drift = np.exp(rng.uniform(-0.2, 0.2) * np.sin(2 * math.pi * t / rng.uniform(2000, 20000)))
+    grad = g_level * (1 + 8 * np.exp(-t / (warm * 0.7))) * drift * np.exp(
+        _smooth_noise(rng, n, g_sigma, rng.uniform(0.0, 0.7))
+    )
+    return {"trend": trend, "loss": loss, "lr": lr, "grad": grad, "warm": np.array([warm])}
+
+
+def _logged_steps(n: int, k: int) -> np.ndarray:
+    return np.arange(k, n + 1, k)  # 1-based iteration numbers as Megatron prints them
+
+
+def _interval_mean(x: np.ndarray, k: int) -> np.ndarray:
+    m = (x.size // k) * k
+    return x[:m].reshape(-1, k).mean(axis=1)
+
+
+def _spike_shape(n: int, onset: int, height: float, rise: int, back: int) -> np.ndarray:
+    """Multiplicative excess in log space: ramps to ``height`` over ``rise`` steps, decays over ``back`` steps."""
+    out = np.zeros(n)
+    up = np.arange(1, rise + 1) / rise
+    top = onset + rise
+    out[onset:min(top, n)] = (height * up)[: max(0, min(top, n) - onset)]
+    if top < n:
+        tail = np.arange(0, n - top)
+        out[top:] = height * np.exp(-tail / max(back / 3.0, 0.3))
+    return out
+
+
+def generate(scenario: str, seed: int, log_interval: int = 1) -> Curve:
+    """One labelled curve of a scenario (see :data:`SCENARIOS`).
+
+    >>> curve = generate("spikes", seed=3, log_interval=10)
+    >>> sorted({t.kind for t in curve.truths})
+    ['loss_spike']
+    """
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}; choose from {SCENARIOS}")
+    rng = np.random.default_rng([SCENARIOS.index(scenario), seed, log_interval])
+    k = log_interval
+    n = int(rng.integers(2000, 30000)) // k * k
+    base = _base_curves(rng, n)
+    log_loss = np.log(base["loss"])
+    log_grad = np.log(base["grad"])
+    warm = int(base["warm"][0])
+    scale = np.full(n, 65536.0)
+    skipped = np.zeros(n, dtype=bool)
+    truths: list[Truth] = []
+    end = n  # steps after a NaN are not logged: the run stops
+
+    def logged_step(step: int) -> int:
+        return (step // k + 1) * k
+
+    spikes: list[tuple[int, int, int | None, int | None]] = []  # onset, width, grad start, lead
+    if scenario in {"spikes", "spikes_grad_lead"}:
+        count = int(rng.integers(1, 6))
+        onsets = np.sort(rng.choice(np.arange(max(warm, n // 10), n - 200), size=count, replace=False))
+        onsets = [o for i, o in enumerate(onsets) if i == 0 or o - onsets[i - 1] > 300]
+        clean_loss, clean_grad = log_loss.copy(), log_grad.copy()
+        for onset in onsets:
+            rise, back = int(rng.integers(1, 6)), int(rng.integers(1, 81))
+            height = math.log(1 + 10 ** rng.uniform(math.log10(0.03), math.log10(5.0)))
+            log_loss += _spike_shape(n, int(onset), height, rise, back)
+            start: int | None = None
+            lead: int | None = None
+            if scenario == "spikes_grad_lead" or rng.random() < 0.5:
+                lead = int(rng.integers(1, 16)) if scenario == "spikes_grad_lead" else 0
+                start = int(onset) - lead
+                g_height = math.log(10 ** rng.uniform(math.log10(1.5), math.log10(60)))
+                log_grad += _spike_shape(n, start, g_height, 1, int(rng.integers(1, 10)) + lead)
+            spikes.append((int(onset), rise + back, start, lead))
+    elif scenario in {"divergence", "divergence_nan", "fp16_collapse"}:
+        onset = int(rng.integers(max(warm * 2, n // 3), n - 300))
+        collapse_at = None
+        if scenario == "fp16_collapse":
+            collapse_at = onset
+            onset = onset + int(rng.integers(10, 60))
+            halvings = 16
+            steps = np.sort(rng.choice(np.arange(collapse_at, onset), size=min(halvings, onset - collapse_at),
+                                       replace=False))
+            for j, st in enumerate(steps):
+                scale[st:] = 65536.0 / 2 ** (j + 1)
+                skipped[st] = True
+            truths.append(Truth("loss_scale_collapse", logged_step(collapse_at), logged_step(onset)))
+        climb = np.clip(np.arange(n) - onset, 0, None).astype(float)
+        rate = rng.uniform(0.005, 0.05)
+        log_loss += np.log1p(rate * climb) * rng.uniform(0.8, 2.0) + np.where(climb > 0, math.log(1.3), 0.0)
+        log_grad += np.where(climb > 0, math.log(rng.uniform(5, 50)), 0.0) + 0.02 * climb
+        if scenario in {"divergence_nan", "fp16_collapse"}:
+            nan_at = onset + int(rng.integers(20, 250))
+            end = min(n, (nan_at // k + 3) * k)
+            log_loss[nan_at:] = np.nan
+            truths.append(Truth("nan", logged_step(nan_at), logged_step(nan_at)))
+        truths.append(Truth("divergence", logged_step(onset), end, None))
+    # periodic benign fp16 behaviour: an overflow now and then halves the scale, which recovers later
+    if scenario != "fp16_collapse" and rng.random() < 0.5:
+        for st in np.arange(int(rng.integers(0, 2000)), n, int(rng.integers(1500, 6000))):
+            scale[st:st + 1000] /= 2  # one overflow, scale doubled back 1,000 clean steps later
+            skipped[st] = True
+    loss = np.exp(log_loss[:end])
+    grad = np.exp(log_grad[:end])
+    curve = _log(scenario, seed, k, loss, grad, base["lr"][:end], scale[:end], skipped[:end], truths)
+    if spikes:
+        plain = _log(scenario, seed, k, np.exp(clean_loss), np.exp(clean_grad), base["lr"], scale, skipped, [])
+        curve.truths.extend(_visible_spikes(curve, plain, spikes, k))
+    return curve
+
+
+def _logged(curve: Curve, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    rows = curve.metrics.filter(metric=metric).sort("step")
+    return rows["step"].to_numpy(), np.log(rows["value"].to_numpy())
+
+
+def _visible_spikes(curve: Curve, plain: Curve, spikes: list[tuple[int, int, int | None, int | None]],
+                    k: int) -> list[Truth]:
+    """Truth for injected spikes, judged on the logged series against the same run without them: a spike is
+    required when its logged excess is at least 8 noise sigmas and 5% (loss) or 3x (grad norm); fainter ones are
+    optional."""
+    out = []
+    for metric, kind, least in ((s.LOSS, "loss_spike", math.log(1.05)), (s.GRAD_NORM, "grad_norm_spike", math.log(3))):
+        steps, with_spikes = _logged(curve, metric)
+        _, without = _logged(plain, metric)
+        excess = with_spikes - without
+        noise = np.diff(without[len(without) // 10:])
+        sigma = float(np.median(np.abs(noise - np.median(noise)))) * 1.4826 / math.sqrt(2)
+        for onset, width, g_start, lead in spikes:
+            start = onset if kind == "loss_spike" else g_start
+            if start is None:
+                continue
+            span = width if kind == "loss_spike" else 10 + (lead or 0)
+            window = (steps > start) & (steps <= start + span + k)
+            if not window.any():
+                continue
+            first = int(steps[window][0])
+            peak = float(excess[window].max())
+            out.append(Truth(kind, first, int(steps[window][-1]), lead if kind == "loss_spike" else None,
+                             optional=peak < max(8 * sigma, least)))
+    return out
+
+
+def _log(scenario: str, seed: int, k: int, loss: np.ndarray, grad: np.ndarray, lr: np.ndarray,
+         scale: np.ndarray, skipped: np.ndarray, truths: list[Truth]) -> Curve:
+    n = loss.size
+    steps = _logged_steps(n, k)
+    idx = steps - 1
+    with np.errstate(invalid="ignore"):
+        mean_loss = _interval_mean(np.where(skipped, np.nan, loss), k) if k > 1 else loss.copy()
+    if k > 1:  # Megatron averages the advanced iterations of an interval
+        m = (n // k) * k
+        ok = (~skipped[:m]).reshape(-1, k) & np.isfinite(loss[:m]).reshape(-1, k)
+        sums = np.where(ok, loss[:m].reshape(-1, k), 0.0).sum(axis=1)
+        counts = ok.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean_loss = np.where(counts > 0, sums / counts, np.nan)
+        mean_loss = np.where(np.isnan(loss[:m]).reshape(-1, k).any(axis=1), np.nan, mean_loss)
+    skipped_counts = np.add.reduceat(skipped.astype(float), np.arange(0, n, k))[: steps.size]
+    name = f"{scenario}-{seed}-k{k}"
+    columns = {
+        s.LOSS: mean_loss[: steps.size], s.GRAD_NORM: grad[idx], s.LR: lr[idx], s.LOSS_SCALE: scale[idx],
+        s.SKIPPED_ITERATIONS: skipped_counts, s.LOG_INTERVAL: np.full(steps.size, float(k)),
+    }
+    # an interval whose iterations were all skipped prints no loss (Megatron), which is not a NaN
+    all_skipped = skipped_counts >= k
+    frames = [
+        pl.DataFrame({"step": steps, "value": values}).with_columns(metric=pl.lit(metric)).filter(
+            ~pl.lit(all_skipped) | pl.lit(metric != s.LOSS) | pl.col("value").is_not_nan()
+        )
+        for metric, values in columns.items()
+    ]
+    metrics = s.conform(
+        pl.concat(frames).with_columns(run=pl.lit(name), source=pl.lit("generated"), attempt=pl.lit(1),
+                                       wall_time=pl.lit(None, dtype=pl.Float64)),
+        s.METRICS_SCHEMA,
+    )
+    return Curve(name=name, scenario=scenario, log_interval=k, metrics=metrics, events=s.empty(s.EVENTS_SCHEMA),
+                 truths=truths)

@@ -1,0 +1,140 @@
+"""What came before an incident, which is what a reader of the chronicle most wants to know.
+
+* a grad-norm spike that led a loss spike, and by how many steps (GLM-130B: "a training collapse usually lags
+  behind a spike in gradient norm by a few training steps"; BLOOM's first spike: ~3-4 steps);
+* an fp16 loss-scale collapse or a burst of skipped iterations shortly before a divergence (GLM-130B: the loss
+  scale "reduces drastically around 33710" before the loss "explodes at 33740"; OPT: the loss scalar crashing);
+* a slow upward drift of the grad norm before the first instability (OLMo 2: "slow growth in the magnitude of the
+  gradient norm ... correlated with increasing frequency of spikes"), as a robust Theil-Sen slope;
+* growth of attention or output logits when the run logs them (Wortsman et al.: attention logits above 1e4
+  diverged; output-logit divergence).
+
+It also folds the loss and grad-norm spikes that happen *during* a divergence into it (they are the divergence,
+not separate incidents), and notes when the evidence is a mean over a log interval.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import polars as pl
+from scipy.stats import theilslopes
+
+from forensics.detectors.base import RunFrames
+from forensics.findings import Anomaly
+from forensics.timeline import log_intervals, metric_points
+from parsers import schema as s
+
+LEAD_WINDOW = 20            # logged points before a loss spike where a grad-norm spike counts as leading it
+BEFORE_DIVERGENCE = 100     # logged points before a divergence where a loss-scale collapse or skips count
+DRIFT_POINTS = 200          # the stretch of grad norm before the first instability whose slope is measured
+DRIFT_RISE = 0.3            # ... and the rise over it (30%) that makes it worth saying
+_LOGIT = ("logit",)         # metric names that carry attention/output logits (e.g. max_attention_logit)
+_INSTABILITIES = frozenset({"loss_spike", "divergence", "nan"})
+
+
+def consolidate(anomalies: list[Anomaly]) -> list[Anomaly]:
+    """Drop the loss and grad-norm spikes that fall inside a divergence after its onset: they are its course."""
+    spans = [(a.attempt, a.step, a.end_step) for a in anomalies if a.kind == "divergence"]
+    if not spans:
+        return anomalies
+
+    def inside(a: Anomaly) -> bool:
+        return a.kind in {"loss_spike", "grad_norm_spike"} and any(
+            a.attempt == att and start < a.step <= end for att, start, end in spans
+        )
+
+    return [a for a in anomalies if not inside(a)]
+
+
+def annotate(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
+    """The anomalies with their precursors, grad-norm lead, recovery and averaging filled in."""
+    intervals = log_intervals(frames.metrics)
+    out = []
+    for a in anomalies:
+        notes = list(a.precursors)
+        interval = intervals.get(a.attempt, 1)
+        lead = None
+        if a.kind == "loss_spike":
+            lead, note = _grad_lead(a, anomalies, interval)
+            if note:
+                notes.append(note)
+        if a.kind == "divergence":
+            notes.extend(_before_divergence(a, anomalies, interval))
+        averaged = interval if interval > 1 and a.metric == s.LOSS and a.kind in {"loss_spike", "divergence"} else None
+        out.append(replace(a, grad_norm_lead=lead, precursors=notes, averaged_over=averaged))
+    first = next((a for a in sorted(out, key=lambda x: (x.attempt, x.step)) if a.kind in _INSTABILITIES), None)
+    if first is not None:
+        extra = [n for n in (_grad_drift(first, frames), *_logit_growth(first, frames)) if n]
+        if extra:
+            out = [replace(a, precursors=a.precursors + extra) if a is first else a for a in out]
+    return out
+
+
+def _grad_lead(spike: Anomaly, anomalies: list[Anomaly], interval: int) -> tuple[int | None, str | None]:
+    window = LEAD_WINDOW * interval
+    leaders = [g for g in anomalies if g.kind == "grad_norm_spike" and g.attempt == spike.attempt
+               and spike.step - window <= g.step <= spike.step]
+    if not leaders:
+        return None, None
+    g = leaders[0]
+    lead = spike.step - g.step
+    if lead == 0:
+        return 0, f"grad norm spiked at the same step ({g.value:.6g}, from {g.baseline:.6g})"
+    return lead, (f"a grad-norm spike led it by {lead} step{'s' if lead != 1 else ''} "
+                  f"(step {g.step}: {g.value:.6g}, from {g.baseline:.6g})")
+
+
+def _before_divergence(div: Anomaly, anomalies: list[Anomaly], interval: int) -> list[str]:
+    window = BEFORE_DIVERGENCE * interval
+    notes = []
+    for a in anomalies:
+        if a.attempt != div.attempt or not div.step - window <= a.step <= div.step:
+            continue
+        ahead = div.step - a.step
+        when = "at the same step" if ahead == 0 else f"{ahead} steps before"
+        if a.kind == "loss_scale_collapse":
+            notes.append(f"fp16 loss scale collapsed to {a.value:.6g} at step {a.step}, {when}")
+        elif a.kind == "skipped_iterations":
+            notes.append(f"iterations were being skipped (overflow) from step {a.step}, {when}")
+    return notes
+
+
+def _grad_drift(first: Anomaly, frames: RunFrames) -> str | None:
+    points = metric_points(frames.metrics, s.GRAD_NORM).filter(
+        (pl.col("attempt") == first.attempt) & (pl.col("step") < first.step) & pl.col("value").is_finite()
+        & (pl.col("value") > 0)
+    )
+    # leave out the first tenth: grad norm falls steeply while training settles
+    points = points.tail(min(DRIFT_POINTS, int(points.height * 0.9)))
+    if points.height < 30:
+        return None
+    step = points["step"].to_numpy().astype(float)
+    y = np.log(points["value"].to_numpy())
+    every = max(1, step.size // 400)  # Theil-Sen compares all pairs: 400 points are plenty
+    slope, _, low, _high = theilslopes(y[::every], step[::every])
+    rise = math.exp(slope * (step[-1] - step[0])) - 1
+    if low <= 0 or rise < DRIFT_RISE:
+        return None
+    return (f"grad norm had been drifting up before this: +{rise:.0%} from step {int(step[0])} to "
+            f"{int(step[-1])} (robust slope, 95% interval above zero)")
+
+
+def _logit_growth(first: Anomaly, frames: RunFrames) -> list[str]:
+    names = [m for m in frames.metrics["metric"].cast(pl.String).unique().to_list() if any(k in m.lower() for k in _LOGIT)]
+    notes = []
+    for name in sorted(names):
+        points = metric_points(frames.metrics, name).filter(
+            (pl.col("attempt") == first.attempt) & (pl.col("step") <= first.step) & pl.col("value").is_finite()
+        )
+        if points.height < 10:
+            continue
+        v = np.abs(points["value"].to_numpy())
+        early = float(np.median(v[: max(3, v.size // 5)]))
+        late = float(v[-max(3, v.size // 10):].max())
+        if early > 0 and late >= 2 * early:
+            notes.append(f"{name} grew {late / early:.1f}x before this ({early:.4g} -> {late:.4g}; attention or "
+                         "output logit growth precedes divergence, Wortsman et al. 2023)")
+    return notes
