@@ -12,6 +12,8 @@ from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames
 from forensics.findings import Anomaly, Findings, RunFindings
 from forensics.model_shape import check_model
 from forensics.precursors import annotate, consolidate
+from forensics.spike_score import spike_scores
+from parsers import schema as s
 
 
 class RunLike(Protocol):
@@ -53,6 +55,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         suspected_causes=causes,
         warnings=list(run.warnings),
         skipped=list(run.skipped),
+        spike_scores={m: spike_scores(run.metrics, m) for m in (s.LOSS, s.GRAD_NORM)},
     )
 
 

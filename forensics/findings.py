@@ -100,6 +100,7 @@ class RunFindings:
     suspected_causes: list[Cause]
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    spike_scores: dict[str, Any] = field(default_factory=dict)  # OLMo 2 spike score per metric (percent)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +113,7 @@ class RunFindings:
             "suspected_causes": [c.to_dict() for c in self.suspected_causes],
             "warnings": self.warnings,
             "skipped": self.skipped,
+            "spike_scores": self.spike_scores,
         }
 
 

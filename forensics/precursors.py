@@ -36,17 +36,29 @@ _INSTABILITIES = frozenset({"loss_spike", "divergence", "nan"})
 
 
 def consolidate(anomalies: list[Anomaly]) -> list[Anomaly]:
-    """Drop the loss and grad-norm spikes that fall inside a divergence after its onset: they are its course."""
+    """Fold what is part of a bigger event into it: spikes and level shifts during a divergence (after its onset)
+    are its course; a grad-norm "spike" that never came down where a lasting grad-norm level shift starts is that
+    shift's first step."""
     spans = [(a.attempt, a.step, a.end_step) for a in anomalies if a.kind == "divergence"]
-    if not spans:
-        return anomalies
+    shifts = [(a.attempt, a.step) for a in anomalies if a.kind == "changepoint" and a.metric == s.GRAD_NORM]
 
-    def inside(a: Anomaly) -> bool:
-        return a.kind in {"loss_spike", "grad_norm_spike"} and any(
-            a.attempt == att and start < a.step <= end for att, start, end in spans
+    def near(step: int, at: int) -> bool:  # within a block of a changepoint (long series are block medians)
+        return abs(step - at) <= max(50, at // 100)
+
+    def folded(a: Anomaly) -> bool:
+        for att, start, end in spans:
+            if a.attempt != att:
+                continue
+            if a.kind in {"loss_spike", "grad_norm_spike"} and start < a.step <= end:
+                return True
+            if a.kind == "changepoint" and a.step <= end and a.end_step >= start:  # a new level that runs into it
+                return True
+        at_divergence = any(a.attempt == att and near(a.step, start) for att, start, _ in spans)
+        return a.kind == "grad_norm_spike" and a.recovered_step is None and not at_divergence and any(
+            a.attempt == att and near(a.step, at) for att, at in shifts
         )
 
-    return [a for a in anomalies if not inside(a)]
+    return [a for a in anomalies if not folded(a)]
 
 
 def annotate(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
@@ -63,7 +75,7 @@ def annotate(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
                 notes.append(note)
         if a.kind == "divergence":
             notes.extend(_before_divergence(a, anomalies, interval))
-        averaged = interval if interval > 1 and a.metric == s.LOSS and a.kind in {"loss_spike", "divergence"} else None
+        averaged = interval if interval > 1 and a.metric == s.LOSS and a.kind == "loss_spike" else None
         out.append(replace(a, grad_norm_lead=lead, precursors=notes, averaged_over=averaged))
     first = next((a for a in sorted(out, key=lambda x: (x.attempt, x.step)) if a.kind in _INSTABILITIES), None)
     if first is not None:

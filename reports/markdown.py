@@ -101,6 +101,10 @@ def _summary(run: RunFindings) -> list[str]:
             lines.append(f"- **What to check next:** {md(top.check_next)}.")
     if not run.anomalies:
         lines.append("- **Anomalies:** none found.")
+    scores = [f"{m.replace('_', ' ')} {v['run']:.2f}%" for m, v in run.spike_scores.items() if v.get("run") is not None]
+    if scores:
+        lines.append("- **Spike score** (OLMo 2: share of points 7 sd or more from the mean of the previous 1,000): "
+                     + ", ".join(scores) + ".")
     return lines
 
 

@@ -4,6 +4,7 @@ from forensics.detectors.base import Detector, RunFrames
 from forensics.detectors.divergence import DivergenceDetector
 from forensics.detectors.loss_scale import LossScaleCollapseDetector
 from forensics.detectors.nan import NanDetector
+from forensics.detectors.regimes import RegimeShiftDetector
 from forensics.detectors.skipped import SkippedIterationsDetector
 from forensics.detectors.spikes import SpikeDetector
 from parsers.schema import MAX_SUFFIX
@@ -17,6 +18,8 @@ DEFAULT_DETECTORS: tuple[Detector, ...] = (
     DivergenceDetector(),
     LossScaleCollapseDetector(),
     SkippedIterationsDetector(),
+    RegimeShiftDetector(metric="grad_norm"),
+    RegimeShiftDetector(metric="iteration_time_ms"),
 )
 
 __all__ = [
@@ -25,6 +28,7 @@ __all__ = [
     "DivergenceDetector",
     "LossScaleCollapseDetector",
     "NanDetector",
+    "RegimeShiftDetector",
     "RunFrames",
     "SkippedIterationsDetector",
     "SpikeDetector",

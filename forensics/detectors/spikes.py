@@ -169,7 +169,7 @@ class SpikeDetector:
         for inc in incidents:
             ratio = inc.peak / inc.baseline if inc.baseline > 0 else float("inf")
             if inc.recovered_step is not None:
-                after = f"back to its level by step {inc.recovered_step}"
+                after = f"back to its level by step {inc.recovered_step} ({inc.recovered_step - inc.onset} steps)"
             elif inc.points_after:
                 after = "not back to its level by the end of the attempt"
             else:
@@ -184,7 +184,7 @@ class SpikeDetector:
             out.append(
                 Anomaly(
                     kind=self.name, metric=self.series or self.metric, attempt=inc.attempt, step=inc.onset, end_step=inc.end,
-                    value=inc.peak, baseline=inc.baseline, detail=detail,
+                    value=inc.peak, baseline=inc.baseline, detail=detail, recovered_step=inc.recovered_step,
                 )
             )
         return out

@@ -14,7 +14,7 @@ from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames
 from forensics.evaluation.datasets import SCENARIOS, Curve, Truth, generate
 from forensics.evaluation.metrics import Score, score
 
-KINDS = ("loss_spike", "grad_norm_spike", "divergence", "nan", "loss_scale_collapse")
+KINDS = ("loss_spike", "grad_norm_spike", "divergence", "nan", "loss_scale_collapse", "changepoint")
 
 
 @dataclass

@@ -15,7 +15,9 @@ What varies from curve to curve (seeded, so every curve can be rebuilt):
   back within 1-80 steps; with a grad-norm spike that leads the loss by 1-15 steps, or at the same step, or none;
 * divergences: the loss leaves its trend and climbs, ending in NaN or not;
 * fp16 loss-scale collapse: overflows halve the scale down to 1 within tens of steps, iterations are skipped,
-  then the loss explodes (the GLM-130B pattern).
+  then the loss explodes (the GLM-130B pattern);
+* regime shifts: the grad norm settles at a level 2.5-6x higher, or the iteration time rises 40-150% (a slow
+  node), for the rest of the run; iteration times also carry benign one-step blips (checkpoint saves).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import polars as pl
 from parsers import schema as s
 
 SCENARIOS: tuple[str, ...] = (
-    "clean", "spikes", "spikes_grad_lead", "divergence_nan", "divergence", "fp16_collapse",
+    "clean", "spikes", "spikes_grad_lead", "divergence_nan", "divergence", "fp16_collapse", "regime_shift",
 )
 
 
@@ -43,6 +45,7 @@ class Truth:
     end_step: int
     lead: int | None = None
     optional: bool = False  # injected but too faint in the log to demand: not counted in recall, not a false alarm
+    margin: int | None = None  # steps a detection may be off, when wider than the default (block-level events)
 
 
 @dataclass
@@ -186,6 +189,15 @@ def generate(scenario: str, seed: int, log_interval: int = 1) -> Curve:
             log_loss[nan_at:] = np.nan
             truths.append(Truth("nan", logged_step(nan_at), logged_step(nan_at)))
         truths.append(Truth("divergence", logged_step(onset), end, None))
+    iter_ms = rng.uniform(200, 5000) * np.exp(rng.normal(0.0, 0.02, n))
+    iter_ms[rng.choice(np.arange(n), size=n // 1000, replace=False)] *= 2.0  # checkpoint saves: benign blips
+    if scenario == "regime_shift":
+        at = int(rng.integers(n // 4, 3 * n // 4))
+        if rng.random() < 0.5:
+            log_grad[at:] += math.log(rng.uniform(2.5, 6.0))
+        else:
+            iter_ms[at:] *= rng.uniform(1.4, 2.5)
+        truths.append(Truth("changepoint", logged_step(at), logged_step(at), margin=max(5 * k, n // 500)))
     # periodic benign fp16 behaviour: an overflow now and then halves the scale, which recovers later
     if scenario != "fp16_collapse" and rng.random() < 0.5:
         for st in np.arange(int(rng.integers(0, 2000)), n, int(rng.integers(1500, 6000))):
@@ -193,9 +205,10 @@ def generate(scenario: str, seed: int, log_interval: int = 1) -> Curve:
             skipped[st] = True
     loss = np.exp(log_loss[:end])
     grad = np.exp(log_grad[:end])
-    curve = _log(scenario, seed, k, loss, grad, base["lr"][:end], scale[:end], skipped[:end], truths)
+    curve = _log(scenario, seed, k, loss, grad, base["lr"][:end], scale[:end], skipped[:end], truths, iter_ms[:end])
     if spikes:
-        plain = _log(scenario, seed, k, np.exp(clean_loss), np.exp(clean_grad), base["lr"], scale, skipped, [])
+        plain = _log(scenario, seed, k, np.exp(clean_loss), np.exp(clean_grad), base["lr"], scale, skipped, [],
+                     iter_ms)
         curve.truths.extend(_visible_spikes(curve, plain, spikes, k))
     return curve
 
@@ -233,7 +246,7 @@ def _visible_spikes(curve: Curve, plain: Curve, spikes: list[tuple[int, int, int
 
 
 def _log(scenario: str, seed: int, k: int, loss: np.ndarray, grad: np.ndarray, lr: np.ndarray,
-         scale: np.ndarray, skipped: np.ndarray, truths: list[Truth]) -> Curve:
+         scale: np.ndarray, skipped: np.ndarray, truths: list[Truth], iter_ms: np.ndarray) -> Curve:
     n = loss.size
     steps = _logged_steps(n, k)
     idx = steps - 1
@@ -252,6 +265,7 @@ def _log(scenario: str, seed: int, k: int, loss: np.ndarray, grad: np.ndarray, l
     columns = {
         s.LOSS: mean_loss[: steps.size], s.GRAD_NORM: grad[idx], s.LR: lr[idx], s.LOSS_SCALE: scale[idx],
         s.SKIPPED_ITERATIONS: skipped_counts, s.LOG_INTERVAL: np.full(steps.size, float(k)),
+        s.ITERATION_TIME_MS: _interval_mean(iter_ms, k) if k > 1 else iter_ms.copy(),
     }
     # an interval whose iterations were all skipped prints no loss (Megatron), which is not a NaN
     all_skipped = skipped_counts >= k

@@ -16,6 +16,7 @@ RELATED: dict[str, frozenset[str]] = {
     "divergence": frozenset({"divergence"}),
     "nan": frozenset({"nan"}),
     "loss_scale_collapse": frozenset({"loss_scale_collapse"}),
+    "changepoint": frozenset({"changepoint", "divergence", "loss_scale_collapse", "loss_spike"}),
 }
 
 
@@ -39,6 +40,7 @@ class Score:
 
 
 def _near(anomaly: Anomaly, truth: Truth, margin: int) -> bool:
+    margin = max(margin, truth.margin or 0)
     return anomaly.step <= truth.end_step + margin and truth.step - margin <= anomaly.end_step and (
         abs(anomaly.step - truth.step) <= margin or truth.step <= anomaly.step <= truth.end_step
     )

@@ -1,0 +1,89 @@
+"""Regime shifts: lasting level changes found by exact PELT (:mod:`forensics.changepoint`).
+
+What is segmented, per attempt: the grad norm (log scale; a new level after a spike or a config change), the
+iteration time (a throughput drop: a slow node, a changed parallel layout) and the loss scale (log2; an fp16 run
+stuck at a lower scale). Long series are reduced to at most 2,000 block medians first (PELT's pruning is weak
+when changes are few, and a regime lasts far longer than a block), then segmented with the L2 cost and a
+BIC-style penalty tripled to keep to clear shifts.
+
+A breakpoint is reported when the level moves the worrying way by at least ``min_ratio`` (grad norm up 2x,
+iteration time up 1.25x, loss scale down 4x; falling grad norm and faster iterations are what training does),
+both segments hold at least ``min_points`` blocks, and it is not in the first tenth of the attempt (grad norm
+falls and timings settle while training starts). Shifts that run into a divergence are folded into it
+(:func:`forensics.precursors.consolidate`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from forensics.changepoint import bic_penalty, pelt
+from forensics.detectors.base import RunFrames
+from forensics.findings import Anomaly
+from forensics.timeline import metric_points
+from parsers import schema as s
+
+MAX_BLOCKS = 2000
+_SETTINGS = {  # metric: (min ratio between levels, direction worth reporting (+1 up, -1 down), what it means)
+    s.GRAD_NORM: (2.0, 1, "grad norm rose to a new level"),
+    s.ITERATION_TIME_MS: (1.25, 1, "iterations got slower (throughput drop)"),
+    s.LOSS_SCALE: (4.0, -1, "loss scale fell to a new level"),
+}
+
+
+@dataclass
+class RegimeShiftDetector:
+    """``RegimeShiftDetector(metric="grad_norm").detect(frames)``: kind ``changepoint``."""
+
+    metric: str = s.GRAD_NORM
+    min_points: int = 20
+    penalty_factor: float = 3.0
+    skip_share: float = 0.1
+
+    @property
+    def name(self) -> str:
+        return "changepoint"
+
+    def detect(self, frames: RunFrames) -> list[Anomaly]:
+        min_ratio, direction, meaning = _SETTINGS.get(self.metric, (2.0, 1, f"{self.metric} rose to a new level"))
+        points = metric_points(frames.metrics, self.metric).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
+        out = []
+        for attempt in points["attempt"].unique().sort().to_list():
+            own = points.filter(pl.col("attempt") == attempt)
+            if own.height < 3 * self.min_points:
+                continue
+            steps, levels = _blocks(own["step"].to_numpy(), np.log(own["value"].to_numpy()))
+            if levels.size < 3 * self.min_points or np.ptp(levels) < math.log(min_ratio):
+                continue
+            bkps = pelt(levels, self.penalty_factor * bic_penalty(levels), min_size=self.min_points)
+            edges = [0, *bkps]
+            for i in range(1, len(edges) - 1):
+                at = edges[i]
+                if at < self.skip_share * levels.size:
+                    continue
+                before = float(np.median(levels[edges[i - 1]:at]))
+                after = float(np.median(levels[at:edges[i + 1]]))
+                if (after - before) * direction < math.log(min_ratio):
+                    continue
+                old, new = math.exp(before), math.exp(after)
+                out.append(Anomaly(
+                    kind="changepoint", metric=self.metric, attempt=int(attempt), step=int(steps[at]),
+                    end_step=int(steps[edges[i + 1] - 1]), value=new, baseline=old,
+                    detail=f"{meaning}: {old:.6g} before step {int(steps[at])}, {new:.6g} after "
+                           f"({new / old:.2f}x, until step {int(steps[edges[i + 1] - 1])})",
+                ))
+        return out
+
+
+def _blocks(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """At most MAX_BLOCKS block medians (each labelled with its first step)."""
+    size = max(1, math.ceil(values.size / MAX_BLOCKS))
+    if size == 1:
+        return steps, values
+    m = values.size // size * size
+    medians = np.median(values[:m].reshape(-1, size), axis=1)
+    return steps[:m:size], medians
