@@ -7,6 +7,7 @@ from typing import Any
 import polars as pl
 
 from forensics.findings import Anomaly, Attempt, Cause, ModelCheck
+from forensics.timeline import log_intervals
 from parsers import schema as s
 
 
@@ -82,18 +83,62 @@ def suspect(
             check_next="node health (ECC, Xid, NCCL) and whether the same node was reused after the failure",
         ))
 
-    seeds = [a for a in attempts if "seed" in a.config_changes]
-    for a in seeds:
-        again = [t for t in troubles if t.attempt == a.index]
-        if again:
-            causes.append(Cause(
-                cause="not a single bad batch: the trouble came back after the seed changed",
-                confidence=0.4,
-                evidence=[
-                    f"attempt {a.index} changed seed {a.config_changes['seed'][0]} → {a.config_changes['seed'][1]}",
-                    f"then {again[0].kind.replace('_', ' ')} at step {again[0].step}",
-                ],
-                check_next="optimizer/model state (LR, init, beta2, shape) rather than data order",
-            ))
-            break
+    causes.extend(recurrence(attempts, anomalies, metrics))
     return sorted(causes, key=lambda c: -c.confidence)
+
+
+_TROUBLE = ("loss_spike", "divergence", "nan")
+
+
+def _samples_at(metrics: pl.DataFrame, attempt: int, step: int) -> float | None:
+    rows = metrics.filter((pl.col("metric") == s.CONSUMED_SAMPLES) & (pl.col("attempt") == attempt)
+                          & (pl.col("step") <= step)).sort("step")
+    return float(rows["value"][-1]) if rows.height else None
+
+
+def recurrence(attempts: list[Attempt], anomalies: list[Anomaly], metrics: pl.DataFrame) -> list[Cause]:
+    """Across a rollback: trouble that comes back at the same step (or the same consumed samples) points at the data
+    there; trouble that comes sooner or later points at optimizer or model state (PaLM: spikes "only occur due to
+    the combination of specific data batches with a particular model parameter state")."""
+    first: dict[int, Anomaly] = {}
+    for a in anomalies:
+        if a.kind in _TROUBLE and (a.attempt not in first or a.step < first[a.attempt].step):
+            first[a.attempt] = a
+    intervals = log_intervals(metrics)
+    out: list[Cause] = []
+    for att in attempts:
+        mine = first.get(att.index)
+        if not att.rollback or mine is None or att.resumed_from_step is None:
+            continue
+        before = [first[p.index] for p in attempts if p.index < att.index and p.index in first
+                  and first[p.index].step > att.resumed_from_step]
+        if not before:
+            continue
+        prev = before[-1]
+        tol = max(20, 2 * intervals.get(att.index, 1))
+        samples = (_samples_at(metrics, prev.attempt, prev.step), _samples_at(metrics, att.index, mine.step))
+        same_samples = None not in samples and abs(samples[0] - samples[1]) <= tol * max(  # type: ignore[operator]
+            1.0, (samples[0] or 0) / max(prev.step, 1))
+        seed = att.config_changes.get("seed")
+        how = f" with a new seed ({seed[0]} → {seed[1]})" if seed else ""
+        evidence = [
+            f"attempt {prev.attempt}: first {prev.kind.replace('_', ' ')} at step {prev.step}",
+            f"attempt {att.index} rolled back to step {att.resumed_from_step}{how} and hit "
+            f"{mine.kind.replace('_', ' ')} at step {mine.step}",
+        ]
+        if abs(mine.step - prev.step) <= tol or same_samples:
+            out.append(Cause(
+                cause="a stretch of data: the trouble came back at the same point after the rollback",
+                confidence=0.6 if seed else 0.5, evidence=evidence,
+                check_next=f"inspect the batches just before step {mine.step}; restart ~100 steps earlier and skip "
+                           "a few hundred batches (PaLM)",
+            ))
+        else:
+            when = "sooner" if mine.step < prev.step else "later"
+            out.append(Cause(
+                cause=f"optimizer or model state rather than one batch: after the rollback the trouble came {when} "
+                      f"(step {mine.step} vs {prev.step})",
+                confidence=0.4, evidence=evidence,
+                check_next="LR, initialisation, Adam beta2/epsilon or the model shape rather than data order",
+            ))
+    return out

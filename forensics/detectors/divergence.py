@@ -42,7 +42,7 @@ class DivergenceDetector:
             later_nan = nans.filter((pl.col("attempt") == inc.attempt) & (pl.col("step") >= inc.onset))
             if later_nan.height:
                 how = f"ends in NaN at step {later_nan['step'][0]}"
-            elif inc.points_after or own.filter(pl.col("step") >= inc.onset).height >= self.min_points_up:
+            elif inc.points_after or inc.points >= self.min_points_up:
                 how = f"still {own['value'][-1]:.6g} at step {own['step'][-1]}, the end of the attempt"
             else:  # the log ends on the spike: too soon to tell
                 continue

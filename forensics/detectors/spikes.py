@@ -62,6 +62,7 @@ class SpikeIncident:
     points_after: int
     scale: float
     interval: int = 1
+    points: int = 1  # logged points from onset to end
 
 
 @dataclass
@@ -98,46 +99,55 @@ class SpikeDetector:
         resumed = resume_steps(frames.events)
         intervals = log_intervals(frames.metrics)
         for attempt in points["attempt"].unique().sort().to_list():
-            series = with_lineage(points, attempt, resumed.get(attempt))
             interval = intervals.get(attempt, 1)
-            x = np.log(series["value"].to_numpy())
-            averaged = self.metric in _AVERAGED and interval > 1
-            own_floor = floor / math.sqrt(interval) if averaged and self.floor is None else floor  # a mean is calmer
-            z, centre, scale = trailing_robust_z(
-                x, window, own_floor,
-                floor_without_history=max(floor, _FLOOR_WITHOUT_HISTORY.get(self.metric, 0.1)),
-            )
-            own = series["own"].to_numpy()
-            eligible = np.ones(len(x), dtype=bool)
-            if series["step"][0] < self.early_step:
-                eligible[: self.burn_in] = False
-            flagged = (z >= threshold) & own & eligible
-            # an onset must rise above the recent values: a steep early decline that slows down is not a spike
-            recent_max = pl.Series(x).shift(1).rolling_max(window_size=8, min_samples=1).to_numpy()
-            with np.errstate(invalid="ignore"):
-                onset_ok = ~(x < recent_max)
-            flagged = _from_first_rise(flagged, onset_ok)
-            if interval == 1:
-                flagged &= ~self._isolated(z, flagged)
-            flagged |= self._guard(x, own) & eligible
-            steps = series["step"].to_numpy()
-            values = series["value"].to_numpy()
-            for start, end in _merge(runs_of_true(flagged), self.merge_gap):
-                base = centre[start]
-                back = np.flatnonzero(own[end + 1:] & (x[end + 1:] <= base + max(3 * scale[start], 0.05)))
-                found.append(
-                    SpikeIncident(
-                        attempt=int(attempt),
-                        onset=int(steps[start]),
-                        end=int(steps[end]),
-                        peak=float(values[start:end + 1].max()),
-                        baseline=float(np.exp(base)),
-                        recovered_step=int(steps[end + 1 + back[0]]) if back.size else None,
-                        points_after=int(own[end + 1:].sum()),
-                        scale=float(scale[start]),
-                        interval=interval,
-                    )
+            for series in _stretches(with_lineage(points, attempt, resumed.get(attempt)), interval):
+                found.extend(self._stretch_incidents(series, int(attempt), interval, window, floor, threshold))
+        return found
+
+    def _stretch_incidents(self, series: pl.DataFrame, attempt: int, interval: int, window: int, floor: float,
+                           threshold: float) -> list[SpikeIncident]:
+        found: list[SpikeIncident] = []
+        if not series.height:
+            return found
+        x = np.log(series["value"].to_numpy())
+        averaged = self.metric in _AVERAGED and interval > 1
+        own_floor = floor / math.sqrt(interval) if averaged and self.floor is None else floor  # a mean is calmer
+        z, centre, scale = trailing_robust_z(
+            x, window, own_floor,
+            floor_without_history=max(floor, _FLOOR_WITHOUT_HISTORY.get(self.metric, 0.1)),
+        )
+        own = series["own"].to_numpy()
+        eligible = np.ones(len(x), dtype=bool)
+        if series["step"][0] < self.early_step:
+            eligible[: self.burn_in] = False
+        flagged = (z >= threshold) & own & eligible
+        # an onset must rise above the recent values: a steep early decline that slows down is not a spike
+        recent_max = pl.Series(x).shift(1).rolling_max(window_size=8, min_samples=1).to_numpy()
+        with np.errstate(invalid="ignore"):
+            onset_ok = ~(x < recent_max)
+        flagged = _from_first_rise(flagged, onset_ok)
+        if interval == 1:
+            flagged &= ~self._isolated(z, flagged)
+        flagged |= self._guard(x, own) & eligible
+        steps = series["step"].to_numpy()
+        values = series["value"].to_numpy()
+        for start, end in _merge(runs_of_true(flagged), self.merge_gap):
+            base = centre[start]
+            back = np.flatnonzero(own[end + 1:] & (x[end + 1:] <= base + max(3 * scale[start], 0.05)))
+            found.append(
+                SpikeIncident(
+                    attempt=int(attempt),
+                    onset=int(steps[start]),
+                    end=int(steps[end]),
+                    peak=float(values[start:end + 1].max()),
+                    baseline=float(np.exp(base)),
+                    recovered_step=int(steps[end + 1 + back[0]]) if back.size else None,
+                    points_after=int(own[end + 1:].sum()),
+                    scale=float(scale[start]),
+                    interval=interval,
+                    points=int(own[start:end + 1].sum()),
                 )
+            )
         return found
 
     def _isolated(self, z: np.ndarray, flagged: np.ndarray) -> np.ndarray:
@@ -188,6 +198,14 @@ class SpikeDetector:
                 )
             )
         return out
+
+
+def _stretches(series: pl.DataFrame, interval: int) -> list[pl.DataFrame]:
+    """The series cut where the log jumps far ahead (over 50 log intervals and 500 steps): excerpts pasted together
+    or a gap in the log; each stretch is judged on its own history."""
+    gap = max(50 * interval, 500)
+    cut = (series["step"].diff().fill_null(0) > gap).cum_sum()
+    return [part for _, part in series.with_columns(_stretch=cut).group_by("_stretch", maintain_order=True)]
 
 
 def _from_first_rise(flagged: np.ndarray, rises: np.ndarray) -> np.ndarray:
