@@ -29,8 +29,7 @@ from parsers import schema as s
 
 LEAD_WINDOW = 20            # logged points before a loss spike where a grad-norm spike counts as leading it
 BEFORE_DIVERGENCE = 100     # logged points before a divergence where a loss-scale collapse or skips count
-DRIFT_POINTS = 200          # the stretch of grad norm before the first instability whose slope is measured
-DRIFT_RISE = 0.3            # ... and the rise over it (30%) that makes it worth saying
+DRIFT_RISE = 0.5            # rise of the grad norm's robust trend before the first instability worth saying
 _LOGIT = ("logit",)         # metric names that carry attention/output logits (e.g. max_attention_logit)
 _INSTABILITIES = frozenset({"loss_spike", "divergence", "nan"})
 
@@ -119,8 +118,8 @@ def _grad_drift(first: Anomaly, frames: RunFrames) -> str | None:
         (pl.col("attempt") == first.attempt) & (pl.col("step") < first.step) & pl.col("value").is_finite()
         & (pl.col("value") > 0)
     )
-    # leave out the first tenth: grad norm falls steeply while training settles
-    points = points.tail(min(DRIFT_POINTS, int(points.height * 0.9)))
+    # from a tenth into the attempt (grad norm falls steeply while training settles) up to the instability
+    points = points.tail(int(points.height * 0.9))
     if points.height < 30:
         return None
     step = points["step"].to_numpy().astype(float)

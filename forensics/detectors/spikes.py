@@ -28,7 +28,7 @@ real logs in ``tests/fixtures/real``):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -100,8 +100,10 @@ class SpikeDetector:
         intervals = log_intervals(frames.metrics)
         for attempt in points["attempt"].unique().sort().to_list():
             interval = intervals.get(attempt, 1)
-            for series in _stretches(with_lineage(points, attempt, resumed.get(attempt)), interval):
-                found.extend(self._stretch_incidents(series, int(attempt), interval, window, floor, threshold))
+            lineage = with_lineage(points, attempt, resumed.get(attempt))
+            for series in _stretches(lineage, interval):
+                for inc in self._stretch_incidents(series, int(attempt), interval, window, floor, threshold):
+                    found.append(_recovery_over(inc, lineage))
         return found
 
     def _stretch_incidents(self, series: pl.DataFrame, attempt: int, interval: int, window: int, floor: float,
@@ -198,6 +200,17 @@ class SpikeDetector:
                 )
             )
         return out
+
+
+def _recovery_over(inc: SpikeIncident, lineage: pl.DataFrame) -> SpikeIncident:
+    """Recovery looked for over the whole attempt, past gaps in the log (a pasted excerpt may end mid-spike and the
+    next one show the loss back at its level)."""
+    later = lineage.filter(pl.col("own") & (pl.col("step") > inc.end))
+    if inc.recovered_step is not None or later.height == 0:
+        return inc
+    limit = math.log(inc.baseline) + max(3 * inc.scale, 0.05)
+    back = later.filter(pl.col("value").log() <= limit)
+    return replace(inc, recovered_step=int(back["step"][0]) if back.height else None, points_after=later.height)
 
 
 def _stretches(series: pl.DataFrame, interval: int) -> list[pl.DataFrame]:

@@ -1,0 +1,175 @@
+"""Detection engine: labelled curves, precursors, spike score, regime shifts, and the real spikes of the BigScience
+chronicles pinned at their steps."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import forensics
+from forensics.analyze import detect
+from forensics.detectors import RegimeShiftDetector, RunFrames
+from forensics.evaluation import evaluate, generate
+from forensics.evaluation.metrics import score
+from forensics.findings import Anomaly
+from forensics.spike_score import spike_scores
+from parsers import load_run
+from parsers import schema as s
+
+REAL = Path(__file__).parent / "fixtures" / "real" / "megatron"
+
+
+def real(part: str) -> Path:
+    return next(p for p in REAL.iterdir() if part in p.name)
+
+
+def frame(rows: dict[str, np.ndarray], steps: np.ndarray, attempt: int = 1) -> pl.DataFrame:
+    parts = [pl.DataFrame({"step": steps, "value": v}).with_columns(metric=pl.lit(m)) for m, v in rows.items()]
+    return s.conform(pl.concat(parts).with_columns(run=pl.lit("t"), source=pl.lit("t"), attempt=pl.lit(attempt)),
+                     s.METRICS_SCHEMA)
+
+
+def run_frames(metrics: pl.DataFrame) -> RunFrames:
+    return RunFrames(metrics, s.empty(s.EVENTS_SCHEMA))
+
+
+# --- the harness ----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("k", [1, 10])
+def test_clean_curves_have_no_anomalies(k: int) -> None:
+    (row,) = evaluate(["clean"], seeds=range(4), intervals=[k])
+    assert row.anomalies_on_clean == 0
+
+
+def test_spikes_divergences_and_collapses_are_found() -> None:
+    rows = {(r.scenario, r.log_interval): r for r in evaluate(
+        ["spikes", "divergence_nan", "fp16_collapse", "regime_shift"], seeds=range(3), intervals=[1, 10])}
+    for k in (1, 10):
+        spikes = rows["spikes", k].scores["loss_spike"]
+        assert spikes.truths >= 3 and spikes.recall >= 0.9 and spikes.precision >= 0.9
+        assert rows["divergence_nan", k].scores["divergence"].recall == 1.0
+        assert rows["divergence_nan", k].scores["nan"].recall == 1.0
+        assert rows["fp16_collapse", k].scores["loss_scale_collapse"].recall == 1.0
+        assert rows["regime_shift", k].scores["changepoint"].recall == 1.0
+
+
+def test_generator_is_deterministic_and_labels_at_logged_steps() -> None:
+    a, b = generate("spikes", seed=5, log_interval=10), generate("spikes", seed=5, log_interval=10)
+    assert a.metrics.equals(b.metrics) and a.truths == b.truths
+    assert all(t.step % 10 == 0 for t in a.truths)
+    with pytest.raises(ValueError, match="unknown scenario"):
+        generate("nope", seed=0)
+
+
+def test_score_with_margin() -> None:
+    from forensics.evaluation.datasets import Truth
+
+    truths = [Truth("loss_spike", 1000, 1010), Truth("loss_spike", 5000, 5005), Truth("divergence", 9000, 9500)]
+    found = [Anomaly("loss_spike", "loss", 1, 1004, 1004, 9.0, 3.0), Anomaly("loss_spike", "loss", 1, 3000, 3000, 9, 3),
+             Anomaly("loss_spike", "loss", 1, 9001, 9001, 9.0, 3.0)]
+    got = score("loss_spike", found, truths, margin=5)
+    assert (got.truths, got.found, got.detections, got.false) == (2, 1, 3, 1)  # 9001 belongs to the divergence
+
+
+# --- precursors -----------------------------------------------------------------------------------------------------
+def test_grad_norm_lead_is_measured() -> None:
+    curve = generate("spikes_grad_lead", seed=2, log_interval=1)
+    found = detect(run_frames(curve.metrics))
+    checked = 0
+    for truth in (t for t in curve.truths if t.kind == "loss_spike" and not t.optional):
+        spike = next(a for a in found if a.kind == "loss_spike" and abs(a.step - truth.step) <= 5)
+        assert spike.grad_norm_lead is not None and abs(spike.grad_norm_lead - truth.lead) <= 2
+        assert any("grad-norm spike led it by" in p for p in spike.precursors)
+        checked += 1
+    assert checked >= 1
+
+
+def test_loss_scale_collapse_before_divergence() -> None:
+    curve = generate("fp16_collapse", seed=1, log_interval=1)
+    found = detect(run_frames(curve.metrics))
+    div = next(a for a in found if a.kind == "divergence")
+    collapse = next(a for a in found if a.kind == "loss_scale_collapse")
+    assert 0 < div.step - collapse.step < 30
+    assert f"fp16 loss scale collapsed to 8 at step {collapse.step}, {div.step - collapse.step} steps before" \
+        in div.precursors
+
+
+def test_slow_grad_norm_drift_and_logit_growth_before_a_spike() -> None:
+    rng = np.random.default_rng(0)
+    steps = np.arange(1, 2001)
+    loss = 3.0 * np.exp(rng.normal(0, 0.005, steps.size))
+    loss[1500:1503] *= 1.5
+    grad = np.exp(np.linspace(0.0, math.log(2.5), steps.size) + rng.normal(0, 0.05, steps.size))
+    logit = np.linspace(50, 400, steps.size)
+    found = detect(run_frames(frame({"loss": loss, "grad_norm": grad, "max_attention_logit": logit}, steps)))
+    spike = next(a for a in found if a.kind == "loss_spike")
+    assert spike.step == 1501
+    assert any(p.startswith("grad norm had been drifting up before this: +") for p in spike.precursors)
+    assert any(p.startswith("max_attention_logit grew") for p in spike.precursors)
+
+
+def test_interval_averaged_spike_is_marked() -> None:
+    curve = generate("spikes", seed=0, log_interval=10)
+    spikes = [a for a in detect(run_frames(curve.metrics)) if a.kind == "loss_spike"]
+    assert spikes and all(a.averaged_over == 10 for a in spikes)
+
+
+# --- spike score and regimes ----------------------------------------------------------------------------------------
+def test_olmo_spike_score() -> None:
+    steps = np.arange(1, 3001)
+    rng = np.random.default_rng(1)
+    loss = 2.5 + rng.normal(0, 0.01, steps.size)
+    loss[[1000, 2000, 2500]] = 5.0  # three 250-sigma spikes among 2,900 scored points
+    scores = spike_scores(frame({"loss": loss}, steps), "loss")
+    assert scores["run"] == pytest.approx(100 * 3 / 2900, abs=1e-4)
+    assert scores["attempts"] == {"1": scores["run"]}
+    assert spike_scores(frame({"loss": loss[:150]}, steps[:150]), "loss")["run"] is None  # 50 scored points: none
+
+
+def test_throughput_drop_is_a_changepoint() -> None:
+    steps = np.arange(1, 5001)
+    rng = np.random.default_rng(2)
+    ms = 900 * np.exp(rng.normal(0, 0.02, steps.size))
+    ms[3200:] *= 1.6
+    found = RegimeShiftDetector("iteration_time_ms").detect(run_frames(frame({"iteration_time_ms": ms}, steps)))
+    assert len(found) == 1 and abs(found[0].step - 3201) <= 5
+    assert found[0].detail.startswith("iterations got slower (throughput drop): ")
+    faster = RegimeShiftDetector("iteration_time_ms").detect(run_frames(frame({"iteration_time_ms": ms[::-1]}, steps)))
+    assert faster == []  # getting faster is not an anomaly
+
+
+# --- real spikes ----------------------------------------------------------------------------------------------------
+def test_real_tr8_spikes_pinned() -> None:
+    run = forensics.analyze(load_run(real("tr8-104B-wide_chronicles"))).runs[0]
+    got = {(a.attempt, a.kind, a.step) for a in run.anomalies}
+    # iterations 7000-7010: the loss jumps from 6.44 to 11.42 and stays up
+    assert {(1, "loss_spike", 7010), (1, "divergence", 7010)} <= got
+    # iterations 11446-11448: grad norm 12952 -> 262623 at 11447, loss 3.11 -> 7.71 one step later
+    assert {(2, "grad_norm_spike", 11447), (2, "loss_spike", 11448)} <= got
+    lead = next(a for a in run.anomalies if (a.attempt, a.kind, a.step) == (2, "loss_spike", 11448))
+    assert lead.grad_norm_lead == 1
+    # Experiment 12, 8738-8743: grad norm spikes at 8740, loss at 8741; it diverges into NaN at 9027
+    assert {(3, "grad_norm_spike", 8740), (3, "loss_spike", 8741), (3, "nan", 9027)} <= got
+    div = next(a for a in run.anomalies if a.kind == "divergence" and a.attempt == 3)
+    assert div.end_step == 9027 and "ends in NaN at step 9027" in div.detail
+    assert next(a for a in run.anomalies if (a.attempt, a.kind) == (3, "loss_spike")).grad_norm_lead == 1
+
+
+def test_real_tr1_13b_spike_around_29050() -> None:
+    run = forensics.analyze(load_run(real("tr1-13B"))).runs[0]
+    spike = next(a for a in run.anomalies if a.kind == "loss_spike")
+    assert (spike.step, spike.end_step, spike.averaged_over) == (29050, 29070, 10)
+    # the excerpt stops at 29090 still high; the next one, at 33240, shows 2.72: it recovered, not a divergence
+    assert spike.recovered_step == 33240
+    assert not any(a.kind == "divergence" for a in run.anomalies)
+
+
+def test_rollback_recurrence_is_evidence() -> None:
+    run = forensics.analyze(load_run(Path(__file__).parents[1] / "sample_logs" / "tr8-104B-sample")).runs[0]
+    causes = [c for c in run.suspected_causes if c.cause.startswith("optimizer or model state")]
+    assert causes[0].cause.endswith("the trouble came sooner (step 6930 vs 7010)")
+    assert "attempt 2 rolled back to step 6210 with a new seed (42 → 43) and hit loss spike at step 6930" \
+        in causes[0].evidence
