@@ -12,6 +12,7 @@ import argparse
 import statistics
 import time
 
+from forensics.detectors import DEFAULT_DETECTORS, EXPERIMENTAL_DETECTORS
 from forensics.evaluation import KINDS, SCENARIOS, evaluate
 
 
@@ -63,6 +64,13 @@ def main() -> None:
         precision = (detections - false) / detections if detections else 1.0
         print(f"| {kind} | {truths} | {found} | {recall:.3f} | {detections} | {false} | {precision:.3f} |")
     print(f"\n{len(rows) * args.seeds} curves generated, analysed and scored in {took:.0f} s")
+    print("\nexperimental, opt-in (not in the default detectors): LossPlateauDetector")
+    print("| scenario | k | plateaus found | plateau detections that are wrong |")
+    print("|---|---:|---:|---:|")
+    plateau = (*DEFAULT_DETECTORS, *EXPERIMENTAL_DETECTORS)
+    for r in evaluate(("plateau", *SCENARIOS), seeds=range(args.seeds), intervals=(1, 10), detectors=plateau):
+        got = r.scores["loss_plateau"]
+        print(f"| {r.scenario} | {r.log_interval} | {cell(got.found, got.truths)} | {got.false} |")
 
 
 if __name__ == "__main__":

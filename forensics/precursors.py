@@ -50,7 +50,7 @@ def consolidate(anomalies: list[Anomaly]) -> list[Anomaly]:
                 continue
             if a.kind in {"loss_spike", "grad_norm_spike"} and start < a.step <= end:
                 return True
-            if a.kind == "changepoint" and a.step <= end and a.end_step >= start:  # a new level that runs into it
+            if a.kind in {"changepoint", "loss_plateau"} and a.step <= end and a.end_step >= start:  # runs into it
                 return True
         at_divergence = any(a.attempt == att and near(a.step, start) for att, start, _ in spans)
         return a.kind == "grad_norm_spike" and a.recovered_step is None and not at_divergence and any(

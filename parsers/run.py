@@ -362,6 +362,11 @@ def _overlay(base: Run, top: Run) -> Run:
     )
 
 
+def _named(frame: pl.DataFrame, run_name: str) -> bool:
+    """Whether every row already carries the run's name (so no column needs rewriting)."""
+    return frame.height == 0 or frame["run"].unique().cast(pl.String).to_list() == [run_name]
+
+
 def _first_time(log: ParsedLog) -> float | None:
     times = [t for t in (log.metrics["wall_time"].min(), log.events["wall_time"].min()) if t is not None]
     return float(min(times)) if times else None  # type: ignore[arg-type]
@@ -392,7 +397,7 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
         frames = (log.metrics, log.events, log.configs)
         if offset and not parallel:
             frames = tuple(f.with_columns(attempt=pl.col("attempt") + offset) for f in frames)
-        frames = tuple(f.with_columns(run=pl.lit(run_name)) for f in frames)
+        frames = tuple(f if _named(f, run_name) else f.with_columns(run=pl.lit(run_name)) for f in frames)
         for stacked, frame in zip((metrics, events, configs), frames, strict=True):
             stacked.append(frame)
         offset = max(offset, log.n_attempts) if parallel else offset + log.n_attempts

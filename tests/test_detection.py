@@ -12,7 +12,7 @@ import pytest
 
 import forensics
 from forensics.analyze import detect
-from forensics.detectors import RegimeShiftDetector, RunFrames
+from forensics.detectors import LossPlateauDetector, RegimeShiftDetector, RunFrames
 from forensics.evaluation import evaluate, generate
 from forensics.evaluation.metrics import score
 from forensics.findings import Anomaly
@@ -115,6 +115,15 @@ def test_interval_averaged_spike_is_marked() -> None:
     curve = generate("spikes", seed=0, log_interval=10)
     spikes = [a for a in detect(run_frames(curve.metrics)) if a.kind == "loss_spike"]
     assert spikes and all(a.averaged_over == 10 for a in spikes)
+
+
+def test_opt_in_plateau_detector() -> None:
+    curve = generate("plateau", seed=0, log_interval=1)
+    truth = curve.truths[0]
+    found = LossPlateauDetector().detect(run_frames(curve.metrics))
+    assert len(found) == 1 and abs(found[0].step - truth.step) <= truth.margin
+    assert found[0].detail.startswith("the loss stopped improving from step ")
+    assert LossPlateauDetector().detect(run_frames(generate("clean", seed=0).metrics)) == []
 
 
 # --- spike score and regimes ----------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames
 from forensics.evaluation.datasets import SCENARIOS, Curve, Truth, generate
 from forensics.evaluation.metrics import Score, score
 
-KINDS = ("loss_spike", "grad_norm_spike", "divergence", "nan", "loss_scale_collapse", "changepoint")
+KINDS = ("loss_spike", "grad_norm_spike", "divergence", "nan", "loss_scale_collapse", "changepoint", "loss_plateau")
 
 
 @dataclass
@@ -74,4 +74,4 @@ def _lead_errors(curve: Curve, found: list) -> list[int]:
     return out
 
 
-__all__ = ["SCENARIOS", "Curve", "Row", "Score", "Truth", "evaluate", "generate", "margin_for", "score"]
+__all__ = ["KINDS", "SCENARIOS", "Curve", "Row", "Score", "Truth", "evaluate", "generate", "margin_for", "score"]

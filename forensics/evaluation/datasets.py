@@ -16,6 +16,8 @@ What varies from curve to curve (seeded, so every curve can be rebuilt):
 * divergences: the loss leaves its trend and climbs, ending in NaN or not;
 * fp16 loss-scale collapse: overflows halve the scale down to 1 within tens of steps, iterations are skipped,
   then the loss explodes (the GLM-130B pattern);
+* plateaus: from 15%-25% of the run the loss stops improving (its trend frozen) while the learning rate is
+  still high;
 * regime shifts: the grad norm settles at a level 2.5-6x higher, or the iteration time rises 40-150% (a slow
   node), for the rest of the run; iteration times also carry benign one-step blips (checkpoint saves).
 """
@@ -33,6 +35,7 @@ from parsers import schema as s
 SCENARIOS: tuple[str, ...] = (
     "clean", "spikes", "spikes_grad_lead", "divergence_nan", "divergence", "fp16_collapse", "regime_shift",
 )
+EXPERIMENTAL_SCENARIOS: tuple[str, ...] = ("plateau",)  # for the opt-in plateau detector
 
 
 @dataclass(frozen=True)
@@ -131,9 +134,10 @@ def generate(scenario: str, seed: int, log_interval: int = 1) -> Curve:
     >>> sorted({t.kind for t in curve.truths})
     ['loss_spike']
     """
-    if scenario not in SCENARIOS:
-        raise ValueError(f"unknown scenario {scenario!r}; choose from {SCENARIOS}")
-    rng = np.random.default_rng([SCENARIOS.index(scenario), seed, log_interval])
+    known = SCENARIOS + EXPERIMENTAL_SCENARIOS
+    if scenario not in known:
+        raise ValueError(f"unknown scenario {scenario!r}; choose from {known}")
+    rng = np.random.default_rng([known.index(scenario), seed, log_interval])
     k = log_interval
     n = int(rng.integers(2000, 30000)) // k * k
     base = _base_curves(rng, n)
@@ -189,6 +193,11 @@ def generate(scenario: str, seed: int, log_interval: int = 1) -> Curve:
             log_loss[nan_at:] = np.nan
             truths.append(Truth("nan", logged_step(nan_at), logged_step(nan_at)))
         truths.append(Truth("divergence", logged_step(onset), end, None))
+    if scenario == "plateau":
+        at = int(n * rng.uniform(0.15, 0.25))
+        trend = base["trend"]
+        log_loss[at:] += np.log(trend[at]) - np.log(trend[at:])  # the trend frozen at its value there
+        truths.append(Truth("loss_plateau", logged_step(at), n, margin=max(5 * k, n // 20)))
     iter_ms = rng.uniform(200, 5000) * np.exp(rng.normal(0.0, 0.02, n))
     iter_ms[rng.choice(np.arange(n), size=n // 1000, replace=False)] *= 2.0  # checkpoint saves: benign blips
     if scenario == "regime_shift":

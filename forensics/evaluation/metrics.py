@@ -17,6 +17,7 @@ RELATED: dict[str, frozenset[str]] = {
     "nan": frozenset({"nan"}),
     "loss_scale_collapse": frozenset({"loss_scale_collapse"}),
     "changepoint": frozenset({"changepoint", "divergence", "loss_scale_collapse", "loss_spike"}),
+    "loss_plateau": frozenset({"loss_plateau"}),
 }
 
 
