@@ -37,9 +37,10 @@ _INSTABILITIES = frozenset({"loss_spike", "divergence", "nan"})
 def consolidate(anomalies: list[Anomaly]) -> list[Anomaly]:
     """Fold what is part of a bigger event into it: spikes and level shifts during a divergence (after its onset)
     are its course; a grad-norm "spike" that never came down where a lasting grad-norm level shift starts is that
-    shift's first step."""
+    shift's first step; a loss-scale level shift where a loss-scale collapse starts is that collapse."""
     spans = [(a.attempt, a.step, a.end_step) for a in anomalies if a.kind == "divergence"]
     shifts = [(a.attempt, a.step) for a in anomalies if a.kind == "changepoint" and a.metric == s.GRAD_NORM]
+    collapses = [(a.attempt, a.step) for a in anomalies if a.kind == "loss_scale_collapse"]
 
     def near(step: int, at: int) -> bool:  # within a block of a changepoint (long series are block medians)
         return abs(step - at) <= max(50, at // 100)
@@ -52,6 +53,10 @@ def consolidate(anomalies: list[Anomaly]) -> list[Anomaly]:
                 return True
             if a.kind in {"changepoint", "loss_plateau"} and a.step <= end and a.end_step >= start:  # runs into it
                 return True
+        if a.kind == "changepoint" and a.metric == s.LOSS_SCALE and any(
+            a.attempt == att and near(a.step, at) for att, at in collapses
+        ):
+            return True  # the collapse detector already tells it, at the exact step
         at_divergence = any(a.attempt == att and near(a.step, start) for att, start, _ in spans)
         return a.kind == "grad_norm_spike" and a.recovered_step is None and not at_divergence and any(
             a.attempt == att and near(a.step, at) for att, at in shifts
