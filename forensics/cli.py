@@ -113,13 +113,16 @@ def main() -> None:
     except typer.Abort:
         _fail("forensics: aborted")
         sys.exit(130)
-    except Exception as exc:  # a bug of ours: still one line, no traceback
+    except KeyboardInterrupt:
+        _fail("forensics: interrupted")
+        sys.exit(130)
+    except BaseException as exc:  # a bug of ours (or a panic in a native library): one line, no traceback
         import click
 
         if isinstance(exc, click.ClickException):
             exc.show()
             sys.exit(exc.exit_code)
-        _fail(f"forensics: internal error: {type(exc).__name__}: {exc}")
+        _fail(f"forensics: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         sys.exit(1)
 
 

@@ -271,8 +271,8 @@ def _read_wandb_export(
                 for x in series]
     if kind == RUNS_TABLE:
         return [Piece(file, RUNS_TABLE, ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA), configs),
-                      run, config_only=True) for run, configs in read_runs_table(file, shown)]
-    long = wide_to_long(read_history_file(file, shown), shown)
+                      run, config_only=True) for run, configs in read_runs_table(file, shown, warnings)]
+    long = wide_to_long(read_history_file(file, shown, warnings), shown)
     # dumps of run.history() come in no particular order; JSON lines are written as logged (a step going back
     # there is a restart)
     in_order = file.suffix.lower() in {".jsonl", ".ndjson"}

@@ -21,7 +21,7 @@ import polars as pl
 
 from parsers import schema as s
 from parsers.textfile import InputError
-from parsers.wandb_history import config_frame, history_log, metric_names, sampling_note
+from parsers.wandb_history import config_frame, history_log, metric_names, read_csv_text, sampling_note
 
 CHART, RUNS_TABLE, HISTORY = "wandb-chart", "wandb-runs-table", "wandb-history"
 MIN_SUFFIX, MAX_SUFFIX = "__MIN", "__MAX"
@@ -79,13 +79,6 @@ def _positions(text: str, sep: str) -> list[int]:
     return found
 
 
-def _read(path: Path, shown: str) -> pl.DataFrame:
-    try:
-        return pl.read_csv(path, infer_schema=False, null_values=[""], truncate_ragged_lines=True)
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise InputError(f"{shown}: cannot read CSV ({str(exc).splitlines()[0]})") from None
-
-
 def _num(column: str) -> pl.Expr:
     return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
 
@@ -96,11 +89,11 @@ def read_chart_export(path: Path, shown: str) -> tuple[list[Series], list[str]]:
     ``__MIN``/``__MAX`` columns that differ from the main value (group spreads, or per-bucket extremes of a
     full-fidelity export) are kept as ``<metric>__min`` / ``<metric>__max``: spike evidence the mean can hide.
     """
-    raw = _read(path, shown)
+    warnings: list[str] = []
+    raw = read_csv_text(path, shown, warnings)
     x_name = raw.columns[0]
     bases = [c for c in raw.columns[1:] if not c.endswith((MIN_SUFFIX, MAX_SUFFIX))]
     parts = split_series(bases)
-    warnings: list[str] = []
     by_series: dict[str, list[str]] = {}
     for column in bases:
         if column in parts:
@@ -160,7 +153,7 @@ def _with_extremes(long: pl.DataFrame) -> pl.DataFrame:
                 frames.append(long.filter(key=row["key"]).select(
                     "step", key=pl.lit(names[row["key"]] + suffix), value=pl.col(side), wall_time="wall_time"
                 ))
-    return pl.concat(frames).filter(pl.col("value").is_not_null())
+    return pl.concat(frames).filter(pl.col("value").is_not_null()).sort("step", maintain_order=True)
 
 
 def _cell_value(text: str | None) -> Any:
@@ -172,7 +165,7 @@ def _cell_value(text: str | None) -> Any:
         return text
 
 
-def read_runs_table(path: Path, shown: str) -> list[tuple[str, pl.DataFrame]]:
+def read_runs_table(path: Path, shown: str, warnings: list[str] | None = None) -> list[tuple[str, pl.DataFrame]]:
     """Each row of a runs-table export as (run name, config rows).
 
     The export does not say which columns are config and which summary; W&B lists config keys, then summary keys,
@@ -180,7 +173,7 @@ def read_runs_table(path: Path, shown: str) -> list[tuple[str, pl.DataFrame]]:
     System columns (State, Created, Runtime, ...) become ``wandb/<column>``. Rows that share a name (a relaunch,
     a seed repeat) are attempts of one run, numbered in creation order.
     """
-    raw = _read(path, shown)
+    raw = read_csv_text(path, shown, warnings)
     user = [c for c in raw.columns if c not in _RUN_COLUMNS]
     first_summary = next((i for i in range(1, len(user)) if user[i].lower() < user[i - 1].lower()), len(user))
     rename = {c: f"{s.RUN_INFO_PREFIX}{c}" for c in raw.columns if c in _RUN_COLUMNS and c != "Name"}

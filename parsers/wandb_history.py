@@ -103,11 +103,12 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
     )
     ends = long.group_by("attempt", maintain_order=True).agg(last=pl.col("step").last())["last"].shift(1)
     regress = starts.with_columns(last=ends).filter(pl.col("attempt") > 1)
+    texts = [f"step went back from {last} to {step}: the run was restarted"  # one row per restart: few
+             for last, step in regress.select("last", "step").iter_rows()]
     events = s.conform(
         regress.with_columns(
             kind=pl.lit(EV_STEP_REGRESSION), value=pl.col("step").cast(pl.Float64), run=pl.lit(run),
-            source=pl.lit(source),
-            text=pl.format("step went back from {} to {}: the run was restarted", pl.col("last"), pl.col("step")),
+            source=pl.lit(source), text=pl.Series(texts, dtype=pl.String),
         ),
         s.EVENTS_SCHEMA,
     )
@@ -148,7 +149,25 @@ def _as_float(wide: pl.DataFrame, column: str) -> pl.Expr:
     return pl.lit(None, dtype=pl.Float64)
 
 
-def read_history_file(path: Path, shown: str) -> pl.DataFrame:
+def read_csv_text(path: Path, shown: str, warnings: list[str] | None = None) -> pl.DataFrame:
+    """A W&B CSV, every cell as text (empty = null). Bytes that are not UTF-8 are replaced, with a warning, so the
+    rest of a damaged file is still read."""
+    try:
+        data = path.read_bytes()
+        lossy = False
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            lossy = True
+            if warnings is not None:
+                warnings.append(f"{shown}: bytes that are not UTF-8 (first at byte {exc.start}) were replaced")
+        return pl.read_csv(data, infer_schema=False, null_values=[""], truncate_ragged_lines=True,
+                           encoding="utf8-lossy" if lossy else "utf8")
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise InputError(f"{shown}: cannot read CSV ({str(exc).splitlines()[0]})") from None
+
+
+def read_history_file(path: Path, shown: str, warnings: list[str] | None = None) -> pl.DataFrame:
     """An API history dump as a wide frame: CSV (pandas ``to_csv``), JSON (records), JSON lines or Parquet."""
     suffix = path.suffix.lower()
     try:
@@ -162,7 +181,7 @@ def read_history_file(path: Path, shown: str) -> pl.DataFrame:
             data = json.loads(path.read_text(encoding="utf-8"))
             rows = data if isinstance(data, list) else _columns_to_rows(data)
         else:
-            return pl.read_csv(path, infer_schema=False, null_values=[""], truncate_ragged_lines=True)
+            return read_csv_text(path, shown, warnings)
     except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
         raise InputError(f"{shown}: cannot read W&B history ({str(exc).splitlines()[0]})") from None
     rows = [flatten(r) for r in rows if isinstance(r, dict)]

@@ -319,3 +319,12 @@ def test_several_runs_need_load_runs() -> None:
     with pytest.raises(InputError, match=r"holds 3 runs \(cycle_val_975, cycle_val_65, cycle_val_0\); read them "
                                          r"with load_runs\(\)"):
         load_run(LAURA / "graphics")
+
+
+def test_non_utf8_bytes_in_a_chart_export_are_replaced_with_a_warning(tmp_path: Path) -> None:
+    data = b'"Step","r - loss","r - loss__MIN","r - loss__MAX"\n"1","2.0\xff","2","2"\n"2","2.1","2.1","2.1"'
+    (tmp_path / "c.csv").write_bytes(data)
+    run = load_run(tmp_path)
+    assert "c.csv: bytes that are not UTF-8 (first at byte 58) were replaced" in run.warnings
+    assert value_at(run, "loss", 2) == 2.1  # the damaged cell is lost, the rest is read
+    assert run.attempts == [1]
