@@ -39,7 +39,8 @@ def detect(frames: RunFrames, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
 
 def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTORS) -> RunFindings:
     """Analyze one loaded run (see :func:`parsers.load_run`)."""
-    anomalies = detect(RunFrames(metrics=run.metrics, events=run.events), detectors)
+    frames = RunFrames(metrics=run.metrics, events=run.events)
+    anomalies = detect(frames, detectors)
     attempts = build_attempts(run.metrics, run.events, run.configs, anomalies)
     table = config_table(run.configs)
     config = table[max(table)] if table else {}
@@ -55,7 +56,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         suspected_causes=causes,
         warnings=list(run.warnings),
         skipped=list(run.skipped),
-        spike_scores={m: spike_scores(run.metrics, m) for m in (s.LOSS, s.GRAD_NORM)},
+        spike_scores={m: spike_scores(run.metrics, m, frames.points(m)) for m in (s.LOSS, s.GRAD_NORM)},
     )
 
 

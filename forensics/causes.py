@@ -6,7 +6,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.findings import Anomaly, Attempt, Cause, ModelCheck
+from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt, Cause, ModelCheck
 from forensics.timeline import log_intervals
 from parsers import schema as s
 
@@ -44,7 +44,7 @@ def suspect(
             check_next="check that ffn_hidden_size was meant for this hidden size",
         ))
 
-    troubles = [a for a in anomalies if a.kind in {"loss_spike", "divergence", "nan"}]
+    troubles = [a for a in anomalies if a.kind in INSTABILITY_KINDS]
     warmup = warmup_end_step(metrics)
     after = [t for t in troubles if warmup and warmup <= t.step <= warmup + max(2 * warmup, 1000)]
     if warmup and after:
@@ -87,9 +87,6 @@ def suspect(
     return sorted(causes, key=lambda c: -c.confidence)
 
 
-_TROUBLE = ("loss_spike", "divergence", "nan")
-
-
 def _samples_at(metrics: pl.DataFrame, attempt: int, step: int) -> float | None:
     rows = metrics.filter((pl.col("metric") == s.CONSUMED_SAMPLES) & (pl.col("attempt") == attempt)
                           & (pl.col("step") <= step)).sort("step")
@@ -102,7 +99,7 @@ def recurrence(attempts: list[Attempt], anomalies: list[Anomaly], metrics: pl.Da
     the combination of specific data batches with a particular model parameter state")."""
     first: dict[int, Anomaly] = {}
     for a in anomalies:
-        if a.kind in _TROUBLE and (a.attempt not in first or a.step < first[a.attempt].step):
+        if a.kind in INSTABILITY_KINDS and (a.attempt not in first or a.step < first[a.attempt].step):
             first[a.attempt] = a
     intervals = log_intervals(metrics)
     out: list[Cause] = []

@@ -16,6 +16,9 @@ def finite_or_none(value: float | None) -> float | None:
     return float(value)
 
 
+INSTABILITY_KINDS: frozenset[str] = frozenset({"loss_spike", "divergence", "nan"})  # what a run's trouble is
+
+
 @dataclass
 class Anomaly:
     """Something that departed from the run's own recent behaviour, at a step of an attempt."""

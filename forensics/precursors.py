@@ -23,15 +23,13 @@ import polars as pl
 from scipy.stats import theilslopes
 
 from forensics.detectors.base import RunFrames
-from forensics.findings import Anomaly
-from forensics.timeline import log_intervals, metric_points
+from forensics.findings import INSTABILITY_KINDS, Anomaly
 from parsers import schema as s
 
 LEAD_WINDOW = 20            # logged points before a loss spike where a grad-norm spike counts as leading it
 BEFORE_DIVERGENCE = 100     # logged points before a divergence where a loss-scale collapse or skips count
 DRIFT_RISE = 0.5            # rise of the grad norm's robust trend before the first instability worth saying
 _LOGIT = ("logit",)         # metric names that carry attention/output logits (e.g. max_attention_logit)
-_INSTABILITIES = frozenset({"loss_spike", "divergence", "nan"})
 
 
 def consolidate(anomalies: list[Anomaly]) -> list[Anomaly]:
@@ -67,7 +65,7 @@ def consolidate(anomalies: list[Anomaly]) -> list[Anomaly]:
 
 def annotate(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
     """The anomalies with their precursors, grad-norm lead, recovery and averaging filled in."""
-    intervals = log_intervals(frames.metrics)
+    intervals = frames.intervals()
     out = []
     for a in anomalies:
         notes = list(a.precursors)
@@ -81,7 +79,7 @@ def annotate(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
             notes.extend(_before_divergence(a, anomalies, interval))
         averaged = interval if interval > 1 and a.metric == s.LOSS and a.kind == "loss_spike" else None
         out.append(replace(a, grad_norm_lead=lead, precursors=notes, averaged_over=averaged))
-    first = next((a for a in sorted(out, key=lambda x: (x.attempt, x.step)) if a.kind in _INSTABILITIES), None)
+    first = next((a for a in sorted(out, key=lambda x: (x.attempt, x.step)) if a.kind in INSTABILITY_KINDS), None)
     if first is not None:
         extra = [n for n in (_grad_drift(first, frames), *_logit_growth(first, frames)) if n]
         if extra:
@@ -119,7 +117,7 @@ def _before_divergence(div: Anomaly, anomalies: list[Anomaly], interval: int) ->
 
 
 def _grad_drift(first: Anomaly, frames: RunFrames) -> str | None:
-    points = metric_points(frames.metrics, s.GRAD_NORM).filter(
+    points = frames.points(s.GRAD_NORM).filter(
         (pl.col("attempt") == first.attempt) & (pl.col("step") < first.step) & pl.col("value").is_finite()
         & (pl.col("value") > 0)
     )
@@ -139,10 +137,10 @@ def _grad_drift(first: Anomaly, frames: RunFrames) -> str | None:
 
 
 def _logit_growth(first: Anomaly, frames: RunFrames) -> list[str]:
-    names = [m for m in frames.metrics["metric"].cast(pl.String).unique().to_list() if any(k in m.lower() for k in _LOGIT)]
+    names = [m for m in frames.metrics["metric"].unique().cast(pl.String).to_list() if any(k in m.lower() for k in _LOGIT)]
     notes = []
     for name in sorted(names):
-        points = metric_points(frames.metrics, name).filter(
+        points = frames.points(name).filter(
             (pl.col("attempt") == first.attempt) & (pl.col("step") <= first.step) & pl.col("value").is_finite()
         )
         if points.height < 10:

@@ -32,7 +32,9 @@ def spike_flags(values: pl.Series, window: int = WINDOW, sigmas: float = SIGMAS,
     })
 
 
-def spike_scores(metrics: pl.DataFrame, metric: str) -> dict[str, float | dict[str, float | None] | None]:
+def spike_scores(
+    metrics: pl.DataFrame, metric: str, points: pl.DataFrame | None = None
+) -> dict[str, float | dict[str, float | None] | None]:
     """``{"run": pct, "attempts": {attempt: pct}}`` for one metric (percent of scored points; None when fewer
     than 100 points could be scored).
 
@@ -42,7 +44,7 @@ def spike_scores(metrics: pl.DataFrame, metric: str) -> dict[str, float | dict[s
     >>> spike_scores(m, "loss")["run"]
     0.5
     """
-    points = metric_points(metrics, metric)
+    points = metric_points(metrics, metric) if points is None else points  # (attempt, step, value), if known
     per: dict[str, float | None] = {}
     hits = scored = 0
     for attempt in points["attempt"].unique().sort().to_list():

@@ -30,6 +30,7 @@ from parsers.wandb_run import (
     read_config_yaml,
     read_summary_json,
     read_wandb_run,
+    summary_values,
 )
 
 WANDB_LOG = "wandb"
@@ -253,8 +254,8 @@ def _read_wandb_export(
 ) -> list[Piece] | None:
     """A W&B export recognised by content, or None when the file is something else."""
     if file.name in _SIDECARS and (file.name == "wandb-summary.json" or is_wandb_config(file)):
-        values = read_config_yaml(file, shown) if file.suffix == ".yaml" else read_summary_json(file, shown)
-        values = {k: v for k, v in values.items() if not k.startswith("_")}
+        values = (read_config_yaml(file, shown) if file.suffix == ".yaml"
+                  else summary_values(read_summary_json(file, shown)))
         prefix = s.SUMMARY_PREFIX if file.suffix == ".json" else ""
         log = ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA),
                         config_frame(values, run=run_name, source=shown, prefix=prefix))
@@ -301,8 +302,8 @@ def _assemble(name: str, root: Path, pieces: list[Piece]) -> Run:
     sampled = [p for p in pieces if p.sampled]
     if layers and sampled:
         thin = _join(name, root, sampled, parallel=True)
-        have = set(run.metrics["metric"].cast(pl.String).unique().to_list())
-        dropped = sorted(set(thin.metrics["metric"].cast(pl.String).unique().to_list()) & have)
+        have = set(run.metrics["metric"].unique().cast(pl.String).to_list())
+        dropped = sorted(set(thin.metrics["metric"].unique().cast(pl.String).to_list()) & have)
         if dropped:
             thin.warnings.append(
                 f"{name}: sampled W&B values of {', '.join(dropped)} not used; a full-resolution source has them"

@@ -21,7 +21,7 @@ import polars as pl
 
 from parsers import schema as s
 from parsers.textfile import InputError
-from parsers.wandb_history import config_frame, history_log, metric_names, read_csv_text, sampling_note
+from parsers.wandb_history import config_frame, history_log, metric_names, number, read_csv_text, sampling_note
 
 CHART, RUNS_TABLE, HISTORY = "wandb-chart", "wandb-runs-table", "wandb-history"
 MIN_SUFFIX, MAX_SUFFIX = "__MIN", "__MAX"
@@ -56,11 +56,10 @@ def csv_kind(header: list[str]) -> str | None:
 
 @dataclass
 class Series:
-    """One run's share of a chart export: its name, canonical frames, and whether it is a group aggregate."""
+    """One run's share of a chart export: its name and canonical frames."""
 
     name: str
     log: s.ParsedLog
-    grouped: bool
 
 
 def split_series(columns: list[str]) -> dict[str, tuple[str, str]]:
@@ -79,10 +78,6 @@ def _positions(text: str, sep: str) -> list[int]:
     return found
 
 
-def _num(column: str) -> pl.Expr:
-    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
-
-
 def read_chart_export(path: Path, shown: str) -> tuple[list[Series], list[str]]:
     """Each series of a chart export as its own run's frames, plus warnings (sampling, x-axis).
 
@@ -98,14 +93,14 @@ def read_chart_export(path: Path, shown: str) -> tuple[list[Series], list[str]]:
     for column in bases:
         if column in parts:
             by_series.setdefault(parts[column][0], []).append(column)
-    x = _num(x_name)
+    x = number(x_name)
     found: list[Series] = []
     for series, columns in by_series.items():
         step_column = next((c for c in columns if parts[c][1] == "_step"), None)
         if x_name == "Step":
             step = x
         elif step_column is not None:
-            step = _num(step_column)
+            step = number(step_column)
         else:
             step = x
             warnings.append(f"{shown}: x-axis is '{x_name}', not the training step; its values are used as steps")
@@ -115,9 +110,9 @@ def read_chart_export(path: Path, shown: str) -> tuple[list[Series], list[str]]:
             if metric in {"_step", "_runtime", "_timestamp"}:
                 continue
             frame = raw.select(
-                step=step.round(0).cast(pl.Int64, strict=False), key=pl.lit(metric), value=_num(column),
-                lo=_num(column + MIN_SUFFIX) if column + MIN_SUFFIX in raw.columns else pl.lit(None, pl.Float64),
-                hi=_num(column + MAX_SUFFIX) if column + MAX_SUFFIX in raw.columns else pl.lit(None, pl.Float64),
+                step=step.round(0).cast(pl.Int64, strict=False), key=pl.lit(metric), value=number(column),
+                lo=number(column + MIN_SUFFIX) if column + MIN_SUFFIX in raw.columns else pl.lit(None, pl.Float64),
+                hi=number(column + MAX_SUFFIX) if column + MAX_SUFFIX in raw.columns else pl.lit(None, pl.Float64),
                 wall_time=pl.lit(None, dtype=pl.Float64),
             ).filter(pl.col("value").is_not_null() | pl.col("hi").is_not_null())
             pieces.append(frame)
@@ -128,11 +123,10 @@ def read_chart_export(path: Path, shown: str) -> tuple[list[Series], list[str]]:
         note = sampling_note(long["step"], f"{shown} ({series})", chart=True)
         if note:
             log.warnings.append(note)
-        grouped = ": " in series
-        if grouped:
+        if ": " in series:  # a grouped panel: "key: value" or "Group: name"
             log.warnings.append(f"{shown} ({series}): a grouped series: values are the group's mean, "
                                 "__MIN/__MAX its spread across runs")
-        found.append(Series(name=series, log=log, grouped=grouped))
+        found.append(Series(name=series, log=log))
     if not found:
         raise InputError(f"{shown}: W&B chart export without any series")
     return found, list(dict.fromkeys(warnings))

@@ -96,13 +96,12 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
         run=pl.lit(run), source=pl.lit(source),
     )
     metrics = s.conform(long, s.METRICS_SCHEMA)
-    starts = (
+    regress = (  # each attempt's first step, and the last step of the one before it
         long.group_by("attempt", maintain_order=True)
-        .agg(step=pl.col("step").first(), wall_time=pl.col("wall_time").first())
-        .with_columns(before=pl.col("step").shift(1))
+        .agg(step=pl.col("step").first(), wall_time=pl.col("wall_time").first(), last=pl.col("step").last())
+        .with_columns(last=pl.col("last").shift(1))
+        .filter(pl.col("attempt") > 1)
     )
-    ends = long.group_by("attempt", maintain_order=True).agg(last=pl.col("step").last())["last"].shift(1)
-    regress = starts.with_columns(last=ends).filter(pl.col("attempt") > 1)
     texts = [f"step went back from {last} to {step}: the run was restarted"  # one row per restart: few
              for last, step in regress.select("last", "step").iter_rows()]
     events = s.conform(
@@ -140,12 +139,17 @@ def _is_index(column: str) -> bool:
     return column == "" or column.startswith("Unnamed: ") or column == "index"
 
 
+def number(column: str) -> pl.Expr:
+    """A text column as floats: numbers and the ``NaN`` / ``Infinity`` / ``inf`` tokens; anything else is null."""
+    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+
+
 def _as_float(wide: pl.DataFrame, column: str) -> pl.Expr:
     dtype = wide.schema[column]
     if dtype == pl.Boolean or dtype.is_numeric():
         return pl.col(column).cast(pl.Float64)
     if dtype == pl.String:
-        return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+        return number(column)
     return pl.lit(None, dtype=pl.Float64)
 
 

@@ -76,7 +76,7 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
     for kind, side in (sidecars or {}).items():
         loaded = read_config_yaml(side, str(side)) if kind == "config" else read_summary_json(side, str(side))
         (config if kind == "config" else summary).update(loaded)
-    summary = {k: v for k, v in summary.items() if not k.startswith(_SUMMARY_META)}
+    summary = summary_values(summary)
     first = history.head(1)
     step = int(first["step"][0]) if first.height else log.starting_step
     wall = log.start_time if log.start_time is not None else (first["wall_time"][0] if first.height else None)
@@ -126,8 +126,13 @@ def read_config_yaml(path: Path, shown: str) -> dict[str, Any]:
     return config_values(data)
 
 
+def summary_values(summary: dict[str, Any]) -> dict[str, Any]:
+    """A W&B summary without its bookkeeping (``_step``, ``_runtime``, ``_timestamp``, ``_wandb``)."""
+    return {k: v for k, v in summary.items() if not k.startswith(_SUMMARY_META)}
+
+
 def read_summary_json(path: Path, shown: str) -> dict[str, Any]:
-    """``wandb-summary.json``: the run's final summary (NaN and Infinity allowed)."""
+    """``wandb-summary.json``: the run's final summary as written (NaN and Infinity allowed)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, ValueError) as exc:

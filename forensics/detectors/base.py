@@ -2,20 +2,38 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import polars as pl
 
 from forensics.findings import Anomaly
+from forensics.timeline import log_intervals, metric_points
 
 
 @dataclass(frozen=True)
 class RunFrames:
-    """The canonical frames of one run, as the detectors see them."""
+    """The canonical frames of one run, as the detectors see them, with a memo of what several detectors derive
+    from them (a metric's points, the log intervals, spike incidents), so each is computed once per run."""
 
     metrics: pl.DataFrame
     events: pl.DataFrame
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def remember(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()`` the first time ``key`` is asked for, the stored result after that."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
+
+    def points(self, metric: str) -> pl.DataFrame:
+        """(attempt, step, value) of one metric (see :func:`forensics.timeline.metric_points`)."""
+        return self.remember(("points", metric), lambda: metric_points(self.metrics, metric))
+
+    def intervals(self) -> dict[int, int]:
+        """Per attempt, the iterations each logged point covers (see :func:`forensics.timeline.log_intervals`)."""
+        return self.remember("intervals", lambda: log_intervals(self.metrics))
 
 
 class Detector(Protocol):

@@ -17,7 +17,6 @@ from forensics.detectors.base import RunFrames
 from forensics.detectors.nan import nan_steps
 from forensics.detectors.spikes import SpikeDetector
 from forensics.findings import Anomaly
-from forensics.timeline import metric_points
 from parsers import schema as s
 
 
@@ -32,7 +31,7 @@ class DivergenceDetector:
     min_points_up: int = 3  # a spike that lasts to the end of the log over this many points has not recovered
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
-        losses = metric_points(frames.metrics, s.LOSS).filter(pl.col("value").is_finite())
+        losses = frames.points(s.LOSS).filter(pl.col("value").is_finite())
         nans = nan_steps(frames)
         out: dict[int, Anomaly] = {}
         for inc in SpikeDetector(metric=s.LOSS).incidents(frames):

@@ -16,7 +16,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly
-from forensics.timeline import metric_points, runs_of_true
+from forensics.timeline import runs_of_true
 from parsers import schema as s
 
 
@@ -29,7 +29,7 @@ class LossScaleCollapseDetector:
     window: int = 200
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
-        points = metric_points(frames.metrics, s.LOSS_SCALE).filter(pl.col("value") > 0)
+        points = frames.points(s.LOSS_SCALE).filter(pl.col("value") > 0)
         out = []
         for attempt in points["attempt"].unique().sort().to_list():
             own = points.filter(pl.col("attempt") == attempt)

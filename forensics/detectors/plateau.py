@@ -20,7 +20,6 @@ from scipy.stats import theilslopes
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly
-from forensics.timeline import metric_points
 from parsers import schema as s
 
 
@@ -35,8 +34,8 @@ class LossPlateauDetector:
     name: str = "loss_plateau"
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
-        loss = metric_points(frames.metrics, s.LOSS).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
-        lr = metric_points(frames.metrics, s.LR).filter(pl.col("value").is_finite())
+        loss = frames.points(s.LOSS).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
+        lr = frames.points(s.LR).filter(pl.col("value").is_finite())
         out = []
         for attempt in loss["attempt"].unique().sort().to_list():
             own = loss.filter(pl.col("attempt") == attempt)

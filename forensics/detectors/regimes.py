@@ -24,7 +24,6 @@ import polars as pl
 from forensics.changepoint import bic_penalty, pelt
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly
-from forensics.timeline import metric_points
 from parsers import schema as s
 
 MAX_BLOCKS = 2000
@@ -50,7 +49,7 @@ class RegimeShiftDetector:
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         min_ratio, direction, meaning = _SETTINGS.get(self.metric, (2.0, 1, f"{self.metric} rose to a new level"))
-        points = metric_points(frames.metrics, self.metric).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
+        points = frames.points(self.metric).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
         out = []
         for attempt in points["attempt"].unique().sort().to_list():
             own = points.filter(pl.col("attempt") == attempt)

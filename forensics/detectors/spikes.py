@@ -36,8 +36,6 @@ import polars as pl
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly
 from forensics.timeline import (
-    log_intervals,
-    metric_points,
     resume_steps,
     runs_of_true,
     trailing_robust_z,
@@ -90,14 +88,18 @@ class SpikeDetector:
         return self.window or w, self.floor if self.floor is not None else f, self.threshold or t
 
     def incidents(self, frames: RunFrames) -> list[SpikeIncident]:
-        """Every spike incident with its baseline and whether (and when) the metric came back to it."""
+        """Every spike incident with its baseline and whether (and when) the metric came back to it (computed once
+        per run and settings: the divergence detector asks for the loss incidents too)."""
+        return frames.remember(("spike_incidents", repr(self)), lambda: self._incidents(frames))
+
+    def _incidents(self, frames: RunFrames) -> list[SpikeIncident]:
         window, floor, threshold = self._params()
-        points = metric_points(frames.metrics, self.series or self.metric).filter(
+        points = frames.points(self.series or self.metric).filter(
             pl.col("value").is_finite() & (pl.col("value") > 0)
         )
         found: list[SpikeIncident] = []
         resumed = resume_steps(frames.events)
-        intervals = log_intervals(frames.metrics)
+        intervals = frames.intervals()
         for attempt in points["attempt"].unique().sort().to_list():
             interval = intervals.get(attempt, 1)
             lineage = with_lineage(points, attempt, resumed.get(attempt))
