@@ -17,6 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from parsers import schema as s
+from parsers.config_names import canonical_configs
 from parsers.megatron import DETECT, PDSH_CMD, ParsedLog, parse_megatron
 from parsers.tensorboard import is_event_file, parse_event_file
 from parsers.textfile import InputError, inspect_text
@@ -149,6 +150,9 @@ def load_runs(path: str | Path, name: str | None = None) -> list[Run]:
         if unnamed:
             groups = {dir_name: unnamed} | groups
     runs = [_assemble(run, root, group) for run, group in groups.items()]
+    for run in runs:
+        run.configs, disagreements = canonical_configs(run.configs)
+        run.warnings.extend(disagreements)
     runs[0].warnings[:0] = warnings
     runs[0].skipped.extend(skipped)
     return runs

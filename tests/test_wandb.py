@@ -45,7 +45,7 @@ def test_offline_runs_from_both_client_generations(version: str) -> None:
     assert spiky.metrics.filter(metric="val_loss").height == 6
     assert value_at(spiky, "eval.ppl", 0) == pytest.approx(math.exp(2.0 + 8.0 * 10 ** -0.5))  # nested dict leaf
     keys = dict(spiky.configs.filter(attempt=1).select("key", "typed").iter_rows())
-    assert keys["model.hidden_size"] == "256" and keys["optimizer"] == '"adamw"'
+    assert keys["hidden_size"] == "256" and keys["optimizer"] == '"adamw"'
     assert keys["summary/best_val"] == "2.41"
     events = spiky.events.select("attempt", "kind", "text").rows()
     assert (1, "error", "W&B run exited with code 1") in events
@@ -120,8 +120,12 @@ def test_config_yaml_and_console_log_of_an_online_run(tmp_path: Path) -> None:
                                                                          ("output.log", "megatron")}
     typed = dict(run.configs.filter(source="wandb/run-20261129_180309-fxspike01/run-fxspike01.wandb")
                  .select("key", "typed").iter_rows())
-    assert typed["ffn_hidden_size"] == "20480" and typed["summary/train/loss"] == "NaN"
+    assert typed["summary/train/loss"] == "NaN"
     assert not any(k.startswith("_wandb") for k in typed)
+    # one value per key: the Megatron args block of output.log (read first) wins, and the disagreement is reported
+    ffn = run.configs.filter(key="ffn_hidden_size")
+    assert ffn["typed"].to_list() == ["18944"] and ffn["source"][0].endswith("output.log")
+    assert any("config ffn_hidden_size differs between sources: 18944" in w and "20480" in w for w in run.warnings)
 
 
 def test_unsafe_yaml_is_refused(tmp_path: Path) -> None:
@@ -229,7 +233,7 @@ def test_runs_table_rows_become_runs_with_config_and_summary() -> None:
     seeds = g1.configs.filter(key="seed").sort("attempt")["typed"].to_list()
     assert seeds == ["3242", "3740", "2026", "6242"]
     typed = dict(g1.configs.filter(attempt=4).select("key", "typed").iter_rows())
-    assert typed["learning_rate"] == "0.001" and typed["bias"] == "false" and typed["n_params"] == "10745088"
+    assert typed["lr"] == "0.001" and typed["bias"] == "false" and typed["n_params"] == "10745088"
     assert typed["summary/val/loss"] == "1.4786324501037598"   # summary starts where the alphabetical order restarts
     assert typed["wandb/State"] == '"finished"' and typed["wandb/Runtime"] == "732"
     assert "summary/weight_decay" not in typed and "weight_decay" in typed

@@ -1,0 +1,123 @@
+"""Config keys of every source -> one canonical name (Megatron's argument names), so attempts and runs compare.
+
+W&B configs, TensorBoard hparams and Hugging Face / nanoGPT style settings name the same thing many ways
+(``learning_rate``, ``optimizer.lr``, ``n_embd``, ``optimizer.betas``). Megatron's own argument names are the
+canonical ones. A key is matched after lower-casing and turning ``-`` and spaces into ``_``, either whole or, when
+everything before its last ``.`` or ``/`` is a generic section name (``optimizer.``, ``model/``, ``args.``), by its
+last part. Unknown keys keep their own spelling. A list of Adam betas becomes ``adam_beta1`` and ``adam_beta2``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import polars as pl
+
+from parsers import schema as s
+
+# normalised alias -> canonical key; every canonical key also maps to itself
+ALIASES: dict[str, str] = {
+    "learning_rate": "lr", "max_lr": "lr", "peak_lr": "lr", "base_lr": "lr", "lr": "lr",
+    "min_learning_rate": "min_lr", "min_lr": "min_lr", "final_lr": "min_lr",
+    "beta1": "adam_beta1", "adam_beta1": "adam_beta1", "betas[0]": "adam_beta1", "betas.0": "adam_beta1",
+    "beta2": "adam_beta2", "adam_beta2": "adam_beta2", "betas[1]": "adam_beta2", "betas.1": "adam_beta2",
+    "eps": "adam_eps", "adam_eps": "adam_eps", "adam_epsilon": "adam_eps", "epsilon": "adam_eps",
+    "weight_decay": "weight_decay", "wd": "weight_decay",
+    "clip_grad": "clip_grad", "grad_clip": "clip_grad", "max_grad_norm": "clip_grad", "gradient_clipping": "clip_grad",
+    "num_layers": "num_layers", "n_layer": "num_layers", "n_layers": "num_layers", "num_hidden_layers": "num_layers",
+    "hidden_size": "hidden_size", "n_embd": "hidden_size", "d_model": "hidden_size", "hidden_dim": "hidden_size",
+    "ffn_hidden_size": "ffn_hidden_size", "intermediate_size": "ffn_hidden_size", "ffn_dim": "ffn_hidden_size",
+    "d_ff": "ffn_hidden_size", "n_inner": "ffn_hidden_size",
+    "num_attention_heads": "num_attention_heads", "n_head": "num_attention_heads", "n_heads": "num_attention_heads",
+    "num_heads": "num_attention_heads",
+    "num_key_value_heads": "num_key_value_heads", "n_kv_heads": "num_key_value_heads", "num_kv_heads": "num_key_value_heads",
+    "num_query_groups": "num_query_groups",
+    "vocab_size": "vocab_size", "padded_vocab_size": "padded_vocab_size",
+    "max_position_embeddings": "max_position_embeddings", "n_positions": "max_position_embeddings",
+    "seq_length": "seq_length", "seq_len": "seq_length", "block_size": "seq_length", "max_seq_len": "seq_length",
+    "init_method_std": "init_method_std", "initializer_range": "init_method_std", "init_std": "init_method_std",
+    "global_batch_size": "global_batch_size", "train_batch_size": "global_batch_size",
+    "micro_batch_size": "micro_batch_size", "train_micro_batch_size_per_gpu": "micro_batch_size",
+    "lr_warmup_iters": "lr_warmup_iters", "warmup_steps": "lr_warmup_iters", "warmup_iters": "lr_warmup_iters",
+    "num_warmup_steps": "lr_warmup_iters", "lr_warmup_steps": "lr_warmup_iters",
+    "lr_warmup_samples": "lr_warmup_samples", "lr_warmup_fraction": "lr_warmup_fraction",
+    "warmup_ratio": "lr_warmup_fraction",
+    "train_iters": "train_iters", "max_steps": "train_iters", "max_iters": "train_iters",
+    "train_samples": "train_samples",
+    "seed": "seed", "random_seed": "seed",
+    "rampup_batch_size": "rampup_batch_size",
+    "tensor_model_parallel_size": "tensor_model_parallel_size", "tp": "tensor_model_parallel_size",
+    "pipeline_model_parallel_size": "pipeline_model_parallel_size", "pp": "pipeline_model_parallel_size",
+    "fp16": "fp16", "bf16": "bf16",
+    "initial_loss_scale": "initial_loss_scale", "min_loss_scale": "min_loss_scale",
+    "tie_word_embeddings": "tie_word_embeddings",
+    "swiglu": "swiglu", "glu_activation": "glu_activation",
+}
+_BETAS = {"betas", "adam_betas"}
+_SECTIONS = {"args", "config", "hparams", "model", "optimizer", "optim", "opt", "training", "train", "trainer",
+             "params", "hyperparameters", "model_config", "training_args", "optimizer_config"}
+_SPLIT = re.compile(r"[./]")
+
+
+def _normal(key: str) -> str:
+    return re.sub(r"[\s-]+", "_", key.strip().lower())
+
+
+def canonical_key(key: str) -> str:
+    """The canonical name of a config key (``optimizer.lr`` -> ``lr``, ``n_embd`` -> ``hidden_size``); unknown keys
+    are returned unchanged."""
+    norm = _normal(key)
+    if norm in ALIASES:
+        return ALIASES[norm]
+    parts = [p for p in _SPLIT.split(norm) if p]
+    for width in (2, 1):  # ``optimizer.betas.1`` ends in two parts, ``optimizer.betas[1]`` in one
+        leaf = ".".join(parts[-width:])
+        if len(parts) > width and leaf in ALIASES and all(p in _SECTIONS for p in parts[:-width]):
+            return ALIASES[leaf]
+    return key
+
+
+def canonical_configs(configs: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """Rename config keys to their canonical names, split Adam beta lists, and keep one value per (attempt, key):
+    the first source's. Returns the frame and a warning for each key whose sources disagree."""
+    if configs.height == 0:
+        return configs, []
+    keys = configs["key"].unique().to_list()
+    mapping = {k: canonical_key(k) for k in keys if not k.startswith((s.SUMMARY_PREFIX, s.RUN_INFO_PREFIX))}
+    renamed = configs.with_columns(
+        raw_key=pl.col("key"), key=pl.col("key").replace_strict(mapping, default=pl.col("key"))
+    )
+    betas = [k for k in keys if ([p for p in _SPLIT.split(_normal(k)) if p] or [""])[-1] in _BETAS]
+    if betas:
+        renamed = pl.concat([renamed.filter(~pl.col("raw_key").is_in(betas)), _split_betas(
+            renamed.filter(pl.col("raw_key").is_in(betas)))])
+    renamed = renamed.with_row_index("_order")
+    first = renamed.unique(["run", "attempt", "key"], keep="first", maintain_order=True)
+    warnings: list[str] = []
+    disagree = (
+        renamed.group_by("run", "attempt", "key")
+        .agg(pl.col("typed").n_unique().alias("n"), pl.col("typed").unique(maintain_order=True),
+             pl.col("source").unique(maintain_order=True))
+        .filter(pl.col("n") > 1).sort("run", "attempt", "key")
+    )
+    for run, attempt, key, _, typed, sources in disagree.iter_rows():
+        warnings.append(f"{run}, attempt {attempt}: config {key} differs between sources: "
+                        + ", ".join(f"{v} ({src})" for v, src in zip(typed, sources, strict=False))
+                        + "; the first is used")
+    return first.drop("_order", "raw_key").select(configs.columns), warnings
+
+
+def _split_betas(rows: pl.DataFrame) -> pl.DataFrame:
+    out = []
+    for row in rows.iter_rows(named=True):
+        try:
+            values = json.loads(row["typed"]) if row["typed"] is not None else None
+        except ValueError:
+            values = None
+        if isinstance(values, list) and len(values) == 2:
+            for i, v in enumerate(values):
+                out.append({**row, "key": f"adam_beta{i + 1}", "value": str(v), "typed": json.dumps(v)})
+        else:
+            out.append(row)
+    return pl.DataFrame(out, schema=rows.schema)

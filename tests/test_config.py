@@ -1,0 +1,43 @@
+"""Config forensics: key aliases, typed per-attempt tables, diffs between attempts and runs, schedule positions."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from parsers import schema as s
+from parsers.config_names import canonical_configs, canonical_key
+
+
+@pytest.mark.parametrize(("key", "canonical"), [
+    ("learning_rate", "lr"), ("optimizer.lr", "lr"), ("optimizer.params.lr", "lr"), ("train/learning_rate", "lr"),
+    ("optimizer.betas[1]", "adam_beta2"), ("optimizer.betas.0", "adam_beta1"), ("Adam-Beta2", "adam_beta2"),
+    ("model/n_embd", "hidden_size"), ("n_layer", "num_layers"), ("intermediate_size", "ffn_hidden_size"),
+    ("initializer_range", "init_method_std"), ("warmup_steps", "lr_warmup_iters"),
+    ("num_key_value_heads", "num_key_value_heads"),
+    ("data.lr", "data.lr"), ("my_custom_flag", "my_custom_flag"), ("summary/loss", "summary/loss"),
+])
+def test_config_keys_are_unified_to_megatron_argument_names(key: str, canonical: str) -> None:
+    assert canonical_key(key) == canonical
+
+
+def _configs(rows: list[tuple[str, int, str, object]]) -> pl.DataFrame:
+    frame = pl.DataFrame(
+        {"source": [r[0] for r in rows], "attempt": [r[1] for r in rows], "key": [r[2] for r in rows],
+         "typed": [json.dumps(r[3]) for r in rows], "value": [str(r[3]) for r in rows]},
+    ).with_columns(run=pl.lit("r"))
+    return s.conform(frame, s.CONFIGS_SCHEMA)
+
+
+def test_beta_lists_split_and_the_first_source_wins_with_a_warning() -> None:
+    frame = _configs([
+        ("train.log", 1, "lr", 6e-5), ("wandb", 1, "learning_rate", 3e-4), ("wandb", 1, "optimizer.betas", [0.9, 0.95]),
+        ("wandb", 2, "learning_rate", 3e-4),
+    ])
+    out, warnings = canonical_configs(frame)
+    table = {(a, k): json.loads(t) for a, k, t in out.select("attempt", "key", "typed").iter_rows()}
+    assert table == {(1, "lr"): 6e-5, (1, "adam_beta1"): 0.9, (1, "adam_beta2"): 0.95, (2, "lr"): 3e-4}
+    assert warnings == ["r, attempt 1: config lr differs between sources: 6e-05 (train.log), 0.0003 (wandb); "
+                        "the first is used"]
