@@ -6,12 +6,14 @@ from typing import Protocol
 
 import polars as pl
 
-from forensics.attempts import build_attempts, config_table
+from forensics.attempts import build_attempts
 from forensics.causes import suspect
+from forensics.configs import config_table, differing_keys
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames
 from forensics.findings import Anomaly, Findings, RunFindings
 from forensics.model_shape import check_model
 from forensics.precursors import annotate, consolidate
+from forensics.schedule import schedule
 from forensics.spike_score import spike_scores
 from parsers import schema as s
 
@@ -45,7 +47,8 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     table = config_table(run.configs)
     config = table[max(table)] if table else {}
     model = check_model(config, run.events, run.name, run.path)
-    causes = suspect(run.metrics, run.events, attempts, anomalies, model, config)
+    timing = schedule(run.metrics, config)
+    causes = suspect(run.metrics, run.events, attempts, anomalies, model, config, timing)
     return RunFindings(
         name=run.name,
         path=run.path,
@@ -57,6 +60,8 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         warnings=list(run.warnings),
         skipped=list(run.skipped),
         spike_scores={m: spike_scores(run.metrics, m, frames.points(m)) for m in (s.LOSS, s.GRAD_NORM)},
+        schedule=timing,
+        config_diffs=differing_keys({str(n): cfg for n, cfg in sorted(table.items())}) if len(table) > 1 else {},
     )
 
 

@@ -2,38 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import polars as pl
 
+from forensics.configs import config_changes, config_table
 from forensics.findings import Anomaly, Attempt
 from parsers import schema as s
-
-# keys that differ on every restart without changing the training: paths, timestamps, counters, ranks
-BOOKKEEPING_KEYS: frozenset[str] = frozenset({
-    "load", "save", "tensorboard_dir", "wandb_save_dir", "log_path", "data_cache_path", "iteration",
-    "consumed_train_samples", "consumed_valid_samples", "curr_iteration", "rank", "local_rank", "timestamp",
-    "start_time", "run_id", "job_id", "master_addr", "master_port", "hostname", "logging_level",
-    "deepspeed_config_dict",
-})
-
-
-def config_table(configs: pl.DataFrame) -> dict[int, dict[str, Any]]:
-    """Per attempt, the typed configuration (key -> value)."""
-    table: dict[int, dict[str, Any]] = {}
-    for attempt, key, typed in configs.select("attempt", "key", "typed").iter_rows():
-        table.setdefault(int(attempt), {})[key] = json.loads(typed) if typed is not None else None
-    return table
-
-
-def config_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any]]:
-    """``{key: [old, new]}`` for every non-bookkeeping key whose value differs (missing is None)."""
-    keys = sorted(
-        k for k in (set(before) | set(after)) - BOOKKEEPING_KEYS
-        if not k.startswith((s.SUMMARY_PREFIX, s.RUN_INFO_PREFIX))
-    )
-    return {k: [before.get(k), after.get(k)] for k in keys if before.get(k) != after.get(k)}
 
 
 def _resume_point(events: pl.DataFrame, start: int | None, interval: float | None) -> tuple[int | None, bool]:

@@ -6,26 +6,14 @@ from typing import Any
 
 import polars as pl
 
-from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt, Cause, ModelCheck
+from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt, Cause, ModelCheck, Schedule
 from forensics.timeline import log_intervals
 from parsers import schema as s
 
 
-def warmup_end_step(metrics: pl.DataFrame) -> int | None:
-    """The first step where the learning rate reaches its peak (within 0.5%), if it rose to get there."""
-    lr = metrics.filter((pl.col("metric") == s.LR) & pl.col("value").is_finite()).sort("step")
-    if lr.height < 3:
-        return None
-    peak = lr["value"].max()
-    first = lr["value"][0]
-    if not peak or first >= peak * 0.995:  # type: ignore[operator]
-        return None
-    return int(lr.filter(pl.col("value") >= peak * 0.995)["step"][0])  # type: ignore[operator]
-
-
 def suspect(
     metrics: pl.DataFrame, events: pl.DataFrame, attempts: list[Attempt], anomalies: list[Anomaly],
-    model: ModelCheck, config: dict[str, Any],
+    model: ModelCheck, config: dict[str, Any], timing: Schedule | None = None,
 ) -> list[Cause]:
     """Rank the suspected causes of what went wrong, most likely first."""
     causes: list[Cause] = []
@@ -45,19 +33,7 @@ def suspect(
         ))
 
     troubles = [a for a in anomalies if a.kind in INSTABILITY_KINDS]
-    warmup = warmup_end_step(metrics)
-    after = [t for t in troubles if warmup and warmup <= t.step <= warmup + max(2 * warmup, 1000)]
-    if warmup and after:
-        first = min(after, key=lambda a: a.step)
-        causes.append(Cause(
-            cause="instability shortly after the learning-rate warm-up ended",
-            confidence=0.5,
-            evidence=[
-                f"learning rate reached its peak at step {warmup}",
-                f"first {first.kind.replace('_', ' ')} at step {first.step} (attempt {first.attempt})",
-            ],
-            check_next="a lower peak LR or a longer warm-up; see whether the spike moves with the warm-up end",
-        ))
+    causes.extend(after_warmup(troubles, timing or Schedule()))
 
     collapses = [a for a in anomalies if a.kind in {"loss_scale_collapse", "skipped_iterations"}]
     if collapses:
@@ -85,6 +61,35 @@ def suspect(
 
     causes.extend(recurrence(attempts, anomalies, metrics))
     return sorted(causes, key=lambda c: -c.confidence)
+
+
+WARMUP_WINDOW = 0.25  # trouble within a quarter of the warm-up length (at least 1,000 steps) after it ends
+
+
+def after_warmup(troubles: list[Anomaly], timing: Schedule) -> list[Cause]:
+    """Spikes soon after the LR reaches its peak (tr8-104B: "the spike happened right after the warm-up ended";
+    tr1-13B likewise): the first trouble of each attempt within the window after the warm-up end."""
+    end = timing.warmup_end_step
+    if not end:
+        return []
+    window = max(WARMUP_WINDOW * end, 1000)
+    first: dict[int, Anomaly] = {}
+    for t in sorted(troubles, key=lambda a: a.step):
+        if end <= t.step <= end + window:
+            first.setdefault(t.attempt, t)
+    if not first:
+        return []
+    peak = f" ({timing.lr_peak:.3g})" if timing.lr_peak else ""
+    evidence = [f"the learning rate reached its peak{peak} at step {end}"]
+    evidence += [f"attempt {a}: first {t.kind.replace('_', ' ')} at step {t.step}, {t.step - end} steps later"
+                 for a, t in sorted(first.items())]
+    return [Cause(
+        cause="instability shortly after the learning-rate warm-up ended",
+        confidence=min(0.3 + 0.1 * len(first), 0.6),
+        evidence=evidence,
+        check_next="a lower peak LR or a longer warm-up: if the spike moves with the end of warm-up, the LR is the "
+                   "trigger; if it stays at the same samples, suspect the data there",
+    )]
 
 
 def _samples_at(metrics: pl.DataFrame, attempt: int, step: int) -> float | None:

@@ -78,6 +78,22 @@ class ModelCheck:
 
 
 @dataclass
+class Schedule:
+    """Where the learning-rate warm-up and the batch-size ramp-up end, as the curves show and as configured."""
+
+    lr_peak: float | None = None
+    lr_peak_step: int | None = None          # first step at the peak LR: the end of warm-up as the LR curve shows it
+    warmup_end_step: int | None = None       # the LR curve's, else the configured one
+    warmup_end_configured: int | None = None  # from lr_warmup_iters / lr_warmup_fraction / lr_warmup_samples
+    batch_rampup_end_step: int | None = None  # first step at the full batch size (the curve's, else the config's)
+    batch_size_final: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class Cause:
     """A suspected cause, never a verdict: the evidence for it and how sure the rule is."""
 
@@ -104,6 +120,8 @@ class RunFindings:
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     spike_scores: dict[str, Any] = field(default_factory=dict)  # OLMo 2 spike score per metric (percent)
+    schedule: Schedule = field(default_factory=Schedule)
+    config_diffs: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> {attempt: value}, differing keys
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -117,6 +135,8 @@ class RunFindings:
             "warnings": self.warnings,
             "skipped": self.skipped,
             "spike_scores": self.spike_scores,
+            "schedule": self.schedule.to_dict(),
+            "config_diffs": self.config_diffs,
         }
 
 

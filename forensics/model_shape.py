@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -10,6 +11,7 @@ import polars as pl
 from forensics.findings import ModelCheck
 from parsers import schema as s
 
+INIT_STD_FACTOR = 2.5  # an init std beyond 2.5x (or below 1/2.5 of) the small-init value is noted
 _SIZE_IN_NAME = re.compile(r"(?<![0-9.])(\d+(?:\.\d+)?)\s*([BbMm])(?![A-Za-z])")
 
 
@@ -28,22 +30,42 @@ def _int(cfg: dict[str, Any], key: str) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def gated_mlp(cfg: dict[str, Any]) -> bool:
+    """A GLU-style MLP (SwiGLU, GeGLU): three matrices, and an FFN width of ~8/3 hidden rather than 4x."""
+    return bool(
+        cfg.get("swiglu") or cfg.get("glu_activation") or cfg.get("gated_linear_unit")
+        or str(cfg.get("hidden_act", "")).lower() in {"silu", "swiglu"}
+    )
+
+
+def tied_embeddings(cfg: dict[str, Any]) -> bool:
+    """Whether the output layer shares the word-embedding matrix (Megatron's default; HF ``tie_word_embeddings``)."""
+    return not cfg.get("untie_embeddings_and_output_weights") and cfg.get("tie_word_embeddings") is not False
+
+
 def parameters_from_shape(cfg: dict[str, Any], vocab: int | None) -> tuple[float | None, dict[str, Any]]:
-    """Parameters of a Megatron GPT from its arguments (embeddings included when the vocabulary is known).
+    """Parameters of a Megatron GPT from its arguments (embeddings included when the vocabulary is known), counted
+    as Megatron holds them: with pipeline parallelism the last stage keeps its own copy of tied word embeddings for
+    the output layer, so they count twice (as in the program's own per-stage counts). ``shape`` carries the
+    count of distinct parameters as ``parameters_unique``.
 
     Per layer: attention q/k/v/output (grouped-query aware) + MLP (two matrices, three for GLU variants) + biases
     and norms; plus word embeddings, learned position embeddings, the final norm and an untied output layer.
+
+    >>> n, _ = parameters_from_shape({"num_layers": 32, "hidden_size": 16384, "ffn_hidden_size": 20480,
+    ...     "num_attention_heads": 32, "max_position_embeddings": 2048, "pipeline_model_parallel_size": 32}, 50688)
+    >>> round(n / 1e9, 2)
+    57.53
     """
     h, layers = _int(cfg, "hidden_size"), _int(cfg, "num_layers")
     if not h or not layers:
         return None, {}
     heads = _int(cfg, "num_attention_heads") or 1
     ffn = _int(cfg, "ffn_hidden_size") or 4 * h
-    glu = bool(cfg.get("swiglu") or cfg.get("glu_activation") or cfg.get("gated_linear_unit"))
+    glu = gated_mlp(cfg)
     kv_ch = _int(cfg, "kv_channels") or h // heads
     groups = (_int(cfg, "num_query_groups") if cfg.get("group_query_attention") else None) or _int(
-        cfg, "num_key_value_heads"
-    ) or heads
+        cfg, "num_key_value_heads") or heads
     bias = cfg.get("add_bias_linear", True) is not False
     rms = str(cfg.get("normalization", "LayerNorm")).lower().startswith("rms")
     q_width, kv_width = heads * kv_ch, groups * kv_ch
@@ -59,15 +81,21 @@ def parameters_from_shape(cfg: dict[str, Any], vocab: int | None) -> tuple[float
         or pos_type in {"rope", "alibi", "none"}
     ):
         positions = 0
+    copies = 1
     if vocab:
         total += vocab * h + positions * h
-        if cfg.get("untie_embeddings_and_output_weights"):
+        tied = tied_embeddings(cfg)
+        if not tied:
             total += vocab * h
+        elif (_int(cfg, "pipeline_model_parallel_size") or 1) > 1:
+            copies = 2
     shape = {
         "num_layers": layers, "hidden_size": h, "ffn_hidden_size": ffn, "num_attention_heads": heads,
-        "vocab_size": vocab, "max_position_embeddings": positions or None, "gated_mlp": glu,
+        "num_query_groups": groups if groups != heads else None, "vocab_size": vocab,
+        "max_position_embeddings": positions or None, "gated_mlp": glu,
+        "tied_embeddings": tied_embeddings(cfg), "parameters_unique": float(total),
     }
-    return float(total), shape
+    return float(total + (copies - 1) * (vocab or 0) * h), shape
 
 
 def logged_parameters(events: pl.DataFrame) -> float | None:
@@ -104,6 +132,17 @@ def check_model(
             check.notes.append(f"ffn_hidden_size {ffn} is {ratio:.2f}x hidden (expected {expected})")
         if h % heads:
             check.notes.append(f"hidden_size {h} is not divisible by num_attention_heads {heads}")
+        if shape["num_query_groups"] and heads % shape["num_query_groups"]:
+            check.notes.append(f"num_attention_heads {heads} is not divisible by {shape['num_query_groups']} "
+                               "key-value groups")
+        std = cfg.get("init_method_std")
+        if isinstance(std, (int, float)) and not isinstance(std, bool) and std > 0:
+            small = math.sqrt(2 / (5 * h))
+            if not 1 / INIT_STD_FACTOR <= std / small <= INIT_STD_FACTOR:
+                check.notes.append(
+                    f"init_method_std {std:g} is {std / small:.1f}x the small-init value sqrt(2/(5·hidden)) = "
+                    f"{small:.2g} for hidden {h}"
+                )
         if vocab is None:
             check.notes.append("vocabulary size unknown: embeddings left out of the count from shape")
     if from_shape and check.parameters_stated:

@@ -46,8 +46,8 @@ def tr8_args(seed: int, beta2: float) -> dict[str, object]:
     return {
         "num_layers": 32, "hidden_size": 16384, "ffn_hidden_size": 20480, "num_attention_heads": 32,
         "seq_length": 2048, "max_position_embeddings": 2048, "micro_batch_size": 1, "global_batch_size": 2048,
-        "rampup_batch_size": "['16', '16', '6_000_000']", "lr": 6e-05, "min_lr": 6e-06, "lr_decay_style": "cosine",
-        "lr_warmup_samples": 216320, "adam_beta1": 0.9, "adam_beta2": beta2, "adam_eps": 1e-08,
+        "rampup_batch_size": "['16', '16', '2_600_960']", "lr": 6e-05, "min_lr": 6e-06, "lr_decay_style": "cosine",
+        "lr_warmup_samples": 174240, "adam_beta1": 0.9, "adam_beta2": beta2, "adam_eps": 1e-08,
         "clip_grad": 1.0, "weight_decay": 0.1, "fp16": True, "bf16": False, "seed": seed, "init_method_std": 0.02,
         "log_interval": 10, "save_interval": 300, "eval_interval": 1000, "train_samples": 300000000,
         "tensor_model_parallel_size": 4, "pipeline_model_parallel_size": 32,

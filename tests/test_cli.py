@@ -34,7 +34,8 @@ def test_markdown_report_on_the_sample():
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0] == "# Incident chronicle: tr8-104B-sample"
-    assert "this is a \\~57B model, not 104B" in "\n".join(lines[:6])
+    headline = "this is a \\~58B model, not 104B: ffn\\_hidden\\_size 20480 is 1.25x hidden (expected 65536)"
+    assert headline in "\n".join(lines[:6])
     assert "| 2 | 6220–7150 | resumed from step 6210 **(rollback)** | seed: 42 → 43 | ended in NaN |" in lines
 
 

@@ -1,0 +1,108 @@
+"""Learning-rate warm-up, LR peak and batch-size ramp-up: where they end, from the logged curves and the config."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import polars as pl
+
+from forensics.findings import Schedule
+from parsers import schema as s
+
+PEAK_TOLERANCE = 1e-3  # a logged LR within 0.1% of the maximum is at the peak (printed with 4-7 digits)
+
+
+def _curve(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """A metric by step, each step's value from the first attempt that logged it (later attempts repeat it)."""
+    return (
+        metrics.filter((pl.col("metric") == metric) & pl.col("value").is_finite())
+        .sort("attempt", "step").unique("step", keep="first").sort("step").select("step", "value")
+    )
+
+
+def _step_at_samples(samples: pl.DataFrame, target: float) -> int | None:
+    reached = samples.filter(pl.col("value") >= target)
+    return int(reached["step"][0]) if reached.height else None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.replace("_", ""))
+        except ValueError:
+            return None
+    return None
+
+
+def rampup_samples(config: dict[str, Any]) -> float | None:
+    """The sample count at which Megatron's ``--rampup-batch-size start increment samples`` reaches the full batch."""
+    value = config.get("rampup_batch_size")
+    parts = value if isinstance(value, list) else re.findall(r"[\d_]+", value) if isinstance(value, str) else []
+    return _number(parts[2]) if len(parts) == 3 else None
+
+
+def configured_warmup(config: dict[str, Any], samples: pl.DataFrame) -> int | None:
+    """The warm-up length the config asks for, in steps: ``lr_warmup_iters``, ``lr_warmup_fraction`` of
+    ``train_iters``, or ``lr_warmup_samples`` (located on the consumed-samples curve, or divided by the batch)."""
+    iters = _number(config.get("lr_warmup_iters"))
+    if iters:
+        return int(iters)
+    fraction, train_iters = _number(config.get("lr_warmup_fraction")), _number(config.get("train_iters"))
+    if fraction and train_iters:
+        return int(fraction * train_iters)
+    warm_samples = _number(config.get("lr_warmup_samples"))
+    if not warm_samples:
+        return None
+    if samples.height:
+        return _step_at_samples(samples, warm_samples)
+    batch = _number(config.get("global_batch_size"))
+    if batch and config.get("rampup_batch_size") in (None, "None"):
+        return int(warm_samples // batch)
+    return None
+
+
+def schedule(metrics: pl.DataFrame, config: dict[str, Any]) -> Schedule:
+    """Warm-up end, LR peak and batch ramp-up end of a run; notes where the curves and the config disagree."""
+    out = Schedule()
+    lr = _curve(metrics, s.LR)
+    samples = _curve(metrics, s.CONSUMED_SAMPLES)
+    if lr.height >= 3:
+        peak = float(lr["value"].max())  # type: ignore[arg-type]
+        at_peak = lr.filter(pl.col("value") >= peak * (1 - PEAK_TOLERANCE))
+        out.lr_peak, out.lr_peak_step = peak, int(at_peak["step"][0])
+        if lr["value"][0] < 0.5 * peak and out.lr_peak_step > lr["step"][0]:
+            out.warmup_end_step = out.lr_peak_step
+    out.warmup_end_configured = configured_warmup(config, samples)
+    if out.warmup_end_step is None:
+        out.warmup_end_step = out.warmup_end_configured
+    elif out.warmup_end_configured is not None:
+        gap = abs(out.warmup_end_step - out.warmup_end_configured)
+        step_gaps = lr["step"].diff().drop_nulls()
+        if gap > max(2 * (step_gaps.median() or 1), 0.02 * out.warmup_end_step):  # type: ignore[operator]
+            out.notes.append(f"the LR curve peaks at step {out.warmup_end_step} but the config's warm-up ends at "
+                             f"step {out.warmup_end_configured}")
+    configured_lr = _number(config.get("lr"))
+    if out.lr_peak and configured_lr and abs(out.lr_peak / configured_lr - 1) > 0.01:
+        out.notes.append(f"the logged LR peaks at {out.lr_peak:.4g} but the config's lr is {configured_lr:.4g}")
+
+    batch = _curve(metrics, s.BATCH_SIZE)
+    full = _number(config.get("global_batch_size"))
+    if batch.height:
+        out.batch_size_final = full or float(batch["value"].max())  # type: ignore[arg-type]
+        reached = batch.filter(pl.col("value") >= out.batch_size_final)
+        if batch["value"][0] < out.batch_size_final and reached.height:
+            out.batch_rampup_end_step = int(reached["step"][0])
+    ramp = rampup_samples(config)
+    if ramp and samples.height:
+        configured = _step_at_samples(samples, ramp)
+        if out.batch_rampup_end_step is None:
+            out.batch_rampup_end_step = configured
+        elif configured is not None and abs(configured - out.batch_rampup_end_step) > 0.02 * configured:
+            out.notes.append(f"the batch size reaches {out.batch_size_final:.0f} at step {out.batch_rampup_end_step} "
+                             f"but the config's ramp-up ends at step {configured}")
+    return out
