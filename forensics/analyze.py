@@ -8,6 +8,7 @@ import polars as pl
 
 from forensics.attempts import build_attempts
 from forensics.causes import suspect
+from forensics.config_effects import link_config_changes
 from forensics.configs import config_table, differing_keys
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames
 from forensics.findings import Anomaly, Findings, RunFindings
@@ -44,11 +45,12 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     frames = RunFrames(metrics=run.metrics, events=run.events)
     anomalies = detect(frames, detectors)
     attempts = build_attempts(run.metrics, run.events, run.configs, anomalies)
+    link_config_changes(attempts, anomalies, frames)
     table = config_table(run.configs)
     config = table[max(table)] if table else {}
     model = check_model(config, run.events, run.name, run.path)
     timing = schedule(run.metrics, config)
-    causes = suspect(run.metrics, run.events, attempts, anomalies, model, config, timing)
+    causes = suspect(run.metrics, run.events, attempts, anomalies, model, table, timing)
     return RunFindings(
         name=run.name,
         path=run.path,

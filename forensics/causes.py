@@ -2,65 +2,142 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt, Cause, ModelCheck, Schedule
-from forensics.timeline import log_intervals
-from parsers import schema as s
+from forensics.infra import infrastructure
+from forensics.resumes import optimizer_state_lost, recurrence, skipped_batches
 
 
 def suspect(
     metrics: pl.DataFrame, events: pl.DataFrame, attempts: list[Attempt], anomalies: list[Anomaly],
-    model: ModelCheck, config: dict[str, Any], timing: Schedule | None = None,
+    model: ModelCheck, table: dict[int, dict[str, Any]], timing: Schedule | None = None,
 ) -> list[Cause]:
-    """Rank the suspected causes of what went wrong, most likely first."""
-    causes: list[Cause] = []
-    if model.notes and model.notes[0].startswith("this is a ~"):
-        causes.append(Cause(
-            cause="model shape does not match the model's name",
-            confidence=0.9,
-            evidence=list(model.notes),
+    """Rank the suspected causes of what went wrong, most likely first (ties keep the order of the rules)."""
+    troubles = [a for a in anomalies if a.kind in INSTABILITY_KINDS]
+    timing = timing or Schedule()
+    causes = [
+        *shape_causes(model, bool(troubles)),
+        *lr_causes(attempts, troubles, model, timing, table),
+        *after_warmup(troubles, timing),
+        *loss_scale_collapse(anomalies, troubles),
+        *infrastructure(metrics, events, attempts, anomalies),
+        *recurrence(attempts, anomalies, metrics),
+        *skipped_batches(attempts, anomalies, events),
+        *optimizer_state_lost(attempts, anomalies, metrics, events, table),
+        *logit_growth(anomalies),
+    ]
+    return sorted(causes, key=lambda c: -c.confidence)
+
+
+def shape_causes(model: ModelCheck, unstable: bool) -> list[Cause]:
+    """The model is not the size its name says (tr8-104B: a 58B model all along), an odd FFN width, or an init std
+    far above the small-init value (tr8b-104B: "fixing std init" overcame the first instability)."""
+    out: list[Cause] = []
+    headline = next((n for n in model.notes if n.startswith("this is a ~")), None)
+    if headline:
+        evidence = [headline]
+        if model.parameters_logged:
+            evidence.append(f"the program itself printed {model.parameters_logged / 1e9:.2f}B parameters")
+        out.append(Cause(
+            cause="model shape does not match the model's name", confidence=0.9, evidence=evidence,
             check_next="compare num_layers, hidden_size and ffn_hidden_size with the intended architecture",
         ))
     elif model.shape and not 0.5 <= model.shape["ffn_hidden_size"] / model.shape["hidden_size"] / (
         8 / 3 if model.shape["gated_mlp"] else 4
     ) <= 2:
-        causes.append(Cause(
+        out.append(Cause(
             cause="unusual FFN width", confidence=0.5, evidence=[n for n in model.notes if "ffn" in n],
             check_next="check that ffn_hidden_size was meant for this hidden size",
         ))
+    init = [n for n in model.notes if n.startswith("init_method_std")]
+    if init and unstable:
+        out.append(Cause(
+            cause="initialisation too large for the width", confidence=0.35, evidence=init,
+            check_next="small init sqrt(2/(5·hidden)) (tr8b-104B's first fix; 'Spike No More')",
+        ))
+    return out
 
-    troubles = [a for a in anomalies if a.kind in INSTABILITY_KINDS]
-    causes.extend(after_warmup(troubles, timing or Schedule()))
 
+# GPT-3 (Brown et al. 2020, table 2.1): parameters -> peak learning rate used
+GPT3_LR: tuple[tuple[float, float], ...] = (
+    (125e6, 6e-4), (350e6, 3e-4), (760e6, 2.5e-4), (1.3e9, 2e-4), (2.7e9, 1.6e-4), (6.7e9, 1.2e-4), (13e9, 1e-4),
+    (175e9, 0.6e-4),
+)
+LR_TOO_HIGH = 2.0  # a peak LR above twice GPT-3's for the size is suspect when the run is unstable
+
+
+def reference_lr(parameters: float) -> float:
+    """GPT-3's peak LR for a model of this size, interpolated in log-log (clamped at the table's ends)."""
+    sizes = np.log([p for p, _ in GPT3_LR])
+    lrs = np.log([lr for _, lr in GPT3_LR])
+    return float(np.exp(np.interp(math.log(parameters), sizes, lrs)))
+
+
+def lr_causes(
+    attempts: list[Attempt], troubles: list[Anomaly], model: ModelCheck, timing: Schedule,
+    table: dict[int, dict[str, Any]],
+) -> list[Cause]:
+    """LR too high: above what GPT-3 used at this size while the run is unstable, or an attempt that lowered the LR
+    got further without trouble."""
+    out: list[Cause] = []
+    size = model.parameters_from_shape or model.parameters_logged
+    lr = timing.lr_peak or next((c.get("lr") for c in table.values() if isinstance(c.get("lr"), float)), None)
+    if troubles and size and lr and lr > LR_TOO_HIGH * reference_lr(size):
+        out.append(Cause(
+            cause="learning rate too high for the model size", confidence=0.4,
+            evidence=[f"peak LR {lr:.3g} is {lr / reference_lr(size):.1f}x the {reference_lr(size):.2g} GPT-3 used "
+                      f"at {size / 1e9:.2g}B parameters"],
+            check_next="an LR sweep at small scale (Wortsman et al.: LR sensitivity) or a lower peak LR",
+        ))
+    first = {a.attempt: a for a in sorted(troubles, key=lambda a: -a.step)}
+    for att in attempts:
+        change = att.config_changes.get("lr")
+        if not change or not all(isinstance(v, (int, float)) for v in change) or change[1] >= change[0]:
+            continue
+        prev = [p for p in attempts if p.index < att.index and p.index in first]
+        if not prev:
+            continue
+        before, mine = first[prev[-1].index], first.get(att.index)
+        if mine is None or mine.step > before.step:
+            got = "without trouble" if mine is None else f"until step {mine.step}"
+            out.append(Cause(
+                cause="learning rate too high: lowering it got further", confidence=0.6 if mine is None else 0.45,
+                evidence=[f"attempt {before.attempt} (lr {change[0]:g}): {before.kind.replace('_', ' ')} at step "
+                          f"{before.step}",
+                          f"attempt {att.index} lowered lr to {change[1]:g} and ran to step {att.end_step} {got}"],
+                check_next="keep the lower LR; with several runs, `forensics compare` measures the LR sensitivity",
+            ))
+    return out
+
+
+def loss_scale_collapse(anomalies: list[Anomaly], troubles: list[Anomaly]) -> list[Cause]:
+    """fp16 loss scale falling to its floor with overflows skipping steps; stronger when trouble follows it."""
     collapses = [a for a in anomalies if a.kind in {"loss_scale_collapse", "skipped_iterations"}]
-    if collapses:
-        later = [t for t in troubles if any(c.attempt == t.attempt and c.step <= t.step for c in collapses)]
-        causes.append(Cause(
-            cause="fp16 loss-scale collapse / overflow storm",
-            confidence=0.6 if later else 0.3,
-            evidence=[f"attempt {c.attempt}, step {c.step}: {c.detail}" for c in collapses[:5]],
-            check_next="bf16, a higher min loss scale, or lower LR; look for the first overflow before the spike",
-        ))
+    if not collapses:
+        return []
+    later = [t for t in troubles if any(c.attempt == t.attempt and c.step <= t.step for c in collapses)]
+    return [Cause(
+        cause="fp16 loss-scale collapse / overflow storm",
+        confidence=0.6 if later else 0.3,
+        evidence=[f"attempt {c.attempt}, step {c.step}: {c.detail}" for c in collapses[:5]],
+        check_next="bf16, a higher min loss scale, or lower LR; look for the first overflow before the spike",
+    )]
 
-    infra = events.filter(pl.col("kind").is_in(list(s.INFRA_KINDS)))
-    if infra.height:
-        crashed = {a.index for a in attempts if a.end_reason in {"crashed", "killed"}}
-        rows = infra.unique(["attempt", "kind"], keep="first").sort("line")
-        causes.append(Cause(
-            cause="hardware or infrastructure failure",
-            confidence=0.7 if crashed else 0.3,
-            evidence=[
-                f"attempt {a}, {k.replace('_', ' ')} near step {st}: {(t or '').strip()[:140]}"
-                for a, st, k, t in rows.select("attempt", "step", "kind", "text").iter_rows()
-            ][:6],
-            check_next="node health (ECC, Xid, NCCL) and whether the same node was reused after the failure",
-        ))
 
-    causes.extend(recurrence(attempts, anomalies, metrics))
-    return sorted(causes, key=lambda c: -c.confidence)
+def logit_growth(anomalies: list[Anomaly]) -> list[Cause]:
+    """Attention or output logits that grew before the trouble (Wortsman et al. 2023), when the run logs them."""
+    notes = [f"attempt {a.attempt}, before step {a.step}: {p}" for a in anomalies for p in a.precursors if "logit" in p]
+    if not notes:
+        return []
+    return [Cause(
+        cause="attention or output logit growth", confidence=0.5, evidence=notes[:4],
+        check_next="qk-layernorm and z-loss (1e-4) fix logit growth in Wortsman et al.; check per-layer logits",
+    )]
 
 
 WARMUP_WINDOW = 0.25  # trouble within a quarter of the warm-up length (at least 1,000 steps) after it ends
@@ -90,57 +167,3 @@ def after_warmup(troubles: list[Anomaly], timing: Schedule) -> list[Cause]:
         check_next="a lower peak LR or a longer warm-up: if the spike moves with the end of warm-up, the LR is the "
                    "trigger; if it stays at the same samples, suspect the data there",
     )]
-
-
-def _samples_at(metrics: pl.DataFrame, attempt: int, step: int) -> float | None:
-    rows = metrics.filter((pl.col("metric") == s.CONSUMED_SAMPLES) & (pl.col("attempt") == attempt)
-                          & (pl.col("step") <= step)).sort("step")
-    return float(rows["value"][-1]) if rows.height else None
-
-
-def recurrence(attempts: list[Attempt], anomalies: list[Anomaly], metrics: pl.DataFrame) -> list[Cause]:
-    """Across a rollback: trouble that comes back at the same step (or the same consumed samples) points at the data
-    there; trouble that comes sooner or later points at optimizer or model state (PaLM: spikes "only occur due to
-    the combination of specific data batches with a particular model parameter state")."""
-    first: dict[int, Anomaly] = {}
-    for a in anomalies:
-        if a.kind in INSTABILITY_KINDS and (a.attempt not in first or a.step < first[a.attempt].step):
-            first[a.attempt] = a
-    intervals = log_intervals(metrics)
-    out: list[Cause] = []
-    for att in attempts:
-        mine = first.get(att.index)
-        if not att.rollback or mine is None or att.resumed_from_step is None:
-            continue
-        before = [first[p.index] for p in attempts if p.index < att.index and p.index in first
-                  and first[p.index].step > att.resumed_from_step]
-        if not before:
-            continue
-        prev = before[-1]
-        tol = max(20, 2 * intervals.get(att.index, 1))
-        samples = (_samples_at(metrics, prev.attempt, prev.step), _samples_at(metrics, att.index, mine.step))
-        same_samples = None not in samples and abs(samples[0] - samples[1]) <= tol * max(  # type: ignore[operator]
-            1.0, (samples[0] or 0) / max(prev.step, 1))
-        seed = att.config_changes.get("seed")
-        how = f" with a new seed ({seed[0]} → {seed[1]})" if seed else ""
-        evidence = [
-            f"attempt {prev.attempt}: first {prev.kind.replace('_', ' ')} at step {prev.step}",
-            f"attempt {att.index} rolled back to step {att.resumed_from_step}{how} and hit "
-            f"{mine.kind.replace('_', ' ')} at step {mine.step}",
-        ]
-        if abs(mine.step - prev.step) <= tol or same_samples:
-            out.append(Cause(
-                cause="a stretch of data: the trouble came back at the same point after the rollback",
-                confidence=0.6 if seed else 0.5, evidence=evidence,
-                check_next=f"inspect the batches just before step {mine.step}; restart ~100 steps earlier and skip "
-                           "a few hundred batches (PaLM)",
-            ))
-        else:
-            when = "sooner" if mine.step < prev.step else "later"
-            out.append(Cause(
-                cause=f"optimizer or model state rather than one batch: after the rollback the trouble came {when} "
-                      f"(step {mine.step} vs {prev.step})",
-                confidence=0.4, evidence=evidence,
-                check_next="LR, initialisation, Adam beta2/epsilon or the model shape rather than data order",
-            ))
-    return out

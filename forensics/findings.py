@@ -58,6 +58,7 @@ class Attempt:
     points: int = 0
     sources: list[str] = field(default_factory=list)
     end_detail: str = ""
+    behaviour: list[str] = field(default_factory=list)  # how it behaved differently after its config changes
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,74 @@
+"""Config changes linked to the change in behaviour that followed them: each attempt that changed settings is set
+against the earlier attempt that covered the same steps (loss level, grad-norm level, where trouble came), and a
+regime change at its start is tied to the change."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.detectors.base import RunFrames
+from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt
+from forensics.timeline import log_intervals
+from parsers import schema as s
+
+LOSS_SHIFT = 0.02       # a median loss difference over the common steps above 2% is a change in level
+GRAD_RATIO = 1.25       # a median grad-norm ratio beyond 1.25x (or below 1/1.25) is a change in level
+
+
+def _change_text(att: Attempt) -> str:
+    return ", ".join(f"{k} {a} → {b}" for k, (a, b) in att.config_changes.items())
+
+
+def _levels(frames: RunFrames, metric: str, mine: int, ref: int, lo: int, hi: int) -> tuple[float, float, int, int]:
+    """Median of ``metric`` in both attempts over the steps both logged in [lo, hi]: (mine, ref, first, last)."""
+    pts = frames.points(metric).filter(pl.col("step").is_between(lo, hi) & pl.col("value").is_finite())
+    both = pts.filter(pl.col("attempt") == mine).join(pts.filter(pl.col("attempt") == ref), on="step", suffix="_ref")
+    if both.height < 5:
+        return float("nan"), float("nan"), 0, 0
+    return (float(both["value"].median()), float(both["value_ref"].median()),  # type: ignore[arg-type]
+            int(both["step"].min()), int(both["step"].max()))  # type: ignore[arg-type]
+
+
+def link_config_changes(attempts: list[Attempt], anomalies: list[Anomaly], frames: RunFrames) -> None:
+    """Fill ``Attempt.behaviour`` for attempts that changed settings, and add a note to regime changes (and first
+    trouble) that start right where such an attempt began. Mutates the findings in place."""
+    first: dict[int, Anomaly] = {}
+    for a in sorted(anomalies, key=lambda a: a.step):
+        if a.kind in INSTABILITY_KINDS:
+            first.setdefault(a.attempt, a)
+    intervals = log_intervals(frames.metrics)
+    for att in attempts:
+        if not att.config_changes or att.start_step is None or att.end_step is None:
+            continue
+        change = _change_text(att)
+        ref = next((p for p in reversed(attempts) if p.index < att.index and p.start_step is not None
+                    and p.end_step is not None and p.start_step <= att.end_step and p.end_step >= att.start_step), None)
+        notes: list[str] = []
+        if ref is not None:
+            mine_t, ref_t = first.get(att.index), first.get(ref.index)
+            hi = min(x.step - 1 for x in (mine_t, ref_t) if x is not None) if (mine_t or ref_t) else att.end_step
+            loss, loss_ref, lo_s, hi_s = _levels(frames, s.LOSS, att.index, ref.index, att.start_step, hi)
+            if loss == loss and abs(loss / loss_ref - 1) > LOSS_SHIFT:
+                notes.append(f"loss {abs(loss / loss_ref - 1):.0%} {'lower' if loss < loss_ref else 'higher'} than "
+                             f"attempt {ref.index} over steps {lo_s}–{hi_s} ({loss:.4g} vs {loss_ref:.4g})")
+            gn, gn_ref, lo_g, hi_g = _levels(frames, s.GRAD_NORM, att.index, ref.index, att.start_step, hi)
+            if gn == gn and gn_ref > 0 and not 1 / GRAD_RATIO <= gn / gn_ref <= GRAD_RATIO:
+                notes.append(f"grad norm {gn / gn_ref:.2f}x attempt {ref.index}'s over steps {lo_g}–{hi_g}")
+            if mine_t is not None and ref_t is not None:
+                when = ("at the same step" if mine_t.step == ref_t.step else
+                        f"{abs(mine_t.step - ref_t.step)} steps {'sooner' if mine_t.step < ref_t.step else 'later'}")
+                notes.append(f"first {mine_t.kind.replace('_', ' ')} at step {mine_t.step}, {when} than attempt "
+                             f"{ref.index}'s (step {ref_t.step})")
+            elif mine_t is not None:
+                notes.append(f"{mine_t.kind.replace('_', ' ')} at step {mine_t.step}, where attempt {ref.index} had "
+                             f"run clean" + (f" until step {ref.end_step}" if ref.end_step >= mine_t.step else ""))
+            elif ref_t is not None and att.end_step > ref_t.step:
+                notes.append(f"no trouble past step {ref_t.step}, where attempt {ref.index} had its first "
+                             f"{ref_t.kind.replace('_', ' ')}")
+        near = 3 * intervals.get(att.index, 1)
+        for a in anomalies:
+            if a.attempt == att.index and a.kind == "changepoint" and a.step - att.start_step <= near:
+                notes.append(f"{a.metric.replace('_', ' ')} changed level at the start: {a.detail}")
+                a.precursors.append(f"attempt {att.index} began at step {att.start_step} with {change}")
+        if notes:
+            att.behaviour = [f"after {change}: {n}" for n in notes]

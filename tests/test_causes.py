@@ -1,0 +1,168 @@
+"""Suspected causes, schedule positions and config changes linked to behaviour, on the samples, real logs and
+small frames built for one rule each."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from conftest import SAMPLES, real
+
+import forensics
+from forensics.causes import lr_causes, reference_lr
+from forensics.config_effects import link_config_changes
+from forensics.detectors import RunFrames
+from forensics.findings import Anomaly, Attempt, ModelCheck, Schedule
+from forensics.infra import hangs, infrastructure
+from forensics.resumes import optimizer_state_lost, skipped_batches
+from parsers import load_run
+from parsers import schema as s
+
+
+@pytest.fixture(scope="module")
+def tr8_sample():
+    return forensics.analyze(load_run(SAMPLES / "tr8-104B-sample")).runs[0]
+
+
+def cause(run, start: str):
+    return [c for c in run.suspected_causes if c.cause.startswith(start)]
+
+
+def test_sample_schedule_from_the_curves_agrees_with_the_config(tr8_sample):
+    sched = tr8_sample.schedule
+    assert (sched.lr_peak, sched.lr_peak_step, sched.warmup_end_step) == (6e-05, 6500, 6500)
+    assert sched.warmup_end_configured == 6500        # lr_warmup_samples 174240 on the consumed-samples curve
+    assert sched.batch_size_final == 2048 and sched.batch_rampup_end_step is None  # still ramping when it died
+    assert sched.notes == []
+
+
+def test_sample_spike_after_warmup_is_suspected_for_both_attempts(tr8_sample):
+    [warm] = cause(tr8_sample, "instability shortly after the learning-rate warm-up ended")
+    assert warm.evidence == [
+        "the learning rate reached its peak (6e-05) at step 6500",
+        "attempt 1: first loss spike at step 7010, 510 steps later",
+        "attempt 2: first loss spike at step 6930, 430 steps later",
+    ]
+
+
+def test_sample_ranks_the_shape_first_and_init_std_among_the_causes(tr8_sample):
+    top = tr8_sample.suspected_causes[0]
+    assert top.cause == "model shape does not match the model's name" and top.confidence == 0.9
+    assert top.evidence == ["this is a ~58B model, not 104B: ffn_hidden_size 20480 is 1.25x hidden (expected 65536)",
+                            "the program itself printed 57.75B parameters"]
+    [init] = cause(tr8_sample, "initialisation too large")
+    assert "init_method_std 0.02 is 4.0x" in init.evidence[0]
+
+
+def test_sample_config_changes_are_linked_to_what_followed(tr8_sample):
+    a = tr8_sample.attempts
+    assert a[1].behaviour == ["after seed 42 → 43: first loss spike at step 6930, 80 steps sooner than attempt 1's "
+                              "(step 7010)"]
+    assert a[2].behaviour == ["after adam_beta2 0.999 → 0.95: first loss spike at step 4960, 2050 steps sooner than "
+                              "attempt 1's (step 7010)"]
+    assert tr8_sample.config_diffs == {
+        "adam_beta2": {"1": 0.999, "2": 0.999, "3": 0.95}, "seed": {"1": 42, "2": 43, "3": 43},
+    }
+
+
+def test_clean_sample_has_no_causes():
+    run = forensics.analyze(load_run(SAMPLES / "clean-1.3B")).runs[0]
+    assert run.suspected_causes == [] and run.schedule.warmup_end_step == 300
+
+
+def test_tr1_13b_infrastructure_evidence_from_real_error_lines():
+    run = forensics.analyze(load_run(real("tr1-13B"))).runs[0]
+    [infra] = cause(run, "hardware or infrastructure failure")
+    assert infra.confidence == 0.7
+    assert any("cudaErrorECCUncorrectable" in e for e in infra.evidence)
+    assert "attempt 1 crashed at step 43680: out_of_memory: RuntimeError: CUDA error: out of memory" in infra.evidence
+
+
+# --- one rule at a time, on small frames ---------------------------------------------------------------------------
+
+def metrics(rows: dict[str, list[tuple[int, int, float]]], wall: dict[int, float] | None = None) -> pl.DataFrame:
+    """rows: metric -> [(attempt, step, value)]; wall: step -> wall time for every row at that step."""
+    frame = pl.DataFrame(
+        [{"metric": m, "attempt": a, "step": st, "value": v, "run": "r", "source": "x"}
+         for m, pts in rows.items() for a, st, v in pts]
+    )
+    if wall:
+        frame = frame.with_columns(wall_time=pl.col("step").replace_strict(wall, default=None, return_dtype=pl.Float64))
+    return s.conform(frame, s.METRICS_SCHEMA)
+
+
+def attempt(index: int, start: int, end: int, resumed: int | None, **kw) -> Attempt:
+    return Attempt(index=index, start_step=start, end_step=end, resumed_from_step=resumed,
+                   resumed_from_inferred=False, rollback=kw.pop("rollback", False),
+                   config_changes=kw.pop("changes", {}), end_reason=kw.pop("end", "running"), **kw)
+
+
+def spike(attempt_: int, step: int, kind: str = "loss_spike") -> Anomaly:
+    return Anomaly(kind=kind, metric="loss", attempt=attempt_, step=step, end_step=step, value=9.0, baseline=3.0)
+
+
+def test_optimizer_state_lost_from_a_reset_loss_scale_and_a_spike_right_after():
+    m = metrics({s.LOSS_SCALE: [(1, 990, 2048.0), (1, 1000, 2048.0), (2, 1010, 65536.0)],
+                 s.LOSS: [(1, 1000, 3.0), (2, 1010, 3.0), (2, 1040, 9.0)]})
+    atts = [attempt(1, 10, 1000, None), attempt(2, 1010, 1100, 1000)]
+    [c] = optimizer_state_lost(atts, [spike(2, 1040)], m, s.empty(s.EVENTS_SCHEMA), {2: {}})
+    assert c.cause == "optimizer state lost on resume" and c.confidence == 0.6
+    assert c.evidence == [
+        "fp16 loss scale restarted at 65536 after the resume, 32x the 2048 before it (the grad scaler is part of the "
+        "optimizer state)",
+        "loss spike at step 1040, 40 steps after resuming from 1000",
+    ]
+
+
+def test_optimizer_state_lost_from_the_config_without_trouble_is_weaker():
+    m = metrics({s.LOSS: [(1, 1000, 3.0), (2, 1010, 3.0)]})
+    atts = [attempt(1, 10, 1000, None), attempt(2, 1010, 5000, 1000)]
+    [c] = optimizer_state_lost(atts, [], m, s.empty(s.EVENTS_SCHEMA), {2: {"no_load_optim": True}})
+    assert (c.cause, c.confidence, c.evidence) == (
+        "optimizer state lost on resume", 0.3, ["attempt 2 ran with no_load_optim=True"])
+
+
+def test_a_long_silence_is_a_hang_and_an_infrastructure_suspect():
+    steps = list(range(10, 210, 10))
+    wall = {st: 20.0 * st for st in steps} | {st: 20.0 * st + 7200 for st in steps if st > 100}
+    m = metrics({s.LOSS: [(1, st, 3.0) for st in steps]}, wall)
+    assert hangs(m).rows() == [(1, 100, 110, 7400.0, 200.0)]
+    [c] = infrastructure(m, s.empty(s.EVENTS_SCHEMA), [attempt(1, 10, 200, None)], [])
+    assert c.evidence == ["attempt 1: nothing logged for 2.1 h between steps 100 and 110 (usually 200 s)"]
+    assert c.confidence == 0.4
+
+
+def test_lowering_the_lr_that_got_further_is_suspected_and_gpt3_reference():
+    atts = [attempt(1, 10, 5000, None), attempt(2, 3010, 9000, 3000, changes={"lr": [3e-4, 1.5e-4]}, rollback=True)]
+    [c] = lr_causes(atts, [spike(1, 4200)], ModelCheck(), Schedule(), {})
+    assert c.cause == "learning rate too high: lowering it got further" and c.confidence == 0.6
+    assert c.evidence == ["attempt 1 (lr 0.0003): loss spike at step 4200",
+                          "attempt 2 lowered lr to 0.00015 and ran to step 9000 without trouble"]
+    assert reference_lr(13e9) == pytest.approx(1e-4) and reference_lr(1e6) == pytest.approx(6e-4)
+    high = lr_causes([attempt(1, 10, 5000, None)], [spike(1, 4200)], ModelCheck(parameters_from_shape=1.3e9),
+                     Schedule(lr_peak=6e-4), {})
+    assert high[0].evidence == ["peak LR 0.0006 is 3.0x the 0.0002 GPT-3 used at 1.3B parameters"]
+
+
+def test_trouble_gone_after_skipping_batches_points_at_data():
+    events = s.conform(pl.DataFrame({"attempt": [2], "kind": [s.EV_SKIP_RANGE], "value": [4100.0], "step": [4100]}),
+                       s.EVENTS_SCHEMA)
+    atts = [attempt(1, 10, 4300, None), attempt(2, 4010, 9000, 4000, rollback=True)]
+    [c] = skipped_batches(atts, [spike(1, 4200)], events)
+    assert c.confidence == 0.7 and c.evidence[1] == "attempt 2 skipped iterations from 4100 and ran on to step 9000 " \
+                                                    "without trouble"
+
+
+def test_a_regime_change_at_the_start_of_a_changed_attempt_is_linked():
+    steps = range(10, 1010, 10)
+    m = metrics({s.LOSS: [(1, st, 3.0) for st in steps] + [(2, st, 3.3) for st in steps if st > 500],
+                 s.GRAD_NORM: [(1, st, 1.0) for st in steps] + [(2, st, 2.0) for st in steps if st > 500]})
+    shift = Anomaly(kind="changepoint", metric="grad_norm", attempt=2, step=510, end_step=1000, value=2.0,
+                    baseline=1.0, detail="grad norm level 1 before step 510, 2 after")
+    atts = [attempt(1, 10, 1000, None), attempt(2, 510, 1000, 500, changes={"lr": [1e-4, 3e-4]}, rollback=True)]
+    link_config_changes(atts, [shift], RunFrames(m, s.empty(s.EVENTS_SCHEMA)))
+    assert atts[1].behaviour == [
+        "after lr 0.0001 → 0.0003: loss 10% higher than attempt 1 over steps 510–1000 (3.3 vs 3)",
+        "after lr 0.0001 → 0.0003: grad norm 2.00x attempt 1's over steps 510–1000",
+        "after lr 0.0001 → 0.0003: grad norm changed level at the start: grad norm level 1 before step 510, 2 after",
+    ]
+    assert shift.precursors == ["attempt 2 began at step 510 with lr 0.0001 → 0.0003"]
