@@ -9,7 +9,7 @@ import polars as pl
 from forensics.attempts import build_attempts
 from forensics.causes import suspect
 from forensics.config_effects import link_config_changes
-from forensics.configs import config_table, differing_keys
+from forensics.configs import config_table, differing_keys, settings
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames
 from forensics.findings import Anomaly, Findings, RunFindings
 from forensics.model_shape import check_model
@@ -63,6 +63,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         skipped=list(run.skipped),
         spike_scores={m: spike_scores(run.metrics, m, frames.points(m)) for m in (s.LOSS, s.GRAD_NORM)},
         schedule=timing,
+        config=settings(config),
         config_diffs=differing_keys({str(n): cfg for n, cfg in sorted(table.items())}) if len(table) > 1 else {},
     )
 

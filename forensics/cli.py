@@ -8,10 +8,11 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 import forensics
 import reports
-from forensics.findings import Findings
+from forensics.findings import INSTABILITY_KINDS, Findings
 from parsers import InputError, load_runs
 
 app = typer.Typer(
@@ -42,20 +43,34 @@ def _inside(child: Path, parent: Path) -> bool:
     return True
 
 
-def _print_summary(findings: Findings, output: Path) -> None:
-    console = Console(highlight=False)
+def print_summary(findings: Findings, written: list[Path], console: Console | None = None) -> None:
+    """The terminal summary after a report is written: per run, the headline, an attempts table and the top
+    findings and suspected causes."""
+    console = console or Console(highlight=False)
     for run in findings.runs:
+        headline = next((n for n in run.model.notes if n.startswith("this is a ~")), None)
+        if headline:
+            console.print(Text(headline, style="bold red"))
         table = Table(title=f"{run.name}: attempts", title_justify="left")
-        for col in ("#", "steps", "start", "ended"):
+        for col in ("#", "steps", "start", "what changed", "ended"):
             table.add_column(col)
         for a in run.attempts:
             start = "scratch" if a.resumed_from_step is None else f"step {a.resumed_from_step}"
             steps = "-" if a.start_step is None else f"{a.start_step}-{a.end_step}"
-            table.add_row(str(a.index), steps, start + (" (rollback)" if a.rollback else ""), a.end_reason)
-        console.print(table, markup=False)
+            changed = ", ".join(f"{k}: {v[0]} → {v[1]}" for k, v in a.config_changes.items())
+            table.add_row(str(a.index), steps, start + (" (rollback)" if a.rollback else ""), changed[:60],
+                          a.end_reason)
+        console.print(table)
+        firsts = {}
+        for x in run.anomalies:
+            if x.kind in INSTABILITY_KINDS:
+                firsts.setdefault(x.attempt, x)
+        for x in firsts.values():
+            console.print(Text(f"attempt {x.attempt}: {x.kind.replace('_', ' ')} at step {x.step}: {x.detail[:100]}"))
         for c in run.suspected_causes[:3]:
-            console.print(f"suspected: {c.cause} ({c.confidence:.1f})", markup=False)
-    console.print(f"report written to {output}", markup=False)
+            console.print(Text(f"suspected: {c.cause} (confidence {c.confidence:.2f})"))
+    console.print(Text(f"report written to {written[0]}"
+                       + (f" (+ {len(written) - 1} plot(s) in {written[1].parent})" if len(written) > 1 else "")))
 
 
 def _version(value: bool) -> None:
@@ -76,6 +91,7 @@ def analyze(
     run_dir: Path = typer.Argument(..., help="A run directory (every log in it) or a single log file."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
     fmt: str = typer.Option("markdown", "--format", "-f", help="markdown or json."),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="With -o and markdown: PNG plots beside the report."),
 ) -> None:
     """Analyze a run and write its incident chronicle (markdown) or findings (JSON).
 
@@ -85,15 +101,16 @@ def analyze(
         raise InputError(f"--format {fmt}: unknown format (choose from {', '.join(reports.FORMATS)})")
     if output is not None and run_dir.exists() and _inside(output, run_dir):
         raise InputError(f"{output}: inside the run directory {run_dir}; forensics never writes into what it reads")
-    findings, text = analyze_path(run_dir, fmt)
+    runs = load_runs(run_dir)
+    findings = forensics.analyze(*runs)
     if output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(reports.render(findings, fmt))
         return
     try:
-        output.write_text(text, encoding="utf-8")
+        written = reports.write_report(findings, {r.name: r.metrics for r in runs}, output, fmt, plots)
     except OSError as exc:
-        raise InputError(f"{output}: cannot write ({exc.strerror or exc})") from None
-    _print_summary(findings, output)
+        raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
+    print_summary(findings, written)
 
 
 def _fail(message: str) -> None:

@@ -123,6 +123,7 @@ class RunFindings:
     spike_scores: dict[str, Any] = field(default_factory=dict)  # OLMo 2 spike score per metric (percent)
     schedule: Schedule = field(default_factory=Schedule)
     config_diffs: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> {attempt: value}, differing keys
+    config: dict[str, Any] = field(default_factory=dict)  # the last attempt's settings (no bookkeeping keys)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -138,6 +139,7 @@ class RunFindings:
             "spike_scores": self.spike_scores,
             "schedule": self.schedule.to_dict(),
             "config_diffs": self.config_diffs,
+            "config": self.config,
         }
 
 

@@ -1,5 +1,6 @@
 """Renderers: the markdown incident chronicle and the JSON document."""
 
+from reports.files import write_report
 from reports.json_report import render_json
 from reports.markdown import render_markdown
 
@@ -15,4 +16,4 @@ def render(findings, fmt: str = "markdown") -> str:  # type: ignore[no-untyped-d
     raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
 
 
-__all__ = ["FORMATS", "render", "render_json", "render_markdown"]
+__all__ = ["FORMATS", "render", "render_json", "render_markdown", "write_report"]

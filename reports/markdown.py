@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any
 
+from forensics.configs import differing_keys
 from forensics.findings import Anomaly, Attempt, Findings, RunFindings
 from reports.escape import md
 
@@ -108,8 +109,85 @@ def _summary(run: RunFindings) -> list[str]:
     return lines
 
 
-def _run(run: RunFindings) -> list[str]:
-    out = [f"# Incident chronicle: {md(run.name)}", "", "## Summary", "", *_summary(run), ""]
+def _far(attempt: Attempt) -> str:
+    if attempt.end_step is None:
+        return "no step logged"
+    return f"step {attempt.end_step}"
+
+
+def _attempt_entry(run: RunFindings, a: Attempt) -> list[str]:
+    out = [f"## Attempt {a.index}: steps {_steps(a)}", "", f"- **Start:** {_start(a)}."]
+    if a.index > 1:
+        out.append(f"- **What changed:** {_changes(a)}.")
+    if a.behaviour:
+        out.append("- **What followed the change:**")
+        out += [f"  - {md(b)}" for b in a.behaviour]
+    mine = [x for x in run.anomalies if x.attempt == a.index]
+    if mine:
+        out.append("- **What happened:**")
+        out += ["\n".join("  " + part for part in _anomaly_line(x).split("\n")) for x in mine]
+    else:
+        out.append("- **What happened:** no anomalies.")
+    out += [f"- **How it ended:** {_ENDINGS.get(a.end_reason, a.end_reason)}: {md(a.end_detail)}.", ""]
+    return out
+
+
+def _causes(run: RunFindings) -> list[str]:
+    out = ["## Suspected causes", ""]
+    if not run.suspected_causes:
+        return [*out, "None: nothing in the logs points at a cause.", ""]
+    for i, c in enumerate(run.suspected_causes, 1):
+        out.append(f"{i}. **{md(c.cause)}** (suspected, confidence {c.confidence:.2f})")
+        out += [f"   - {md(e)}" for e in c.evidence]
+        if c.check_next:
+            out.append(f"   - *to confirm or refute:* {md(c.check_next)}")
+    return [*out, ""]
+
+
+def config_diff_table(diffs: dict[str, dict[str, Any]], label: str) -> list[str]:
+    """A markdown table: one row per differing key, one column per attempt (or run)."""
+    names = list(next(iter(diffs.values())).keys()) if diffs else []
+    out = [f"| key | {' | '.join(f'{label} {md(n)}' for n in names)} |", f"|---|{'---|' * len(names)}"]
+    for key, values in diffs.items():
+        out.append(f"| {md(key)} | " + " | ".join("–" if values[n] is None else _value(values[n]) for n in names)
+                   + " |")
+    return out
+
+
+def _setup(run: RunFindings) -> list[str]:
+    m, sched = run.model, run.schedule
+    out = [
+        "## Setup",
+        "",
+        f"- **Parameters** from its shape: {_params(m.parameters_from_shape)}"
+        + (f" ({_params(m.shape['parameters_unique'])} distinct)" if m.shape.get("parameters_unique") not in
+           (None, m.parameters_from_shape) else "")
+        + f"; printed by the program: {_params(m.parameters_logged)}; stated in its name: {_params(m.parameters_stated)}.",
+    ]
+    if m.shape:
+        shown = {k: v for k, v in m.shape.items() if v is not None and k != "parameters_unique"}
+        out.append("- **Shape:** " + ", ".join(f"{md(k)}={md(v)}" for k, v in shown.items()) + ".")
+    out += [f"- {md(n)}." for n in m.notes]
+    if sched.lr_peak is not None:
+        warm = (f"warm-up ends at step {sched.warmup_end_step}" if sched.warmup_end_step is not None
+                else "no warm-up seen")
+        out.append(f"- **Schedule:** LR peaks at {sched.lr_peak:.4g} (step {sched.lr_peak_step}); {warm}"
+                   + (f" (configured: step {sched.warmup_end_configured})" if sched.warmup_end_configured else "")
+                   + ".")
+    if sched.batch_size_final is not None:
+        ramp = (f"reached at step {sched.batch_rampup_end_step}" if sched.batch_rampup_end_step is not None
+                else "not reached in the logs")
+        out.append(f"- **Batch size:** {sched.batch_size_final:.0f}, {ramp}.")
+    out += [f"- {md(n)}." for n in sched.notes]
+    return [*out, ""]
+
+
+def _run(run: RunFindings, images: dict[str, str] | None = None) -> list[str]:
+    images = images or {}
+    out = [f"# Incident chronicle: {md(run.name)}", ""]
+    if "overview" in images:
+        out += [f"![loss across attempts]({images['overview']})", ""]
+    out += ["## Summary", "", *_summary(run), ""]
     if run.warnings:
         out += ["> **Warnings while reading:**"]
         out += [f"> - {md(w)}" for w in run.warnings[:20]]
@@ -117,49 +195,21 @@ def _run(run: RunFindings) -> list[str]:
             out.append(f"> - … and {len(run.warnings) - 20} more")
         out.append("")
 
-    out += ["## Attempts", "", "| # | steps | start | what changed | how it ended |", "|---|---|---|---|---|"]
+    out += ["## Attempts", "", "| # | steps | start | what changed | how far it got | how it ended |",
+            "|---|---|---|---|---|---|"]
     for a in run.attempts:
-        out.append(
-            f"| {a.index} | {_steps(a)} | {_start(a)} | {_changes(a)} | {_ENDINGS.get(a.end_reason, a.end_reason)} |"
-        )
+        out.append(f"| {a.index} | {_steps(a)} | {_start(a)} | {_changes(a)} | {_far(a)} | "
+                   f"{_ENDINGS.get(a.end_reason, a.end_reason)} |")
     out.append("")
-
+    if "attempts" in images:
+        out += [f"![loss and grad norm per attempt]({images['attempts']})", ""]
     for a in run.attempts:
-        out += [f"## Attempt {a.index}: steps {_steps(a)}", ""]
-        out.append(f"- **Start:** {_start(a)}.")
-        if a.index > 1:
-            out.append(f"- **What changed:** {_changes(a)}.")
-        mine = [x for x in run.anomalies if x.attempt == a.index]
-        if mine:
-            out.append("- **What happened:**")
-            out += ["\n".join("  " + part for part in _anomaly_line(x).split("\n")) for x in mine]
-        else:
-            out.append("- **What happened:** no anomalies.")
-        out.append(f"- **How it ended:** {_ENDINGS.get(a.end_reason, a.end_reason)}: {md(a.end_detail)}.")
-        out.append("")
-
-    out += ["## Suspected causes", ""]
-    if not run.suspected_causes:
-        out += ["None: nothing in the logs points at a cause.", ""]
-    for i, c in enumerate(run.suspected_causes, 1):
-        out.append(f"{i}. **{md(c.cause)}** (suspected, confidence {c.confidence:.1f})")
-        out += [f"   - {md(e)}" for e in c.evidence]
-        if c.check_next:
-            out.append(f"   - *to confirm or refute:* {md(c.check_next)}")
-    out.append("")
-
-    m = run.model
-    out += [
-        "## Model size",
-        "",
-        f"- from its shape: {_params(m.parameters_from_shape)}",
-        f"- printed by the program: {_params(m.parameters_logged)}",
-        f"- stated in its name: {_params(m.parameters_stated)}",
-    ]
-    if m.shape:
-        out.append("- shape: " + ", ".join(f"{md(k)}={md(v)}" for k, v in m.shape.items() if v is not None))
-    out += [f"- {md(n)}" for n in m.notes]
-    out += ["", "## Inputs", ""]
+        out += _attempt_entry(run, a)
+    out += _causes(run)
+    if run.config_diffs:
+        out += ["## Config differences between attempts", "", *config_diff_table(run.config_diffs, "attempt"), ""]
+    out += _setup(run)
+    out += ["## Inputs", ""]
     out += [f"- {md(s['path'])} ({md(s['format'])}{', sampled' if s.get('sampled') else ''})" for s in run.sources]
     if run.skipped:
         out.append(f"- skipped {len(run.skipped)} file(s): " + "; ".join(md(s) for s in run.skipped[:10]))
@@ -167,9 +217,14 @@ def _run(run: RunFindings) -> list[str]:
     return out
 
 
-def render_markdown(findings: Findings) -> str:
-    """The incident chronicle of every run, in markdown. Text that came from logs is escaped."""
+def render_markdown(findings: Findings, images: dict[str, dict[str, str]] | None = None) -> str:
+    """The incident chronicle of every run, in markdown; ``images`` maps a run name to its plots (relative paths).
+    Text that came from logs is escaped."""
     lines: list[str] = []
     for run in findings.runs:
-        lines += _run(run)
+        lines += _run(run, (images or {}).get(run.name))
+    if len(findings.runs) > 1:
+        diffs = differing_keys({r.name: r.config for r in findings.runs if r.config})
+        if diffs:
+            lines += ["# Config differences between runs", "", *config_diff_table(diffs, ""), ""]
     return "\n".join(lines).rstrip() + "\n"

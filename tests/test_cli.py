@@ -36,7 +36,15 @@ def test_markdown_report_on_the_sample():
     assert lines[0] == "# Incident chronicle: tr8-104B-sample"
     headline = "this is a \\~58B model, not 104B: ffn\\_hidden\\_size 20480 is 1.25x hidden (expected 65536)"
     assert headline in "\n".join(lines[:6])
-    assert "| 2 | 6220–7150 | resumed from step 6210 **(rollback)** | seed: 42 → 43 | ended in NaN |" in lines
+    assert "| 2 | 6220–7150 | resumed from step 6210 **(rollback)** | seed: 42 → 43 | step 7150 | ended in NaN |" in lines
+    sections = [line for line in lines if line.startswith("## ")]
+    assert sections == ["## Summary", "## Attempts", "## Attempt 1: steps 10–7360", "## Attempt 2: steps 6220–7150",
+                        "## Attempt 3: steps 3010–5400", "## Suspected causes",
+                        "## Config differences between attempts", "## Setup", "## Inputs"]
+    assert "| adam\\_beta2 | 0.999 | 0.999 | 0.95 |" in lines
+    assert "  - after seed 42 → 43: first loss spike at step 6930, 80 steps sooner than attempt 1's (step 7010)" in lines
+    assert "- **What to check next:** compare num\\_layers, hidden\\_size and ffn\\_hidden\\_size with the intended " \
+           "architecture." in lines
 
 
 def test_json_contract():
@@ -64,6 +72,29 @@ def test_output_is_deterministic():
     a = runner.invoke(app, ["analyze", str(SAMPLES / "tr8-104B-sample"), "-f", "json"]).output
     b = runner.invoke(app, ["analyze", str(SAMPLES / "tr8-104B-sample"), "-f", "json"]).output
     assert a == b
+
+
+def test_report_file_has_plots_beside_it_and_is_byte_for_byte_repeatable(tmp_path):
+    outputs = []
+    for name in ("a", "b"):
+        out = tmp_path / name / "tr8.md"
+        result = runner.invoke(app, ["analyze", str(SAMPLES / "tr8-104B-sample"), "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        outputs.append(out)
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert [str(p) for p in files] == ["tr8.md", "tr8_files/tr8-104B-sample-attempts.png",
+                                       "tr8_files/tr8-104B-sample-overview.png"]
+    for rel in files:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
+    text = outputs[0].read_text().splitlines()
+    assert text[2] == "![loss across attempts](tr8_files/tr8-104B-sample-overview.png)"
+    assert "![loss and grad norm per attempt](tr8_files/tr8-104B-sample-attempts.png)" in text
+    assert (tmp_path / "a" / files[1]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    no_plots = tmp_path / "c" / "tr8.md"
+    assert runner.invoke(app, ["analyze", str(SAMPLES / "tr8-104B-sample"), "-o", str(no_plots), "--no-plots"]
+                         ).exit_code == 0
+    assert sorted(p.name for p in no_plots.parent.iterdir()) == ["tr8.md"]
+    assert "![" not in no_plots.read_text()
 
 
 def test_write_to_file_prints_summary(tmp_path):
