@@ -166,3 +166,11 @@ def test_a_regime_change_at_the_start_of_a_changed_attempt_is_linked():
         "after lr 0.0001 → 0.0003: grad norm changed level at the start: grad norm level 1 before step 510, 2 after",
     ]
     assert shift.precursors == ["attempt 2 began at step 510 with lr 0.0001 → 0.0003"]
+
+
+def test_tr8b_chronicle_spike_after_the_resume_with_overflow_lines():
+    run = forensics.analyze(load_run(real("tr8b-104B"))).runs[0]
+    spike_ = next(a for a in run.anomalies if a.kind == "loss_spike")
+    assert (spike_.step, spike_.value) == (17062, pytest.approx(4.374269))
+    assert [a.step for a in run.anomalies if a.kind == "divergence"] == [17062]
+    assert cause(run, "fp16 loss-scale collapse")[0].confidence == 0.6
