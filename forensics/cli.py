@@ -7,13 +7,16 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 import forensics
 import reports
+from forensics.compare import compare_runs, discover
 from forensics.findings import INSTABILITY_KINDS, Findings
 from parsers import InputError, load_runs
+from parsers.cache import default_cache_dir, write_frames
 
 app = typer.Typer(
     help="Post-hoc forensics of large-model training runs: reads Megatron logs, TensorBoard event files and W&B "
@@ -111,6 +114,73 @@ def analyze(
     except OSError as exc:
         raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
     print_summary(findings, written)
+
+
+@app.command()
+def compare(
+    runs: list[Path] = typer.Argument(..., help="A directory whose subdirectories are runs, or several run paths."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the comparison here instead of stdout."),
+    fmt: str = typer.Option("markdown", "--format", "-f", help="markdown or json."),
+    baseline: str | None = typer.Option(None, "--baseline", "-b", help="The run others are diffed against "
+                                        "(default: the healthy run that got furthest)."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Parallel processes (default: one per CPU)."),
+    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached frames and results of unchanged runs."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Cache location (default: the user cache dir, "
+                                          "or $FORENSICS_CACHE_DIR)."),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="With -o and markdown: overlay PNGs beside it."),
+) -> None:
+    """Compare runs: outcome, first anomaly, spikes, losses, config differences from a baseline, top suspected
+    cause; which config keys separate failed runs from healthy ones; LR sensitivity of an LR sweep.
+
+    Example: ``forensics compare runs/ -o compare.md``
+    """
+    if fmt not in reports.FORMATS:
+        raise InputError(f"--format {fmt}: unknown format (choose from {', '.join(reports.FORMATS)})")
+    if output is not None and any(r.exists() and _inside(output, r) for r in runs):
+        raise InputError(f"{output}: inside a run directory; forensics never writes into what it reads")
+    found = discover(runs)
+    if baseline is not None and baseline not in {name for name, _ in found}:
+        raise InputError(f"--baseline {baseline}: no such run (runs: {', '.join(n for n, _ in found)})")
+    where = (cache_dir or default_cache_dir()) if cache else None
+    console = Console(stderr=True, highlight=False)
+    with Progress(TextColumn("reading runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True, disable=not console.is_terminal) as bar:
+        task = bar.add_task("runs", total=len(found))
+        comparison, overlay = compare_runs(runs, baseline=baseline, jobs=jobs, cache_dir=where,
+                                           progress=lambda _: bar.advance(task))
+    if output is None:
+        text = reports.render_compare_json(comparison) if fmt == "json" else reports.render_compare_markdown(comparison)
+        sys.stdout.write(text)
+        return
+    try:
+        written = reports.write_comparison(comparison, overlay, output, fmt, plots)
+    except OSError as exc:
+        raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
+    out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    out.print(reports.compare_table(comparison))
+    out.print(Text(f"comparison written to {written[0]}"
+                   + (f" (+ {len(written) - 1} plot(s) in {written[1].parent})" if len(written) > 1 else "")))
+
+
+@app.command()
+def export(
+    run_dir: Path = typer.Argument(..., help="A run directory or a single log file."),
+    output: Path = typer.Option(..., "--output", "-o", help="Directory for the Parquet frames."),
+) -> None:
+    """Write a run's canonical frames (metrics, events, configs) as Parquet for notebooks; read them back with
+    ``parsers.read_frames(dir)``.
+
+    Example: ``forensics export runs/tr8-104B -o frames/`` then ``pl.read_parquet("frames/0.metrics.parquet")``
+    """
+    if run_dir.exists() and _inside(output, run_dir):
+        raise InputError(f"{output}: inside the run directory {run_dir}; forensics never writes into what it reads")
+    runs = load_runs(run_dir)
+    try:
+        written = write_frames(runs, output)
+    except OSError as exc:
+        raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
+    Console(highlight=False).print(Text(f"{len(runs)} run(s) exported to {output} ({len(written)} files): "
+                                        + ", ".join(r.name for r in runs)))
 
 
 def _fail(message: str) -> None:

@@ -99,3 +99,31 @@ def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:
     padded = np.concatenate(([False], mask.astype(bool), [False]))
     edges = np.flatnonzero(padded[1:] != padded[:-1])
     return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+
+def step_bins(points: pl.DataFrame, bins: int) -> pl.DataFrame:
+    """(attempt, step, value) reduced per attempt to at most ``bins`` step bins: attempt, step (the bin's first
+    logged step), low, mid (median), high; finite values only. A one-step spike keeps its height in ``high``."""
+    pts = points.filter(pl.col("value").is_finite()).select("attempt", "step", "value")
+    if pts.height == 0:
+        return pl.DataFrame(schema={"attempt": pl.Int32, "step": pl.Int64, "low": pl.Float64, "mid": pl.Float64,
+                                    "high": pl.Float64})
+    return (
+        pts.with_columns(lo=pl.col("step").min().over("attempt"), hi=pl.col("step").max().over("attempt"))
+        .with_columns(width=(pl.col("hi") - pl.col("lo")) // bins + 1)
+        .with_columns(bin=(pl.col("step") - pl.col("lo")) // pl.col("width"))
+        .group_by("attempt", "bin")
+        .agg(step=pl.col("step").min(), low=pl.col("value").min(), mid=pl.col("value").median(),
+             high=pl.col("value").max())
+        .sort("attempt", "step")
+        .select("attempt", "step", "low", "mid", "high")
+    )
+
+
+def surviving_timeline(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """(attempt, step, value) of the path a run finally took: at each step, the value of the latest attempt that
+    logged it (a rollback replaces what the failed attempt logged after the resume point)."""
+    return (
+        metrics.filter(pl.col("metric") == metric).select("attempt", "step", "value")
+        .sort("attempt", "step").unique("step", keep="last").sort("step")
+    )

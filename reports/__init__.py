@@ -1,6 +1,7 @@
 """Renderers: the markdown incident chronicle and the JSON document."""
 
-from reports.files import write_report
+from reports.compare_report import compare_table, render_compare_json, render_compare_markdown
+from reports.files import write_comparison, write_report
 from reports.json_report import render_json
 from reports.markdown import render_markdown
 
@@ -16,4 +17,7 @@ def render(findings, fmt: str = "markdown") -> str:  # type: ignore[no-untyped-d
     raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
 
 
-__all__ = ["FORMATS", "render", "render_json", "render_markdown", "write_report"]
+__all__ = [
+    "FORMATS", "compare_table", "render", "render_compare_json", "render_compare_markdown", "render_json",
+    "render_markdown", "write_comparison", "write_report",
+]

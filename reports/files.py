@@ -6,7 +6,9 @@ from pathlib import Path
 
 import polars as pl
 
+from forensics.comparison import Comparison
 from forensics.findings import Findings
+from reports.compare_report import render_compare_json, render_compare_markdown
 from reports.json_report import render_json
 from reports.markdown import render_markdown
 
@@ -36,6 +38,32 @@ def write_report(
             written += drawn.values()
             images[run.name] = {k: f"{directory.name}/{p.name}" for k, p in drawn.items()}
     text = render_markdown(findings, images) if fmt == "markdown" else render_json(findings)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    return [output, *written]
+
+
+def write_comparison(
+    comparison: Comparison, overlay: pl.DataFrame, output: Path, fmt: str = "markdown", plots: bool = True,
+) -> list[Path]:
+    """Write a comparison to ``output`` (markdown or json); for markdown with ``plots``, the overlay PNGs go to
+    ``<output stem>_files/``. Returns the files written.
+
+    >>> from forensics.compare import compare_runs
+    >>> comparison, overlay = compare_runs(["runs/"])                     # doctest: +SKIP
+    >>> write_comparison(comparison, overlay, Path("out/compare.md"))     # doctest: +SKIP
+    """
+    written: list[Path] = []
+    images: dict[str, str] = {}
+    if fmt == "markdown" and plots and overlay.height:
+        from reports.plots import plot_overlay
+
+        directory = output.parent / f"{output.stem}_files"
+        markers = {r.name: r.outcome_step for r in comparison.rows if r.outcome in {"diverged", "nan"}}
+        for label, path in plot_overlay(overlay, markers, directory).items():
+            written.append(path)
+            images[label] = f"{directory.name}/{path.name}"
+    text = render_compare_markdown(comparison, images) if fmt == "markdown" else render_compare_json(comparison)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
     return [output, *written]

@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from forensics.findings import RunFindings
+from forensics.timeline import step_bins
 from parsers import schema as s
 
 BINS = 2000          # step bins per attempt and metric
@@ -38,22 +39,8 @@ def _pyplot():  # type: ignore[no-untyped-def]
 
 
 def binned(metrics: pl.DataFrame, metric: str, bins: int = BINS) -> pl.DataFrame:
-    """Per attempt, ``metric`` in at most ``bins`` step bins: attempt, step (bin start), low, mid, high (finite only)."""
-    pts = metrics.filter((pl.col("metric") == metric) & pl.col("value").is_finite()).select("attempt", "step", "value")
-    if pts.height == 0:
-        return pl.DataFrame(schema={"attempt": pl.Int32, "step": pl.Int64, "low": pl.Float64, "mid": pl.Float64,
-                                    "high": pl.Float64})
-    span = pts.group_by("attempt").agg(lo=pl.col("step").min(), hi=pl.col("step").max())
-    return (
-        pts.join(span, on="attempt")
-        .with_columns(width=((pl.col("hi") - pl.col("lo")) // bins + 1))
-        .with_columns(bin=pl.col("lo") + (pl.col("step") - pl.col("lo")) // pl.col("width") * pl.col("width"))
-        .group_by("attempt", "bin")
-        .agg(step=pl.col("step").min(), low=pl.col("value").min(), mid=pl.col("value").median(),
-             high=pl.col("value").max())
-        .sort("attempt", "step")
-        .select("attempt", "step", "low", "mid", "high")
-    )
+    """Per attempt, ``metric`` in at most ``bins`` step bins (see :func:`forensics.timeline.step_bins`)."""
+    return step_bins(metrics.filter(pl.col("metric") == metric), bins)
 
 
 def _log_axis(values: np.ndarray) -> bool:
@@ -129,4 +116,48 @@ def plot_run(metrics: pl.DataFrame, run: RunFindings, directory: Path) -> dict[s
         out["attempts"] = directory / f"{slug(run.name)}-attempts.png"
         _save(fig, out["attempts"])
         plt.close(fig)
+    return out
+
+
+def plot_overlay(overlay: pl.DataFrame, markers: dict[str, int | None], directory: Path) -> dict[str, Path]:
+    """Loss and grad norm of all runs on one step axis (and loss on consumed samples / tokens when every run
+    logged them), each run's divergence (or NaN) point marked with an x. Returns {label: path}."""
+    plt = _pyplot()
+    directory.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Path] = {}
+    names = list(dict.fromkeys(overlay["run"].to_list()))
+    axes_to_draw = [("step", s.LOSS, "loss by step"), ("step", s.GRAD_NORM, "grad norm by step")]
+    for x, label in (("samples", "loss by consumed samples"), ("tokens", "loss by consumed tokens")):
+        loss = overlay.filter(pl.col("metric") == s.LOSS)
+        if loss.height and loss[x].null_count() == 0:
+            axes_to_draw.append((x, s.LOSS, label))
+    for x, metric, label in axes_to_draw:
+        data = overlay.filter(pl.col("metric") == metric)
+        if data.height == 0:
+            continue
+        fig, ax = plt.subplots(figsize=(9, 3.6))
+        for i, name in enumerate(names):
+            mine = data.filter(pl.col("run") == name)
+            if mine.height == 0:
+                continue
+            color = _COLORS[i % len(_COLORS)] if len(names) <= len(_COLORS) else plt.cm.viridis(i / len(names))
+            ax.plot(mine[x].to_numpy(), mine["mid"].to_numpy(), color=color, lw=0.8, label=name)
+            at = markers.get(name)
+            if at is not None:
+                hit = mine.filter(pl.col("step") <= at).tail(1)
+                if hit.height:
+                    ax.plot(hit[x].to_numpy(), hit["high"].to_numpy(), marker="x", color=color, ms=8, mew=2)
+        if _log_axis(data["high"].to_numpy()):
+            ax.set_yscale("log")
+        ax.set_title(f"{label} (x: where a run diverged or hit NaN)")
+        ax.set_xlabel({"step": "step", "samples": "consumed samples", "tokens": "consumed tokens"}[x])
+        ax.set_ylabel(metric.replace("_", " "))
+        ax.grid(alpha=0.3)
+        if len(names) <= 12:
+            ax.legend(loc="upper right", fontsize=7)
+        fig.tight_layout()
+        path = directory / f"overlay-{metric}-by-{x}.png"
+        _save(fig, path)
+        plt.close(fig)
+        out[label] = path
     return out

@@ -1,0 +1,159 @@
+"""``forensics compare`` on generated experiment sets with known outcomes, mixed formats, a broken run, the cache
+and ``forensics export``."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import SAMPLES
+from typer.testing import CliRunner
+
+from forensics.cli import app
+from forensics.compare import compare_runs, discover
+from forensics.evaluation.experiments import write_lr_sweep, write_tr8_sequence
+from parsers import InputError, load_runs, read_frames
+
+runner = CliRunner()
+HERE = Path(__file__).resolve().parent
+WANDB_CLEAN = HERE / "fixtures" / "wandb" / "v0.16.6" / "wandb" / "offline-run-20261129_180304-fxclean01"
+TB_REAL = HERE / "fixtures" / "real" / "tensorboard" / "orktes_go-tensorboard"
+
+
+@pytest.fixture(scope="module")
+def lr_sweep(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("sweep")
+    write_lr_sweep(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def tr8_sequence(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("tr8")
+    write_tr8_sequence(root)
+    return root
+
+
+def test_lr_sweep_table_separation_and_sensitivity(lr_sweep):
+    comparison, _ = compare_runs([lr_sweep], cache_dir=None, jobs=1)
+    rows = {r.name: r for r in comparison.rows}
+    assert list(rows) == ["lr-0.0001", "lr-0.0002", "lr-0.0004", "lr-0.0008", "lr-0.0016"]
+    assert [(r.outcome, r.outcome_step, r.steps_reached) for r in rows.values()] == [
+        ("completed", 3000, 3000), ("completed", 3000, 3000), ("completed", 3000, 3000),
+        ("diverged", 910, 3000), ("nan", 660, 3000)]
+    assert [r.first_anomaly_step for r in rows.values()] == [None, None, None, 910, 460]
+    assert comparison.baseline == "lr-0.0001"   # the first of the healthy runs that got furthest
+    assert {n: r.config_diff for n, r in rows.items()} == {
+        "lr-0.0001": {}, "lr-0.0002": {"lr": 2e-4}, "lr-0.0004": {"lr": 4e-4}, "lr-0.0008": {"lr": 8e-4},
+        "lr-0.0016": {"lr": 1.6e-3}}
+    assert rows["lr-0.0008"].top_cause == "learning rate too high for the model size"
+    printed = [float(x) for x in re.findall(r"lm loss: (\S+) \|", (lr_sweep / "lr-0.0004" / "train.log").read_text())]
+    assert (rows["lr-0.0004"].final_loss, rows["lr-0.0004"].min_loss) == (printed[-1], min(printed))
+    [sep] = comparison.separation
+    assert sep.statement == ("lr ≥ 0.0008 failed, ≤ 0.0004 healthy (failed: lr-0.0008, lr-0.0016; healthy: "
+                             "lr-0.0001, lr-0.0002, lr-0.0004)")
+    sens = comparison.lr_sensitivity
+    assert sens["largest_stable_lr"] == 4e-4 and sens["smallest_failed_lr"] == 8e-4 and sens["best_lr"] == 4e-4
+    finals = [rows[n].final_loss for n in ("lr-0.0001", "lr-0.0002", "lr-0.0004")]
+    l0 = max(r.initial_loss for r in rows.values())
+    assert sens["sensitivity"] == pytest.approx((sum(finals) + 2 * l0) / 5 - min(finals))
+
+
+def test_tr8_sequence_only_the_fixed_shape_survives(tr8_sequence):
+    comparison, _ = compare_runs([tr8_sequence], cache_dir=None, jobs=1)
+    rows = {r.name: r for r in comparison.rows}
+    assert [(n, r.outcome, r.outcome_step) for n, r in rows.items()] == [
+        ("exp1-104B", "diverged", 1510), ("exp2-104B-beta2", "diverged", 2210), ("exp3-104B-ffn-fixed", "completed", 3000)]
+    assert comparison.baseline == "exp3-104B-ffn-fixed"
+    assert rows["exp1-104B"].config_diff == {"adam_beta2": 0.999, "ffn_hidden_size": 20480, "seed": 42}
+    assert rows["exp2-104B-beta2"].config_diff == {"ffn_hidden_size": 20480}
+    assert [s.key for s in comparison.separation] == ["ffn_hidden_size"]   # beta2 0.95 is on both sides
+    assert rows["exp1-104B"].top_cause == "model shape does not match the model's name"
+    assert rows["exp3-104B-ffn-fixed"].top_cause is None
+    assert comparison.lr_sensitivity is None   # the runs differ in more than the LR
+
+
+def test_mixed_formats_and_a_broken_run_are_compared(tmp_path, lr_sweep):
+    shutil.copytree(lr_sweep / "lr-0.0002", tmp_path / "megatron-run")
+    shutil.copytree(WANDB_CLEAN, tmp_path / "wandb-run")
+    shutil.copytree(TB_REAL, tmp_path / "tensorboard-run")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "train.log").write_bytes(b"\x00\x01\x02 not a log")
+    comparison, overlay = compare_runs([tmp_path], cache_dir=None, jobs=1)
+    rows = {r.name: r for r in comparison.rows}
+    assert [(n, [src["format"] for src in r.sources], r.outcome) for n, r in rows.items()] == [
+        ("broken", [], "unreadable"), ("megatron-run", ["megatron"], "completed"),
+        ("tensorboard-run", ["tensorboard"], "running"), ("wandb-run", ["wandb"], "completed")]
+    assert rows["broken"].error == f"{tmp_path / 'broken'}: no readable training logs (train.log: binary file, " \
+                                   "not a text log)"
+    assert rows["wandb-run"].steps_reached == 59 and rows["megatron-run"].steps_reached == 3000
+    assert set(overlay["run"].unique()) == {"megatron-run", "wandb-run"}   # the TensorBoard run logs no loss
+    doc = json.loads(runner.invoke(app, ["compare", str(tmp_path), "--no-cache", "-f", "json", "-j", "1"]).output)
+    assert doc["schema_version"] == 1 and doc["separating_keys"] == []
+    assert set(doc["runs"][0]) >= {"name", "sources", "outcome", "outcome_step", "first_anomaly_step", "spikes",
+                                   "spike_score", "min_loss", "final_loss", "config_diff", "top_cause", "error"}
+    assert doc["runs"][0]["outcome"] == "unreadable" and doc["runs"][0]["error"].endswith("not a text log)")
+
+
+def test_cache_is_reused_invalidated_by_a_change_and_kept_outside_the_runs(tmp_path, lr_sweep):
+    runs = tmp_path / "runs"
+    shutil.copytree(lr_sweep, runs)
+    before = sorted(p for p in runs.rglob("*"))
+    cache = tmp_path / "cache"
+    cold, _ = compare_runs([runs], cache_dir=cache, jobs=1)
+    assert sorted(p for p in runs.rglob("*")) == before            # nothing written next to the inputs
+    assert len(list((cache / "compare").iterdir())) == 5 and len(list((cache / "frames").iterdir())) == 5
+    warm, _ = compare_runs([runs], cache_dir=cache, jobs=1)
+    assert warm.to_dict() == cold.to_dict()
+    log = runs / "lr-0.0001" / "train.log"
+    log.write_text(log.read_text().replace("lm loss: ", "lm loss: 9", 1))   # the first loss becomes 9x.xx
+    changed, _ = compare_runs([runs], cache_dir=cache, jobs=1)
+    assert changed.rows[0].initial_loss > 90 and len(list((cache / "compare").iterdir())) == 6
+
+
+def test_parallel_processes_give_the_same_comparison(lr_sweep):
+    serial, overlay1 = compare_runs([lr_sweep], cache_dir=None, jobs=1)
+    parallel, overlay2 = compare_runs([lr_sweep], cache_dir=None, jobs=2)
+    assert parallel.to_dict() == serial.to_dict() and overlay1.equals(overlay2)
+
+
+def test_cli_compare_writes_markdown_with_overlays_and_checks_the_baseline(tmp_path, tr8_sequence):
+    out = tmp_path / "out" / "compare.md"
+    result = runner.invoke(app, ["compare", str(tr8_sequence), "-o", str(out), "--cache-dir", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    text = out.read_text().splitlines()
+    assert "- ffn\\_hidden\\_size ≤ 20480 failed, ≥ 65536 healthy (failed: exp1-104B, exp2-104B-beta2; healthy: " \
+           "exp3-104B-ffn-fixed)" in text
+    assert "| exp2-104B-beta2 | megatron | 3000 | diverged at 2210 | grad norm spike at step 2210 | 1 | 0.00% | " \
+           "5.153 | 10.82 | ffn\\_hidden\\_size=20480 | model shape does not match the model's name |" in text
+    assert sorted(p.name for p in (out.parent / "compare_files").iterdir()) == [
+        "overlay-grad_norm-by-step.png", "overlay-loss-by-samples.png", "overlay-loss-by-step.png"]
+    bad = runner.invoke(app, ["compare", str(tr8_sequence), "--baseline", "nope", "--no-cache"])
+    assert bad.exit_code != 0 and "--baseline nope: no such run" in str(bad.exception)
+
+
+def test_discover_names_runs_by_directory(tmp_path):
+    for name in ("b", "a", ".hidden"):
+        (tmp_path / name).mkdir()
+    assert [n for n, _ in discover([tmp_path])] == ["a", "b"]
+    assert [n for n, _ in discover([tmp_path / "a", tmp_path / "b"])] == ["a", "b"]
+    with pytest.raises(InputError, match="no such file or directory"):
+        discover([tmp_path / "missing"])
+
+
+def test_export_writes_parquet_frames_that_read_back_equal(tmp_path):
+    out = tmp_path / "frames"
+    result = runner.invoke(app, ["export", str(SAMPLES / "tr8-104B-sample"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["0.configs.parquet", "0.events.parquet", "0.metrics.parquet",
+                                                     "runs.json"]
+    [original], [back] = load_runs(SAMPLES / "tr8-104B-sample"), read_frames(out)
+    assert back.name == "tr8-104B-sample" and back.sources == original.sources
+    for frame in ("metrics", "events", "configs"):
+        assert getattr(back, frame).equals(getattr(original, frame)), frame
+    assert pl.read_parquet(out / "0.metrics.parquet").filter(metric="loss", step=7010, attempt=1)["value"][0] == \
+        pytest.approx(11.42026)
