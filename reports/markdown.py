@@ -147,7 +147,8 @@ def _causes(run: RunFindings) -> list[str]:
 def config_diff_table(diffs: dict[str, dict[str, Any]], label: str) -> list[str]:
     """A markdown table: one row per differing key, one column per attempt (or run)."""
     names = list(next(iter(diffs.values())).keys()) if diffs else []
-    out = [f"| key | {' | '.join(f'{label} {md(n)}' for n in names)} |", f"|---|{'---|' * len(names)}"]
+    heads = [f"{label} {md(n)}".strip() for n in names]
+    out = [f"| key | {' | '.join(heads)} |", f"|---|{'---|' * len(names)}"]
     for key, values in diffs.items():
         out.append(f"| {md(key)} | " + " | ".join("–" if values[n] is None else _value(values[n]) for n in names)
                    + " |")

@@ -41,3 +41,21 @@ def test_beta_lists_split_and_the_first_source_wins_with_a_warning() -> None:
     assert table == {(1, "lr"): 6e-5, (1, "adam_beta1"): 0.9, (1, "adam_beta2"): 0.95, (2, "lr"): 3e-4}
     assert warnings == ["r, attempt 1: config lr differs between sources: 6e-05 (train.log), 0.0003 (wandb); "
                         "the first is used"]
+
+
+def test_runs_table_config_differences_between_runs_in_the_chronicle() -> None:
+    from pathlib import Path
+
+    import forensics
+    import reports
+    from parsers import load_runs
+
+    table = Path(__file__).parent / "fixtures" / "real" / "wandb" / "Lucas-longxutang__Comp3242_Group_Project_nanoGPT"
+    findings = forensics.analyze(*load_runs(table / "wandb_export.csv"))
+    lines = reports.render(findings, "markdown").splitlines()
+    at = lines.index("# Config differences between runs")
+    header = lines[at + 2]
+    assert header.startswith("| key | G1\\_ternary\\_weights | F2\\_context\\_512 |") and header.endswith("| baseline |")
+    heads = next(line for line in lines[at:] if line.startswith("| num\\_attention\\_heads |"))
+    assert heads.split(" | ")[8:11] == ["12", "8", "1"]   # C3_12_heads, C2_8_heads, C1_1_head
+    assert findings.runs[0].config["linear_type"] == "ternary"
