@@ -148,6 +148,8 @@ def compare(
         task = bar.add_task("runs", total=len(found))
         comparison, overlay = compare_runs(runs, baseline=baseline, jobs=jobs, cache_dir=where,
                                            progress=lambda _: bar.advance(task))
+    if all(r.outcome == "unreadable" for r in comparison.rows):
+        raise InputError("no readable runs: " + "; ".join(r.error or r.name for r in comparison.rows))
     if output is None:
         text = reports.render_compare_json(comparison) if fmt == "json" else reports.render_compare_markdown(comparison)
         sys.stdout.write(text)
@@ -204,11 +206,9 @@ def main() -> None:
         _fail("forensics: interrupted")
         sys.exit(130)
     except BaseException as exc:  # a bug of ours (or a panic in a native library): one line, no traceback
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
+        if hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int):
+            _fail(f"forensics: error: {exc.format_message()}")  # click's usage errors (typer may vendor its own click)
+            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
         _fail(f"forensics: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         sys.exit(1)
 

@@ -188,3 +188,11 @@ def test_log_text_is_escaped_in_markdown(tmp_path):
     out = runner.invoke(app, ["analyze", str(tmp_path)]).output
     assert "<img" not in out and " [click](" not in out
     assert "&lt;img src=x onerror=alert(1)&gt; \\[click\\](http://x) \\| \\*boom\\*" in out
+
+
+def test_usage_errors_are_one_line_with_exit_code_2():
+    proc = run_cli("nope")
+    assert (proc.returncode, proc.stderr) == (2, "forensics: error: No such command 'nope'.\n")
+    proc = run_cli("compare", str(SAMPLES / "clean-1.3B" / "missing"))
+    assert proc.returncode == 2 and proc.stderr.endswith("missing: no such file or directory\n")
+    assert "Traceback" not in proc.stderr
