@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt, Cause, ModelCheck, Schedule
+from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt, Cause, ModelCheck, Schedule, first_trouble
 from forensics.infra import infrastructure
 from forensics.resumes import optimizer_state_lost, recurrence, skipped_batches
 
@@ -94,7 +94,7 @@ def lr_causes(
                       f"at {size / 1e9:.2g}B parameters"],
             check_next="an LR sweep at small scale (Wortsman et al.: LR sensitivity) or a lower peak LR",
         ))
-    first = {a.attempt: a for a in sorted(troubles, key=lambda a: -a.step)}
+    first = first_trouble(troubles)
     for att in attempts:
         change = att.config_changes.get("lr")
         if not change or not all(isinstance(v, (int, float)) for v in change) or change[1] >= change[0]:

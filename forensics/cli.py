@@ -14,7 +14,7 @@ from rich.text import Text
 import forensics
 import reports
 from forensics.compare import compare_runs, discover
-from forensics.findings import INSTABILITY_KINDS, Findings
+from forensics.findings import Findings, first_trouble
 from parsers import InputError, load_runs
 from parsers.cache import default_cache_dir, write_frames
 
@@ -64,11 +64,7 @@ def print_summary(findings: Findings, written: list[Path], console: Console | No
             table.add_row(str(a.index), steps, start + (" (rollback)" if a.rollback else ""), changed[:60],
                           a.end_reason)
         console.print(table)
-        firsts = {}
-        for x in run.anomalies:
-            if x.kind in INSTABILITY_KINDS:
-                firsts.setdefault(x.attempt, x)
-        for x in firsts.values():
+        for _, x in sorted(first_trouble(run.anomalies).items()):
             console.print(Text(f"attempt {x.attempt}: {x.kind.replace('_', ' ')} at step {x.step}: {x.detail[:100]}"))
         for c in run.suspected_causes[:3]:
             console.print(Text(f"suspected: {c.cause} (confidence {c.confidence:.2f})"))

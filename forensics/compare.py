@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -22,7 +23,7 @@ import polars as pl
 from forensics.analyze import analyze_run
 from forensics.comparison import Comparison, RunRow, compare_rows, summarize
 from forensics.timeline import step_bins, surviving_timeline
-from parsers import InputError
+from parsers import InputError, load_runs
 from parsers import schema as s
 from parsers.cache import cached_load_runs, code_signature, default_cache_dir, input_signature
 
@@ -100,7 +101,9 @@ def _write_result(entry: Path, result: RunResult) -> None:
         row = dict(vars(result.row))
         (staging / "row.json").write_text(json.dumps(row, default=str), encoding="utf-8")
         result.curves.write_parquet(staging / "curves.parquet")
-        if not entry.exists():
+        if entry.exists():  # another process got there first
+            shutil.rmtree(staging, ignore_errors=True)
+        else:
             os.replace(staging, entry)
     except OSError:
         pass
@@ -110,7 +113,7 @@ def ingest(name: str, path: Path, cache_dir: Path | None = None) -> RunResult:
     """Read (through the frame cache), analyze and summarize one run; an unreadable run gives a row with its error.
     A path that holds several runs (a W&B runs table) is compared as its first run, with the others noted."""
     try:
-        runs = cached_load_runs(path, cache_dir) if cache_dir is not None else _load(path)
+        runs = cached_load_runs(path, cache_dir) if cache_dir is not None else load_runs(path)
         run = runs[0]
         findings = analyze_run(run)
         row = summarize(findings, run.metrics)
@@ -122,12 +125,6 @@ def ingest(name: str, path: Path, cache_dir: Path | None = None) -> RunResult:
         return RunResult(RunRow(name=name, path=str(path), error=str(exc)))
     except Exception as exc:
         return RunResult(RunRow(name=name, path=str(path), error=f"internal error: {type(exc).__name__}: {exc}"))
-
-
-def _load(path: Path):  # type: ignore[no-untyped-def]
-    from parsers import load_runs
-
-    return load_runs(path)
 
 
 def _ingest_and_cache(name: str, path: Path, cache_dir: Path | None) -> RunResult:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from forensics.detectors.base import RunFrames
-from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt
+from forensics.findings import Anomaly, Attempt, first_trouble
 from forensics.timeline import log_intervals
 from parsers import schema as s
 
@@ -32,10 +32,7 @@ def _levels(frames: RunFrames, metric: str, mine: int, ref: int, lo: int, hi: in
 def link_config_changes(attempts: list[Attempt], anomalies: list[Anomaly], frames: RunFrames) -> None:
     """Fill ``Attempt.behaviour`` for attempts that changed settings, and add a note to regime changes (and first
     trouble) that start right where such an attempt began. Mutates the findings in place."""
-    first: dict[int, Anomaly] = {}
-    for a in sorted(anomalies, key=lambda a: a.step):
-        if a.kind in INSTABILITY_KINDS:
-            first.setdefault(a.attempt, a)
+    first = first_trouble(anomalies)
     intervals = log_intervals(frames.metrics)
     for att in attempts:
         if not att.config_changes or att.start_step is None or att.end_step is None:

@@ -19,6 +19,15 @@ def finite_or_none(value: float | None) -> float | None:
 INSTABILITY_KINDS: frozenset[str] = frozenset({"loss_spike", "divergence", "nan"})  # what a run's trouble is
 
 
+def first_trouble(anomalies: list[Anomaly]) -> dict[int, Anomaly]:
+    """Per attempt, its first instability (loss spike, divergence or NaN), by step."""
+    first: dict[int, Anomaly] = {}
+    for a in sorted(anomalies, key=lambda a: (a.step, a.end_step, a.kind)):  # a spike before the divergence it opens
+        if a.kind in INSTABILITY_KINDS:
+            first.setdefault(a.attempt, a)
+    return first
+
+
 @dataclass
 class Anomaly:
     """Something that departed from the run's own recent behaviour, at a step of an attempt."""

@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt, Cause
+from forensics.findings import Anomaly, Attempt, Cause, first_trouble
 from forensics.timeline import log_intervals
 from parsers import schema as s
 
@@ -22,14 +22,6 @@ SOON_AFTER_RESUME = 200   # steps (or 20 log intervals, if longer) after a resum
 SCALE_RESET = 8.0         # fp16 loss scale this many times above the pre-resume scale: the scaler was not restored
 
 
-def _first_trouble(anomalies: list[Anomaly]) -> dict[int, Anomaly]:
-    first: dict[int, Anomaly] = {}
-    for a in sorted(anomalies, key=lambda a: a.step):
-        if a.kind in INSTABILITY_KINDS:
-            first.setdefault(a.attempt, a)
-    return first
-
-
 def _samples_at(metrics: pl.DataFrame, attempt: int, step: int) -> float | None:
     rows = metrics.filter((pl.col("metric") == s.CONSUMED_SAMPLES) & (pl.col("attempt") == attempt)
                           & (pl.col("step") <= step)).sort("step")
@@ -40,7 +32,7 @@ def recurrence(attempts: list[Attempt], anomalies: list[Anomaly], metrics: pl.Da
     """Across a rollback: trouble that comes back at the same step (or the same consumed samples) points at the data
     there; trouble that comes sooner or later points at optimizer or model state (PaLM: spikes "only occur due to
     the combination of specific data batches with a particular model parameter state")."""
-    first = _first_trouble(anomalies)
+    first = first_trouble(anomalies)
     intervals = log_intervals(metrics)
     out: list[Cause] = []
     for att in attempts:
@@ -84,7 +76,7 @@ def recurrence(attempts: list[Attempt], anomalies: list[Anomaly], metrics: pl.Da
 def skipped_batches(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFrame) -> list[Cause]:
     """An attempt that skipped the iterations where an earlier attempt's trouble began, and got past them cleanly:
     the data there is the suspect (PaLM's remedy; BLOOM's ``--skip-train-iteration-range``)."""
-    first = _first_trouble(anomalies)
+    first = first_trouble(anomalies)
     skips = events.filter((pl.col("kind") == s.EV_SKIP_RANGE) & pl.col("value").is_not_null())
     out: list[Cause] = []
     for att in attempts:
@@ -114,7 +106,7 @@ def optimizer_state_lost(
 ) -> list[Cause]:
     """A resumed attempt that started without its optimizer state (a setting, a message, or an fp16 loss scale
     back at its initial value), worse when trouble follows right after the resume."""
-    first = _first_trouble(anomalies)
+    first = first_trouble(anomalies)
     intervals = log_intervals(metrics)
     scales = metrics.filter((pl.col("metric") == s.LOSS_SCALE) & pl.col("value").is_finite())
     out: list[Cause] = []

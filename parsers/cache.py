@@ -115,7 +115,10 @@ def cached_load_runs(path: str | Path, cache_dir: str | Path | None = None, name
         entry.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
         write_frames(runs, staging)
-        os.replace(staging, entry) if not entry.exists() else shutil.rmtree(staging, ignore_errors=True)
+        if entry.exists():  # another process got there first
+            shutil.rmtree(staging, ignore_errors=True)
+        else:
+            os.replace(staging, entry)
     except OSError:
         pass
     return runs
