@@ -90,10 +90,12 @@ def slug(name: str) -> str:
 def plot_run(metrics: pl.DataFrame, run: RunFindings, directory: Path) -> dict[str, Path]:
     """Write ``<run>-overview.png`` (loss across attempts) and ``<run>-attempts.png`` (loss and grad norm, anomalies
     and rollbacks marked) into ``directory``; returns {"overview": path, "attempts": path} for what was drawn."""
-    plt = _pyplot()
-    directory.mkdir(parents=True, exist_ok=True)
     out: dict[str, Path] = {}
     loss, grad = binned(metrics, s.LOSS), binned(metrics, s.GRAD_NORM)
+    if not loss.height and not grad.height:
+        return out
+    plt = _pyplot()
+    directory.mkdir(parents=True, exist_ok=True)
     if loss.height:
         fig, ax = plt.subplots(figsize=(9, 3))
         _draw(ax, loss, run, s.LOSS, "loss")

@@ -196,3 +196,10 @@ def test_usage_errors_are_one_line_with_exit_code_2():
     proc = run_cli("compare", str(SAMPLES / "clean-1.3B" / "missing"))
     assert proc.returncode == 2 and proc.stderr.endswith("missing: no such file or directory\n")
     assert "Traceback" not in proc.stderr
+
+
+def test_no_plot_directory_for_a_run_without_loss_or_grad_norm(tmp_path):
+    tb = Path(__file__).parent / "fixtures" / "real" / "tensorboard" / "orktes_go-tensorboard"
+    out = tmp_path / "o.md"
+    assert runner.invoke(app, ["analyze", str(tb), "-o", str(out)]).exit_code == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["o.md"] and "![" not in out.read_text()
