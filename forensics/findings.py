@@ -97,6 +97,7 @@ class Schedule:
     warmup_end_configured: int | None = None  # from lr_warmup_iters / lr_warmup_fraction / lr_warmup_samples
     batch_rampup_end_step: int | None = None  # first step at the full batch size (the curve's, else the config's)
     batch_size_final: float | None = None
+    batch_size_logged: tuple[float, float] | None = None  # first and largest logged batch size
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

@@ -94,6 +94,7 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any]) -> Schedule:
     full = _number(config.get("global_batch_size"))
     if batch.height:
         out.batch_size_final = full or float(batch["value"].max())  # type: ignore[arg-type]
+        out.batch_size_logged = (float(batch["value"][0]), float(batch["value"].max()))  # type: ignore[arg-type]
         reached = batch.filter(pl.col("value") >= out.batch_size_final)
         if batch["value"][0] < out.batch_size_final and reached.height:
             out.batch_rampup_end_step = int(reached["step"][0])

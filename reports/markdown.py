@@ -175,9 +175,14 @@ def _setup(run: RunFindings) -> list[str]:
         out.append(f"- **Schedule:** LR peaks at {sched.lr_peak:.4g} (step {sched.lr_peak_step}); {warm}"
                    + (f" (configured: step {sched.warmup_end_configured})" if sched.warmup_end_configured else "")
                    + ".")
-    if sched.batch_size_final is not None:
-        ramp = (f"reached at step {sched.batch_rampup_end_step}" if sched.batch_rampup_end_step is not None
-                else "not reached in the logs")
+    if sched.batch_size_final is not None and sched.batch_size_logged is not None:
+        first, largest = sched.batch_size_logged
+        if sched.batch_rampup_end_step is not None:
+            ramp = f"ramped up from {first:.0f}, full from step {sched.batch_rampup_end_step}"
+        elif first >= sched.batch_size_final:
+            ramp = "full from the first logged step"
+        else:
+            ramp = f"still ramping up when the logs end ({first:.0f} to {largest:.0f} logged)"
         out.append(f"- **Batch size:** {sched.batch_size_final:.0f}, {ramp}.")
     out += [f"- {md(n)}." for n in sched.notes]
     return [*out, ""]

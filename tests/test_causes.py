@@ -32,6 +32,7 @@ def test_sample_schedule_from_the_curves_agrees_with_the_config(tr8_sample):
     assert (sched.lr_peak, sched.lr_peak_step, sched.warmup_end_step) == (6e-05, 6500, 6500)
     assert sched.warmup_end_configured == 6500        # lr_warmup_samples 174240 on the consumed-samples curve
     assert sched.batch_size_final == 2048 and sched.batch_rampup_end_step is None  # still ramping when it died
+    assert sched.batch_size_logged == (16.0, 592.0)
     assert sched.notes == []
 
 
