@@ -175,3 +175,21 @@ def test_tr8b_chronicle_spike_after_the_resume_with_overflow_lines():
     assert (spike_.step, spike_.value) == (17062, pytest.approx(4.404639))  # onset 4.374269, peak two steps on
     assert [a.step for a in run.anomalies if a.kind == "divergence"] == [17062]
     assert cause(run, "fp16 loss-scale collapse")[0].confidence == 0.6
+
+
+def test_a_crash_without_nan_on_a_real_log_is_an_infrastructure_suspect():
+    run = forensics.analyze(load_run(real("meg_gpt2_base_n4"))).runs[0]
+    [infra] = cause(run, "hardware or infrastructure failure")
+    assert any(e.startswith("attempt 1 killed at step 200 with no NaN or divergence before it: slurmstepd: error: "
+                            "*** STEP 1809579.0 ON r8i3n1 CANCELLED") for e in infra.evidence)
+
+
+def test_logit_growth_before_trouble_becomes_a_cause():
+    from forensics.causes import logit_growth
+
+    a = spike(1, 900)
+    a.precursors = ["max_attention_logit grew 12.0x before this (80 -> 960; attention or output logit growth "
+                    "precedes divergence, Wortsman et al. 2023)"]
+    [c] = logit_growth([a, spike(1, 950)])
+    assert c.cause == "attention or output logit growth" and c.evidence == [f"attempt 1, before step 900: "
+                                                                            f"{a.precursors[0]}"]
