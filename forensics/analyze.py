@@ -44,9 +44,9 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     """Analyze one loaded run (see :func:`parsers.load_run`)."""
     frames = RunFrames(metrics=run.metrics, events=run.events)
     anomalies = detect(frames, detectors)
-    attempts = build_attempts(run.metrics, run.events, run.configs, anomalies)
-    link_config_changes(attempts, anomalies, frames)
     table = config_table(run.configs)
+    attempts = build_attempts(run.metrics, run.events, table, anomalies)
+    link_config_changes(attempts, anomalies, frames)
     config = table[max(table)] if table else {}
     model = check_model(config, run.events, run.name, run.path)
     timing = schedule(run.metrics, config)

@@ -6,7 +6,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.configs import config_changes, config_table
+from forensics.configs import config_changes
 from forensics.findings import Anomaly, Attempt
 from parsers import schema as s
 
@@ -57,15 +57,14 @@ def _end_reason(
 
 
 def build_attempts(
-    metrics: pl.DataFrame, events: pl.DataFrame, configs: pl.DataFrame, anomalies: list[Anomaly]
+    metrics: pl.DataFrame, events: pl.DataFrame, cfg: dict[int, dict[str, Any]], anomalies: list[Anomaly]
 ) -> list[Attempt]:
     """The attempts of a run, in order, with rollbacks marked and config changes between consecutive ones."""
     numbers = sorted(
         set(metrics["attempt"].unique().to_list())
-        | set(configs["attempt"].unique().to_list())
+        | set(cfg)
         | set(events.filter(pl.col("kind") == s.EV_PROCESS_START)["attempt"].unique().to_list())
     ) or sorted(set(events["attempt"].unique().to_list()))
-    cfg = config_table(configs)
     losses_all = metrics.filter((pl.col("metric") == s.LOSS) & pl.col("value").is_finite())
     out: list[Attempt] = []
     furthest: int | None = None

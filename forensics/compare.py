@@ -20,9 +20,10 @@ from pathlib import Path
 
 import polars as pl
 
+import parsers.cache as cache_module
 from forensics.analyze import analyze_run
 from forensics.comparison import Comparison, RunRow, compare_rows, summarize
-from forensics.timeline import step_bins, surviving_timeline
+from forensics.timeline import by_step, step_bins
 from parsers import InputError, load_runs
 from parsers import schema as s
 from parsers.cache import cached_load_runs, code_signature, default_cache_dir, input_signature
@@ -65,14 +66,15 @@ def discover(paths: Iterable[str | Path]) -> list[tuple[str, Path]]:
 def curves(name: str, metrics: pl.DataFrame, bins: int = CURVE_BINS) -> pl.DataFrame:
     """Binned loss and grad norm along the path the run finally took, with consumed samples and tokens at each
     bin's step when they were logged (for overlays on a samples or tokens axis)."""
+    axes = {col: by_step(metrics, axis).select("step", pl.col("value").alias(col))
+            for col, axis in (("samples", s.CONSUMED_SAMPLES), ("tokens", s.CONSUMED_TOKENS))}
     parts = []
     for metric in CURVE_METRICS:
-        binned = step_bins(surviving_timeline(metrics, metric).with_columns(attempt=pl.lit(0, pl.Int32)), bins)
+        binned = step_bins(by_step(metrics, metric).with_columns(attempt=pl.lit(0, pl.Int32)), bins)
         if binned.height == 0:
             continue
         binned = binned.drop("attempt").with_columns(run=pl.lit(name), metric=pl.lit(metric))
-        for col, axis in (("samples", s.CONSUMED_SAMPLES), ("tokens", s.CONSUMED_TOKENS)):
-            x = surviving_timeline(metrics, axis).select("step", pl.col("value").alias(col))
+        for col, x in axes.items():
             binned = binned.join_asof(x, on="step") if x.height else binned.with_columns(pl.lit(None).alias(col))
         parts.append(binned)
     if not parts:
@@ -80,8 +82,11 @@ def curves(name: str, metrics: pl.DataFrame, bins: int = CURVE_BINS) -> pl.DataF
     return pl.concat([p.select(list(CURVE_SCHEMA)).cast(CURVE_SCHEMA) for p in parts])  # type: ignore[arg-type]
 
 
+_PACKAGES = (Path(__file__).resolve().parent, Path(cache_module.__file__).resolve().parent)  # forensics, parsers
+
+
 def _result_path(cache: Path, path: Path) -> Path:
-    return cache / "compare" / f"{input_signature(path)}-{code_signature()}"
+    return cache / "compare" / f"{input_signature(path)}-{code_signature(*_PACKAGES)}"
 
 
 def _read_result(entry: Path, name: str) -> RunResult | None:

@@ -11,8 +11,9 @@ from typing import Any
 
 import polars as pl
 
-from forensics.configs import differing_keys
+from forensics.configs import differing_keys, show_value
 from forensics.findings import SCHEMA_VERSION, RunFindings, finite_or_none
+from forensics.timeline import by_step
 from parsers import schema as s
 
 # the run's final state, from how its last attempt ended
@@ -73,8 +74,7 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
         outcome_step = last.end_step
     first = next((a for a in sorted(run.anomalies, key=lambda a: (a.attempt, a.step)) if a.kind not in _IGNORED_FIRST),
                  None)
-    loss = (metrics.filter((pl.col("metric") == s.LOSS) & pl.col("value").is_finite())
-            .sort("attempt", "step").unique("step", keep="last").sort("step")["value"])
+    loss = by_step(metrics.filter(pl.col("value").is_finite()), s.LOSS)["value"]
     score = run.spike_scores.get(s.LOSS, {}).get("run") if run.spike_scores else None
     return RunRow(
         name=run.name, path=run.path, sources=run.sources, outcome=outcome, outcome_step=outcome_step,
@@ -120,10 +120,6 @@ class Separation:
         return asdict(self)
 
 
-def _show(v: Any) -> str:
-    return f"{v:g}" if isinstance(v, float) else json.dumps(v) if not isinstance(v, str) else v
-
-
 def separating_keys(rows: list[RunRow]) -> list[Separation]:
     """Config keys whose values among failed runs and among healthy runs do not overlap: for numbers, every failed
     value above (or below) every healthy one; for other values, disjoint sets. Needs both kinds of run and at least
@@ -141,13 +137,13 @@ def separating_keys(rows: list[RunRow]) -> list[Separation]:
             continue
         nums = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in [*bad.values(), *fine.values()])
         if nums and min(bad.values()) > max(fine.values()):
-            text = f"{key} ≥ {_show(min(bad.values()))} failed, ≤ {_show(max(fine.values()))} healthy"
+            text = f"{key} ≥ {show_value(min(bad.values()))} failed, ≤ {show_value(max(fine.values()))} healthy"
         elif nums and max(bad.values()) < min(fine.values()):
-            text = f"{key} ≤ {_show(max(bad.values()))} failed, ≥ {_show(min(fine.values()))} healthy"
+            text = f"{key} ≤ {show_value(max(bad.values()))} failed, ≥ {show_value(min(fine.values()))} healthy"
         elif not nums and not {json.dumps(v, sort_keys=True) for v in bad.values()} & {
                 json.dumps(v, sort_keys=True) for v in fine.values()}:
-            text = (f"{key} = {', '.join(sorted({_show(v) for v in bad.values()}))} failed, "
-                    f"{', '.join(sorted({_show(v) for v in fine.values()}))} healthy")
+            text = (f"{key} = {', '.join(sorted({show_value(v) for v in bad.values()}))} failed, "
+                    f"{', '.join(sorted({show_value(v) for v in fine.values()}))} healthy")
         else:
             continue
         text += f" (failed: {', '.join(bad)}; healthy: {', '.join(fine)})"

@@ -22,6 +22,13 @@ BOOKKEEPING_KEYS: frozenset[str] = frozenset({
 })
 
 
+def show_value(value: Any) -> str:
+    """A config value as short text: floats in %g, strings as they are, anything else as JSON."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 def config_table(configs: pl.DataFrame) -> dict[int, dict[str, Any]]:
     """Per attempt, the typed configuration (key -> value)."""
     table: dict[int, dict[str, Any]] = {}

@@ -8,6 +8,7 @@ from typing import Any
 import polars as pl
 
 from forensics.findings import Schedule
+from forensics.timeline import by_step
 from parsers import schema as s
 
 PEAK_TOLERANCE = 1e-3  # a logged LR within 0.1% of the maximum is at the peak (printed with 4-7 digits)
@@ -15,10 +16,7 @@ PEAK_TOLERANCE = 1e-3  # a logged LR within 0.1% of the maximum is at the peak (
 
 def _curve(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
     """A metric by step, each step's value from the first attempt that logged it (later attempts repeat it)."""
-    return (
-        metrics.filter((pl.col("metric") == metric) & pl.col("value").is_finite())
-        .sort("attempt", "step").unique("step", keep="first").sort("step").select("step", "value")
-    )
+    return by_step(metrics.filter(pl.col("value").is_finite()), metric, keep="first").select("step", "value")
 
 
 def _step_at_samples(samples: pl.DataFrame, target: float) -> int | None:

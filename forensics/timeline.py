@@ -120,10 +120,11 @@ def step_bins(points: pl.DataFrame, bins: int) -> pl.DataFrame:
     )
 
 
-def surviving_timeline(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
-    """(attempt, step, value) of the path a run finally took: at each step, the value of the latest attempt that
-    logged it (a rollback replaces what the failed attempt logged after the resume point)."""
+def by_step(metrics: pl.DataFrame, metric: str, keep: str = "last") -> pl.DataFrame:
+    """(attempt, step, value) of one metric with one row per step. ``keep="last"``: the path the run finally took
+    (a rollback replaces what the failed attempt logged after the resume point); ``keep="first"``: the first attempt
+    that logged each step (schedules, which later attempts repeat)."""
     return (
         metrics.filter(pl.col("metric") == metric).select("attempt", "step", "value")
-        .sort("attempt", "step").unique("step", keep="last").sort("step")
+        .sort("attempt", "step").unique("step", keep=keep).sort("step")  # type: ignore[arg-type]
     )

@@ -33,15 +33,11 @@ def default_cache_dir() -> Path:
     return Path(base) / "forensics"
 
 
-def _package_files() -> list[Path]:
-    here = Path(__file__).resolve().parent
-    return sorted(p for pkg in (here, here.parent / "forensics") for p in pkg.rglob("*.py"))
-
-
-def code_signature() -> str:
-    """Changes whenever the parsers or analysis code (or Polars) changes, so stale results are never reused."""
+def code_signature(*packages: Path) -> str:
+    """Changes whenever the code of these package directories (default: the parsers) or Polars changes, so stale
+    frames or results are never reused."""
     h = hashlib.sha256(f"{FORMAT_VERSION}:{pl.__version__}".encode())
-    for p in _package_files():
+    for p in sorted(f for pkg in packages or (Path(__file__).resolve().parent,) for f in pkg.rglob("*.py")):
         st = p.stat()
         h.update(f"{p.name}:{st.st_size}:{st.st_mtime_ns}".encode())
     return h.hexdigest()[:16]

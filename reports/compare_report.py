@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 from rich.table import Table
 
 from forensics.comparison import Comparison, RunRow
+from forensics.configs import show_value
 from reports.escape import md
 
 HEADERS = ("run", "sources", "steps", "outcome", "first anomaly", "spikes", "spike score", "min loss", "final loss",
@@ -27,16 +27,12 @@ def _outcome(row: RunRow) -> str:
     return f"{at} {row.outcome_step}" if row.outcome_step is not None else row.outcome
 
 
-def _value(v: Any) -> str:
-    return f"{v:g}" if isinstance(v, float) else v if isinstance(v, str) else json.dumps(v)
-
-
 def cells(row: RunRow, baseline: str | None) -> list[str]:
     """One table row as plain text (escaped by the markdown renderer, shown as-is in the terminal)."""
     sources = ", ".join(sorted({src["format"] for src in row.sources})) or "–"
     if row.outcome == "unreadable":
         return [row.name, sources, "–", "unreadable", row.error or "", "–", "–", "–", "–", "–", "–"]
-    diff = "(baseline)" if row.name == baseline else ", ".join(f"{k}={_value(v)}" for k, v in row.config_diff.items())
+    diff = "(baseline)" if row.name == baseline else ", ".join(f"{k}={show_value(v)}" for k, v in row.config_diff.items())
     return [row.name, sources, _num(row.steps_reached, "d") if row.steps_reached is not None else "–", _outcome(row),
             row.first_anomaly or "none", str(row.spikes), _num(row.spike_score, ".2f") + ("%" if row.spike_score
             is not None else ""), _num(row.min_loss), _num(row.final_loss), diff or "same", row.top_cause or "–"]
