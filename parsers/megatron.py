@@ -296,7 +296,7 @@ def _attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
         pl.concat([process_starts, firsts.cast({"process": pl.Int64})], how="vertical_relaxed")
         .group_by("process", "segment")
         .agg(pl.col("start").min(), pl.col("content").any())
-        .sort("start")
+        .sort("start", "process")  # a process that starts on line 1 comes after the stretch before it
     )
     numbered = pl.when("content").then(pl.col("content").cast(pl.Int32).cum_sum())
     return bounds.with_columns(
@@ -423,8 +423,8 @@ def _iteration_events(
     wide = iters.select("line", "attempt", "step", "wall_time")
     for metric in (s.LOSS, s.GRAD_NORM, s.LOSS_SCALE, s.SKIPPED_ITERATIONS):
         values = fields.filter(pl.col("metric") == metric).unique("line", keep="first", maintain_order=True)
-        wide = wide.join(values.select("line", pl.col("value").alias(metric)), on="line", how="left")
-    wide = wide.join(cut, on="line", how="left").with_columns(
+        wide = wide.join(values.select("line", pl.col("value").alias(metric)), on="line", how="left", maintain_order="left")
+    wide = wide.join(cut, on="line", how="left", maintain_order="left").with_columns(
         has_loss=pl.col(s.LOSS).is_not_null(), cut=pl.col("past").is_not_null()
     )
     # a cut line still shows a missing loss when it was cut after the place where the loss is printed

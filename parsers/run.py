@@ -356,7 +356,7 @@ def _overlay(base: Run, top: Run) -> Run:
 
     metrics = remap(top.metrics)
     covered = metrics.select("metric", "step").unique()
-    kept = base.metrics.join(covered, on=["metric", "step"], how="anti")
+    kept = base.metrics.join(covered, on=["metric", "step"], how="anti", maintain_order="left")
     return Run(
         name=base.name, path=base.path,
         metrics=pl.concat([kept, metrics.select(kept.columns)]),

@@ -215,3 +215,19 @@ def test_metric_names_are_categorical_and_compare_with_plain_strings(tr8_snippet
     run = load_run(tr8_snippets)
     assert run.metrics.schema["metric"] == pl.Categorical
     assert run.metrics.filter(metric="loss").height == run.metrics.filter(pl.col("metric") == "loss").height > 0
+
+
+def test_attempts_are_numbered_the_same_way_every_time(tmp_path):
+    """An arguments block on the very first line once made the numbering depend on an unstable sort."""
+    args = "------------------------ arguments ------------------------\n  seed {} {}\n" \
+           "-------------------- end of arguments ---------------------\n"
+    text = args.format("." * 20, 42) + ITERATION_LINE.format(1, 3.0) + args.format("." * 20, 43)
+    text += ITERATION_LINE.format(1, 2.0)
+    (tmp_path / "restart.log").write_text(text)
+    for _ in range(20):
+        run = load_run(tmp_path / "restart.log")
+        assert run.configs.filter(key="seed").sort("attempt").select("attempt", "value").rows() == [
+            (1, "42"), (2, "43")
+        ]
+        assert run.metrics.filter(metric="loss").select("attempt", "value").rows() == [(1, 3.0), (2, 2.0)]
+

@@ -38,7 +38,7 @@ class SkippedIterationsDetector:
         per_step = per_step.sort("attempt", "step")
         clean = per_step.filter(pl.col("skipped") == 0).group_by("attempt").agg(first_clean=pl.col("step").min())
         skips = (
-            per_step.join(clean, on="attempt", how="left")
+            per_step.join(clean, on="attempt", how="left", maintain_order="left")
             .filter((pl.col("skipped") > 0) & (pl.col("step") > pl.col("first_clean").fill_null(-1)))
         )
         if skips.height == 0:
