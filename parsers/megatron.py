@@ -1,10 +1,14 @@
 """Megatron-LM / Megatron-DeepSpeed text logs -> canonical frames, vectorised with Polars string expressions.
 
-Two streaming Polars queries over the file's lines (memory stays bounded however large the file) yield the lines
-that matter (iteration lines with step, total and flags; arguments, lifecycle, error and validation lines with
-their text) and the iteration lines' fields in long form (one row per printed value). Attempts are then numbered
-from the iteration counter and the arguments blocks, and everything else is joined by line number. Python only
-loops over the few damaged (wrapped or cut) iteration lines and over the arguments blocks' few hundred values.
+One Polars query per block of the file's lines (memory stays bounded however large the file) keeps the lines that
+matter, one row each: iteration lines with their step, total, flags and values, and the arguments, lifecycle, error
+and validation lines with their text. A log prints the same fields in the same order on nearly every iteration
+line, so values are read by position: the first iteration lines of the file give the text before each field's ':'
+(the :class:`Layout`), and on a line whose cells all begin with that text each value is that cell with the text
+cut off, cast to a number. Lines of another shape (a NaN line without its loss, fields a restart added, junk) keep
+their text and are read field by field afterwards. Attempts are then numbered from the iteration counter and the
+arguments blocks, and the values become long-form metric rows. Python only loops over the first iteration lines of
+the file, the few damaged (wrapped or cut) iteration lines and the arguments blocks' few hundred values.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -20,17 +26,18 @@ import polars as pl
 from parsers import megatron_patterns as p
 from parsers import schema as s
 from parsers.schema import ParsedLog
-from parsers.textfile import TextFile, scan_blocks
+from parsers.textfile import SEPARATOR, TextFile, read_blocks, scan_blocks
 
 DETECT = re.compile(rb"iteration\s+\d+\s*/\s*\d+\s*\||-{8,} arguments -{8,}")
 PDSH_CMD = re.compile(p.PDSH_CMD)
 _COUNTERS = "number of skipped iterations"
 _ANY_EVENT = "|".join(f"(?:{rx})" for _, rx in p.EVENT_PATTERNS)
 _LINES_SCHEMA = {"line": pl.UInt32, "text": pl.String}
-_SECONDS = "iteration_time_s"  # the key printed in seconds, until it is scaled to ms
-_KEY_PATTERNS = [f"| {key}:" for key in p.FIELD_NAMES]
-# canonical keys come out of the replacement without spaces, so the millions of keys need no strip
-_KEY_NAMES = [f"|{_SECONDS if key in p.SECONDS_KEYS else name}:" for key, name in p.FIELD_NAMES.items()]
+_VALUE = "metric:"  # the wide iteration rows hold each metric in a column named "metric:<name>"
+_SAMPLE_LINES = 256  # iteration lines the layout is learned from
+_SAMPLE_BLOCKS = 4  # blocks of the file's head searched for them
+_CORE = re.compile(p.ITERATION_CORE.encode())
+_COUNTER_CELL = re.compile(p.COUNTER_CELL)
 
 
 def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
@@ -43,22 +50,21 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
     >>> parsed.metrics.filter(metric="loss").select("step", "value").row(0)
     (1, 10.91159)
     """
-    warnings = list(text.warnings)
     prefix = _prefix_pattern(text.matches.get("pdsh"))
-    rows, fields = _by_block(text, prefix, lambda lines: [_line_rows(lines), _iteration_fields(lines)])
-    iters, others = _split_rows(rows)
-    iters, fields, others, cut = _repair_wrapped(iters, fields, others, text, prefix, warnings)
+    layout = learn_layout(text)
+    iters, others = _split_rows(_by_block(text, prefix, lambda lines: _line_rows(lines, prefix, layout)))
+    warnings = text.damage()  # complete now that every line has been read
+    iters, others, cut = _repair_wrapped(iters, others, text, prefix, layout, warnings)
+    iters = _read_odd_lines(iters, prefix)
     bounds = _attempt_bounds(iters, others)
     iters, others = (_with_attempt(f, bounds) for f in (iters, others))
-    fields = _line_columns(fields, iters)
 
-    fields = _iteration_metrics(fields, text, prefix)
     extra = pl.concat([_log_interval(iters), _validation_metrics(others, iters)], how="diagonal_relaxed")
-    metrics = pl.concat(  # same dtypes, so the millions of field rows are not cast or copied
-        [fields.drop("line"), s.conform(extra, s.METRICS_SCHEMA).select(fields.drop("line").columns)]
-    )
+    values = _long_metrics(iters)
+    # same dtypes, so the millions of value rows are not cast or copied
+    metrics = pl.concat([values, s.conform(extra, s.METRICS_SCHEMA).select(values.columns)], rechunk=False)
     events = pl.concat(
-        [_line_events(others, iters), _iteration_events(iters, fields, cut, text, prefix), _process_starts(others)],
+        [_line_events(others, iters), _iteration_events(iters, cut, text, prefix), _process_starts(others)],
         how="diagonal_relaxed",
     )
     configs = _configs(others, iters)
@@ -76,6 +82,57 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
     )
 
 
+# --- the usual iteration line -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Layout:
+    """The usual iteration line of a log, split at '|': the counter's cell first, then for each later cell the text
+    up to and including its ':' (``None`` for a cell without one, such as the blank after the last '|')."""
+
+    cells: tuple[str | None, ...]
+
+    def fields(self) -> list[tuple[int, str, str, float]]:
+        """(position, text before the value, metric name, scale) of each named field."""
+        out = []
+        for position, head in enumerate(self.cells, start=1):
+            key = (head or "")[:-1].strip()
+            name = _metric_names([key])[key]
+            if head is not None and name:  # a cell with nothing before its ':' names no metric
+                out.append((position, head, name, 1000.0 if key in p.SECONDS_KEYS else 1.0))
+        return out
+
+
+def layout_of(line: str) -> Layout | None:
+    """The layout of one iteration line, or None when its counter is not in its first cell (fields printed before
+    the counter, as GPT-NeoX does, are read field by field).
+
+    >>> layout_of("[default7]: iteration 10/ 100 | lm loss: 2.5E+00 | grad norm: 1.0 |").cells
+    (' lm loss:', ' grad norm:', None)
+    """
+    cells = line.split("|")
+    if not _COUNTER_CELL.search(cells[0]):
+        return None
+    return Layout(tuple(cell[: cell.index(":") + 1] if ":" in cell else None for cell in cells[1:]))
+
+
+def learn_layout(text: TextFile) -> Layout | None:
+    """The most common layout among the first iteration lines of the file (None when it has none)."""
+    lines: list[str] = []
+    for n, block in enumerate(read_blocks(text.path, text.shown)):
+        starts: set[int] = set()
+        for found in _CORE.finditer(block):
+            starts.add(block.rfind(b"\n", 0, found.start()) + 1)
+            if len(starts) >= _SAMPLE_LINES:
+                break
+        for start in sorted(starts):
+            end = block.find(b"\n", start)
+            raw = block[start : end if end >= 0 else len(block)].replace(b"\x00", b"")
+            lines.append(raw.replace(SEPARATOR.encode(), b" ").decode("utf-8", errors="replace").rstrip("\r"))
+        if len(lines) >= _SAMPLE_LINES or n + 1 >= _SAMPLE_BLOCKS:
+            break
+    layouts = Counter(layout for layout in map(layout_of, lines) if layout is not None)
+    return layouts.most_common(1)[0][0] if layouts else None
+
+
 # --- one pass over the lines --------------------------------------------------------------------------------------
 def _prefix_pattern(pdsh_cmd: re.Match[bytes] | None) -> str:
     hosts = [h for h in pdsh_cmd.group(1).decode(errors="replace").split(",") if h] if pdsh_cmd else []
@@ -83,132 +140,112 @@ def _prefix_pattern(pdsh_cmd: re.Match[bytes] | None) -> str:
     return f"^(?:{alternatives})*"
 
 
-def _by_block(
-    text: TextFile, prefix: str, queries: Callable[[pl.LazyFrame], list[pl.LazyFrame]]
-) -> list[pl.DataFrame]:
-    """Run ``queries`` on each block of classified lines; the results of each query, concatenated in line order."""
-    parts: list[list[pl.DataFrame]] = []
-    for block in scan_blocks(text):
-        # one query at a time: run together, each would hold its own buffers of the file
-        parts.append([q.collect(engine="streaming") for q in queries(_classify(block, prefix))])
+def _by_block(text: TextFile, prefix: str, query: Callable[[pl.LazyFrame], pl.LazyFrame]) -> pl.DataFrame:
+    """``query`` run on each block of classified lines, the results concatenated in line order."""
+    parts = [query(_classify(block, prefix)).collect(engine="streaming") for block in scan_blocks(text)]
     if not parts:  # an empty file
-        parts.append([q.collect() for q in queries(_classify(pl.LazyFrame(schema=_LINES_SCHEMA), prefix))])
-    return [pl.concat(frames, how="vertical_relaxed") for frames in zip(*parts, strict=True)]
+        parts.append(query(_classify(pl.LazyFrame(schema=_LINES_SCHEMA), prefix)).collect())
+    return pl.concat(parts, how="vertical_relaxed")
 
 
 def _lines_at(text: TextFile, prefix: str, wanted: list[int]) -> pl.DataFrame:
     """The classified lines with these numbers (a second pass over the file, for the few lines that need it)."""
-    return _by_block(text, prefix, lambda lines: [lines.filter(pl.col("line").is_in(wanted))])[0]
+    return _by_block(text, prefix, lambda lines: lines.filter(pl.col("line").is_in(wanted)))
 
 
 def _classify(scan: pl.LazyFrame, prefix: str) -> pl.LazyFrame:
-    """Launcher prefixes stripped into ``body``; flags for iteration lines and the arguments block."""
-    body = pl.col("text").fill_null("").str.replace(prefix, "")
-    return scan.with_columns(body=body).with_columns(
-        is_iter=pl.col("body").str.contains(p.ITERATION_LINE),
-        is_args_start=pl.col("body").str.contains(p.ARGS_START),
-        is_args_end=pl.col("body").str.contains(p.ARGS_END),
+    """Flags for iteration lines and the arguments block; ``body``: the other lines without launcher prefixes.
+
+    Iteration lines, nearly every line of a long log, are recognised with the prefix folded into the pattern and
+    keep their text as it is: stripping prefixes would copy every line.
+    """
+    is_iter = pl.col("text").fill_null("").str.contains(prefix + p.ITERATION_LINE_AFTER_PREFIX)
+    body = pl.when(~pl.col("is_iter")).then(pl.col("text").fill_null("")).str.replace(prefix, "")
+    return scan.with_columns(is_iter=is_iter).with_columns(body=body).with_columns(
+        is_args_start=pl.col("body").str.contains(p.ARGS_START).fill_null(False),
+        is_args_end=pl.col("body").str.contains(p.ARGS_END).fill_null(False),
     )
 
 
-def _wall_time() -> pl.Expr:
-    ts = pl.col("body").str.extract(p.TIMESTAMP).str.replace(",", ".").str.replace("T", " ")
+def _wall_time(prefix: str) -> pl.Expr:
+    ts = pl.col("text").str.extract(prefix + p.TIMESTAMP_AFTER_PREFIX).str.replace(",", ".").str.replace("T", " ")
     return ts.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us").dt.epoch("us") / 1e6
 
 
-def _line_rows(lines: pl.LazyFrame) -> pl.LazyFrame:
-    """The lines that matter, one row each: iteration lines (step, total, flags) and the other lines worth keeping
-    (arguments and lines that may be, events, validation) with their text.
+def _line_rows(lines: pl.LazyFrame, prefix: str, layout: Layout | None) -> pl.LazyFrame:
+    """The lines that matter, one row each: iteration lines (step, total, flags, a ``metric:<name>`` column per field
+    of the layout, ``odd`` when the line does not fit it) and the other lines worth keeping (arguments and lines that
+    may be, events, validation) with their text.
 
     Whether a line lies inside an arguments block is decided after the pass, on the kept lines (a running count
     over the whole file would make the streaming engine hold every line).
     """
-    groups = pl.col("body").str.extract_groups(p.ITERATION)
     iteration = pl.col("is_iter")
     rest = pl.when(~iteration).then(pl.col("body"))  # null on iteration lines: the regexes below skip them
     other = (
         pl.col("is_args_start") | pl.col("is_args_end") | rest.str.contains(p.ARGS_CANDIDATE)
         | rest.str.contains(_ANY_EVENT) | rest.str.contains(" loss at ", literal=True)
     ).fill_null(False)
-    # "+ ''" copies the few kept strings out of the file-sized buffers their views would otherwise pin
-    return lines.filter(iteration | other).select(
-        "line", "is_iter", "is_args_start", "is_args_end",
-        step=pl.when(iteration).then(groups.struct.field("1").cast(pl.Int64, strict=False)),
-        total=pl.when(iteration).then(groups.struct.field("2").cast(pl.Int64, strict=False)),
-        ends_pipe=pl.col("body").str.strip_chars_end().str.ends_with("|") & iteration,
-        has_counters=pl.col("body").str.contains(_COUNTERS, literal=True) & iteration,
-        text=pl.when(~iteration).then(pl.col("text") + ""),
-        body=pl.when(~iteration).then(pl.col("body") + ""),
-        wall_time=_wall_time(),
+    cells = pl.col("cells")
+
+    def cell(position: int) -> pl.Expr:
+        return pl.col(f"_cell{position}")
+
+    read: dict[str, pl.Expr] = {}  # each field's value, by position
+    unfit: list[pl.Expr] = [pl.lit(layout is None), pl.col("step").is_null()]
+    columns: dict[str, list[str]] = {}  # metric column -> the positions it is read from
+    positions = range(len(layout.cells) + 1 if layout is not None else 1)
+    if layout is not None:
+        unfit.append(cells.list.len() > len(layout.cells) + 1)
+        for position, head in enumerate(layout.cells, start=1):  # a cell with no ':' there must have none here
+            if head is None:
+                unfit.append(cell(position).str.contains(":", literal=True))
+            else:
+                unfit.append(cell(position).is_not_null() & ~cell(position).str.starts_with(head))
+        for position, head, name, scale in layout.fields():
+            value = cell(position).str.strip_prefix(head).str.strip_chars().cast(pl.Float64, strict=False)
+            read[f"_at{position}"] = value * scale if scale != 1.0 else value
+            columns.setdefault(_VALUE + name, []).append(f"_at{position}")
+            # a value that is not a plain number is read again with the line
+            unfit.append(cell(position).is_not_null() & pl.col(f"_at{position}").is_null())
+    counter = cell(0).str.split_exact("/", 1)
+    has_counter = cell(0).str.contains(p.COUNTER_CELL)  # then the digits around the '/' are the step and total
+    return (
+        lines.filter(iteration | other)
+        .with_columns(cells=pl.when(iteration).then(pl.col("text")).str.split("|"))
+        .with_columns(**{f"_cell{n}": cells.list.get(n, null_on_oob=True) for n in positions})
+        .with_columns(
+            step=pl.when(has_counter).then(
+                counter.struct.field("field_0").str.strip_chars_end().str.split(" ").list.last()
+            ).cast(pl.Int64, strict=False),
+            total=pl.when(has_counter).then(counter.struct.field("field_1").str.strip_chars())
+            .cast(pl.Int64, strict=False),
+            **read,
+        )
+        .select(
+            "line", "is_iter", "is_args_start", "is_args_end", "step", "total",
+            odd=pl.when(iteration).then(pl.any_horizontal(*unfit).fill_null(False)).fill_null(False),
+            ends_pipe=(cells.list.last().str.strip_chars() == "").fill_null(False),
+            has_counters=pl.col("text").str.contains(_COUNTERS, literal=True) & iteration,
+            text=pl.col("text"),
+            body=pl.when(~iteration).then(pl.col("body") + ""),
+            wall_time=_wall_time(prefix),
+            **{column: pl.coalesce(at) for column, at in columns.items()},
+        )
+        # "+ ''" copies the few kept strings out of the file-sized buffers their views would otherwise pin
+        .with_columns(text=pl.when(~iteration | pl.col("odd")).then(pl.col("text") + ""))
     )
 
 
 def _split_rows(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Iteration rows and other rows of :func:`_line_rows`."""
-    iters = rows.filter("is_iter").select("line", "step", "total", "wall_time", "ends_pipe", "has_counters")
+    iters = rows.filter("is_iter").select(
+        "line", "step", "total", "wall_time", "ends_pipe", "has_counters", "odd", "text", pl.col(f"^{_VALUE}.*$")
+    )
     others = rows.filter(~pl.col("is_iter")).select(
         "line", "is_args_start", "is_args_end", "text", "body", "wall_time", in_args=_inside_arguments()
     )
     return iters, others
-
-
-def _segments(lines: pl.LazyFrame, *per_line: pl.Expr) -> pl.LazyFrame:
-    """The iteration lines' ``key: value`` segments, one row each, with the segment's ``colon`` position."""
-    segments = (
-        pl.col("body").str.replace(p.LEADING, "").str.replace(p.ITERATION_CORE, "|")
-        .str.replace_many(_KEY_PATTERNS, _KEY_NAMES)  # canonical names in one pass, before the rows multiply
-        .str.split("|")
-    )
-    return (
-        lines.filter("is_iter")
-        .select("line", *per_line, segment=segments)
-        .explode("segment")
-        .with_columns(colon=pl.col("segment").str.find(":", literal=True))
-        .filter(pl.col("colon").is_not_null())
-    )
-
-
-def _segment_key() -> pl.Expr:
-    return pl.col("segment").str.head(pl.col("colon"))
-
-
-def _segment_raw() -> pl.Expr:
-    return pl.col("segment").str.slice(pl.col("colon") + 1).str.strip_chars()
-
-
-def _iteration_fields(lines: pl.LazyFrame) -> pl.LazyFrame:
-    """One row per (iteration line, printed field): ``key`` (categorical) and value, in long form.
-
-    Only what each row needs of its own: the line's step, attempt and time are gathered from the iteration rows
-    afterwards (:func:`_line_columns`), which keeps this, the largest frame of the pass, small.
-
-    Keys never hold ':' or '|', so a split at '|' and then at the first ':' does what a regex would, several times
-    faster. (``str.find`` counts bytes and ``str.head`` characters: a key with non-ASCII text before its ':' is
-    garbage from a damaged line either way.) Values that are not plain numbers are null here and read again by
-    :func:`_unparsed_values`. Keys are named by :func:`_iteration_metrics` once, on the few distinct keys.
-    """
-    key = _segment_key()  # keys replace_many did not name keep their spaces until named
-    value = _segment_raw().cast(pl.Float64, strict=False)
-    seconds = pl.col("key") == _SECONDS
-    return (
-        _segments(lines)
-        .select("line", key=key, value=value)
-        .select(
-            "line",
-            key=pl.when(seconds).then(pl.lit(s.ITERATION_TIME_MS)).otherwise("key").cast(pl.Categorical),
-            value=pl.when(seconds).then(pl.col("value") * 1000.0).otherwise("value"),
-        )
-    )
-
-
-def _unparsed_values(text: TextFile, prefix: str, at: list[int]) -> pl.DataFrame:
-    """``line``, ``metric`` and ``raw`` text of the fields on lines ``at`` whose value did not parse as a number."""
-    return (
-        _segments(_lines_at(text, prefix, at).lazy())
-        .select("line", key=_segment_key().str.strip_chars(), raw=_segment_raw())
-        .filter(pl.col("raw").cast(pl.Float64, strict=False).is_null() & (pl.col("raw") != "") & (pl.col("key") != ""))
-        .collect()
-    )
 
 
 def _inside_arguments() -> pl.Expr:
@@ -217,11 +254,86 @@ def _inside_arguments() -> pl.Expr:
     return (depth > 0) & ~pl.col("is_args_start")
 
 
+# --- iteration lines of another shape ------------------------------------------------------------------------------
+def _odd_fields(odd: pl.DataFrame, prefix: str) -> pl.DataFrame:
+    """``line``, ``metric``, ``value`` of each field of these iteration lines, read one '|'-separated cell at a time.
+
+    Keys never hold ':' or '|', so a split at '|' and then at the first ':' does what a regex would. Values that are
+    not plain numbers are read again: NaN and Inf spelled any way, else the number they begin with.
+    """
+    segment = pl.col("segment")
+    colon = segment.str.find(":", literal=True)
+    cells = (
+        odd.select(
+            "line",
+            segment=pl.col("text").str.replace(prefix, "").str.replace(p.LEADING, "")
+            .str.replace(p.ITERATION_CORE, "|").str.split("|"),
+        )
+        .explode("segment")
+        .select("line", key=segment.str.head(colon).str.strip_chars(), raw=segment.str.slice(colon + 1).str.strip_chars())
+        .drop_nulls("key")
+    )
+    names = _metric_names(cells["key"].unique().to_list())
+    raw = pl.col("raw")
+    leading = raw.str.extract(r"^([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)").cast(pl.Float64, strict=False)
+    reread = pl.when(raw.str.contains(r"(?i)nan")).then(float("nan")).when(raw.str.contains(r"(?i)inf")).then(
+        pl.when(raw.str.starts_with("-")).then(float("-inf")).otherwise(float("inf"))
+    ).otherwise(leading)
+    scale = pl.when(pl.col("key").is_in(list(p.SECONDS_KEYS))).then(1000.0).otherwise(1.0)
+    return cells.select(
+        "line",
+        metric=pl.col("key").replace_strict(names, return_dtype=pl.String),
+        value=pl.coalesce(raw.cast(pl.Float64, strict=False), pl.when(raw != "").then(reread)) * scale,
+    ).filter((pl.col("metric") != "") & pl.col("value").is_not_null())
+
+
+def _read_odd_lines(iters: pl.DataFrame, prefix: str) -> pl.DataFrame:
+    """The iteration rows with the lines that did not fit the layout read field by field (their step too, when
+    their counter was not in the first cell)."""
+    odd = iters.filter("odd")
+    if odd.height == 0:
+        return iters
+    counter = pl.col("text").str.replace(prefix, "").str.extract_groups(p.ITERATION)
+    steps = odd.select(
+        "line",
+        odd_step=counter.struct.field("1").cast(pl.Int64, strict=False),
+        odd_total=counter.struct.field("2").cast(pl.Int64, strict=False),
+    )
+    fields = _odd_fields(odd, prefix).unique(["line", "metric"], keep="first", maintain_order=True)
+    wide = fields.pivot(on="metric", index="line", values="value", maintain_order=True)
+    wide = wide.rename({c: _VALUE + c for c in wide.columns if c != "line"})
+    wide = steps.join(wide, on="line", how="left", maintain_order="left")
+    merged = iters.join(wide, on="line", how="left", suffix=":odd", maintain_order="left")
+    is_odd = pl.col("odd")
+    read_again = {  # an odd line's values are all the ones read field by field
+        c: pl.when(is_odd).then(pl.col(f"{c}:odd") if f"{c}:odd" in merged.columns else None).otherwise(c)
+        for c in iters.columns if c.startswith(_VALUE)
+    }
+    return merged.with_columns(
+        step=pl.coalesce("step", "odd_step"), total=pl.coalesce("total", "odd_total"), **read_again
+    ).drop("odd_step", "odd_total", *[f"{c}:odd" for c in read_again if f"{c}:odd" in merged.columns])
+
+
+def _long_metrics(iters: pl.DataFrame) -> pl.DataFrame:
+    """One metric row per value of the iteration rows, each metric's rows in line order.
+
+    The columns every metric shares (attempt, step, time) are the same buffers in every part when nothing is missing.
+    """
+    shared = iters.select("attempt", "step", "wall_time")
+    parts = []
+    for column in (c for c in iters.columns if c.startswith(_VALUE)):
+        part = shared.with_columns(metric=pl.lit(column[len(_VALUE):], dtype=pl.Categorical), value=iters[column])
+        parts.append(part.filter(pl.col("value").is_not_null()) if iters[column].has_nulls() else part)
+    if not parts:
+        return s.empty(s.METRICS_SCHEMA).select("attempt", "step", "wall_time", "metric", "value")
+    return pl.concat(parts, rechunk=False).select("attempt", "step", "wall_time", "metric", "value")
+
+
 # --- damaged iteration lines --------------------------------------------------------------------------------------
 def _repair_wrapped(
-    iters: pl.DataFrame, fields: pl.DataFrame, others: pl.DataFrame, text: TextFile, prefix: str,
+    iters: pl.DataFrame, others: pl.DataFrame, text: TextFile, prefix: str, layout: Layout | None,
     warnings: list[str],
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Join iteration lines hard-wrapped over a few lines; report the lines that stay cut short.
 
     Returns the frames with the joined lines parsed again, and the cut lines (``line``, ``past``: whether the
@@ -232,7 +344,7 @@ def _repair_wrapped(
     broken = iters.filter(~complete)["line"].to_list()
     no_cut = pl.DataFrame(schema={"line": pl.UInt32, "past": pl.Boolean})
     if not broken:
-        return iters, fields, others, no_cut
+        return iters, others, no_cut
     wanted = sorted({n + k for n in broken for k in range(4)})
     texts = dict(_lines_at(text, prefix, wanted).select("line", pl.col("text").fill_null("")).iter_rows())
     is_iter = re.compile(p.ITERATION_CORE)
@@ -258,19 +370,16 @@ def _repair_wrapped(
             warnings.append(f"{text.shown}: {where}: iteration line cut short; fields after the cut are missing")
     cut_frame = pl.DataFrame({"line": list(cut), "past": list(cut.values())}, schema=no_cut.schema)
     if not patches:
-        return iters, fields, others, cut_frame
+        return iters, others, cut_frame
     fixed = _classify(
         pl.LazyFrame({"line": list(patches), "text": list(patches.values())}, schema=_LINES_SCHEMA),
         prefix,
     )
-    new_rows, new_fields = pl.collect_all([_line_rows(fixed), _iteration_fields(fixed)])
-    new_iters = _split_rows(new_rows)[0]
+    new_iters = _split_rows(_line_rows(fixed, prefix, layout).collect())[0]
     drop = pl.col("line").is_in(list(patches) + sorted(swallowed))
 
-    def merged(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
-        return pl.concat([old.filter(~drop), new], how="vertical_relaxed").sort("line", maintain_order=True)
-
-    return merged(iters, new_iters), merged(fields, new_fields), others.filter(~drop), cut_frame
+    merged = pl.concat([iters.filter(~drop), new_iters], how="vertical_relaxed").sort("line", maintain_order=True)
+    return merged, others.filter(~drop), cut_frame
 
 
 # --- attempts -----------------------------------------------------------------------------------------------------
@@ -304,22 +413,6 @@ def _attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
     ).select("start", "attempt")
 
 
-def _line_columns(fields: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:
-    """The step, attempt and wall time of each field's iteration line (both frames are in line order)."""
-    if fields.height == 0:
-        return fields.with_columns(
-            step=pl.lit(None, pl.Int64), attempt=pl.lit(1, pl.Int32), wall_time=pl.lit(None, pl.Float64)
-        )
-    runs = fields.select(first=pl.col("line").rle().struct.field("value"))["first"]  # fields come line by line
-    at = iters["line"].search_sorted(runs, side="left").gather(fields["line"].rle_id())
-    times = iters["wall_time"]
-    return fields.with_columns(
-        step=iters["step"].gather(at),
-        attempt=iters["attempt"].gather(at) if iters["attempt"].n_unique() > 1 else pl.lit(iters["attempt"][0]),
-        wall_time=times.gather(at) if times.null_count() < len(times) else pl.lit(None, dtype=pl.Float64),
-    )
-
-
 def _with_attempt(frame: pl.DataFrame, bounds: pl.DataFrame) -> pl.DataFrame:
     if bounds["attempt"].n_unique() == 1:
         return frame.with_columns(attempt=pl.lit(bounds["attempt"][0], dtype=pl.Int32))
@@ -334,41 +427,6 @@ def _metric_names(keys: list[str]) -> dict[str, str]:
 
 def _slug_text(key: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", key.lower()).strip("_")
-
-
-def _iteration_metrics(fields: pl.DataFrame, text: TextFile, prefix: str) -> pl.DataFrame:
-    """Metric rows (``line`` kept) from the fields: keys named, seconds made ms, non-plain numbers read again."""
-    keys = [k for k in fields["key"].unique().to_list() if k is not None]
-    renames = {k: v for k, v in _metric_names(keys).items() if k != v}  # keys replace_many did not name
-    if len(renames) > 4:
-        mapping = {k: renames.get(k, k) for k in keys}
-        fields = fields.with_columns(pl.col("key").replace_strict(mapping, return_dtype=pl.Categorical))
-    else:  # a few comparisons of categorical codes are cheaper than a lookup per row
-        for old, new in renames.items():
-            is_old = pl.col("key") == old
-            fields = fields.with_columns(key=pl.when(is_old).then(pl.lit(new, dtype=pl.Categorical)).otherwise("key"))
-    fields = fields.rename({"key": "metric"})
-    if "" in renames.values():  # a segment with nothing before its ':'
-        fields = fields.filter(pl.col("metric") != "")
-    if fields["value"].null_count():
-        at = fields.filter(pl.col("value").is_null())["line"].unique().cast(pl.UInt32).to_list()
-        raw = pl.col("raw")
-        leading = raw.str.extract(r"^([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)").cast(pl.Float64, strict=False)
-        reread = pl.when(raw.str.contains(r"(?i)nan")).then(float("nan")).when(raw.str.contains(r"(?i)inf")).then(
-            pl.when(raw.str.starts_with("-")).then(float("-inf")).otherwise(float("inf"))
-        ).otherwise(leading)
-        unparsed = _unparsed_values(text, prefix, at)
-        names = _metric_names(unparsed["key"].unique().to_list())
-        fixes = unparsed.select(
-            "line", reread=reread,
-            metric=pl.col("key").replace_strict(names, return_dtype=pl.String).cast(pl.Categorical),
-        ).unique(["line", "metric"], keep="first")
-        fields = (
-            fields.join(fixes, on=["line", "metric"], how="left")
-            .with_columns(value=pl.coalesce("value", "reread"))
-            .drop_nulls("value")
-        )
-    return fields.select("line", "attempt", "step", "wall_time", "metric", "value")
 
 
 def _log_interval(iters: pl.DataFrame) -> pl.DataFrame:
@@ -416,14 +474,14 @@ def _validation_metrics(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFra
     return pl.concat([losses, ppls])
 
 
-def _iteration_events(
-    iters: pl.DataFrame, fields: pl.DataFrame, cut: pl.DataFrame, text: TextFile, prefix: str
-) -> pl.DataFrame:
+def _iteration_events(iters: pl.DataFrame, cut: pl.DataFrame, text: TextFile, prefix: str) -> pl.DataFrame:
     """Loss missing (NaN or a fully skipped interval), stale grad norms, and cut-short lines."""
-    wide = iters.select("line", "attempt", "step", "wall_time")
-    for metric in (s.LOSS, s.GRAD_NORM, s.LOSS_SCALE, s.SKIPPED_ITERATIONS):
-        values = fields.filter(pl.col("metric") == metric).unique("line", keep="first", maintain_order=True)
-        wide = wide.join(values.select("line", pl.col("value").alias(metric)), on="line", how="left", maintain_order="left")
+    wanted = (s.LOSS, s.GRAD_NORM, s.LOSS_SCALE, s.SKIPPED_ITERATIONS)
+    wide = iters.select(
+        "line", "attempt", "step", "wall_time", "text",
+        *[pl.col(_VALUE + m).alias(m) if _VALUE + m in iters.columns else pl.lit(None, pl.Float64).alias(m)
+          for m in wanted],
+    )
     wide = wide.join(cut, on="line", how="left", maintain_order="left").with_columns(
         has_loss=pl.col(s.LOSS).is_not_null(), cut=pl.col("past").is_not_null()
     )
@@ -444,10 +502,13 @@ def _iteration_events(
         "line", "attempt", "step", "wall_time", kind=pl.lit(s.EV_TRUNCATED), value=pl.lit(None, dtype=pl.Float64)
     )
     out = pl.concat([missing, stale, truncated])
-    if out.height == 0:
+    out = out.join(wide.select("line", "text"), on="line", how="left", maintain_order="left")
+    unread = out.filter(pl.col("text").is_null())["line"].unique().to_list()  # lines that fit the layout
+    if not unread:
         return out
-    texts = _lines_at(text, prefix, out["line"].unique().to_list())
-    return out.join(texts.select("line", "text"), on="line", how="left")
+    texts = _lines_at(text, prefix, unread).select("line", read=pl.col("text"))
+    out = out.join(texts, on="line", how="left", maintain_order="left")
+    return out.with_columns(text=pl.coalesce("text", "read")).drop("read")
 
 
 # --- other lines --------------------------------------------------------------------------------------------------

@@ -14,16 +14,18 @@ SRUN_OR_TORCHRUN = r"\d+: |\[[A-Za-z_]+\d+\]: ?"
 HOST_LIKE = r"[A-Za-z][\w-]*\d[\w.-]*: +"
 PDSH_CMD = rb"cmd = pdsh [^\n]*?-w\s+(\S+)"
 
-TIMESTAMP = r"^\s*\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\]"
+# patterns ending in _AFTER_PREFIX are anchored at the start of a line by the launcher-prefix pattern put before them
+TIMESTAMP_AFTER_PREFIX = r"\s*\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\]"
 # the iteration line is found in two cheap steps: where "iteration N/ M |" starts, then whether what precedes it
 # is only a timestamp and/or fields (GPT-NeoX prints "samples/sec: 7.799 | " first)
 ITERATION_CORE = r"iteration\s+\d+\s*/\s*\d+\s*\|"
 ITERATION = r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|"
+COUNTER_CELL = r"iteration\s+(\d+)\s*/\s*(\d+)\s*$"  # the counter's cell of a line split at '|'
 # junk a damaged or coloured log leaves in front of a line: ANSI escapes, replacement characters, other non-ASCII
 JUNK = r"(?:\x1b\[[0-9;]*[A-Za-z]|[^\x00-\x7F])*"
 LEADING = r"^" + JUNK + r"\s*(?:\[[^\]]*\])?"
 # a whole iteration line: junk, a timestamp, fields printed before the counter (GPT-NeoX), then the counter
-ITERATION_LINE = LEADING + r"\s*(?:[^|\[\]]*?:[^|]*\|\s*)*" + ITERATION_CORE
+ITERATION_LINE_AFTER_PREFIX = LEADING[1:] + r"\s*(?:[^|\[\]]*?:[^|]*\|\s*)*" + ITERATION_CORE
 VALIDATION = (
     r"^\s*(?:validation\S*|\S+) loss at (?:iteration (\d+)(?: on (?:validation|test) set)?|"
     r"the end of training for (?:val|test) data) \|\s*([^|]+?) value: (\S+) \|(?:[^|]*? PPL: (\S+))?"

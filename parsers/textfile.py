@@ -1,7 +1,7 @@
-"""Look at a text file once, in bounded blocks: is it text, is it damaged, does it hold what a parser wants.
+"""Text files in bounded blocks: a quick look at the head (is it text, does it hold what a parser wants), then the
+lines as Polars frames, one block at a time, noting damage (NUL bytes, invalid UTF-8, a cut last line) on the way.
 
-The parsers then read the lines with Polars' streaming CSV reader (one field per line), so a file of hundreds of
-MB is never held in memory as Python bytes.
+A file of hundreds of MB is never held in memory whole, neither as Python bytes nor in Polars' buffers.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import polars as pl
 
 SEPARATOR = "\x1f"  # a control byte that does not occur in logs: each line becomes one CSV field
 _BLOCK_BYTES = 4 << 20
+_SCAN_BLOCK_BYTES = 16 << 20  # per Polars query: fewer, larger blocks cost less time, smaller ones less memory
 _BINARY_SNIFF_BYTES = 8192
 
 
@@ -24,18 +25,29 @@ class InputError(Exception):
 
 @dataclass
 class TextFile:
-    """What one pass over a text file found; ``matches`` holds the first match of each pattern asked for."""
+    """What a look at a text file found (``matches``: the first match of each pattern asked for), and the damage
+    that reading its lines with :func:`scan_blocks` found."""
 
     path: Path
     shown: str
-    size: int = 0
     binary: bool = False
     blank: bool = True
-    ends_with_newline: bool = True
-    has_nul: bool = False
-    has_separator: bool = False
     matches: dict[str, re.Match[bytes] | None] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    has_nul: bool = False
+    first_bad_utf8: int | None = None
+    ends_with_newline: bool = True
+
+    def damage(self) -> list[str]:
+        """Warnings about the damage found so far (complete once the lines have been read)."""
+        warnings = []
+        if self.first_bad_utf8 is not None:
+            warnings.append(
+                f"{self.shown}: bytes that are not valid UTF-8 (first at byte {self.first_bad_utf8}); "
+                "replaced with U+FFFD"
+            )
+        if self.has_nul:
+            warnings.append(f"{self.shown}: NUL bytes in the file (damaged or partly overwritten); they were removed")
+        return warnings
 
 
 def _oserror(path: Path | str, exc: OSError) -> InputError:
@@ -81,64 +93,49 @@ def inspect_text(
     patterns: dict[str, re.Pattern[bytes]] | None = None,
     head_patterns: dict[str, re.Pattern[bytes]] | None = None,
 ) -> TextFile:
-    """One bounded-memory pass over ``path``: size, binary or blank, damage warnings, first pattern matches.
+    """Look at ``path`` until every pattern is found: binary or blank, and the first match of each pattern.
 
-    ``patterns`` are looked for in the whole file, ``head_patterns`` in its first block (a few MB) only. A file
-    with NUL bytes near its start is taken as binary and not read further.
+    ``patterns`` are looked for in the whole file (reading stops once all are found), ``head_patterns`` in its
+    first block (a few MB) only. A file with NUL bytes near its start is taken as binary and not read further.
     """
     info = TextFile(path=path, shown=shown)
     pending = dict(patterns or {})
     info.matches = {name: None for name in [*pending, *(head_patterns or {})]}
-    for name, rx in (head_patterns or {}).items():
-        pending[name] = rx
-    first_bad_utf8: int | None = None
-    last = b""
-    for block in read_blocks(path):
-        if info.size == 0 and b"\x00" in block[:_BINARY_SNIFF_BYTES]:
+    for n, block in enumerate(read_blocks(path)):
+        if n == 0 and b"\x00" in block[:_BINARY_SNIFF_BYTES]:
             info.binary = True
-            info.size = len(block)
             return info
-        if first_bad_utf8 is None and not block.isascii():
-            try:
-                block.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                first_bad_utf8 = info.size + exc.start
-        info.has_nul = info.has_nul or b"\x00" in block
-        info.has_separator = info.has_separator or SEPARATOR.encode() in block
         info.blank = info.blank and block.isspace()
-        for name, rx in list(pending.items()):
+        for name, rx in [*pending.items(), *((head_patterns or {}).items() if n == 0 else [])]:
             if found := rx.search(block):
                 info.matches[name] = found
-                del pending[name]
-        for name in head_patterns or {}:
-            pending.pop(name, None)
-        info.size += len(block)
-        last = block
-    info.ends_with_newline = last.endswith(b"\n") or not last
-    if first_bad_utf8 is not None:
-        info.warnings.append(
-            f"{shown}: bytes that are not valid UTF-8 (first at byte {first_bad_utf8}); replaced with U+FFFD"
-        )
-    if info.has_nul:
-        info.warnings.append(f"{shown}: NUL bytes in the file (damaged or partly overwritten); they were removed")
+                pending.pop(name, None)
+        if not pending and not info.blank:
+            break
     return info
 
 
-def scan_blocks(info: TextFile) -> Iterator[pl.LazyFrame]:
-    """The file as lazy frames of ``line`` (1-based, counted across blocks) and ``text`` (null for an empty line).
+def _note_damage(info: TextFile, block: bytes, offset: int) -> None:
+    info.has_nul = info.has_nul or b"\x00" in block
+    if info.first_bad_utf8 is None and not block.isascii():
+        try:
+            block.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            info.first_bad_utf8 = offset + exc.start
 
-    A clean file is one frame, streamed from disk by Polars. A file with NUL or separator bytes comes in blocks of
-    about 4 MB, cleaned first, so memory stays bounded. Invalid UTF-8 is replaced in both.
+
+def scan_blocks(info: TextFile, block_bytes: int = _SCAN_BLOCK_BYTES) -> Iterator[pl.LazyFrame]:
+    """The file as lazy frames of ``line`` (1-based, counted across blocks) and ``text`` (null for an empty line),
+    one per block of about ``block_bytes``, noting the damage found in ``info``.
+
+    NUL bytes are removed and the separator byte becomes a space; invalid UTF-8 is replaced.
     """
-    if not (info.has_nul or info.has_separator):  # clean: one lazy scan that Polars streams from disk
-        yield pl.scan_csv(
-            info.path, has_header=False, separator=SEPARATOR, quote_char=None, encoding="utf8-lossy",
-            schema={"text": pl.String},
-        ).with_row_index("line", offset=1)
-        return
-    first = 1
-    for block in read_blocks(info.path, info.shown):
-        if info.has_nul or info.has_separator:
+    first, offset, last = 1, 0, b""
+    for block in read_blocks(info.path, info.shown, block_bytes):
+        _note_damage(info, block, offset)
+        offset += len(block)
+        last = block
+        if b"\x00" in block or SEPARATOR.encode() in block:
             block = block.replace(b"\x00", b"").replace(SEPARATOR.encode(), b" ")
         n_lines = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
         if block:
@@ -151,3 +148,4 @@ def scan_blocks(info: TextFile) -> Iterator[pl.LazyFrame]:
                 schema={"text": pl.String},
             ).with_row_index("line", offset=first)
         first += n_lines
+    info.ends_with_newline = last.endswith(b"\n") or not last

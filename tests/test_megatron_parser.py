@@ -217,6 +217,27 @@ def test_metric_names_are_categorical_and_compare_with_plain_strings(tr8_snippet
     assert run.metrics.filter(metric="loss").height == run.metrics.filter(pl.col("metric") == "loss").height > 0
 
 
+def test_lines_that_leave_the_usual_layout_are_read_field_by_field(tmp_path):
+    """Values are read by position on lines shaped like the first ones, and field by field on any other line."""
+    usual = " iteration {:8d}/     100 | lm loss: {} | loss scale: 4096.0 | grad norm: {} |\n"
+    lines = [usual.format(i, "2.000000E+00", "1.000") for i in range(1, 6)]
+    lines += [
+        " iteration        6/     100 | loss scale: 2048.0 | grad norm: nan |\n",  # NaN: no loss, the fields shift
+        " iteration        7/     100 | lm loss: 1.900000E+00 | loss scale: 2048.0 | grad norm: 0.5 | z_loss: 0.25 |\n",
+        " iteration        8/     100 |  lm loss: 1.8 (mean) | loss scale:2048.0 | grad norm: inf |\n",
+        usual.format(9, "1.700000E+00", "0.750"),
+    ]
+    (tmp_path / "shapes.log").write_text("".join(lines))
+    run = load_run(tmp_path / "shapes.log")
+    loss = run.metrics.filter(metric="loss").select("step", "value").rows()
+    assert loss == [(1, 2.0), (2, 2.0), (3, 2.0), (4, 2.0), (5, 2.0), (7, 1.9), (8, 1.8), (9, 1.7)]
+    assert value(run, "loss_scale", 6) == 2048.0 and math.isnan(value(run, "grad_norm", 6))
+    assert value(run, "z_loss", 7) == 0.25 and run.metrics.filter(metric="z_loss").height == 1
+    assert value(run, "loss_scale", 8) == 2048.0 and value(run, "grad_norm", 8) == math.inf
+    assert value(run, "grad_norm", 9) == 0.75
+    assert run.events.filter(kind="loss_missing")["step"].to_list() == [6]
+
+
 def test_attempts_are_numbered_the_same_way_every_time(tmp_path):
     """An arguments block on the very first line once made the numbering depend on an unstable sort."""
     args = "------------------------ arguments ------------------------\n  seed {} {}\n" \
@@ -231,3 +252,18 @@ def test_attempts_are_numbered_the_same_way_every_time(tmp_path):
         ]
         assert run.metrics.filter(metric="loss").select("attempt", "value").rows() == [(1, 3.0), (2, 2.0)]
 
+
+def test_blocks_number_lines_across_their_bounds_and_note_damage_where_it_is(tmp_path):
+    from parsers.textfile import inspect_text, scan_blocks
+
+    data = b"".join(ITERATION_LINE.format(i, 3.0).encode() for i in range(1, 41))
+    bad_at = len(data) + len(b"saving checkpoint at ")
+    data += b"saving checkpoint at \xff\xfe iteration 40\n" + ITERATION_LINE.format(41, 2.0).encode()[:30]
+    (tmp_path / "blocks.log").write_bytes(data)
+    info = inspect_text(tmp_path / "blocks.log", "blocks.log")
+    assert info.damage() == [] and info.ends_with_newline  # nothing read yet but the head
+    lines = pl.concat([frame.collect() for frame in scan_blocks(info, block_bytes=500)])
+    assert lines["line"].to_list() == list(range(1, 43))
+    assert lines["text"][41] == ITERATION_LINE.format(41, 2.0)[:30]
+    assert info.first_bad_utf8 == bad_at and not info.ends_with_newline
+    assert info.damage() == [f"blocks.log: bytes that are not valid UTF-8 (first at byte {bad_at}); replaced with U+FFFD"]
