@@ -51,7 +51,7 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
     (1, 10.91159)
     """
     prefix = _prefix_pattern(text.matches.get("pdsh"))
-    layout = learn_layout(text)
+    layout = learn_layout(text, prefix)
     iters, others = _split_rows(_by_block(text, prefix, lambda lines: _line_rows(lines, prefix, layout)))
     warnings = text.damage()  # complete now that every line has been read
     iters, others, cut = _repair_wrapped(iters, others, text, prefix, layout, warnings)
@@ -85,37 +85,52 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
 # --- the usual iteration line -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Layout:
-    """The usual iteration line of a log, split at '|': the counter's cell first, then for each later cell the text
-    up to and including its ':' (``None`` for a cell without one, such as the blank after the last '|')."""
+    """The usual iteration line of a log, split at '|': which cell holds the counter, and for every other cell the
+    text up to and including its ':' with the key it names (``None`` for a cell without one, such as the blank
+    after the last '|'). The first cell's text keeps the launcher prefix it was printed with."""
 
-    cells: tuple[str | None, ...]
+    counter: int
+    heads: tuple[tuple[str, str] | None, ...]
 
     def fields(self) -> list[tuple[int, str, str, float]]:
         """(position, text before the value, metric name, scale) of each named field."""
         out = []
-        for position, head in enumerate(self.cells, start=1):
-            key = (head or "")[:-1].strip()
-            name = _metric_names([key])[key]
-            if head is not None and name:  # a cell with nothing before its ':' names no metric
-                out.append((position, head, name, 1000.0 if key in p.SECONDS_KEYS else 1.0))
+        for position, cell in enumerate(self.heads):
+            name = _metric_names([cell[1]])[cell[1]] if cell else ""
+            if cell and name:  # a cell with nothing before its ':' names no metric
+                out.append((position, cell[0], name, 1000.0 if cell[1] in p.SECONDS_KEYS else 1.0))
         return out
 
 
-def layout_of(line: str) -> Layout | None:
-    """The layout of one iteration line, or None when its counter is not in its first cell (fields printed before
-    the counter, as GPT-NeoX does, are read field by field).
+def layout_of(line: str, prefix: str = "^") -> Layout | None:
+    """The layout of one iteration line (None when it has no counter), ``prefix`` the launcher-prefix pattern.
 
-    >>> layout_of("[default7]: iteration 10/ 100 | lm loss: 2.5E+00 | grad norm: 1.0 |").cells
-    (' lm loss:', ' grad norm:', None)
+    >>> layout_of("[default7]: iteration 10/ 100 | lm loss: 2.5E+00 | grad norm: 1.0 |").fields()
+    [(1, ' lm loss:', 'loss', 1.0), (2, ' grad norm:', 'grad_norm', 1.0)]
+    >>> layout_of("samples/sec: 7.8 | iteration 10/ 100 | lm_loss: 2.5 |").fields()
+    [(0, 'samples/sec:', 'samples_per_second', 1.0), (2, ' lm_loss:', 'loss', 1.0)]
     """
     cells = line.split("|")
-    if not _COUNTER_CELL.search(cells[0]):
+    counter = next((n for n, cell in enumerate(cells) if _COUNTER_CELL.search(cell)), None)
+    if counter is None:
         return None
-    return Layout(tuple(cell[: cell.index(":") + 1] if ":" in cell else None for cell in cells[1:]))
+    heads: list[tuple[str, str] | None] = []
+    for n, cell in enumerate(cells):
+        # the first cell's key starts after launcher prefixes, escape codes and a timestamp, as field by field
+        start = re.match(prefix + p.LEADING[1:], cell).end() if n == 0 else 0  # type: ignore[union-attr]
+        colon = cell.find(":", start)
+        heads.append((cell[: colon + 1], cell[start:colon].strip()) if colon >= 0 and n != counter else None)
+    return Layout(counter, tuple(heads))
 
 
-def learn_layout(text: TextFile) -> Layout | None:
-    """The most common layout among the first iteration lines of the file (None when it has none)."""
+def common_layout(lines: list[str], prefix: str) -> Layout | None:
+    """The most common layout among these iteration lines (None when none has a counter)."""
+    layouts = Counter(layout for layout in (layout_of(line, prefix) for line in lines) if layout is not None)
+    return layouts.most_common(1)[0][0] if layouts else None
+
+
+def learn_layout(text: TextFile, prefix: str) -> Layout | None:
+    """The most common layout among the first iteration lines of the file."""
     lines: list[str] = []
     for n, block in enumerate(read_blocks(text.path, text.shown)):
         starts: set[int] = set()
@@ -129,8 +144,7 @@ def learn_layout(text: TextFile) -> Layout | None:
             lines.append(raw.replace(SEPARATOR.encode(), b" ").decode("utf-8", errors="replace").rstrip("\r"))
         if len(lines) >= _SAMPLE_LINES or n + 1 >= _SAMPLE_BLOCKS:
             break
-    layouts = Counter(layout for layout in map(layout_of, lines) if layout is not None)
-    return layouts.most_common(1)[0][0] if layouts else None
+    return common_layout(lines, prefix)
 
 
 # --- one pass over the lines --------------------------------------------------------------------------------------
@@ -194,22 +208,25 @@ def _line_rows(lines: pl.LazyFrame, prefix: str, layout: Layout | None) -> pl.La
     read: dict[str, pl.Expr] = {}  # each field's value, by position
     unfit: list[pl.Expr] = [pl.lit(layout is None), pl.col("step").is_null()]
     columns: dict[str, list[str]] = {}  # metric column -> the positions it is read from
-    positions = range(len(layout.cells) + 1 if layout is not None else 1)
+    positions = range(len(layout.heads) if layout is not None else 1)
     if layout is not None:
-        unfit.append(cells.list.len() > len(layout.cells) + 1)
-        for position, head in enumerate(layout.cells, start=1):  # a cell with no ':' there must have none here
+        unfit.append(cells.list.len() > len(layout.heads))
+        for position, head in enumerate(layout.heads):  # a cell with no ':' there must have none here
+            if position == layout.counter:
+                continue
             if head is None:
                 unfit.append(cell(position).str.contains(":", literal=True))
             else:
-                unfit.append(cell(position).is_not_null() & ~cell(position).str.starts_with(head))
+                unfit.append(cell(position).is_not_null() & ~cell(position).str.starts_with(head[0]))
         for position, head, name, scale in layout.fields():
             value = cell(position).str.strip_prefix(head).str.strip_chars().cast(pl.Float64, strict=False)
             read[f"_at{position}"] = value * scale if scale != 1.0 else value
             columns.setdefault(_VALUE + name, []).append(f"_at{position}")
             # a value that is not a plain number is read again with the line
             unfit.append(cell(position).is_not_null() & pl.col(f"_at{position}").is_null())
-    counter = cell(0).str.split_exact("/", 1)
-    has_counter = cell(0).str.contains(p.COUNTER_CELL)  # then the digits around the '/' are the step and total
+    counter_cell = cell(layout.counter if layout is not None else 0)
+    counter = counter_cell.str.split_exact("/", 1)
+    has_counter = counter_cell.str.contains(p.COUNTER_CELL)  # then the digits around the '/' are the step and total
     return (
         lines.filter(iteration | other)
         .with_columns(cells=pl.when(iteration).then(pl.col("text")).str.split("|"))
@@ -261,8 +278,7 @@ def _odd_fields(odd: pl.DataFrame, prefix: str) -> pl.DataFrame:
     Keys never hold ':' or '|', so a split at '|' and then at the first ':' does what a regex would. Values that are
     not plain numbers are read again: NaN and Inf spelled any way, else the number they begin with.
     """
-    segment = pl.col("segment")
-    colon = segment.str.find(":", literal=True)
+    halves = pl.col("segment").str.split_exact(":", 1)  # at the first ':'
     cells = (
         odd.select(
             "line",
@@ -270,8 +286,12 @@ def _odd_fields(odd: pl.DataFrame, prefix: str) -> pl.DataFrame:
             .str.replace(p.ITERATION_CORE, "|").str.split("|"),
         )
         .explode("segment")
-        .select("line", key=segment.str.head(colon).str.strip_chars(), raw=segment.str.slice(colon + 1).str.strip_chars())
-        .drop_nulls("key")
+        .select(
+            "line",
+            key=halves.struct.field("field_0").str.strip_chars(),
+            raw=halves.struct.field("field_1").str.strip_chars(),
+        )
+        .drop_nulls("raw")  # a cell with no ':'
     )
     names = _metric_names(cells["key"].unique().to_list())
     raw = pl.col("raw")
@@ -282,36 +302,56 @@ def _odd_fields(odd: pl.DataFrame, prefix: str) -> pl.DataFrame:
     scale = pl.when(pl.col("key").is_in(list(p.SECONDS_KEYS))).then(1000.0).otherwise(1.0)
     return cells.select(
         "line",
-        metric=pl.col("key").replace_strict(names, return_dtype=pl.String),
+        metric=pl.col("key").replace_strict(names, return_dtype=pl.Categorical),
         value=pl.coalesce(raw.cast(pl.Float64, strict=False), pl.when(raw != "").then(reread)) * scale,
     ).filter((pl.col("metric") != "") & pl.col("value").is_not_null())
 
 
-def _read_odd_lines(iters: pl.DataFrame, prefix: str) -> pl.DataFrame:
-    """The iteration rows with the lines that did not fit the layout read field by field (their step too, when
-    their counter was not in the first cell)."""
-    odd = iters.filter("odd")
+def _read_odd_lines(iters: pl.DataFrame, prefix: str, rounds: int = 3) -> pl.DataFrame:
+    """The iteration rows with the lines that did not fit the layout read again: first by the layouts most common
+    among them (a long NaN stretch prints lines without a loss, all alike), then the rest field by field."""
+    odd = iters.filter("odd").select("line", "text")
     if odd.height == 0:
         return iters
+    values = [c for c in iters.columns if c.startswith(_VALUE)]
+    read: list[pl.DataFrame] = []
+    for _ in range(rounds):
+        layout = common_layout(odd["text"].head(_SAMPLE_LINES).to_list(), prefix)
+        if layout is None:
+            break
+        again = _split_rows(_line_rows(_classify(odd.lazy(), prefix), prefix, layout).collect())[0]
+        read.append(again.filter(~pl.col("odd")).select("line", "step", "total", pl.col(f"^{_VALUE}.*$")))
+        odd = again.filter("odd").select("line", "text")
+        if odd.height == 0:
+            break
+    if odd.height:
+        read.append(_field_by_field(odd, prefix))
+    found = pl.concat(read, how="diagonal_relaxed")
+    found = found.rename({c: f"{c}:odd" for c in found.columns if c != "line"})
+    merged = iters.join(found, on="line", how="left", maintain_order="left")
+    is_odd = pl.col("odd")
+    new = [c[: -len(":odd")] for c in found.columns if c.startswith(_VALUE) and c[: -len(":odd")] not in values]
+    return merged.with_columns(  # an odd line's values are all the ones read again
+        step=pl.when(is_odd).then(pl.col("step:odd")).otherwise("step"),
+        total=pl.when(is_odd).then(pl.col("total:odd")).otherwise("total"),
+        **{c: pl.when(is_odd).then(pl.col(f"{c}:odd") if f"{c}:odd" in merged.columns else None).otherwise(c)
+           for c in values},
+        **{c: pl.col(f"{c}:odd") for c in new},
+    ).drop(found.columns[1:])
+
+
+def _field_by_field(odd: pl.DataFrame, prefix: str) -> pl.DataFrame:
+    """``line``, ``step``, ``total`` and a ``metric:<name>`` column per key of these lines, read field by field."""
     counter = pl.col("text").str.replace(prefix, "").str.extract_groups(p.ITERATION)
     steps = odd.select(
         "line",
-        odd_step=counter.struct.field("1").cast(pl.Int64, strict=False),
-        odd_total=counter.struct.field("2").cast(pl.Int64, strict=False),
+        step=counter.struct.field("1").cast(pl.Int64, strict=False),
+        total=counter.struct.field("2").cast(pl.Int64, strict=False),
     )
     fields = _odd_fields(odd, prefix).unique(["line", "metric"], keep="first", maintain_order=True)
     wide = fields.pivot(on="metric", index="line", values="value", maintain_order=True)
     wide = wide.rename({c: _VALUE + c for c in wide.columns if c != "line"})
-    wide = steps.join(wide, on="line", how="left", maintain_order="left")
-    merged = iters.join(wide, on="line", how="left", suffix=":odd", maintain_order="left")
-    is_odd = pl.col("odd")
-    read_again = {  # an odd line's values are all the ones read field by field
-        c: pl.when(is_odd).then(pl.col(f"{c}:odd") if f"{c}:odd" in merged.columns else None).otherwise(c)
-        for c in iters.columns if c.startswith(_VALUE)
-    }
-    return merged.with_columns(
-        step=pl.coalesce("step", "odd_step"), total=pl.coalesce("total", "odd_total"), **read_again
-    ).drop("odd_step", "odd_total", *[f"{c}:odd" for c in read_again if f"{c}:odd" in merged.columns])
+    return steps.join(wide, on="line", how="left", maintain_order="left")
 
 
 def _long_metrics(iters: pl.DataFrame) -> pl.DataFrame:

@@ -227,6 +227,8 @@ def test_lines_that_leave_the_usual_layout_are_read_field_by_field(tmp_path):
         " iteration        8/     100 |  lm loss: 1.8 (mean) | loss scale:2048.0 | grad norm: inf |\n",
         usual.format(9, "1.700000E+00", "0.750"),
     ]
+    lines += [f" iteration {i:8d}/     100 | loss scale: 1024.0 | grad norm: nan |\n" for i in range(10, 14)]
+    lines += [" iteration       14/     100 | lm \ufffd loss: 1.6 | loss scale: 1024.0 | grad norm: 0.5 |\n"]
     (tmp_path / "shapes.log").write_text("".join(lines))
     run = load_run(tmp_path / "shapes.log")
     loss = run.metrics.filter(metric="loss").select("step", "value").rows()
@@ -235,7 +237,17 @@ def test_lines_that_leave_the_usual_layout_are_read_field_by_field(tmp_path):
     assert value(run, "z_loss", 7) == 0.25 and run.metrics.filter(metric="z_loss").height == 1
     assert value(run, "loss_scale", 8) == 2048.0 and value(run, "grad_norm", 8) == math.inf
     assert value(run, "grad_norm", 9) == 0.75
-    assert run.events.filter(kind="loss_missing")["step"].to_list() == [6]
+    # a NaN stretch: lines alike, read by their own layout
+    assert [value(run, "loss_scale", step) for step in range(10, 14)] == [1024.0] * 4
+    assert all(math.isnan(value(run, "grad_norm", step)) for step in range(10, 14))
+    assert run.events.filter(kind="loss_missing")["step"].to_list() == [6, 10, 11, 12, 13, 14]
+    assert value(run, "lm_loss", 14) == 1.6  # a key with a non-ASCII character in it is cut at its ':'
+
+    neox = "samples/sec: {:.3f} | iteration {:8d}/  320000 | lm_loss: {:.6E} | number of nan iterations:   0 |\n"
+    (tmp_path / "neox.log").write_text("".join(neox.format(7 + i / 10, i, 3 - i / 10) for i in range(1, 5)))
+    run = load_run(tmp_path / "neox.log")
+    assert run.metrics.filter(metric="samples_per_second")["value"].to_list() == [7.1, 7.2, 7.3, 7.4]
+    assert run.metrics.filter(metric="loss")["value"].to_list() == [2.9, 2.8, 2.7, 2.6]
 
 
 def test_attempts_are_numbered_the_same_way_every_time(tmp_path):
