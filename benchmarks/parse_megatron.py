@@ -1,8 +1,9 @@
 """Benchmark: the vectorised Megatron parser against a plain line-by-line ``re`` parser.
 
-Writes a 300,000-iteration log (~100 MB) under benchmarks/_data/ (once), then times, each in a fresh process:
-reading the file alone, a one-pass compiled-regex parser (iteration fields to long rows, event lines matched),
-and ``parsers.load_run``. Peak memory is the process's max RSS growth over its state after imports.
+Writes a 300,000-iteration log (~120 MB) under benchmarks/_data/ (once), and a copy in which every fifth stretch of
+1,000 iterations went NaN (no loss, grad norm nan: lines of another shape than the rest). Then times, each in a
+fresh process: reading the file alone, a one-pass compiled-regex parser (iteration fields to long rows, event lines
+matched), and ``parsers.load_run``. Peak memory is the process's max RSS growth over its state after imports.
 
     python benchmarks/parse_megatron.py [--iterations 300000]
 """
@@ -21,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
-def generate(path: Path, iterations: int) -> None:
+def generate(path: Path, iterations: int, nan_stretches: bool = False) -> None:
     rnd = random.Random(0)
     with path.open("w", encoding="utf-8") as f:
         f.write("------------------------ arguments ------------------------\n")
@@ -30,12 +31,14 @@ def generate(path: Path, iterations: int) -> None:
         f.write("-------------------- end of arguments ---------------------\n")
         for it in range(1, iterations + 1):
             loss = 2.0 + 9.0 * (1 + it / 500) ** -0.5 + rnd.gauss(0, 0.01)
+            nan = nan_stretches and (it // 1000) % 5 == 4
             f.write(
                 f"[default7]: iteration {it:8d}/{iterations:8d} | consumed samples: {it * 1024:12d} | "
                 f"consumed tokens: {it * 1024 * 2048:12d} | elapsed time per iteration (s): {10 + rnd.random():.2f} | "
                 f"learning rate: {6e-5 * min(1, it / 3000):.3E} | global batch size:  1024 | "
-                f"lm loss: {loss:.6E} | loss scale: {2 ** (12 + (it // 5000) % 4):.1f} | "
-                f"grad norm: {math.exp(rnd.gauss(0, 0.2)):.3f} | num zeros: 0.0 | "
+                + ("" if nan else f"lm loss: {loss:.6E} | ")
+                + f"loss scale: {2 ** (12 + (it // 5000) % 4):.1f} | "
+                f"grad norm: {'nan' if nan else f'{math.exp(rnd.gauss(0, 0.2)):.3f}'} | num zeros: 0.0 | "
                 f"number of skipped iterations:   0 | number of nan iterations:   0 | "
                 f"samples per second: {100 + rnd.random():.3f} | TFLOPs: {140 + rnd.random():.2f} |\n"
             )
@@ -104,25 +107,37 @@ def main() -> None:
     args = parser.parse_args()
     data_dir = HERE / "_data"
     data_dir.mkdir(exist_ok=True)
-    path = data_dir / f"megatron_{args.iterations}.log"
-    if not path.exists():
-        generate(path, args.iterations)
-    size = path.stat().st_size
-    results = {}
-    for name, code in (("read file only", READ_ONLY), ("line-by-line re", BASELINE), ("forensics (polars)", OURS)):
-        runs = [timed(code, path) for _ in range(args.repeat)]
-        best = min(runs, key=lambda r: r[0])
-        results[name] = (best[0], max(r[1] for r in runs), best[2])
-    base_t = results["line-by-line re"][0]
-    print(f"log: {path.name}, {size / 1e6:.1f} MB, {args.iterations:,} iteration lines; best of {args.repeat}")
-    header = ("parser".ljust(20), "seconds".rjust(8), "speed-up vs re", "peak RSS growth", "x file size", "rows")
-    print("| " + " | ".join(header) + " |")
-    print(f"|{'-' * 22}|{'-' * 10}|{'-' * 16}|{'-' * 17}|{'-' * 13}|------|")
-    for name, (secs, peak, rows) in results.items():
-        print(
-            f"| {name:<20} | {secs:8.2f} | {base_t / secs:13.1f}x | {peak / 1e6:12.0f} MB | {peak / size:10.2f}x | {rows} |"
-        )
-    print(json.dumps({k: v[0] for k, v in results.items()}))
+    logs = {
+        "clean": data_dir / f"megatron_{args.iterations}.log",
+        "NaN stretches": data_dir / f"megatron_{args.iterations}_nan.log",
+    }
+    for kind, path in logs.items():
+        if not path.exists():
+            generate(path, args.iterations, nan_stretches=kind != "clean")
+    header = ("log".ljust(22), "parser".ljust(20), "seconds".rjust(8), "speed-up vs re", "peak RSS growth", "x file size")
+    print(f"{args.iterations:,} iteration lines per log; best of {args.repeat}")
+    print("| " + " | ".join(header) + " | rows |")
+    print(f"|{'-' * 24}|{'-' * 22}|{'-' * 10}|{'-' * 16}|{'-' * 17}|{'-' * 13}|------|")
+    timings = {}
+    for kind, path in logs.items():
+        size = path.stat().st_size
+        parsers = (("read file only", READ_ONLY), ("line-by-line re", BASELINE), ("forensics (polars)", OURS))
+        results = {}
+        for name, code in parsers:
+            if name == "read file only" and kind != "clean":
+                continue
+            runs = [timed(code, path) for _ in range(args.repeat)]
+            best = min(runs, key=lambda r: r[0])
+            results[name] = (best[0], max(r[1] for r in runs), best[2])
+        base_t = results["line-by-line re"][0]
+        for name, (secs, peak, rows) in results.items():
+            label = f"{kind} ({size / 1e6:.0f} MB)"
+            print(
+                f"| {label:<22} | {name:<20} | {secs:8.2f} | {base_t / secs:13.1f}x | {peak / 1e6:12.0f} MB "
+                f"| {peak / size:10.2f}x | {rows} |"
+            )
+            timings[f"{kind}: {name}"] = secs
+    print(json.dumps(timings))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import ast
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +52,11 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
     """
     prefix = _prefix_pattern(text.matches.get("pdsh"))
     layout = learn_layout(text, prefix)
-    iters, others = _split_rows(_by_block(text, prefix, lambda lines: _line_rows(lines, prefix, layout)))
+    # split block by block: a filter of the whole file's rows at once would copy them twice (rechunk, then filter)
+    parts = [_split_rows(rows) for rows in _blocks(text, prefix, lambda lines: _line_rows(lines, prefix, layout))]
+    iters = pl.concat([part[0] for part in parts], rechunk=True)
+    others = pl.concat([part[1] for part in parts], rechunk=True).with_columns(in_args=_inside_arguments())
+    del parts
     warnings = text.damage()  # complete now that every line has been read
     iters, others, cut = _repair_wrapped(iters, others, text, prefix, layout, warnings)
     iters = _read_odd_lines(iters, prefix)
@@ -154,17 +158,19 @@ def _prefix_pattern(pdsh_cmd: re.Match[bytes] | None) -> str:
     return f"^(?:{alternatives})*"
 
 
-def _by_block(text: TextFile, prefix: str, query: Callable[[pl.LazyFrame], pl.LazyFrame]) -> pl.DataFrame:
-    """``query`` run on each block of classified lines, the results concatenated in line order."""
-    parts = [query(_classify(block, prefix)).collect(engine="streaming") for block in scan_blocks(text)]
-    if not parts:  # an empty file
-        parts.append(query(_classify(pl.LazyFrame(schema=_LINES_SCHEMA), prefix)).collect())
-    return pl.concat(parts, how="vertical_relaxed")
+def _blocks(text: TextFile, prefix: str, query: Callable[[pl.LazyFrame], pl.LazyFrame]) -> Iterator[pl.DataFrame]:
+    """``query`` run on each block of classified lines, in line order (an empty file gives one empty result)."""
+    empty = True
+    for block in scan_blocks(text):
+        empty = False
+        yield query(_classify(block, prefix)).collect(engine="streaming")
+    if empty:
+        yield query(_classify(pl.LazyFrame(schema=_LINES_SCHEMA), prefix)).collect()
 
 
 def _lines_at(text: TextFile, prefix: str, wanted: list[int]) -> pl.DataFrame:
     """The classified lines with these numbers (a second pass over the file, for the few lines that need it)."""
-    return _by_block(text, prefix, lambda lines: lines.filter(pl.col("line").is_in(wanted)))
+    return pl.concat(_blocks(text, prefix, lambda lines: lines.filter(pl.col("line").is_in(wanted))))
 
 
 def _classify(scan: pl.LazyFrame, prefix: str) -> pl.LazyFrame:
@@ -259,9 +265,7 @@ def _split_rows(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     iters = rows.filter("is_iter").select(
         "line", "step", "total", "wall_time", "ends_pipe", "has_counters", "odd", "text", pl.col(f"^{_VALUE}.*$")
     )
-    others = rows.filter(~pl.col("is_iter")).select(
-        "line", "is_args_start", "is_args_end", "text", "body", "wall_time", in_args=_inside_arguments()
-    )
+    others = rows.filter(~pl.col("is_iter")).select("line", "is_args_start", "is_args_end", "text", "body", "wall_time")
     return iters, others
 
 
@@ -319,25 +323,22 @@ def _read_odd_lines(iters: pl.DataFrame, prefix: str, rounds: int = 3) -> pl.Dat
         layout = common_layout(odd["text"].head(_SAMPLE_LINES).to_list(), prefix)
         if layout is None:
             break
-        again = _split_rows(_line_rows(_classify(odd.lazy(), prefix), prefix, layout).collect())[0]
+        again = _split_rows(_line_rows(_classify(odd.lazy(), prefix), prefix, layout).collect(engine="streaming"))[0]
         read.append(again.filter(~pl.col("odd")).select("line", "step", "total", pl.col(f"^{_VALUE}.*$")))
         odd = again.filter("odd").select("line", "text")
         if odd.height == 0:
             break
     if odd.height:
         read.append(_field_by_field(odd, prefix))
-    found = pl.concat(read, how="diagonal_relaxed")
-    found = found.rename({c: f"{c}:odd" for c in found.columns if c != "line"})
-    merged = iters.join(found, on="line", how="left", maintain_order="left")
-    is_odd = pl.col("odd")
-    new = [c[: -len(":odd")] for c in found.columns if c.startswith(_VALUE) and c[: -len(":odd")] not in values]
-    return merged.with_columns(  # an odd line's values are all the ones read again
-        step=pl.when(is_odd).then(pl.col("step:odd")).otherwise("step"),
-        total=pl.when(is_odd).then(pl.col("total:odd")).otherwise("total"),
-        **{c: pl.when(is_odd).then(pl.col(f"{c}:odd") if f"{c}:odd" in merged.columns else None).otherwise(c)
-           for c in values},
-        **{c: pl.col(f"{c}:odd") for c in new},
-    ).drop(found.columns[1:])
+    found = pl.concat(read, how="diagonal_relaxed").sort("line")
+    at = iters["line"].search_sorted(found["line"])  # the odd lines' rows, whose values are all replaced
+    fresh = [c for c in found.columns if c.startswith(_VALUE) and c not in values]
+    replaced = {}
+    for column in ["step", "total", *values, *fresh]:
+        old = iters[column] if column in iters.columns else pl.Series(column, [None] * iters.height, pl.Float64)
+        new = found[column] if column in found.columns else pl.Series(column, [None] * found.height, old.dtype)
+        replaced[column] = old.scatter(at, new.cast(old.dtype))
+    return iters.with_columns(**replaced)
 
 
 def _field_by_field(odd: pl.DataFrame, prefix: str) -> pl.DataFrame:
