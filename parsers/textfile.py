@@ -131,11 +131,11 @@ def scan_blocks(info: TextFile, block_bytes: int = _SCAN_BLOCK_BYTES) -> Iterato
 
     NUL bytes are removed and the separator byte becomes a space; invalid UTF-8 is replaced.
     """
-    first, offset, last = 1, 0, b""
+    first, offset, ends_with_newline = 1, 0, True
     for block in read_blocks(info.path, info.shown, block_bytes):
         _note_damage(info, block, offset)
         offset += len(block)
-        last = block
+        ends_with_newline = block.endswith(b"\n")
         if b"\x00" in block or SEPARATOR.encode() in block:
             block = block.replace(b"\x00", b"").replace(SEPARATOR.encode(), b" ")
         n_lines = int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == 10)) + (not block.endswith(b"\n"))
@@ -149,4 +149,4 @@ def scan_blocks(info: TextFile, block_bytes: int = _SCAN_BLOCK_BYTES) -> Iterato
                 schema={"text": pl.String},
             ).with_row_index("line", offset=first)
         first += n_lines
-    info.ends_with_newline = last.endswith(b"\n") or not last
+    info.ends_with_newline = ends_with_newline
