@@ -16,8 +16,8 @@ PDSH_CMD = rb"cmd = pdsh [^\n]*?-w\s+(\S+)"
 
 # patterns ending in _AFTER_PREFIX are anchored at the start of a line by the launcher-prefix pattern put before them
 TIMESTAMP_AFTER_PREFIX = r"\s*\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\]"
-# the iteration line is found in two cheap steps: where "iteration N/ M |" starts, then whether what precedes it
-# is only a timestamp and/or fields (GPT-NeoX prints "samples/sec: 7.799 | " first)
+# the counter "iteration N/ M |"; an iteration line has only junk, a timestamp and/or fields before it (GPT-NeoX
+# prints "samples/sec: 7.799 | " first)
 ITERATION_CORE = r"iteration\s+\d+\s*/\s*\d+\s*\|"
 ITERATION = r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|"
 COUNTER_CELL = r"iteration\s+(\d+)\s*/\s*(\d+)\s*$"  # the counter's cell of a line split at '|'

@@ -10,6 +10,7 @@ from conftest import REAL, real
 
 from parsers import load_run
 from parsers.megatron import typed_value
+from parsers.textfile import inspect_text, scan_blocks
 
 
 def value(run, metric: str, step: int, attempt: int | None = None) -> float:
@@ -266,8 +267,6 @@ def test_attempts_are_numbered_the_same_way_every_time(tmp_path):
 
 
 def test_blocks_number_lines_across_their_bounds_and_note_damage_where_it_is(tmp_path):
-    from parsers.textfile import inspect_text, scan_blocks
-
     data = b"".join(ITERATION_LINE.format(i, 3.0).encode() for i in range(1, 41))
     bad_at = len(data) + len(b"saving checkpoint at ")
     data += b"saving checkpoint at \xff\xfe iteration 40\n" + ITERATION_LINE.format(41, 2.0).encode()[:30]
