@@ -378,12 +378,13 @@ def _repair_wrapped(
     """Join iteration lines hard-wrapped over a few lines; report the lines that stay cut short.
 
     Returns the frames with the joined lines parsed again, and the cut lines (``line``, ``past``: whether the
-    cut fell after the place where the loss is printed, so a missing loss is still evidence).
+    cut fell after the place where the loss is printed, so a missing loss is still evidence; ``cut_text``: the
+    line as read here, so the events need not read the file again for it).
     """
     has_counters = bool(iters["has_counters"].any())
     complete = pl.col("ends_pipe") & (pl.col("has_counters") if has_counters else pl.lit(True))
     broken = iters.filter(~complete)["line"].to_list()
-    no_cut = pl.DataFrame(schema={"line": pl.UInt32, "past": pl.Boolean})
+    no_cut = pl.DataFrame(schema={"line": pl.UInt32, "past": pl.Boolean, "cut_text": pl.String})
     if not broken:
         return iters, others, no_cut
     wanted = sorted({n + k for n in broken for k in range(4)})
@@ -409,7 +410,9 @@ def _repair_wrapped(
             last = line_no == int(iters["line"].max()) and not text.ends_with_newline  # type: ignore[arg-type]
             where = "last line" if last else f"line {line_no}"
             warnings.append(f"{text.shown}: {where}: iteration line cut short; fields after the cut are missing")
-    cut_frame = pl.DataFrame({"line": list(cut), "past": list(cut.values())}, schema=no_cut.schema)
+    cut_frame = pl.DataFrame(
+        {"line": list(cut), "past": list(cut.values()), "cut_text": [texts.get(n) for n in cut]}, schema=no_cut.schema
+    )
     if not patches:
         return iters, others, cut_frame
     fixed = _classify(
@@ -524,7 +527,7 @@ def _iteration_events(iters: pl.DataFrame, cut: pl.DataFrame, text: TextFile, pr
           for m in wanted],
     )
     wide = wide.join(cut, on="line", how="left", maintain_order="left").with_columns(
-        has_loss=pl.col(s.LOSS).is_not_null(), cut=pl.col("past").is_not_null()
+        has_loss=pl.col(s.LOSS).is_not_null(), cut=pl.col("past").is_not_null(), text=pl.coalesce("text", "cut_text")
     )
     # a cut line still shows a missing loss when it was cut after the place where the loss is printed
     missing = wide.filter(~pl.col("has_loss") & (~pl.col("cut") | pl.col("past"))).select(
