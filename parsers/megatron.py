@@ -313,7 +313,9 @@ def _odd_fields(odd: pl.DataFrame, prefix: str) -> pl.DataFrame:
 
 def _read_odd_lines(iters: pl.DataFrame, prefix: str, rounds: int = 3) -> pl.DataFrame:
     """The iteration rows with the lines that did not fit the layout read again: first by the layouts most common
-    among them (a long NaN stretch prints lines without a loss, all alike), then the rest field by field."""
+    among them (a long NaN stretch prints lines without a loss, all alike), then the rest field by field.
+
+    Takes the step, total and value columns out of ``iters`` to rewrite them in place: use the frame returned."""
     odd = iters.filter("odd").select("line", "text")
     if odd.height == 0:
         return iters
@@ -333,12 +335,18 @@ def _read_odd_lines(iters: pl.DataFrame, prefix: str, rounds: int = 3) -> pl.Dat
     found = pl.concat(read, how="diagonal_relaxed").sort("line")
     at = iters["line"].search_sorted(found["line"])  # the odd lines' rows, whose values are all replaced
     fresh = [c for c in found.columns if c.startswith(_VALUE) and c not in values]
+    order = [*iters.columns, *fresh]
     replaced = {}
     for column in ["step", "total", *values, *fresh]:
-        old = iters[column] if column in iters.columns else pl.Series(column, [None] * iters.height, pl.Float64)
+        # taken out of the frame, the column is the only owner of its buffer, so scatter writes in place (a copy
+        # of every value column otherwise)
+        if column in iters.columns:
+            old = iters.drop_in_place(column)
+        else:
+            old = pl.Series(column, [None] * iters.height, pl.Float64)
         new = found[column] if column in found.columns else pl.Series(column, [None] * found.height, old.dtype)
         replaced[column] = old.scatter(at, new.cast(old.dtype))
-    return iters.with_columns(**replaced)
+    return iters.with_columns(**replaced).select(order)
 
 
 def _field_by_field(odd: pl.DataFrame, prefix: str) -> pl.DataFrame:
