@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -26,7 +24,7 @@ from forensics.comparison import Comparison, RunRow, compare_rows, summarize
 from forensics.timeline import by_step, step_bins
 from parsers import InputError, load_runs
 from parsers import schema as s
-from parsers.cache import cached_load_runs, code_signature, default_cache_dir, input_signature
+from parsers.cache import cached_load_runs, code_signature, default_cache_dir, input_signature, publish
 
 CURVE_BINS = 1000  # points per run and metric in the overlay curves
 CURVE_METRICS = (s.LOSS, s.GRAD_NORM)
@@ -100,18 +98,11 @@ def _read_result(entry: Path, name: str) -> RunResult | None:
 
 
 def _write_result(entry: Path, result: RunResult) -> None:
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
-        row = dict(vars(result.row))
-        (staging / "row.json").write_text(json.dumps(row, default=str), encoding="utf-8")
+    def write(staging: Path) -> None:
+        (staging / "row.json").write_text(json.dumps(dict(vars(result.row)), default=str), encoding="utf-8")
         result.curves.write_parquet(staging / "curves.parquet")
-        if entry.exists():  # another process got there first
-            shutil.rmtree(staging, ignore_errors=True)
-        else:
-            os.replace(staging, entry)
-    except OSError:
-        pass
+
+    publish(entry, write)
 
 
 def ingest(name: str, path: Path, cache_dir: Path | None = None) -> RunResult:

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -107,14 +108,21 @@ def cached_load_runs(path: str | Path, cache_dir: str | Path | None = None, name
         except (OSError, InputError, pl.exceptions.PolarsError):
             shutil.rmtree(entry, ignore_errors=True)
     runs = load_runs(path, name=name)
+    publish(entry, lambda staging: write_frames(runs, staging))
+    return runs
+
+
+def publish(entry: Path, write: Callable[[Path], object]) -> None:
+    """Make cache ``entry`` appear whole or not at all: ``write`` fills a staging directory beside it, which is
+    then renamed into place (or dropped when another process got there first). A cache that cannot be written is
+    skipped silently."""
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
-        write_frames(runs, staging)
-        if entry.exists():  # another process got there first
+        write(staging)
+        if entry.exists():
             shutil.rmtree(staging, ignore_errors=True)
         else:
             os.replace(staging, entry)
     except OSError:
         pass
-    return runs
