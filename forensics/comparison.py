@@ -74,7 +74,7 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
         outcome_step = last.end_step
     first = next((a for a in sorted(run.anomalies, key=lambda a: (a.attempt, a.step)) if a.kind not in _IGNORED_FIRST),
                  None)
-    loss = by_step(metrics.filter(pl.col("value").is_finite()), s.LOSS)["value"]
+    loss = by_step(metrics, s.LOSS, finite=True)["value"]
     score = run.spike_scores.get(s.LOSS, {}).get("run") if run.spike_scores else None
     return RunRow(
         name=run.name, path=run.path, sources=run.sources, outcome=outcome, outcome_step=outcome_step,

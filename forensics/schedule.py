@@ -16,7 +16,7 @@ PEAK_TOLERANCE = 1e-3  # a logged LR within 0.1% of the maximum is at the peak (
 
 def _curve(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
     """A metric by step, each step's value from the first attempt that logged it (later attempts repeat it)."""
-    return by_step(metrics.filter(pl.col("value").is_finite()), metric, keep="first").select("step", "value")
+    return by_step(metrics, metric, keep="first", finite=True).select("step", "value")
 
 
 def _step_at_samples(samples: pl.DataFrame, target: float) -> int | None:

@@ -120,11 +120,12 @@ def step_bins(points: pl.DataFrame, bins: int) -> pl.DataFrame:
     )
 
 
-def by_step(metrics: pl.DataFrame, metric: str, keep: str = "last") -> pl.DataFrame:
+def by_step(metrics: pl.DataFrame, metric: str, keep: str = "last", finite: bool = False) -> pl.DataFrame:
     """(attempt, step, value) of one metric with one row per step. ``keep="last"``: the path the run finally took
     (a rollback replaces what the failed attempt logged after the resume point); ``keep="first"``: the first attempt
-    that logged each step (schedules, which later attempts repeat)."""
+    that logged each step (schedules, which later attempts repeat). ``finite``: NaN and Inf values left out first."""
+    wanted = (pl.col("metric") == metric) & (pl.col("value").is_finite() if finite else True)
     return (
-        metrics.filter(pl.col("metric") == metric).select("attempt", "step", "value")
+        metrics.filter(wanted).select("attempt", "step", "value")
         .sort("attempt", "step").unique("step", keep=keep).sort("step")  # type: ignore[arg-type]
     )
