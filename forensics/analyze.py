@@ -50,7 +50,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     config = table[max(table)] if table else {}
     model = check_model(config, run.events, run.name, run.path)
     timing = schedule(run.metrics, config)
-    causes = suspect(run.metrics, run.events, attempts, anomalies, model, table, timing)
+    causes = suspect(run.metrics, run.events, attempts, anomalies, model, table, timing, frames.intervals())
     return RunFindings(
         name=run.name,
         path=run.path,

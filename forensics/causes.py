@@ -11,13 +11,17 @@ import polars as pl
 from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt, Cause, ModelCheck, Schedule, first_trouble
 from forensics.infra import infrastructure
 from forensics.resumes import optimizer_state_lost, recurrence, skipped_batches
+from forensics.timeline import log_intervals
 
 
 def suspect(
     metrics: pl.DataFrame, events: pl.DataFrame, attempts: list[Attempt], anomalies: list[Anomaly],
     model: ModelCheck, table: dict[int, dict[str, Any]], timing: Schedule | None = None,
+    intervals: dict[int, int] | None = None,
 ) -> list[Cause]:
-    """Rank the suspected causes of what went wrong, most likely first (ties keep the order of the rules)."""
+    """Rank the suspected causes of what went wrong, most likely first (ties keep the order of the rules).
+    ``intervals``: the run's :func:`~forensics.timeline.log_intervals`, when already known."""
+    intervals = log_intervals(metrics) if intervals is None else intervals
     troubles = [a for a in anomalies if a.kind in INSTABILITY_KINDS]
     timing = timing or Schedule()
     causes = [
@@ -26,9 +30,9 @@ def suspect(
         *after_warmup(troubles, timing),
         *loss_scale_collapse(anomalies, troubles),
         *infrastructure(metrics, events, attempts, anomalies),
-        *recurrence(attempts, anomalies, metrics),
+        *recurrence(attempts, anomalies, metrics, intervals),
         *skipped_batches(attempts, anomalies, events),
-        *optimizer_state_lost(attempts, anomalies, metrics, events, table),
+        *optimizer_state_lost(attempts, anomalies, metrics, events, table, intervals),
         *logit_growth(anomalies),
     ]
     return sorted(causes, key=lambda c: -c.confidence)

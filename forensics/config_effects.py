@@ -8,7 +8,6 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Attempt, first_trouble
-from forensics.timeline import log_intervals
 from parsers import schema as s
 
 LOSS_SHIFT = 0.02       # a median loss difference over the common steps above 2% is a change in level
@@ -33,7 +32,7 @@ def link_config_changes(attempts: list[Attempt], anomalies: list[Anomaly], frame
     """Fill ``Attempt.behaviour`` for attempts that changed settings, and add a note to regime changes (and first
     trouble) that start right where such an attempt began. Mutates the findings in place."""
     first = first_trouble(anomalies)
-    intervals = log_intervals(frames.metrics)
+    intervals = frames.intervals()
     for att in attempts:
         if not att.config_changes or att.start_step is None or att.end_step is None:
             continue

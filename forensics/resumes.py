@@ -28,12 +28,16 @@ def _samples_at(metrics: pl.DataFrame, attempt: int, step: int) -> float | None:
     return float(rows["value"][-1]) if rows.height else None
 
 
-def recurrence(attempts: list[Attempt], anomalies: list[Anomaly], metrics: pl.DataFrame) -> list[Cause]:
+def recurrence(
+    attempts: list[Attempt], anomalies: list[Anomaly], metrics: pl.DataFrame,
+    intervals: dict[int, int] | None = None,
+) -> list[Cause]:
     """Across a rollback: trouble that comes back at the same step (or the same consumed samples) points at the data
     there; trouble that comes sooner or later points at optimizer or model state (PaLM: spikes "only occur due to
-    the combination of specific data batches with a particular model parameter state")."""
+    the combination of specific data batches with a particular model parameter state"). ``intervals``: the run's
+    :func:`~forensics.timeline.log_intervals`, when already known."""
     first = first_trouble(anomalies)
-    intervals = log_intervals(metrics)
+    intervals = log_intervals(metrics) if intervals is None else intervals
     out: list[Cause] = []
     for att in attempts:
         mine = first.get(att.index)
@@ -102,12 +106,12 @@ def skipped_batches(attempts: list[Attempt], anomalies: list[Anomaly], events: p
 
 def optimizer_state_lost(
     attempts: list[Attempt], anomalies: list[Anomaly], metrics: pl.DataFrame, events: pl.DataFrame,
-    table: dict[int, dict[str, Any]],
+    table: dict[int, dict[str, Any]], intervals: dict[int, int] | None = None,
 ) -> list[Cause]:
     """A resumed attempt that started without its optimizer state (a setting, a message, or an fp16 loss scale
     back at its initial value), worse when trouble follows right after the resume."""
     first = first_trouble(anomalies)
-    intervals = log_intervals(metrics)
+    intervals = log_intervals(metrics) if intervals is None else intervals
     scales = metrics.filter((pl.col("metric") == s.LOSS_SCALE) & pl.col("value").is_finite())
     out: list[Cause] = []
     for att in attempts:
