@@ -7,7 +7,7 @@ import math
 
 from rich.table import Table
 
-from forensics.comparison import Comparison, RunRow
+from forensics.comparison import FAILED, Comparison, RunRow
 from forensics.configs import show_value
 from reports.escape import md
 
@@ -54,7 +54,7 @@ def render_compare_markdown(comparison: Comparison, images: dict[str, str] | Non
     if comparison.separation:
         out += [f"- {md(sep.statement)}" for sep in comparison.separation]
     else:
-        failed = [r for r in comparison.rows if r.outcome in {"nan", "diverged", "crashed"}]
+        failed = [r for r in comparison.rows if r.outcome in FAILED]
         out.append("- no config key splits the failed runs from the healthy ones" if failed else
                    "- no run failed")
     sens = comparison.lr_sensitivity
