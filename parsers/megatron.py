@@ -179,8 +179,8 @@ def _classify(scan: pl.LazyFrame, prefix: str) -> pl.LazyFrame:
     Iteration lines, nearly every line of a long log, are recognised with the prefix folded into the pattern and
     keep their text as it is: stripping prefixes would copy every line.
     """
-    is_iter = pl.col("text").str.contains(prefix + p.ITERATION_LINE_AFTER_PREFIX).fill_null(False)  # null: empty line
-    body = pl.when(~pl.col("is_iter")).then(pl.col("text")).str.replace(prefix, "")
+    is_iter = pl.col("text").fill_null("").str.contains(prefix + p.ITERATION_LINE_AFTER_PREFIX)
+    body = pl.when(~pl.col("is_iter")).then(pl.col("text").fill_null("")).str.replace(prefix, "")
     return scan.with_columns(is_iter=is_iter).with_columns(body=body).with_columns(
         is_args_start=pl.col("body").str.contains(p.ARGS_START).fill_null(False),
         is_args_end=pl.col("body").str.contains(p.ARGS_END).fill_null(False),
