@@ -22,7 +22,7 @@ from parsers import schema as s
 from parsers.run import Run, Source, load_runs
 from parsers.textfile import InputError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _FRAMES = (("metrics", s.METRICS_SCHEMA), ("events", s.EVENTS_SCHEMA), ("configs", s.CONFIGS_SCHEMA))
 
 
@@ -71,7 +71,7 @@ def write_frames(runs: list[Run], directory: str | Path) -> list[Path]:
             getattr(run, name).write_parquet(target, statistics=False)
             written.append(target)
         meta.append({"name": run.name, "path": run.path, "warnings": run.warnings, "skipped": run.skipped,
-                     "sources": [vars(src) for src in run.sources]})
+                     "sources": [vars(src) for src in run.sources], "tags": run.tags})
     (out / "runs.json").write_text(json.dumps({"format_version": FORMAT_VERSION, "runs": meta}, indent=1),
                                    encoding="utf-8")
     return written
@@ -92,7 +92,8 @@ def read_frames(directory: str | Path) -> list[Run]:
     for i, info in enumerate(meta["runs"]):
         frames = {name: s.conform(pl.read_parquet(root / f"{i}.{name}.parquet"), schema) for name, schema in _FRAMES}
         runs.append(Run(name=info["name"], path=info["path"], sources=[Source(**src) for src in info["sources"]],
-                        warnings=list(info["warnings"]), skipped=list(info["skipped"]), **frames))
+                        warnings=list(info["warnings"]), skipped=list(info["skipped"]),
+                        tags=list(info.get("tags", [])), **frames))
     return runs
 
 

@@ -60,6 +60,7 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
     warnings = text.damage()  # complete now that every line has been read
     iters, others, cut = _repair_wrapped(iters, others, text, prefix, layout, warnings)
     iters = _read_odd_lines(iters, prefix)
+    others = _with_event_kinds(others)
     bounds = _attempt_bounds(iters, others)
     iters, others = (_with_attempt(f, bounds) for f in (iters, others))
 
@@ -83,6 +84,7 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
         configs=finish(configs, s.CONFIGS_SCHEMA),
         warnings=warnings,
         n_attempts=max(int(bounds["attempt"].max() or 0), 1),  # type: ignore[arg-type]
+        tags=_tags(layout, metrics),
     )
 
 
@@ -188,7 +190,14 @@ def _classify(scan: pl.LazyFrame, prefix: str) -> pl.LazyFrame:
 
 
 def _wall_time(prefix: str) -> pl.Expr:
-    ts = pl.col("text").str.extract(prefix + p.TIMESTAMP_AFTER_PREFIX).str.replace(",", ".").str.replace("T", " ")
+    """The time a line was printed: a leading timestamp, or (other lines only) a bare leading date or the
+    ``datetime:`` of Megatron's lifecycle lines."""
+    lead = pl.col("text").str.extract(prefix + p.TIMESTAMP_AFTER_PREFIX)
+    other = pl.when(~pl.col("is_iter")).then(pl.col("text"))
+    stamp = pl.coalesce(
+        lead, other.str.extract(prefix + p.BARE_TIMESTAMP_AFTER_PREFIX), other.str.extract(p.DATETIME_FIELD)
+    )
+    ts = stamp.str.replace(",", ".").str.replace("T", " ")
     return ts.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us").dt.epoch("us") / 1e6
 
 
@@ -434,35 +443,133 @@ def _repair_wrapped(
     return merged, others.filter(~drop), cut_frame
 
 
-# --- attempts -----------------------------------------------------------------------------------------------------
-def _attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
-    """Where each attempt begins (``start`` line): at each arguments block and wherever the counter goes back.
+# --- attempts ---------------------------------------------------------------------------------------------------
+def _with_event_kinds(others: pl.DataFrame) -> pl.DataFrame:
+    """``kind`` (the first event pattern a line matches; null for other lines and the arguments block) and ``raw``
+    (the pattern's group 1, as printed)."""
+    kind: pl.Expr = pl.lit(None, dtype=pl.String)
+    raw: pl.Expr = pl.lit(None, dtype=pl.String)
+    for name, rx in reversed(p.EVENT_PATTERNS):  # built inside out, so the first pattern wins
+        hit = pl.col("body").str.contains(rx)
+        value = pl.col("body").str.extract(rx, 1) if re.compile(rx).groups else pl.lit(None, dtype=pl.String)
+        kind = pl.when(hit).then(pl.lit(name)).otherwise(kind)
+        raw = pl.when(hit).then(value).otherwise(raw)
+    plain = ~pl.col("in_args") & ~pl.col("is_args_start") & ~pl.col("is_args_end")
+    return others.with_columns(kind=pl.when(plain).then(kind), raw=pl.when(plain).then(raw))
 
-    Stretches with neither (lines before the first start, a file of events only) join the next attempt.
+
+def _attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
+    """Where each attempt (one launch of the program, or a stretch whose counter went back) begins: ``start`` line.
+
+    See :func:`launch_starts` for the launches; within one, a counter that goes back starts another attempt (a
+    relaunch whose start-up was not logged). A stretch with no content (nothing but lines that say nothing of a
+    launch) joins the next attempt.
     """
-    starts = others.filter("is_args_start")["line"].cast(pl.Int64).to_numpy()
     lines = iters["line"].cast(pl.Int64).to_numpy()
-    process = np.searchsorted(starts, lines, side="right")
+    steps = iters["step"].to_numpy()
+    marks = others.filter(pl.col("is_args_start") | pl.col("kind").is_not_null()).select(
+        pl.col("line").cast(pl.Int64), kind=pl.when("is_args_start").then(pl.lit(s.EV_PROCESS_START)).otherwise("kind")
+    )
+    starts, content = launch_starts(lines, steps, marks["line"].to_numpy(), marks["kind"].to_list())
+    process = np.searchsorted(starts, lines, side="right") - 1
     segments = (
         pl.DataFrame({"line": lines, "process": process, "step": iters["step"]})
         .with_columns(back=(pl.col("step") <= pl.col("step").shift(1).over("process")).fill_null(False))
         .with_columns(segment=pl.col("back").cast(pl.Int32).cum_sum().over("process"))
     )
-    firsts = segments.group_by("process", "segment").agg(start=pl.col("line").min(), content=pl.lit(True))
-    process_starts = pl.DataFrame(
-        {"process": np.arange(len(starts) + 1), "segment": 0, "start": np.concatenate([[1], starts])},
-        schema={"process": pl.Int64, "segment": pl.Int32, "start": pl.Int64},
-    ).with_columns(content=pl.col("process") > 0)
-    bounds = (
-        pl.concat([process_starts, firsts.cast({"process": pl.Int64})], how="vertical_relaxed")
-        .group_by("process", "segment")
-        .agg(pl.col("start").min(), pl.col("content").any())
-        .sort("start", "process")  # a process that starts on line 1 comes after the stretch before it
+    firsts = segments.filter(pl.col("segment") > 0).group_by("process", "segment").agg(
+        start=pl.col("line").min(), content=pl.lit(True)
     )
+    process_starts = pl.DataFrame(
+        {"process": np.arange(len(starts)), "segment": 0, "start": starts, "content": content},
+        schema={"process": pl.Int64, "segment": pl.Int32, "start": pl.Int64, "content": pl.Boolean},
+    )
+    bounds = pl.concat([process_starts, firsts.cast({"process": pl.Int64})], how="vertical_relaxed").sort("start")
     numbered = pl.when("content").then(pl.col("content").cast(pl.Int32).cum_sum())
     return bounds.with_columns(
         attempt=numbered.backward_fill().forward_fill().fill_null(1).cast(pl.Int32)
     ).select("start", "attempt")
+
+
+def launch_starts(
+    lines: np.ndarray, steps: np.ndarray, mark_lines: np.ndarray, mark_kinds: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The lines where each launch of the program begins (the first is line 1), and whether each launch shows
+    anything of itself (iterations, start-up lines or how it ended).
+
+    ``lines``/``steps``: the iteration lines in order; ``mark_*``: the other lines that matter, in order, with
+    their event kind (``process_start`` for an arguments block). A launch begins:
+
+    * at an arguments block, unless the launch before has shown nothing but start-up lines (its own block comes
+      after them: "using world size" is printed first);
+    * at a start-up line once the launch before has logged iterations or ended;
+    * at the first iteration line after the launch before ended: a planned exit, a kill, SIGTERM, a scheduler's
+      cancel, Ctrl-C, "after training is done", or a fatal error. An error is fatal unless the iterations carry
+      on right after it (the next iteration continues the counter within two log intervals) or, in a launch that
+      shows its start-up and has not iterated yet, iterations follow it (a warning during start-up). In a log that
+      begins without a start-up, an error before any iteration is fatal when a traceback or a CUDA / NCCL / memory
+      / host error shows it.
+
+    >>> import numpy as np
+    >>> lines, steps = np.array([10, 11, 30]), np.array([100, 110, 120])
+    >>> launch_starts(lines, steps, np.array([12]), ["exit"])[0].tolist()   # an exit, then iterations again
+    [1, 30]
+    >>> launch_starts(lines, steps, np.array([12]), ["error"])[0].tolist()  # a warning the run carried on after
+    [1]
+    """
+    forward = np.diff(steps)[np.diff(steps) > 0] if steps.size > 1 else np.array([])
+    usual = float(np.percentile(forward, 25)) if forward.size else 1.0  # the log interval, whatever the gaps
+    starts: list[int] = [1]
+    content: list[bool] = []
+    state = {"start": 1, "marked": False, "args": False, "ended": None, "traceback": None}
+
+    def iterations_between(lo: int, hi: int) -> int:
+        return int(np.searchsorted(lines, hi, side="left") - np.searchsorted(lines, lo, side="left"))
+
+    def begin(line: int) -> None:
+        content.append(bool(state["marked"] or state["ended"] is not None
+                            or iterations_between(state["start"], line)))
+        starts.append(line)
+        state.update(start=line, marked=False, args=False, ended=None, traceback=None)
+
+    def after_ending(before: int) -> None:  # the launch ended: its first iteration line after that begins another
+        if state["ended"] is None:
+            return
+        nxt = int(np.searchsorted(lines, state["ended"], side="right"))
+        if nxt < lines.size and lines[nxt] < before:
+            begin(int(lines[nxt]))
+
+    def fatal(line: int, kind: str) -> bool:
+        at = int(np.searchsorted(lines, line, side="left"))  # the first iteration line after the error
+        prev = at - 1 if at > 0 and lines[at - 1] >= state["start"] else None
+        nxt = at if at < lines.size else None
+        if prev is not None:
+            before = steps[prev] - steps[prev - 1] if prev > 0 and lines[prev - 1] >= state["start"] else usual
+            return nxt is None or not 0 < steps[nxt] - steps[prev] <= 2 * max(min(before, usual), 1)
+        if state["marked"]:
+            return nxt is None
+        return state["traceback"] is not None or kind != s.EV_ERROR
+
+    for line, kind in zip(mark_lines.tolist(), mark_kinds, strict=True):
+        after_ending(line)
+        if kind == s.EV_PROCESS_START:
+            if state["args"] or state["ended"] is not None or iterations_between(state["start"], line):
+                begin(line)
+            state.update(args=True, marked=True)
+        elif kind in s.STARTUP_KINDS:
+            if state["ended"] is not None or iterations_between(state["start"], line):
+                begin(line)
+            state["marked"] = True
+        elif kind == s.EV_TRACEBACK:
+            state["traceback"] = line
+        elif state["ended"] is None and (
+            kind in s.ENDING_KINDS or (kind in s.FATAL_KINDS and fatal(line, kind))
+        ):
+            state["ended"] = line
+    after_ending(int(lines[-1]) + 1 if lines.size else 0)
+    content.append(bool(state["marked"] or state["ended"] is not None
+                        or iterations_between(state["start"], int(lines[-1]) + 1 if lines.size else 0)))
+    return np.array(starts, dtype=np.int64), np.array(content, dtype=bool)
 
 
 def _with_attempt(frame: pl.DataFrame, bounds: pl.DataFrame) -> pl.DataFrame:
@@ -473,6 +580,15 @@ def _with_attempt(frame: pl.DataFrame, bounds: pl.DataFrame) -> pl.DataFrame:
 
 
 # --- iteration lines ----------------------------------------------------------------------------------------------
+def _tags(layout: Layout | None, metrics: pl.DataFrame) -> dict[str, str]:
+    """Each field's key as printed (``lm loss``) -> its metric; fields outside the usual layout by their metric name."""
+    tags = {cell[1]: _metric_names([cell[1]])[cell[1]] for cell in (layout.heads if layout else ()) if cell}
+    tags = {k: v for k, v in tags.items() if v}
+    named = set(tags.values())
+    present = metrics["metric"].unique().cast(pl.String).to_list()
+    return tags | {m: m for m in present if m not in named and m != s.LOG_INTERVAL}
+
+
 def _metric_names(keys: list[str]) -> dict[str, str]:
     return {k: p.FIELD_NAMES.get(k) or _slug_text(k) for k in keys}
 
@@ -565,17 +681,10 @@ def _iteration_events(iters: pl.DataFrame, cut: pl.DataFrame, text: TextFile, pr
 
 # --- other lines --------------------------------------------------------------------------------------------------
 def _line_events(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:
-    candidates = others.filter(pl.col("body").str.contains(_ANY_EVENT))
+    candidates = others.filter(pl.col("kind").is_not_null())
     if candidates.height == 0:
         return pl.DataFrame()
-    kind: pl.Expr = pl.lit(None, dtype=pl.String)
-    raw: pl.Expr = pl.lit(None, dtype=pl.String)
-    for name, rx in reversed(p.EVENT_PATTERNS):  # built inside out, so the first pattern wins
-        hit = pl.col("body").str.contains(rx)
-        value = pl.col("body").str.extract(rx, 1) if re.compile(rx).groups else pl.lit(None, dtype=pl.String)
-        kind = pl.when(hit).then(pl.lit(name)).otherwise(kind)
-        raw = pl.when(hit).then(value).otherwise(raw)
-    ev = candidates.with_columns(kind=kind, raw=raw).with_columns(
+    ev = candidates.with_columns(
         value=pl.col("raw").cast(pl.Float64, strict=False)
         * pl.when((pl.col("kind") == s.EV_PARAMETER_COUNT) & pl.col("body").str.contains("|".join(p.BILLIONS)))
         .then(1e9)

@@ -16,6 +16,11 @@ PDSH_CMD = rb"cmd = pdsh [^\n]*?-w\s+(\S+)"
 
 # patterns ending in _AFTER_PREFIX are anchored at the start of a line by the launcher-prefix pattern put before them
 TIMESTAMP_AFTER_PREFIX = r"\s*\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\]"
+# a line that opens with a bare date (Python logging's "%(asctime)s ..."), and Megatron's print_datetime, which puts
+# the time last: "[after megatron is initialized] datetime: 2021-08-08 01:00:51 ", as does slurm's
+# "*** JOB 1809579 ON r8i3n1 CANCELLED AT 2021-05-23T08:45:57 ***"
+BARE_TIMESTAMP_AFTER_PREFIX = r"\s*(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)(?:\s|$)"
+DATETIME_FIELD = r"(?:datetime:|CANCELLED AT) (\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
 # the counter "iteration N/ M |"; an iteration line has only junk, a timestamp and/or fields before it (GPT-NeoX
 # prints "samples/sec: 7.799 | " first)
 ITERATION_CORE = r"iteration\s+\d+\s*/\s*\d+\s*\|"
@@ -68,6 +73,7 @@ FIELD_NAMES: dict[str, str] = {
 SECONDS_KEYS = ("elapsed time per iteration (s)",)
 
 # One regex per event kind; the first that matches a line wins. Group 1, when present, is the event's value.
+_COLLECTIVES = r"(?:broadcast\w*|all_reduce\w*|all_gather\w*|reduce_scatter\w*|all_to_all\w*|barrier|reduce|gather|scatter)"
 EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_CHECKPOINT_LOAD, r"(?:loading|loaded) (?:distributed |release )?checkpoint from .*? at iteration (\d+)"),
     (s.EV_CHECKPOINT_LOAD, r"\[Torch\] Loading checkpoint from .*?global_step(\d+)"),
@@ -75,7 +81,10 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
                          r"|no checkpoint was found"),
     (s.EV_CHECKPOINT_SAVE, r"(?:saving checkpoint at|successfully saved checkpoint (?:at|from)) iteration\s+(\d+)"),
     (s.EV_CHECKPOINT_SAVE, r"Saving model checkpoint: .*?global_step(\d+)"),
-    (s.EV_EXIT, r"exiting program at iteration (\d+)|exiting program after|Detected kill switch"),
+    (s.EV_SIGTERM, r"exiting program after receiving SIGTERM|(?i:received SIGTERM|SIGTERM received)"
+                   r"|Signal 15 \(SIGTERM\) received"),
+    (s.EV_EXIT, r"exiting program after (\d+(?:\.\d*)?) minutes"),  # value: the minutes it ran
+    (s.EV_EXIT, r"exiting program at iteration \d+|exiting program after|Detected kill switch"),
     (s.EV_TRAINING_DONE, r"\[after training is done\]"),
     (s.EV_MARKER, r"^\s*\[[^\]]+\] datetime: "),
     (s.EV_PARAMETER_COUNT, r"number of parameters on \((?:tensor, )?(?:gtp_weight_remat, )?pipeline\) model parallel "
@@ -91,14 +100,34 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
                      r"|found unexpected large grads|loss is nan|Loss is NaN"),
     (s.EV_SKIP_RANGE, r"Skipped iterations (\d+) to \d+"),
     (s.EV_TRACEBACK, r"Traceback \(most recent call last\)"),
-    (s.EV_OOM, r"(?i)out of memory|OutOfMemoryError"),
+    # py-spy ("Thread 12 (active): ...") and faulthandler ("Thread 0x7f... (most recent call first):") dumps
+    (s.EV_STACK_DUMP, r"^\s*(?:Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:active|idle)[^)]*\)|(?:Current thread|Thread) "
+                      r"0x[0-9A-Fa-f]+ \(most recent call first\):|Timeout \(\d+:\d\d:\d\d\)!)"),
+    # a dumped frame inside a collective: py-spy "    broadcast (torch/distributed/distributed_c10d.py:1191)",
+    # faulthandler '  File ".../distributed_c10d.py", line 2420 in barrier' (a traceback has ', in barrier')
+    (s.EV_COLLECTIVE_WAIT, r"^\s+" + _COLLECTIVES + r" \(\S*distributed_c10d\.py:\d+\)"
+                           r"|distributed_c10d\.py\", line \d+ in " + _COLLECTIVES + r"\s*$"),
+    (s.EV_HOST_ERROR, r"(?i)bus error|No space left on device|Input/output error|Stale file handle|NODE[_ ]FAIL"
+                      r"|DUE TO NODE FAILURE|node failure"),
+    (s.EV_OOM, r"(?i)out of memory|OutOfMemoryError|oom-kill"),
     (s.EV_NCCL_ERROR, r"NCCL error|nccl(?:Internal|System|UnhandledCuda|InvalidUsage)Error|NCCL communicator was aborted"
                       r"|Watchdog caught collective operation timeout|ProcessGroupNCCL.*[Tt]imed? ?out"),
-    (s.EV_CUDA_ERROR, r"CUDA error|cudaError\w*|c10::CUDAError|(?i:uncorrectable ECC|ECC error)"),
-    (s.EV_KILLED, r"(?i)killed by signal|bus error|SIGTERM|SIGKILL|slurmstepd: error|CANCELLED AT|DUE TO TIME LIMIT"),
-    (s.EV_ERROR, r"^\s*:?\s*(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]*(?:Error|Exception)(?::|$)"),
+    (s.EV_CUDA_ERROR, r"CUDA error|cudaError\w*|c10::CUDAError|(?i:uncorrectable ECC|ECC error)|\bXid\b"),
+    (s.EV_CANCELLED, r"CANCELLED AT|DUE TO TIME LIMIT|DUE TO PREEMPTION|srun: Job step aborted"
+                     r"|srun: forcing job termination"),
+    (s.EV_SCHEDULER, r"scheduled to start|won't start|will not start|not RUNNING or SCHEDULED|\bPULSE: "
+                     r"|queued and waiting for resources|has been allocated resources"),
+    (s.EV_INTERRUPT, r"^\s*KeyboardInterrupt\b"),
+    (s.EV_KILLED, r"(?i)killed by signal|SIGKILL|exitcode\s*:\s*-9\b|^\s*Killed\s*$"),
+    (s.EV_ERROR, r"^\s*:?\s*(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]*(?:Error|Exception)(?::|$)|^\s*Fatal Python error:"),
+    # start-up lines (after iterations or an ending, one of these begins a new launch)
+    (s.EV_STARTUP, r"^\s*> initializing torch distributed|^\s*> initializing tensor model parallel with size"
+                   r"|^\s*> setting random seeds to|^\s*using world size: \d+|^\s*> building \S+ model"
+                   r"|^\s*> compiling dataset index builder|initializing model parallel cuda seeds"
+                   r"|\[launch\.py:\d+:main\] WORLD INFO DICT|Setting OMP_NUM_THREADS environment variable"
+                   r"|Initializing TorchBackend in DeepSpeed|\[runner\.py:\d+:main\] cmd = "),
 ]
 # the kinds whose group-1 value is an iteration number (the event's step)
-STEP_VALUED = frozenset({s.EV_CHECKPOINT_LOAD, s.EV_CHECKPOINT_SAVE, s.EV_EXIT, s.EV_SKIP_RANGE})
+STEP_VALUED = frozenset({s.EV_CHECKPOINT_LOAD, s.EV_CHECKPOINT_SAVE, s.EV_SKIP_RANGE})
 # the group-1 value is in billions for these parameter-count patterns
 BILLIONS = ("Billion", "in billions", "estimated model parameters")

@@ -60,6 +60,7 @@ class Run:
     sources: list[Source] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    tags: list[dict[str, str]] = field(default_factory=list)  # {source, tag, metric}: names as the sources wrote them
 
     @property
     def attempts(self) -> list[int]:
@@ -334,7 +335,8 @@ def _overlay(base: Run, top: Run) -> Run:
     if base.metrics.height == 0 and base.events.height == 0:
         return Run(name=base.name, path=base.path, metrics=top.metrics, events=top.events,
                    configs=pl.concat([base.configs, top.configs]), sources=base.sources + top.sources,
-                   warnings=base.warnings + top.warnings, skipped=base.skipped + top.skipped)
+                   warnings=base.warnings + top.warnings, skipped=base.skipped + top.skipped,
+                   tags=base.tags + top.tags)
     spans = base.metrics.group_by("attempt").agg(lo=pl.col("step").min(), hi=pl.col("step").max()).sort("attempt")
     top_attempts = sorted(set(top.metrics["attempt"].unique().to_list()) | set(top.events["attempt"].unique().to_list()))
     top_attempts = [a for a in top_attempts if a is not None]
@@ -363,7 +365,7 @@ def _overlay(base: Run, top: Run) -> Run:
         events=pl.concat([base.events, remap(top.events).select(base.events.columns)]),
         configs=pl.concat([base.configs, top.configs.select(base.configs.columns)]),
         sources=base.sources + top.sources, warnings=base.warnings + top.warnings,
-        skipped=base.skipped + top.skipped,
+        skipped=base.skipped + top.skipped, tags=base.tags + top.tags,
     )
 
 
@@ -389,6 +391,7 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
     if not parallel and all(t is not None for t in times):
         pieces = [p for _, p in sorted(zip(times, pieces, strict=True), key=lambda x: x[0])]  # type: ignore[misc]
     metrics, events, configs, sources, warnings = [], [], [], [], []
+    tags: list[dict[str, str]] = []
     offset = 0
     last_attempt_of_stem: dict[str, int] = {}
     deferred: list[Piece] = []
@@ -396,6 +399,7 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
         log = piece.log
         sources.append(Source(path=_display(piece.file, root), format=piece.fmt, sampled=piece.sampled))
         warnings.extend(log.warnings)
+        tags += [{"source": sources[-1].path, "tag": tag, "metric": metric} for tag, metric in log.tags.items()]
         if _is_events_only(log):
             deferred.append(piece)
             continue
@@ -425,4 +429,6 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
         sources=sources,
         warnings=warnings,
         skipped=[],
+        tags=tags,
     )
+

@@ -56,7 +56,7 @@ EV_NO_CHECKPOINT = "no_checkpoint"          # nothing to load: starts from rando
 EV_CHECKPOINT_SAVE = "checkpoint_save"      # value = iteration saved
 EV_MARKER = "marker"                        # "[after megatron is initialized] datetime: ..." and friends
 EV_TRAINING_DONE = "training_done"          # "[after training is done] datetime: ..."
-EV_EXIT = "exit"                            # deliberate exit: exit interval/duration, kill switch, SIGTERM handler
+EV_EXIT = "exit"                            # planned exit: exit interval or duration, kill switch
 EV_PARAMETER_COUNT = "parameter_count"      # value = parameters (absolute count)
 EV_PADDED_VOCAB = "padded_vocab"            # value = padded vocabulary size
 EV_OVERFLOW = "overflow"                    # fp16 loss-scale overflow, value = new loss scale
@@ -66,14 +66,39 @@ EV_STALE_GRAD_NORM = "stale_grad_norm"      # grad norm repeated exactly while s
 EV_SKIP_RANGE = "skip_range"                # iterations skipped on purpose (--skip-train-iteration-range)
 EV_TRACEBACK = "traceback"
 EV_ERROR = "error"                          # Python exception line (RuntimeError: ..., AssertionError: ...)
-EV_CUDA_ERROR = "cuda_error"
-EV_NCCL_ERROR = "nccl_error"
-EV_OOM = "out_of_memory"
-EV_KILLED = "killed"                        # SIGTERM, kill switch, bus error
+EV_CUDA_ERROR = "cuda_error"                # CUDA errors, ECC, Xid
+EV_NCCL_ERROR = "nccl_error"                # NCCL errors and collective timeouts
+EV_OOM = "out_of_memory"                    # GPU or host out of memory (CUDA OOM, the kernel's oom-killer)
+EV_HOST_ERROR = "host_error"                # the machine: bus error (shared memory), disk full, I/O error, node failure
+EV_KILLED = "killed"                        # killed by a signal (SIGKILL, "Killed")
+EV_SIGTERM = "sigterm"                      # asked to stop (SIGTERM): the scheduler or a person
+EV_CANCELLED = "cancelled"                  # the scheduler ended the job: scancel, time limit, srun abort, preemption
+EV_INTERRUPT = "keyboard_interrupt"         # stopped by hand (Ctrl-C)
+EV_SCHEDULER = "scheduler"                  # a scheduler notice: job pending, scheduled to start, not running
+EV_STARTUP = "startup"                      # a start-up line: distributed init, random seeds, model build, launcher
+EV_STACK_DUMP = "stack_dump"                # a thread of a py-spy or faulthandler stack dump (someone looked at a hang)
+EV_COLLECTIVE_WAIT = "collective_wait"      # a dumped frame waiting in a collective (broadcast, all_reduce, barrier)
+EV_EXIT_CODE = "exit_code"                  # the exit code a wrapper recorded (W&B), value = the code
 EV_TRUNCATED = "truncated_line"             # an iteration line cut short (damaged or wrapped file)
+EV_STEP_REGRESSION = "step_regression"      # a scalar's step went back (TensorBoard, W&B): the run was restarted
+EV_SESSION_START = "session_start"          # TensorBoard SessionLog.START (torch purge_step): the writer (re)started
+EV_DUPLICATE_STEP = "duplicate_step"        # TensorBoard: a tag logged twice at one step
+EV_FILE_START = "event_file_start"          # TensorBoard: an event file's first record
+EV_WANDB_RUN_START = "wandb_run_start"      # a W&B run (or a resume of it) began: one per .wandb file
 
-ERROR_KINDS: frozenset[str] = frozenset({EV_TRACEBACK, EV_ERROR, EV_CUDA_ERROR, EV_NCCL_ERROR, EV_OOM, EV_KILLED})
-INFRA_KINDS: frozenset[str] = frozenset({EV_CUDA_ERROR, EV_NCCL_ERROR, EV_OOM, EV_KILLED})
+# errors, as the chronicle lists them; the hardware / infrastructure evidence among them
+ERROR_KINDS: frozenset[str] = frozenset({EV_ERROR, EV_CUDA_ERROR, EV_NCCL_ERROR, EV_OOM, EV_HOST_ERROR})
+INFRA_KINDS: frozenset[str] = frozenset({EV_CUDA_ERROR, EV_NCCL_ERROR, EV_HOST_ERROR, EV_COLLECTIVE_WAIT})
+# stopped from outside the program, or by its own plan: not a failure of the training
+STOP_KINDS: frozenset[str] = frozenset({EV_EXIT, EV_SIGTERM, EV_CANCELLED, EV_INTERRUPT})
+# events after which the program is gone (a later iteration line belongs to a new launch); the errors among them
+# only when the iterations do not carry on right after them
+ENDING_KINDS: frozenset[str] = frozenset({EV_EXIT, EV_TRAINING_DONE, EV_KILLED, EV_SIGTERM, EV_CANCELLED, EV_INTERRUPT})
+FATAL_KINDS: frozenset[str] = ERROR_KINDS | {EV_NAN_CHECK}
+# lines printed while a program starts: one after iterations or an ending begins a new launch
+STARTUP_KINDS: frozenset[str] = frozenset({EV_STARTUP, EV_MARKER})
+# evidence that an attempt's start is in the logs (so its first timestamp is when it started)
+START_KINDS: frozenset[str] = STARTUP_KINDS | {EV_PROCESS_START, EV_WANDB_RUN_START, EV_SESSION_START}
 
 # --- config keys that describe a run rather than configure it (left out of config changes) ------------------------
 SUMMARY_PREFIX = "summary/"   # a W&B run's final summary values
@@ -118,3 +143,4 @@ class ParsedLog:
     configs: pl.DataFrame
     warnings: list[str] = field(default_factory=list)
     n_attempts: int = 0
+    tags: dict[str, str] = field(default_factory=dict)  # each name as the source wrote it -> the metric it became

@@ -21,11 +21,6 @@ from parsers.schema import ParsedLog
 from parsers.textfile import InputError, read_all
 from parsers.tfrecord import walk
 
-EV_SESSION_START = "session_start"  # SessionLog.START (torch purge_step): the writer (re)started here
-EV_STEP_REGRESSION = "step_regression"  # a tag's step went back: the run was restarted from an earlier step
-EV_DUPLICATE_STEP = "duplicate_step"
-EV_FILE_START = "event_file_start"
-
 _SCALAR_DTYPES = {1: "<f4", 2: "<f8", 3: "<i4", 9: "<i8", 19: "<f2"}  # TensorProto dtype -> numpy
 _DT_BFLOAT16 = 14
 
@@ -179,10 +174,10 @@ def _slow_records(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[lis
         base = {"offset": start, "step": event.step, "wall_time": event.wall_time}
         kind = event.WhichOneof("what")
         if kind == "file_version":
-            events.append({**base, "kind": EV_FILE_START, "text": event.file_version})
+            events.append({**base, "kind": s.EV_FILE_START, "text": event.file_version})
         elif kind == "session_log":
             status = event_pb2.SessionLog.SessionStatus.Name(event.session_log.status)
-            events.append({**base, "kind": EV_SESSION_START if status == "START" else f"session_{status.lower()}",
+            events.append({**base, "kind": s.EV_SESSION_START if status == "START" else f"session_{status.lower()}",
                            "text": f"SessionLog {status} at step {event.step}"})
         elif kind == "summary":
             for value in event.summary.value:
@@ -250,7 +245,7 @@ def _frames(raw: pl.DataFrame, events: pl.DataFrame, configs: list[dict], run: s
         .filter(pl.col("step") <= pl.col("prev"))
     )
     first_offset = int(raw["offset"].min()) if raw.height else 0  # type: ignore[arg-type]
-    starts = events.filter((pl.col("kind") == EV_SESSION_START) & (pl.col("offset") > first_offset))["offset"]
+    starts = events.filter((pl.col("kind") == s.EV_SESSION_START) & (pl.col("offset") > first_offset))["offset"]
     boundaries = sorted(set(starts.to_list()) | set(_rollback_starts(main, regress, starts.to_list())))
     bounds = np.array(boundaries, dtype=np.int64)
 
@@ -263,7 +258,7 @@ def _frames(raw: pl.DataFrame, events: pl.DataFrame, configs: list[dict], run: s
     marks = pl.concat(
         [
             events,
-            regress.select("offset", "step", "wall_time", kind=pl.lit(EV_STEP_REGRESSION),
+            regress.select("offset", "step", "wall_time", kind=pl.lit(s.EV_STEP_REGRESSION),
                            text=pl.format("{} went back from step {} to {}", "tag", "prev", "step")),
             _duplicates(main),
         ],
@@ -284,6 +279,7 @@ def _frames(raw: pl.DataFrame, events: pl.DataFrame, configs: list[dict], run: s
         configs=finish(config_frame, s.CONFIGS_SCHEMA),
         warnings=warnings,
         n_attempts=len(boundaries) + 1,
+        tags={tag: metric for tag, (metric, axis) in names.items() if axis == "step"},
     )
 
 
@@ -307,7 +303,7 @@ def _duplicates(main: pl.DataFrame) -> pl.DataFrame:
         pl.col("offset").sort().get(1).alias("offset"), pl.col("wall_time").first(), pl.len().alias("n")
     )
     return dup.select(
-        "offset", "step", "wall_time", kind=pl.lit(EV_DUPLICATE_STEP),
+        "offset", "step", "wall_time", kind=pl.lit(s.EV_DUPLICATE_STEP),
         text=pl.format("{} logged {} times at step {}", "tag", "n", "step"),
     )
 

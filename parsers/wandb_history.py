@@ -16,8 +16,6 @@ from parsers import schema as s
 from parsers.metric_names import canonical
 from parsers.textfile import InputError
 
-EV_STEP_REGRESSION = "step_regression"  # the same as TensorBoard's: steps went back, the run was restarted
-EV_WANDB_RUN_START = "wandb_run_start"  # a W&B run (or a resume of it) began: one per .wandb file
 HISTORY_META = ("_step", "_runtime", "_timestamp")
 # sample sizes W&B uses when it thins a series: run.history() 500, UI charts 1,000 / 1,500, old UI 5,000
 _SAMPLE_SIZES = frozenset({500, 1000, 1500, 5000, 10000})
@@ -106,13 +104,14 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
              for last, step in regress.select("last", "step").iter_rows()]
     events = s.conform(
         regress.with_columns(
-            kind=pl.lit(EV_STEP_REGRESSION), value=pl.col("step").cast(pl.Float64), run=pl.lit(run),
+            kind=pl.lit(s.EV_STEP_REGRESSION), value=pl.col("step").cast(pl.Float64), run=pl.lit(run),
             source=pl.lit(source), text=pl.Series(texts, dtype=pl.String),
         ),
         s.EVENTS_SCHEMA,
     )
     n_attempts = int(long["attempt"].max() or 1) if long.height else 1
-    return s.ParsedLog(metrics=metrics, events=events, configs=s.empty(s.CONFIGS_SCHEMA), n_attempts=n_attempts)
+    return s.ParsedLog(metrics=metrics, events=events, configs=s.empty(s.CONFIGS_SCHEMA), n_attempts=n_attempts,
+                       tags=names)
 
 
 def wide_to_long(wide: pl.DataFrame, shown: str) -> pl.DataFrame:

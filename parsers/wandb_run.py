@@ -17,7 +17,7 @@ import yaml
 
 from parsers import schema as s
 from parsers.textfile import InputError
-from parsers.wandb_history import EV_WANDB_RUN_START, config_frame, flatten, history_log
+from parsers.wandb_history import config_frame, flatten, history_log
 from parsers.wandb_log import config_values, read_wandb_log
 
 _SUMMARY_META = ("_step", "_runtime", "_timestamp", "_wandb")
@@ -82,7 +82,7 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
     wall = log.start_time if log.start_time is not None else (first["wall_time"][0] if first.height else None)
     how = "resumed" if log.resumed else "started"
     start = {
-        "kind": [EV_WANDB_RUN_START], "step": [step], "value": [float(log.starting_step)], "wall_time": [wall],
+        "kind": [s.EV_WANDB_RUN_START], "step": [step], "value": [float(log.starting_step)], "wall_time": [wall],
         "text": [f"W&B run {log.run_id} ({log.display_name or 'no name'}) {how}"],
     }
     events = [pl.DataFrame(start), parsed.events]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from datetime import datetime, timezone
 
 import polars as pl
 import pytest
@@ -134,12 +135,42 @@ def test_deepspeed_overflow_lines_and_wrapped_iteration_line():
     assert value(run, "skipped_iterations", 13251) == 0
 
 
-def test_errors_become_events_with_their_step():
+def test_errors_become_events_of_the_launch_they_ended():
     run = load_run(real("tr1-13B"))
-    kinds = set(run.events["kind"].to_list())
-    assert {"traceback", "cuda_error", "out_of_memory", "killed", "checkpoint_save"} <= kinds
-    oom = run.events.filter(pl.col("kind") == "out_of_memory")
-    assert "CUDA error: out of memory" in oom["text"][0]
+    ev = run.events.filter(pl.col("kind") != "traceback")
+
+    def where(kind: str, text: str) -> tuple[int, int | None]:
+        row = ev.filter((pl.col("kind") == kind) & pl.col("text").str.contains(text, literal=True)).row(0, named=True)
+        return row["attempt"], row["step"]
+
+    # four launches: a bus-error crash before the excerpt's first iteration, the stretch that exited as planned,
+    # the one that hit the ECC error, and the relaunch that ran out of memory during start-up
+    assert where("host_error", "killed by signal: Bus error") == (1, None)
+    assert where("exit", "exiting program after 1190.0357275923093 minutes") == (2, 33240)
+    assert where("scheduler", "is scheduled to start in 3 days") == (2, 33240)
+    assert where("cuda_error", "cudaErrorECCUncorrectable") == (3, 43680)
+    assert where("startup", "initializing tensor model parallel with size 2") == (4, None)
+    assert where("out_of_memory", "RuntimeError: CUDA error: out of memory") == (4, None)
+    loss = run.metrics.filter(pl.col("metric") == "loss")
+    assert loss.group_by("attempt").agg(pl.col("step").min()).sort("attempt").rows() == [(2, 29020), (3, 43680)]
+    # wall-clock times: a DeepSpeed line's leading stamp and the datetime at the end of Megatron's exit line
+    exit_time = ev.filter(pl.col("kind") == "exit")["wall_time"][0]
+    assert datetime.fromtimestamp(exit_time, timezone.utc) == datetime(2021, 8, 8, 1, 0, 51, tzinfo=timezone.utc)
+
+
+def test_an_error_the_run_carried_on_after_does_not_end_the_launch(tmp_path):
+    lines = [
+        " iteration       10/    1000 | lm loss: 3.000000E+00 | grad norm: 1.000 |",
+        "ValueError: a logging callback failed",
+        " iteration       20/    1000 | lm loss: 2.900000E+00 | grad norm: 1.000 |",
+        "Traceback (most recent call last):",
+        "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:825, unhandled system error",
+        " iteration      900/    1000 | lm loss: 2.000000E+00 | grad norm: 1.000 |",
+    ]
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    run = load_run(tmp_path / "train.log")
+    loss = run.metrics.filter(pl.col("metric") == "loss")
+    assert loss.select("attempt", "step").rows() == [(1, 10), (1, 20), (2, 900)]
 
 
 def test_modern_meg_ds_log_reads_every_iteration():
