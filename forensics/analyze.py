@@ -6,12 +6,15 @@ from typing import Protocol
 
 import polars as pl
 
-from forensics.attempts import build_attempts
+from forensics.attempts import build_attempts, replay_differences
 from forensics.causes import suspect
 from forensics.config_effects import link_config_changes
 from forensics.configs import config_table, differing_keys, settings
+from forensics.coverage import assign_roles, coverage
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames
 from forensics.findings import Anomaly, Findings, RunFindings
+from forensics.gaps import discontinuities
+from forensics.log_entries import log_entries
 from forensics.model_shape import check_model
 from forensics.precursors import annotate, consolidate
 from forensics.schedule import schedule
@@ -30,6 +33,7 @@ class RunLike(Protocol):
     sources: list
     warnings: list[str]
     skipped: list[str]
+    tags: list[dict[str, str]]
 
 
 def detect(frames: RunFrames, detectors: tuple[Detector, ...] = DEFAULT_DETECTORS) -> list[Anomaly]:
@@ -42,15 +46,17 @@ def detect(frames: RunFrames, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
 
 def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTORS) -> RunFindings:
     """Analyze one loaded run (see :func:`parsers.load_run`)."""
-    frames = RunFrames(metrics=run.metrics, events=run.events)
+    metrics, roles = assign_roles(run.metrics)
+    frames = RunFrames(metrics=metrics, events=run.events)
     anomalies = detect(frames, detectors)
     table = config_table(run.configs)
-    attempts = build_attempts(run.metrics, run.events, table, anomalies)
+    attempts = build_attempts(metrics, run.events, table, anomalies)
     link_config_changes(attempts, anomalies, frames)
     config = table[max(table)] if table else {}
     model = check_model(config, run.events, run.name, run.path)
-    timing = schedule(run.metrics, config)
-    causes = suspect(run.metrics, run.events, attempts, anomalies, model, table, timing, frames.intervals())
+    timing = schedule(metrics, config)
+    causes = suspect(metrics, run.events, attempts, anomalies, model, table, timing, frames.intervals())
+    gaps = frames.gaps()
     return RunFindings(
         name=run.name,
         path=run.path,
@@ -61,10 +67,16 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         suspected_causes=causes,
         warnings=list(run.warnings),
         skipped=list(run.skipped),
-        spike_scores={m: spike_scores(run.metrics, m, frames.points(m)) for m in (s.LOSS, s.GRAD_NORM)},
+        spike_scores={m: spike_scores(metrics, m, frames.points(m)) for m in (s.LOSS, s.GRAD_NORM)},
         schedule=timing,
         config=settings(config),
         config_diffs=differing_keys({str(n): cfg for n, cfg in sorted(table.items())}) if len(table) > 1 else {},
+        coverage=coverage(metrics, getattr(run, "tags", []), roles, [src.path for src in run.sources]),
+        gaps=gaps,
+        discontinuities=discontinuities(metrics, gaps, frames.steps(), frames.spacing()),
+        replay_differences=replay_differences(metrics, attempts),
+        log_entries=log_entries(run.events),
+        setup=list(model.notes),
     )
 
 

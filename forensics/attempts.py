@@ -1,101 +1,153 @@
-"""Attempts and rollbacks: where each (re)start resumed from, what changed, how far it got and how it ended."""
+"""Attempts (launches of the training program) and rollbacks: where each resumed from, what changed, how far it got,
+how it ended, when it ran by the wall clock, and which were only short replays of steps already logged."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import polars as pl
 
 from forensics.configs import config_changes
-from forensics.findings import Anomaly, Attempt
+from forensics.endings import end_of
+from forensics.findings import Anomaly, Attempt, ReplayDifference
 from parsers import schema as s
 
+SHORT_STEPS = 3  # an attempt with no anomaly that logged at most this many steps is listed in one line, not a section
 
-def _resume_point(events: pl.DataFrame, start: int | None, interval: float | None) -> tuple[int | None, bool]:
+def _resume_point(events: pl.DataFrame, start: int | None, interval: int) -> tuple[int | None, bool]:
+    """The checkpoint iteration an attempt resumed from, and whether that was inferred (no checkpoint-load line):
+    then it is the first logged step minus one interval (None when that is the start of training)."""
     loads = events.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD) & pl.col("value").is_not_null())
     if loads.height:
         it = int(loads["value"][-1])
         return (it if it > 0 else None), False
     if events.filter(pl.col("kind") == s.EV_NO_CHECKPOINT).height or start is None:
         return None, False
-    if start <= max(interval or 1, 1):
+    if start <= max(interval, 1):
         return None, True
-    return start, True
+    return start - max(interval, 1), True
 
 
-def _end_reason(
-    attempt: int, is_last: bool, events: pl.DataFrame, anomalies: list[Anomaly], end_step: int | None,
-    train_iters: Any, losses: pl.DataFrame,
-) -> tuple[str, str]:
-    mine = [a for a in anomalies if a.attempt == attempt]
-    nan = next((a for a in mine if a.kind == "nan"), None)
-    if nan is not None and not losses.filter(pl.col("step") > nan.end_step).height:
-        return "nan", f"NaN from step {nan.step}"
-    div = next((a for a in mine if a.kind == "divergence"), None)
-    if div is not None:
-        return "diverged", f"diverged from step {div.step}"
-    errors = events.filter(pl.col("kind").is_in(list(s.ERROR_KINDS - {s.EV_KILLED})))
-    if errors.height:
-        last = errors.sort("line").tail(1)
-        text = (last["text"][0] or "").strip()[:160]
-        return "crashed", f"{last['kind'][0]}: {text}"
-    if events.filter(pl.col("kind") == s.EV_TRAINING_DONE).height or (
-        isinstance(train_iters, int) and end_step is not None and end_step >= train_iters
-    ):
-        return "completed", "reached the last iteration"
-    killed = events.filter(pl.col("kind") == s.EV_KILLED)
-    if killed.height:
-        return "killed", (killed["text"][0] or "").strip()[:160]
-    exits = events.filter(pl.col("kind") == s.EV_EXIT)
-    if exits.height:
-        return "stopped", (exits["text"][0] or "").strip()[:160]
-    if end_step is None:
-        return "no_training", "no iteration was logged"
-    if is_last:
-        return "running", "the log ends here (still running, or cut off)"
-    return "stopped", "the next attempt took over"
+def _spans(metrics: pl.DataFrame) -> dict[int, dict[str, Any]]:
+    """Per attempt: first and last step, loss points, usual step between points, first and last wall time, sources."""
+    steps = (
+        metrics.select("attempt", "step", "wall_time", "source", "metric", "value")
+        .group_by("attempt")
+        .agg(
+            lo=pl.col("step").min(), hi=pl.col("step").max(),
+            points=(pl.col("metric") == s.LOSS).sum(), n_steps=pl.col("step").n_unique(),
+            last_loss=pl.col("step").filter((pl.col("metric") == s.LOSS) & pl.col("value").is_finite()).max(),
+            first_seen=pl.col("wall_time").min(), last_seen=pl.col("wall_time").max(),
+            sources=pl.col("source").cast(pl.String).unique(),
+        )
+    )
+    gaps = (
+        metrics.select("attempt", "step").unique().sort("attempt", "step")
+        .with_columns(d=pl.col("step").diff().over("attempt")).filter(pl.col("d") > 0)
+        .group_by("attempt").agg(interval=pl.col("d").median())
+    )
+    out: dict[int, dict[str, Any]] = {int(r["attempt"]): r for r in steps.iter_rows(named=True)}
+    for attempt, interval in gaps.rows():
+        out[int(attempt)]["interval"] = max(1, round(float(interval)))
+    return out
+
+
+def _logged_interval(metrics: pl.DataFrame) -> dict[int, int]:
+    logged = metrics.filter(pl.col("metric") == s.LOG_INTERVAL).group_by("attempt").agg(pl.col("value").median())
+    return {int(a): max(1, round(v)) for a, v in logged.rows() if v is not None}
 
 
 def build_attempts(
     metrics: pl.DataFrame, events: pl.DataFrame, cfg: dict[int, dict[str, Any]], anomalies: list[Anomaly]
 ) -> list[Attempt]:
-    """The attempts of a run, in order, with rollbacks marked and config changes between consecutive ones."""
+    """The attempts of a run, in order: rollbacks, config changes between consecutive ones, how each ended, and
+    their wall-clock times (see :class:`forensics.findings.Attempt`)."""
     numbers = sorted(
-        set(metrics["attempt"].unique().to_list())
+        set(metrics["attempt"].drop_nulls().unique().to_list())
         | set(cfg)
-        | set(events.filter(pl.col("kind") == s.EV_PROCESS_START)["attempt"].unique().to_list())
-    ) or sorted(set(events["attempt"].unique().to_list()))
-    losses_all = metrics.filter((pl.col("metric") == s.LOSS) & pl.col("value").is_finite())
+        | set(events.filter(pl.col("kind").is_in(list(s.START_KINDS)))["attempt"].drop_nulls().unique().to_list())
+        | set(events.filter(pl.col("kind").is_in(list(s.ERROR_KINDS | s.ENDING_KINDS)))["attempt"].drop_nulls()
+              .unique().to_list())
+    ) or sorted(set(events["attempt"].drop_nulls().unique().to_list()))
+    spans = _spans(metrics)
+    logged = _logged_interval(metrics)
     out: list[Attempt] = []
     furthest: int | None = None
     previous_cfg: dict[str, Any] | None = None
     for i, n in enumerate(numbers):
-        mine = metrics.filter(pl.col("attempt") == n)
-        steps = mine["step"]
-        start = int(steps.min()) if len(steps) else None  # type: ignore[arg-type]
-        end = int(steps.max()) if len(steps) else None  # type: ignore[arg-type]
-        interval = mine.filter(pl.col("metric") == s.LOG_INTERVAL)["value"].median()
+        span = spans.get(n, {})
+        start, end = span.get("lo"), span.get("hi")
+        interval = logged.get(n) or span.get("interval") or 1
         ev = events.filter(pl.col("attempt") == n)
-        resumed, inferred = _resume_point(ev, start, interval)  # type: ignore[arg-type]
+        resumed, inferred = _resume_point(ev, start, interval)
         resume_at = resumed if resumed is not None else 0
         rollback = furthest is not None and (start is not None or resumed is not None) and resume_at < furthest
         this_cfg = cfg.get(n)
         changes = config_changes(previous_cfg, this_cfg) if previous_cfg and this_cfg else {}
-        reason, detail = _end_reason(
-            n, i == len(numbers) - 1, ev, anomalies, end, (this_cfg or {}).get("train_iters"),
-            losses_all.filter(pl.col("attempt") == n),
+        train_iters = (this_cfg or {}).get("train_iters")
+        shows_start = bool(ev.filter(pl.col("kind").is_in(list(s.START_KINDS))).height)
+        ending = end_of(
+            ev, [a for a in anomalies if a.attempt == n], end, shows_start=shows_start, is_last=i == len(numbers) - 1,
+            next_index=numbers[i + 1] if i + 1 < len(numbers) else None,
+            completed=isinstance(train_iters, int) and end is not None and end >= train_iters,
+            last_loss_step=span.get("last_loss"),
         )
+        times = [t for t in (span.get("first_seen"), ev.filter(pl.col("kind") != s.EV_SCHEDULER)["wall_time"].min())
+                 if t is not None]
+        first_seen = float(min(times)) if times else None  # type: ignore[type-var]
+        started = first_seen if shows_start else None
+        # the end by the clock: the line that ended it, else its last logged step (a start-up time is not an end)
+        last_step_at = float(span["last_seen"]) if span.get("last_seen") is not None else None
+        stop = ending.wall_time or last_step_at
+        ran_for = stop - started if started is not None and stop is not None and stop > started else None
+        if ran_for is None and ending.kind == s.EV_EXIT:  # "exiting program after 1190.04 minutes"
+            minutes = ev.filter((pl.col("kind") == s.EV_EXIT) & pl.col("value").is_not_null())["value"]
+            ran_for = float(minutes[0]) * 60 if minutes.len() else None
         out.append(
             Attempt(
                 index=int(n), start_step=start, end_step=end, resumed_from_step=resumed,
                 resumed_from_inferred=inferred, rollback=bool(rollback), config_changes=changes,
-                end_reason=reason, end_detail=detail,
-                points=int(mine.filter(pl.col("metric") == s.LOSS).height),
-                sources=sorted(set(mine["source"].unique().to_list()) | set(ev["source"].unique().to_list())),
+                end_reason=ending.reason, end_detail=ending.detail, end_kind=ending.kind,
+                points=int(span.get("points") or 0),
+                sources=sorted(set(span.get("sources") or []) | set(ev["source"].drop_nulls().unique().to_list())),
+                started_at=started, first_seen_at=first_seen, last_step_at=last_step_at, ended_at=ending.wall_time,
+                ran_for_s=ran_for,
+                short=span.get("n_steps", 0) <= SHORT_STEPS and not any(a.attempt == n for a in anomalies),
+                config_compared=bool(previous_cfg and this_cfg),
             )
         )
         if end is not None:
             furthest = end if furthest is None else max(furthest, end)
         if this_cfg:
             previous_cfg = this_cfg
+    for before, after in pairwise(out):
+        stop = before.ended_at or before.last_step_at
+        begin = after.started_at or after.first_seen_at
+        if stop is not None and begin is not None and begin >= stop:
+            before.downtime_after_s = begin - stop
+    return out
+
+
+def replay_differences(metrics: pl.DataFrame, attempts: list[Attempt], metric: str = s.LOSS) -> list[ReplayDifference]:
+    """Steps that a later attempt logged again with a different value: for each attempt, the first step it shares
+    with earlier attempts, with every attempt's value there (grouped by step)."""
+    points = (metrics.filter(pl.col("metric") == metric).select("attempt", "step", "value")
+              .unique(["attempt", "step"], keep="first").sort("attempt", "step"))
+    if points["attempt"].n_unique() < 2:
+        return []
+    firsts: dict[int, int] = {}
+    seen = points.filter(pl.lit(False))
+    for a in [x.index for x in attempts]:
+        own = points.filter(pl.col("attempt") == a)
+        shared = own.join(seen.select("step").unique(), on="step", how="semi")
+        if shared.height:
+            firsts.setdefault(int(shared["step"].min()), a)  # type: ignore[arg-type]
+        seen = pl.concat([seen, own])
+    out = []
+    for step in sorted(firsts):
+        values = points.filter(pl.col("step") == step).sort("attempt")
+        pairs = [(int(a), float(v)) for a, v in values.select("attempt", "value").rows()]
+        if len({v for _, v in pairs}) > 1:
+            out.append(ReplayDifference(step=step, metric=metric, values=pairs))
     return out

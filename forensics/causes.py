@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt, Cause, ModelCheck, Schedule, first_trouble
-from forensics.infra import infrastructure
+from forensics.infra import infrastructure, memory, program_errors, stops
 from forensics.resumes import optimizer_state_lost, recurrence, skipped_batches
 from forensics.timeline import log_intervals
 
@@ -19,52 +19,47 @@ def suspect(
     model: ModelCheck, table: dict[int, dict[str, Any]], timing: Schedule | None = None,
     intervals: dict[int, int] | None = None,
 ) -> list[Cause]:
-    """Rank the suspected causes of what went wrong, most likely first (ties keep the order of the rules).
+    """Rank the suspected causes of the instability and of how attempts ended, most likely first (ties keep the order
+    of the rules); causes of one kind are merged. The model's setup (its shape against its name, init, FFN width) is
+    not among them: see :attr:`forensics.findings.RunFindings.setup`.
     ``intervals``: the run's :func:`~forensics.timeline.log_intervals`, when already known."""
     intervals = log_intervals(metrics) if intervals is None else intervals
     troubles = [a for a in anomalies if a.kind in INSTABILITY_KINDS]
     timing = timing or Schedule()
     causes = [
-        *shape_causes(model, bool(troubles)),
         *lr_causes(attempts, troubles, model, timing, table),
-        *after_warmup(troubles, timing),
+        *after_warmup(troubles, timing, attempts),
         *loss_scale_collapse(anomalies, troubles),
-        *infrastructure(metrics, events, attempts, anomalies),
+        *infrastructure(events, attempts, anomalies),
+        *memory(events, attempts),
+        *program_errors(attempts, anomalies),
         *recurrence(attempts, anomalies, metrics, intervals),
         *skipped_batches(attempts, anomalies, events),
         *optimizer_state_lost(attempts, anomalies, metrics, events, table, intervals),
         *logit_growth(anomalies),
+        *stops(attempts, anomalies),
     ]
-    return sorted(causes, key=lambda c: -c.confidence)
+    return sorted(merge(causes), key=lambda c: -c.confidence)
 
 
-def shape_causes(model: ModelCheck, unstable: bool) -> list[Cause]:
-    """The model is not the size its name says (tr8-104B: a 58B model all along), an odd FFN width, or an init std
-    far above the small-init value (tr8b-104B: "fixing std init" overcame the first instability)."""
-    out: list[Cause] = []
-    headline = next((n for n in model.notes if n.startswith("this is a ~")), None)
-    if headline:
-        evidence = [headline]
-        if model.parameters_logged:
-            evidence.append(f"the program itself printed {model.parameters_logged / 1e9:.2f}B parameters")
-        out.append(Cause(
-            cause="model shape does not match the model's name", confidence=0.9, evidence=evidence,
-            check_next="compare num_layers, hidden_size and ffn_hidden_size with the intended architecture",
-        ))
-    elif model.shape and not 0.5 <= model.shape["ffn_hidden_size"] / model.shape["hidden_size"] / (
-        8 / 3 if model.shape["gated_mlp"] else 4
-    ) <= 2:
-        out.append(Cause(
-            cause="unusual FFN width", confidence=0.5, evidence=[n for n in model.notes if "ffn" in n],
-            check_next="check that ffn_hidden_size was meant for this hidden size",
-        ))
-    init = [n for n in model.notes if n.startswith("init_method_std")]
-    if init and unstable:
-        out.append(Cause(
-            cause="initialisation too large for the width", confidence=0.35, evidence=init,
-            check_next="small init sqrt(2/(5·hidden)) (tr8b-104B's first fix; 'Spike No More')",
-        ))
-    return out
+def merge(causes: list[Cause]) -> list[Cause]:
+    """Causes of one kind as one: the most confident one's words, every distinct piece of evidence and
+    counter-evidence, and its confidence (a little more when several rules or rollbacks point the same way)."""
+    merged: dict[str, Cause] = {}
+    for c in causes:
+        key = c.kind or c.cause
+        if key not in merged:
+            merged[key] = c
+            continue
+        m = merged[key]
+        lead, other = (m, c) if m.confidence >= c.confidence else (c, m)
+        merged[key] = Cause(
+            kind=lead.kind, cause=lead.cause, check_next=lead.check_next,
+            confidence=min(0.9, round(lead.confidence + 0.05, 2)),
+            evidence=list(dict.fromkeys(lead.evidence + other.evidence)),
+            counter_evidence=list(dict.fromkeys(lead.counter_evidence + other.counter_evidence)),
+        )
+    return list(merged.values())
 
 
 # GPT-3 (Brown et al. 2020, table 2.1): parameters -> peak learning rate used
@@ -87,18 +82,11 @@ def lr_causes(
     table: dict[int, dict[str, Any]],
 ) -> list[Cause]:
     """LR too high: above what GPT-3 used at this size while the run is unstable, or an attempt that lowered the LR
-    got further without trouble."""
+    got further without trouble. Against it: an attempt that lowered the LR and had trouble sooner; other settings
+    changed in the same attempt."""
     out: list[Cause] = []
-    size = model.parameters_from_shape or model.parameters_logged
-    lr = timing.lr_peak or next((c.get("lr") for c in table.values() if isinstance(c.get("lr"), float)), None)
-    if troubles and size and lr and lr > LR_TOO_HIGH * reference_lr(size):
-        out.append(Cause(
-            cause="learning rate too high for the model size", confidence=0.4,
-            evidence=[f"peak LR {lr:.3g} is {lr / reference_lr(size):.1f}x the {reference_lr(size):.2g} GPT-3 used "
-                      f"at {size / 1e9:.2g}B parameters"],
-            check_next="an LR sweep at small scale (Wortsman et al.: LR sensitivity) or a lower peak LR",
-        ))
     first = first_trouble(troubles)
+    lowered_sooner = []
     for att in attempts:
         change = att.config_changes.get("lr")
         if not change or not all(isinstance(v, (int, float)) for v in change) or change[1] >= change[0]:
@@ -107,28 +95,59 @@ def lr_causes(
         if not prev:
             continue
         before, mine = first[prev[-1].index], first.get(att.index)
+        others = sorted(k for k in att.config_changes if k != "lr")
+        also = [f"attempt {att.index} also changed {', '.join(others)}"] if others else []
         if mine is None or mine.step > before.step:
             got = "without trouble" if mine is None else f"until step {mine.step}"
             out.append(Cause(
-                cause="learning rate too high: lowering it got further", confidence=0.6 if mine is None else 0.45,
+                kind="lr", cause="learning rate too high: lowering it got further",
+                confidence=(0.6 if mine is None else 0.45) - (0.1 if others else 0.0),
                 evidence=[f"attempt {before.attempt} (lr {change[0]:g}): {before.kind.replace('_', ' ')} at step "
                           f"{before.step}",
                           f"attempt {att.index} lowered lr to {change[1]:g} and ran to step {att.end_step} {got}"],
+                counter_evidence=also,
                 check_next="keep the lower LR; with several runs, `forensics compare` measures the LR sensitivity",
             ))
+        else:
+            lowered_sooner.append(f"attempt {att.index} lowered lr to {change[1]:g} and still had "
+                                  f"{mine.kind.replace('_', ' ')} at step {mine.step}, no later than before "
+                                  f"(step {before.step})")
+    size = model.parameters_from_shape or model.parameters_logged
+    lr = timing.lr_peak or next((c.get("lr") for c in table.values() if isinstance(c.get("lr"), float)), None)
+    if troubles and size and lr and lr > LR_TOO_HIGH * reference_lr(size):
+        out.append(Cause(
+            kind="lr", cause="learning rate too high for the model size", confidence=0.4 if not lowered_sooner else 0.2,
+            evidence=[f"peak LR {lr:.3g} is {lr / reference_lr(size):.1f}x the {reference_lr(size):.2g} GPT-3 used "
+                      f"at {size / 1e9:.2g}B parameters"],
+            counter_evidence=lowered_sooner,
+            check_next="an LR sweep at small scale (Wortsman et al.: LR sensitivity) or a lower peak LR",
+        ))
+    elif lowered_sooner and out:
+        out[0].counter_evidence += lowered_sooner
     return out
 
 
 def loss_scale_collapse(anomalies: list[Anomaly], troubles: list[Anomaly]) -> list[Cause]:
-    """fp16 loss scale falling to its floor with overflows skipping steps; stronger when trouble follows it."""
+    """fp16 loss scale falling to its floor with overflows skipping steps; stronger when trouble follows it.
+    Against it: trouble that began before the first collapse (the overflows then follow the trouble)."""
     collapses = [a for a in anomalies if a.kind in {"loss_scale_collapse", "skipped_iterations"}]
     if not collapses:
         return []
-    later = [t for t in troubles if any(c.attempt == t.attempt and c.step <= t.step for c in collapses)]
+    first = first_trouble(troubles)
+    counter, led = [], []
+    for attempt in sorted({c.attempt for c in collapses}):
+        onset = min(c.step for c in collapses if c.attempt == attempt)
+        t = first.get(attempt)
+        if t is not None and t.step < onset:
+            counter.append(f"attempt {attempt}: {t.kind.replace('_', ' ')} at step {t.step} came before the first "
+                           f"overflow or collapse (step {onset}): the overflows may follow the instability")
+        elif t is not None:
+            led.append(attempt)  # the collapse came first, and trouble followed
     return [Cause(
-        cause="fp16 loss-scale collapse / overflow storm",
-        confidence=0.6 if later else 0.3,
+        kind="loss_scale", cause="fp16 loss-scale collapse / overflow storm",
+        confidence=0.6 if led else 0.3 if not counter else 0.15,
         evidence=[f"attempt {c.attempt}, step {c.step}: {c.detail}" for c in collapses[:5]],
+        counter_evidence=counter,
         check_next="bf16, a higher min loss scale, or lower LR; look for the first overflow before the spike",
     )]
 
@@ -139,7 +158,7 @@ def logit_growth(anomalies: list[Anomaly]) -> list[Cause]:
     if not notes:
         return []
     return [Cause(
-        cause="attention or output logit growth", confidence=0.5, evidence=notes[:4],
+        kind="logits", cause="attention or output logit growth", confidence=0.5, evidence=notes[:4],
         check_next="qk-layernorm and z-loss (1e-4) fix logit growth in Wortsman et al.; check per-layer logits",
     )]
 
@@ -147,27 +166,31 @@ def logit_growth(anomalies: list[Anomaly]) -> list[Cause]:
 WARMUP_WINDOW = 0.25  # trouble within a quarter of the warm-up length (at least 1,000 steps) after it ends
 
 
-def after_warmup(troubles: list[Anomaly], timing: Schedule) -> list[Cause]:
+def after_warmup(troubles: list[Anomaly], timing: Schedule, attempts: list[Attempt] | None = None) -> list[Cause]:
     """Spikes soon after the LR reaches its peak (tr8-104B: "the spike happened right after the warm-up ended";
-    tr1-13B likewise): the first trouble of each attempt within the window after the warm-up end."""
+    tr1-13B likewise): the first trouble of each attempt within the window after the warm-up end. Against it: an
+    attempt whose first trouble came while still in warm-up, or well after the window."""
     end = timing.warmup_end_step
     if not end:
         return []
     window = max(WARMUP_WINDOW * end, 1000)
-    first: dict[int, Anomaly] = {}
-    for t in sorted(troubles, key=lambda a: a.step):
-        if end <= t.step <= end + window:
-            first.setdefault(t.attempt, t)
-    if not first:
+    first = first_trouble(troubles)
+    near = {a: t for a, t in first.items() if end <= t.step <= end + window}
+    if not near:
         return []
     peak = f" ({timing.lr_peak:.3g})" if timing.lr_peak else ""
     evidence = [f"the learning rate reached its peak{peak} at step {end}"]
     evidence += [f"attempt {a}: first {t.kind.replace('_', ' ')} at step {t.step}, {t.step - end} steps later"
-                 for a, t in sorted(first.items())]
+                 for a, t in sorted(near.items())]
+    counter = [f"attempt {a}: first {t.kind.replace('_', ' ')} at step {t.step}, while still in warm-up "
+               f"(it ends at step {end})" for a, t in sorted(first.items()) if t.step < end]
+    counter += [f"attempt {a}: first {t.kind.replace('_', ' ')} at step {t.step}, {t.step - end} steps after the "
+                "warm-up ended" for a, t in sorted(first.items()) if t.step > end + window]
     return [Cause(
-        cause="instability shortly after the learning-rate warm-up ended",
-        confidence=min(0.3 + 0.1 * len(first), 0.6),
+        kind="warmup", cause="instability shortly after the learning-rate warm-up ended",
+        confidence=max(0.1, min(0.3 + 0.1 * len(near), 0.6) - 0.1 * len(counter)),
         evidence=evidence,
+        counter_evidence=counter,
         check_next="a lower peak LR or a longer warm-up: if the spike moves with the end of warm-up, the LR is the "
                    "trigger; if it stays at the same samples, suspect the data there",
     )]

@@ -12,15 +12,19 @@ from typing import Any
 import polars as pl
 
 from forensics.configs import differing_keys, show_value
-from forensics.findings import SCHEMA_VERSION, RunFindings, finite_or_none
+from forensics.findings import SCHEMA_VERSION, EndReason, RunFindings, finite_or_none
 from forensics.timeline import by_step
 from parsers import schema as s
 
 # the run's final state, from how its last attempt ended
-OUTCOMES: dict[str, str] = {
-    "completed": "completed", "nan": "nan", "diverged": "diverged", "crashed": "crashed", "killed": "crashed",
-    "running": "running", "stopped": "running", "no_training": "running",
+OUTCOMES: dict[EndReason, str] = {
+    EndReason.COMPLETED: "completed", EndReason.NAN: "nan", EndReason.DIVERGED: "diverged",
+    EndReason.CRASHED: "crashed", EndReason.FAILED_STARTUP: "crashed", EndReason.KILLED: "crashed",
+    EndReason.HUNG: "crashed", EndReason.RUNNING: "running", EndReason.UNKNOWN: "running",
+    EndReason.NO_TRAINING: "running", EndReason.EXITED: "stopped", EndReason.STOPPED: "stopped",
+    EndReason.INTERRUPTED: "stopped",
 }
+_NOT_WHY = frozenset({"stopped", "interrupted"})  # causes that say how a run was stopped, not why it failed
 FAILED = frozenset({"nan", "diverged", "crashed"})
 _IGNORED_FIRST = frozenset({"skipped_iterations", "changepoint"})  # not "what went wrong first"
 # keys that differ between runs without being a plausible cause: seeds, logging and checkpoint cadence
@@ -48,6 +52,7 @@ class RunRow:
     initial_loss: float | None = None
     config_diff: dict[str, Any] = field(default_factory=dict)
     top_cause: str | None = None
+    setup: str | None = None          # the first setup finding (the model against its name, init, FFN width)
     error: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
 
@@ -86,14 +91,16 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
         min_loss=float(loss.min()) if len(loss) else None,  # type: ignore[arg-type]
         final_loss=float(loss[-1]) if len(loss) else None,
         initial_loss=float(loss[0]) if len(loss) else None,
-        top_cause=run.suspected_causes[0].cause if run.suspected_causes else None,
+        top_cause=next((c.cause for c in run.suspected_causes if c.kind not in _NOT_WHY), None),
+        setup=run.setup[0] if run.setup else None,
         config=run.config,
     )
 
 
 def healthy(row: RunRow) -> bool:
-    """Completed or still running without NaN, divergence or a crash."""
-    return row.outcome in {"completed", "running"}
+    """Completed, stopped on purpose, or still running (healthy up to its last step) without NaN, divergence or a
+    crash."""
+    return row.outcome in {"completed", "running", "stopped"}
 
 
 def choose_baseline(rows: list[RunRow], name: str | None = None) -> RunRow | None:

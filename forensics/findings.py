@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def finite_or_none(value: float | None) -> float | None:
@@ -16,6 +17,42 @@ def finite_or_none(value: float | None) -> float | None:
     return float(value)
 
 
+def shown(value: float) -> str:
+    """A logged value as the chronicle quotes it: every digit it was logged with (the shortest exact form).
+
+    >>> shown(2.665295), shown(1048576.0), shown(5.842e-05), shown(float("nan"))
+    ('2.665295', '1048576', '5.842e-05', 'nan')
+    """
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
+class EndReason(str, Enum):
+    """How an attempt (one launch of the training program) ended: the first decisive thing after its last iteration,
+    else the trouble it ended in, else what the log shows of it."""
+
+    COMPLETED = "completed"            # reached the last iteration, or said training was done
+    EXITED = "exited"                  # a planned exit (exit duration or interval, kill switch)
+    STOPPED = "stopped"                # stopped by the scheduler or a person: cancel, time limit, SIGTERM
+    INTERRUPTED = "interrupted"        # interrupted by hand (KeyboardInterrupt)
+    KILLED = "killed"                  # killed by a signal (SIGKILL: the system or the scheduler)
+    CRASHED = "crashed"                # a fatal error while training
+    FAILED_STARTUP = "failed_startup"  # a fatal error before its first iteration
+    NAN = "nan"                        # the loss (or grad norm) went NaN and stayed there
+    DIVERGED = "diverged"              # the loss left its level and did not come back
+    HUNG = "hung"                      # stack dumps or a silence: the program stopped making progress
+    UNKNOWN = "unknown"                # the log shows no end, and another attempt followed
+    RUNNING = "running"                # the log ends: still running, or cut off
+    NO_TRAINING = "no_training"        # no iteration, no error: nothing to tell
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# endings where the training failed (the rest: it finished, was stopped on purpose, or the log does not say)
+FAILED_ENDINGS: frozenset[EndReason] = frozenset({
+    EndReason.NAN, EndReason.DIVERGED, EndReason.CRASHED, EndReason.FAILED_STARTUP, EndReason.HUNG, EndReason.KILLED,
+})
 INSTABILITY_KINDS: frozenset[str] = frozenset({"loss_spike", "divergence", "nan"})  # what a run's trouble is
 
 
@@ -54,20 +91,95 @@ class Anomaly:
 
 @dataclass
 class Attempt:
-    """One run of the training program, from a (re)start to where its log ends."""
+    """One launch of the training program, from its (re)start to where its log ends (or one stretch of a log whose
+    step counter went back: a relaunch whose start-up was not logged)."""
 
     index: int
     start_step: int | None
     end_step: int | None
-    resumed_from_step: int | None
+    resumed_from_step: int | None   # the checkpoint's iteration; inferred: the first logged step minus one interval
     resumed_from_inferred: bool
     rollback: bool
     config_changes: dict[str, list[Any]]
-    end_reason: str      # completed, nan, diverged, crashed, killed, stopped, running, no_training
+    end_reason: EndReason
     points: int = 0
     sources: list[str] = field(default_factory=list)
-    end_detail: str = ""
+    end_detail: str = ""              # the line that decided how it ended, quoted, or what the log shows
+    end_kind: str | None = None       # the event kind of that line (``parsers.schema`` vocabulary)
     behaviour: list[str] = field(default_factory=list)  # how it behaved differently after its config changes
+    started_at: float | None = None   # wall clock (Unix seconds) of its start-up, when the log shows and times it
+    first_seen_at: float | None = None  # the first time the attempt printed
+    last_step_at: float | None = None   # when its last logged step was logged (when steps carry times)
+    ended_at: float | None = None     # when the line that ended it was printed
+    ran_for_s: float | None = None    # from its start to its end (or its own exit line's count of minutes)
+    downtime_after_s: float | None = None  # from its end (or last step) to the next attempt's start (or first line)
+    short: bool = False               # a short launch: at most three steps and no anomaly (a relaunch that died at
+                                      # once, a failed start-up, a reshaping test), listed in one line
+    config_compared: bool = False     # both it and the attempt before it logged a config (so changes could be seen)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["end_reason"] = self.end_reason.value
+        return out
+
+
+@dataclass
+class Gap:
+    """A hole in the logged steps: nothing between ``after_step`` and ``before_step``. Inside one attempt, or between
+    one attempt's last step and the next attempt's first (``attempt`` None; ``attempts`` says which)."""
+
+    after_step: int
+    before_step: int
+    attempt: int | None
+    attempts: tuple[int, int] | None = None
+    interval: int = 1                 # the usual step between logged points there
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Discontinuity:
+    """A setting that changed where the log cannot show how: across a gap, a relaunch, or in one jump."""
+
+    metric: str
+    before: float
+    after: float
+    step_before: int
+    step_after: int
+    attempt_before: int
+    attempt_after: int
+    across: str                       # "gap", "relaunch" or "jump" (consecutive points, no gap)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ReplayDifference:
+    """A step logged again by a later attempt that gave a different value (values in attempt order)."""
+
+    step: int
+    metric: str
+    values: list[tuple[int, float]]   # (attempt, value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "metric": self.metric,
+                "values": [{"attempt": a, "value": finite_or_none(v)} for a, v in self.values]}
+
+
+@dataclass
+class LogEntry:
+    """An error, a stop or a scheduler notice the logs printed, with where it was (``count``: identical lines)."""
+
+    attempt: int | None
+    step: int | None
+    kind: str
+    text: str
+    wall_time: float | None = None
+    source: str = ""
+    line: int | None = None
+    count: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,7 +193,8 @@ class ModelCheck:
     parameters_logged: float | None = None
     parameters_stated: float | None = None
     shape: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)     # what is off in the setup, most telling first
+    caveats: list[str] = field(default_factory=list)   # what the check could not see
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,12 +219,15 @@ class Schedule:
 
 @dataclass
 class Cause:
-    """A suspected cause, never a verdict: the evidence for it and how sure the rule is."""
+    """A suspected cause of the instability or of how the run ended, never a verdict: the evidence for it, the
+    evidence against it, and how sure the rule is. ``kind`` names the rule family (causes of one kind merge)."""
 
     cause: str
     confidence: float
     evidence: list[str]
     check_next: str = ""
+    kind: str = ""
+    counter_evidence: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,9 +250,16 @@ class RunFindings:
     schedule: Schedule = field(default_factory=Schedule)
     config_diffs: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> {attempt: value}, differing keys
     config: dict[str, Any] = field(default_factory=dict)  # the last attempt's settings (no bookkeeping keys)
+    coverage: dict[str, Any] = field(default_factory=dict)  # what was read and checked (see forensics.coverage)
+    gaps: list[Gap] = field(default_factory=list)
+    discontinuities: list[Discontinuity] = field(default_factory=list)
+    replay_differences: list[ReplayDifference] = field(default_factory=list)
+    log_entries: list[LogEntry] = field(default_factory=list)  # errors, stops and scheduler notices, in order
+    setup: list[str] = field(default_factory=list)  # setup findings: the model against its name, init, FFN width
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "coverage": self.coverage,
             "name": self.name,
             "path": self.path,
             "sources": self.sources,
@@ -150,6 +273,11 @@ class RunFindings:
             "schedule": self.schedule.to_dict(),
             "config_diffs": self.config_diffs,
             "config": self.config,
+            "gaps": [g.to_dict() for g in self.gaps],
+            "discontinuities": [d.to_dict() for d in self.discontinuities],
+            "replay_differences": [r.to_dict() for r in self.replay_differences],
+            "log_entries": [e.to_dict() for e in self.log_entries],
+            "setup": self.setup,
         }
 
 

@@ -1,75 +1,114 @@
-"""Hardware and infrastructure: error lines, hangs (long silences between iterations), throughput drops, and
-crashes that no NaN or divergence explains."""
+"""Causes of how attempts ended that lie outside the training dynamics: hardware and infrastructure (only with their
+evidence: ECC, Xid, CUDA or NCCL errors, host errors, a node named as failed, ranks stuck in a collective), memory,
+stops by the scheduler or a person, interruptions by hand, and errors in the program or its configuration."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt, Cause
+from forensics.endings import quote
+from forensics.findings import Anomaly, Attempt, Cause, EndReason
 from parsers import schema as s
 
-HANG_FACTOR = 20       # a gap between log lines this many times the attempt's median gap ...
-HANG_MIN_SECONDS = 600  # ... and at least ten minutes is a hang (or a stall of the job)
+
+def _where(attempt: int | None, step: int | None) -> str:
+    at = f"attempt {attempt}" if attempt is not None else "between attempts"
+    return at + (f", after step {step}" if step is not None else ", before its first iteration")
 
 
-def hangs(metrics: pl.DataFrame) -> pl.DataFrame:
-    """Silences between consecutive logged iterations of an attempt: attempt, step (before), next_step, seconds,
-    median (the attempt's usual gap)."""
-    times = (
-        metrics.filter((pl.col("metric") == s.LOSS) & pl.col("wall_time").is_not_null())
-        .select("attempt", "step", "wall_time").unique(["attempt", "step"]).sort("attempt", "step")
-        .with_columns(gap=pl.col("wall_time").diff().over("attempt"), next_step=pl.col("step").shift(-1).over("attempt"))
-        .with_columns(gap=pl.col("gap").shift(-1).over("attempt"))
-        .with_columns(median=pl.col("gap").median().over("attempt"))
-    )
-    return times.filter(
-        (pl.col("gap") > HANG_FACTOR * pl.col("median")) & (pl.col("gap") >= HANG_MIN_SECONDS)
-    ).select("attempt", "step", "next_step", pl.col("gap").alias("seconds"), "median")
+def _trouble_before(attempt: Attempt, anomalies: list[Anomaly]) -> Anomaly | None:
+    return next((a for a in anomalies if a.attempt == attempt.index and (
+        (a.kind == "nan" and a.metric in (s.LOSS, s.GRAD_NORM)) or a.kind == "divergence")), None)
 
 
-def _duration(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
-
-
-def infrastructure(
-    metrics: pl.DataFrame, events: pl.DataFrame, attempts: list[Attempt], anomalies: list[Anomaly]
-) -> list[Cause]:
-    """One cause with every piece of infrastructure evidence: error lines, hangs, throughput drops, and attempts
-    that crashed without a NaN or divergence first."""
-    evidence: list[str] = []
-    confidence = 0.0
+def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: list[Anomaly]) -> list[Cause]:
+    """Hardware or infrastructure, with every piece of its evidence; against it, a loss already NaN or diverging
+    before the error (then the error may be a consequence)."""
     infra = events.filter(pl.col("kind").is_in(list(s.INFRA_KINDS)))
-    if infra.height:
-        rows = infra.unique(["attempt", "kind"], keep="first").sort("line")
-        evidence += [
-            f"attempt {a}, {k.replace('_', ' ')}{'' if st is None else f' near step {st}'}: {(t or '').strip()[:140]}"
-            for a, st, k, t in rows.select("attempt", "step", "kind", "text").iter_rows()
-        ][:6]
-        confidence = 0.3
-    unstable = {a.attempt for a in anomalies if a.kind in INSTABILITY_KINDS}
-    crashed = [a for a in attempts if a.end_reason in {"crashed", "killed"}]
-    if crashed:
-        confidence = max(confidence, 0.7 if infra.height else 0.4)
-        evidence += [
-            f"attempt {a.index} {a.end_reason} at step {a.end_step}"
-            + (" with no NaN or divergence before it" if a.index not in unstable else "")
-            + (f": {a.end_detail[:120]}" if a.end_detail else "")
-            for a in crashed
-        ]
-    for attempt, step, nxt, seconds, median in hangs(metrics).head(5).iter_rows():
-        evidence.append(f"attempt {attempt}: nothing logged for {_duration(seconds)} between steps {step} and "
-                        f"{nxt} (usually {median:.0f} s)")
-        confidence = max(confidence, 0.4)
-    slow = [a for a in anomalies if a.kind == "changepoint" and a.metric == s.ITERATION_TIME_MS]
-    for a in slow[:3]:
-        evidence.append(f"attempt {a.attempt}, step {a.step}: {a.detail}")
-        confidence = max(confidence, 0.3)
-    if not evidence:
+    stuck = [a for a in anomalies if a.kind == "hang" and "collective" in a.detail]
+    if not infra.height and not stuck:
         return []
+    ended = {a.index for a in attempts if a.end_kind in s.INFRA_KINDS or (
+        a.end_reason == EndReason.HUNG and any(h.attempt == a.index for h in stuck))}
+    evidence = [f"attempt {a.index} {a.end_reason.value.replace('_', ' ')} "
+                + (f"after step {a.end_step}" if a.end_step is not None else "before its first iteration")
+                + f": {a.end_detail}" for a in attempts if a.index in ended and a.end_kind in s.INFRA_KINDS]
+    rows = infra.unique(["attempt", "kind", "text"], keep="first").sort("attempt", "line")
+    evidence += [f"{_where(a, st)}: {quote(t)}" for a, st, t in rows.select("attempt", "step", "text").rows()
+                 if not any(quote(t) in e for e in evidence)][:6]
+    evidence += [f"attempt {a.attempt}, after step {a.step}: {a.detail}" for a in stuck[:2]]
+    errors = {a.index for a in attempts if a.index in ended and a.end_kind in s.INFRA_KINDS - {s.EV_COLLECTIVE_WAIT}}
+    counter = []
+    for att in attempts:
+        trouble = _trouble_before(att, anomalies)
+        if att.index in ended and trouble is not None:
+            counter.append(f"attempt {att.index} was already {'NaN' if trouble.kind == 'nan' else 'diverging'} "
+                           f"from step {trouble.step}, before the error: the error may follow from it")
     return [Cause(
+        kind="hardware",
         cause="hardware or infrastructure failure",
-        confidence=confidence,
+        confidence=0.8 if errors and not counter else 0.5 if ended else 0.3,
         evidence=evidence,
-        check_next="node health (ECC, Xid, NCCL timeouts) around those steps and whether the same node was reused; "
-                   "a slow or hung rank shows in every rank's iteration time",
+        counter_evidence=counter,
+        check_next="node health (ECC, Xid, NCCL timeouts) around those steps, and whether the relaunch used the same "
+                   "node; a slow or hung rank shows in every rank's iteration time",
+    )]
+
+
+def memory(events: pl.DataFrame, attempts: list[Attempt]) -> list[Cause]:
+    """Out of memory, on the GPU or the host."""
+    ooms = events.filter(pl.col("kind") == s.EV_OOM).unique(["attempt", "text"], keep="first").sort("attempt", "line")
+    if not ooms.height:
+        return []
+    ended = [a for a in attempts if a.end_kind == s.EV_OOM]
+    evidence = [f"{_where(a, st)}: {quote(t)}" for a, st, t in ooms.select("attempt", "step", "text").rows()][:4]
+    after_fault = [a for a in ended if any(p.index < a.index and p.end_kind in s.INFRA_KINDS for p in attempts)]
+    if after_fault:
+        evidence.append(f"attempt {after_fault[0].index} ran out of memory after an earlier attempt's hardware error: "
+                        "a relaunch on the same faulty node can fail this way")
+    return [Cause(
+        kind="memory", cause="out of memory", confidence=0.7 if ended else 0.3, evidence=evidence,
+        check_next="memory per GPU (micro-batch, activation checkpointing, sequence length) and other processes on "
+                   "the node; a relaunch that fails at start-up on a previously faulty node points at the node",
+    )]
+
+
+def stops(attempts: list[Attempt], anomalies: list[Anomaly]) -> list[Cause]:
+    """Attempts stopped on purpose or from outside: by the scheduler or a person (cancel, time limit, SIGTERM, a
+    planned exit), or by hand (Ctrl-C). Not failures; against it, trouble the loss was already in."""
+    out = []
+    for reason, kind, cause in (
+        ((EndReason.STOPPED, EndReason.EXITED), "stopped", "stopped by the scheduler or a person"),
+        ((EndReason.INTERRUPTED,), "interrupted", "interrupted by hand"),
+    ):
+        mine = [a for a in attempts if a.end_reason in reason]
+        if not mine:
+            continue
+        counter = [f"attempt {a.index} was already {'NaN' if t.kind == 'nan' else 'diverging'} from step {t.step}"
+                   for a in mine if (t := _trouble_before(a, anomalies)) is not None]
+        out.append(Cause(
+            kind=kind, cause=cause, confidence=0.3 if not counter else 0.15,
+            evidence=[f"attempt {a.index} ended after step {a.end_step}: {a.end_detail}" for a in mine][:6],
+            counter_evidence=counter,
+            check_next="nothing failed here; resume from the last checkpoint" if not counter
+            else "the stop came after the trouble: look at the trouble, not the stop",
+        ))
+    return out
+
+
+def program_errors(attempts: list[Attempt], anomalies: list[Anomaly]) -> list[Cause]:
+    """Attempts that ended on an error of the program or its configuration (no hardware or memory evidence)."""
+    mine = [a for a in attempts if a.end_reason in (EndReason.CRASHED, EndReason.FAILED_STARTUP)
+            and a.end_kind == s.EV_ERROR]
+    if not mine:
+        return []
+    counter = [f"attempt {a.index} was already {'NaN' if t.kind == 'nan' else 'diverging'} from step {t.step}"
+               for a in mine if (t := _trouble_before(a, anomalies)) is not None]
+    return [Cause(
+        kind="program_error", cause="an error in the program or its configuration", confidence=0.5,
+        evidence=[f"attempt {a.index} ended " + (f"after step {a.end_step}" if a.end_step is not None
+                                                 else "before its first iteration") + f": {a.end_detail}"
+                  for a in mine][:6],
+        counter_evidence=counter,
+        check_next="the error's traceback and the arguments of the attempt that raised it",
     )]

@@ -12,11 +12,16 @@ from forensics.findings import ModelCheck
 from parsers import schema as s
 
 INIT_STD_FACTOR = 2.5  # an init std beyond 2.5x (or below 1/2.5 of) the small-init value is noted
-_SIZE_IN_NAME = re.compile(r"(?<![0-9.])(\d+(?:\.\d+)?)\s*([BbMm])(?![A-Za-z])")
+# a size is its own token, bounded by non-alphanumerics: "tr8b-104B" states 104B (not 8B), "gpt2-1.3b" 1.3B
+_SIZE_IN_NAME = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)([BbMm])(?![A-Za-z0-9])")
 
 
 def stated_parameters(*names: str) -> float | None:
-    """A size written in a run's name or path: ``tr8-104B-wide`` -> 104e9, ``gpt-350m`` -> 350e6."""
+    """A size written in a run's name or path: ``tr8-104B-wide`` -> 104e9, ``gpt-350m`` -> 350e6.
+
+    >>> stated_parameters("tr8b-104B"), stated_parameters("bloom-1.3b"), stated_parameters("run7b1")
+    (104000000000.0, 1300000000.0, None)
+    """
     for name in names:
         for part in reversed(re.split(r"[/\\]", name)):
             found = _SIZE_IN_NAME.search(part)
@@ -144,7 +149,7 @@ def check_model(
                     f"{small:.2g} for hidden {h}"
                 )
         if vocab is None:
-            check.notes.append("vocabulary size unknown: embeddings left out of the count from shape")
+            check.caveats.append("vocabulary size unknown: embeddings left out of the count from shape")
     if from_shape and check.parameters_stated:
         ratio = from_shape / check.parameters_stated
         if not 0.8 <= ratio <= 1.25:

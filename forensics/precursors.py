@@ -23,7 +23,7 @@ import polars as pl
 from scipy.stats import theilslopes
 
 from forensics.detectors.base import RunFrames
-from forensics.findings import INSTABILITY_KINDS, Anomaly
+from forensics.findings import INSTABILITY_KINDS, Anomaly, shown
 from parsers import schema as s
 
 LEAD_WINDOW = 20            # logged points before a loss spike where a grad-norm spike counts as leading it
@@ -96,9 +96,9 @@ def _grad_lead(spike: Anomaly, anomalies: list[Anomaly], interval: int) -> tuple
     g = leaders[0]
     lead = spike.step - g.step
     if lead == 0:
-        return 0, f"grad norm spiked at the same step ({g.value:.6g}, from {g.baseline:.6g})"
+        return 0, f"grad norm spiked at the same step ({shown(g.value)}, from {shown(g.baseline)})"
     return lead, (f"a grad-norm spike led it by {lead} step{'s' if lead != 1 else ''} "
-                  f"(step {g.step}: {g.value:.6g}, from {g.baseline:.6g})")
+                  f"(step {g.step}: {shown(g.value)}, from {shown(g.baseline)})")
 
 
 def _before_divergence(div: Anomaly, anomalies: list[Anomaly], interval: int) -> list[str]:
@@ -110,7 +110,7 @@ def _before_divergence(div: Anomaly, anomalies: list[Anomaly], interval: int) ->
         ahead = div.step - a.step
         when = "at the same step" if ahead == 0 else f"{ahead} steps before"
         if a.kind == "loss_scale_collapse":
-            notes.append(f"fp16 loss scale collapsed to {a.value:.6g} at step {a.step}, {when}")
+            notes.append(f"fp16 loss scale collapsed to {shown(a.value)} at step {a.step}, {when}")
         elif a.kind == "skipped_iterations":
             notes.append(f"iterations were being skipped (overflow) from step {a.step}, {when}")
     return notes

@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.findings import Anomaly, Attempt, Cause, first_trouble
+from forensics.findings import Anomaly, Attempt, Cause, first_trouble, shown
 from forensics.timeline import log_intervals
 from parsers import schema as s
 
@@ -56,19 +56,24 @@ def recurrence(
         how = f" with a new seed ({seed[0]} → {seed[1]})" if seed else ""
         evidence = [
             f"attempt {prev.attempt}: first {prev.kind.replace('_', ' ')} at step {prev.step}",
-            f"attempt {att.index} rolled back to step {att.resumed_from_step}{how} and hit "
+            f"attempt {att.index} rolled back to step {att.resumed_from_step}"
+            + (f" (inferred: its first logged step is {att.start_step})" if att.resumed_from_inferred else "")
+            + f"{how} and hit "
             f"{mine.kind.replace('_', ' ')} at step {mine.step}",
         ]
         if abs(mine.step - prev.step) <= tol or same_samples:
             out.append(Cause(
-                cause="bad data batch: the trouble came back at the same point after the rollback",
-                confidence=0.6 if seed else 0.5, evidence=evidence,
+                kind="data", cause="bad data batch: the trouble came back at the same point after the rollback",
+                confidence=0.5, evidence=evidence,
+                counter_evidence=[f"the seed changed ({seed[0]} → {seed[1]}): where the seed sets the data order, the "
+                                  f"batches at step {mine.step} were not the same ones"] if seed else [],
                 check_next=f"inspect the batches just before step {mine.step}; restart ~100 steps earlier and skip "
                            "a few hundred batches (PaLM): if the spike vanishes, it was the data",
             ))
         else:
             when = "sooner" if mine.step < prev.step else "later"
             out.append(Cause(
+                kind="state",
                 cause=f"optimizer or model state rather than one batch: after the rollback the trouble came {when} "
                       f"(step {mine.step} vs {prev.step})",
                 confidence=0.4, evidence=evidence,
@@ -93,6 +98,7 @@ def skipped_batches(attempts: list[Attempt], anomalies: list[Anomaly], events: p
         trouble = first.get(att.index)
         if earlier and att.end_step > earlier[-1].step and (trouble is None or trouble.step > hi + 1000):
             out.append(Cause(
+                kind="data",
                 cause="bad data batch: the trouble did not come back once the batches around it were skipped",
                 confidence=0.7,
                 evidence=[f"attempt {earlier[-1].attempt}: {earlier[-1].kind.replace('_', ' ')} at step "
@@ -127,8 +133,8 @@ def optimizer_state_lost(
         before = scales.filter((pl.col("attempt") < att.index) & (pl.col("step") <= att.resumed_from_step)).sort(
             "step")
         if mine.height and before.height and mine["value"][0] >= SCALE_RESET * before["value"][-1]:
-            evidence.append(f"fp16 loss scale restarted at {mine['value'][0]:g} after the resume, "
-                            f"{mine['value'][0] / before['value'][-1]:g}x the {before['value'][-1]:g} before it "
+            evidence.append(f"fp16 loss scale restarted at {shown(mine['value'][0])} after the resume, "
+                            f"{mine['value'][0] / before['value'][-1]:g}x the {shown(before['value'][-1])} before it "
                             "(the grad scaler is part of the optimizer state)")
         soon = max(SOON_AFTER_RESUME, 20 * intervals.get(att.index, 1))
         trouble = first.get(att.index)
@@ -141,6 +147,7 @@ def optimizer_state_lost(
                             f"{att.resumed_from_step}")
         lost = len(evidence) > (1 if right_after else 0)
         out.append(Cause(
+            kind="optimizer_state",
             cause="optimizer state lost on resume" if lost else "trouble right after a resume",
             confidence=(0.6 if right_after else 0.3) if lost else 0.25,
             evidence=evidence,

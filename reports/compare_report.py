@@ -12,7 +12,7 @@ from forensics.configs import show_value
 from reports.escape import md
 
 HEADERS = ("run", "sources", "steps", "outcome", "first anomaly", "spikes", "spike score", "min loss", "final loss",
-           "differs from baseline", "top suspected cause")
+           "differs from baseline", "top suspected cause", "setup finding")
 
 
 def _num(v: float | None, fmt: str = ".4g") -> str:
@@ -23,7 +23,7 @@ def _outcome(row: RunRow) -> str:
     if row.outcome == "unreadable":
         return "unreadable"
     at = {"diverged": "diverged at", "nan": "NaN at", "crashed": "crashed at", "running": "still running at",
-          "completed": "completed at"}[row.outcome]
+          "completed": "completed at", "stopped": "stopped at"}[row.outcome]
     return f"{at} {row.outcome_step}" if row.outcome_step is not None else row.outcome
 
 
@@ -31,15 +31,16 @@ def cells(row: RunRow, baseline: str | None) -> list[str]:
     """One table row as plain text (escaped by the markdown renderer, shown as-is in the terminal)."""
     sources = ", ".join(sorted({src["format"] for src in row.sources})) or "–"
     if row.outcome == "unreadable":
-        return [row.name, sources, "–", "unreadable", row.error or "", "–", "–", "–", "–", "–", "–"]
+        return [row.name, sources, "–", "unreadable", row.error or "", "–", "–", "–", "–", "–", "–", "–"]
     diff = "(baseline)" if row.name == baseline else ", ".join(f"{k}={show_value(v)}" for k, v in row.config_diff.items())
     return [row.name, sources, _num(row.steps_reached, "d") if row.steps_reached is not None else "–", _outcome(row),
             row.first_anomaly or "none", str(row.spikes), _num(row.spike_score, ".2f") + ("%" if row.spike_score
-            is not None else ""), _num(row.min_loss), _num(row.final_loss), diff or "same", row.top_cause or "–"]
+            is not None else ""), _num(row.min_loss), _num(row.final_loss), diff or "same", row.top_cause or "–",
+            row.setup or "–"]
 
 
 def render_compare_json(comparison: Comparison) -> str:
-    """The comparison as strict, deterministic JSON (schema_version 1)."""
+    """The comparison as strict, deterministic JSON (``schema_version`` as the analysis JSON)."""
     return json.dumps(comparison.to_dict(), indent=2, allow_nan=False, default=str) + "\n"
 
 

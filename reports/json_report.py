@@ -1,4 +1,4 @@
-"""The JSON document of ``forensics analyze --format json`` (schema_version 1)."""
+"""The JSON document of ``forensics analyze --format json`` (schema_version 2)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,6 @@ def render_json(findings: Findings) -> str:
 
     >>> from forensics.findings import Findings
     >>> render_json(Findings(runs=[]))
-    '{\\n  "schema_version": 1,\\n  "runs": []\\n}\\n'
+    '{\\n  "schema_version": 2,\\n  "runs": []\\n}\\n'
     """
     return json.dumps(findings.to_dict(), indent=2, allow_nan=False, default=str) + "\n"

@@ -1,4 +1,5 @@
-"""The markdown incident chronicle: summary, attempts table, one entry per attempt, suspected causes, inputs."""
+"""The markdown incident chronicle: summary, what was read and checked, timeline, one entry per attempt (short
+launches in one line each), suspected causes with evidence and counter-evidence, setup findings, inputs."""
 
 from __future__ import annotations
 
@@ -7,20 +8,9 @@ import math
 from typing import Any
 
 from forensics.configs import differing_keys
-from forensics.findings import Anomaly, Attempt, Findings, RunFindings
+from forensics.findings import FAILED_ENDINGS, Anomaly, Attempt, Findings, RunFindings
 from reports.escape import md
-
-_ENDINGS = {
-    "completed": "completed",
-    "nan": "ended in NaN",
-    "diverged": "diverged",
-    "crashed": "crashed",
-    "killed": "killed",
-    "stopped": "stopped",
-    "running": "log ends (still running or cut off)",
-    "no_training": "no training step logged",
-}
-_BAD_ENDINGS = {"nan", "diverged", "crashed", "killed"}
+from reports.timeline import ENDINGS, coverage_section, ending, steps, timeline_section
 
 
 def _num(value: float | None) -> str:
@@ -43,24 +33,20 @@ def _value(v: Any) -> str:
 
 def _changes(attempt: Attempt) -> str:
     if not attempt.config_changes:
-        return "nothing" if attempt.index > 1 else "-"
+        return "-" if attempt.index == 1 else "nothing" if attempt.config_compared else "no config to compare"
     return ", ".join(f"{md(k)}: {_value(a)} → {_value(b)}" for k, (a, b) in attempt.config_changes.items())
 
 
 def _start(attempt: Attempt) -> str:
     if attempt.resumed_from_step is None:
-        text = "from scratch"
+        text = "from scratch" if not attempt.resumed_from_inferred else "from the start of training"
+        if attempt.start_step is None:
+            text = "no iteration logged"
     else:
         text = f"resumed from step {attempt.resumed_from_step}"
         if attempt.resumed_from_inferred:
-            text += " (first step in the log; no checkpoint-load line)"
+            text += f" (inferred: no checkpoint-load line; its first logged step is {attempt.start_step})"
     return text + (" **(rollback)**" if attempt.rollback else "")
-
-
-def _steps(attempt: Attempt) -> str:
-    if attempt.start_step is None:
-        return "none"
-    return f"{attempt.start_step}–{attempt.end_step}"
 
 
 def _anomaly_line(a: Anomaly) -> str:
@@ -71,37 +57,53 @@ def _anomaly_line(a: Anomaly) -> str:
     return "\n".join([line, *(f"  - before it: {md(p)}" for p in a.precursors)])
 
 
+def _failed(run: RunFindings) -> list[Attempt]:
+    troubled = {a.attempt for a in run.anomalies if a.kind in ("nan", "divergence")}
+    return [a for a in run.attempts if a.end_reason in FAILED_ENDINGS or a.index in troubled]
+
+
 def _summary(run: RunFindings) -> list[str]:
     lines: list[str] = []
-    if run.model.notes and run.model.notes[0].startswith("this is a ~"):
-        lines.append(f"- **Model:** {md(run.model.notes[0])}.")
-    bad = [a for a in run.attempts if a.end_reason in _BAD_ENDINGS]
+    if run.setup and run.setup[0].startswith("this is a ~"):
+        lines.append(f"- **Model (setup finding):** {md(run.setup[0])}.")
+    no_loss = "loss" in run.coverage.get("missing", [])
+    bad = _failed(run)
     if bad:
-        went = "; ".join(
-            f"attempt {a.index} {_ENDINGS[a.end_reason]} ({md(a.end_detail)})" for a in bad
-        )
+        went = "; ".join(f"attempt {a.index} {ending(a)}" for a in bad)
         lines.append(f"- **What went wrong:** {went}.")
+    elif no_loss:
+        lines.append("- **What went wrong:** not checked: no loss metric recognised (see *What was read and "
+                     "checked*); " + ("no attempt ended on an error." if run.attempts else "no attempt found."))
     else:
-        lines.append("- **What went wrong:** no attempt ended in NaN, divergence or a crash.")
-    rollbacks = [a for a in run.attempts if a.rollback]
+        lines.append("- **What went wrong:** no attempt ended in NaN, divergence, a crash or a hang.")
+    stopped = [a for a in run.attempts if a.end_reason not in FAILED_ENDINGS and a.index not in {b.index for b in bad}
+               and a.end_reason.value in ("exited", "stopped", "interrupted", "killed")]
+    if stopped:
+        lines.append("- **Stopped on purpose or from outside:** " + "; ".join(
+            f"attempt {a.index} {ENDINGS[a.end_reason]}" for a in stopped) + ".")
+    rollbacks = [a for a in run.attempts if a.rollback and not a.short]
     if rollbacks:
         lines.append(
             "- **Rollbacks:** "
-            + ", ".join(f"attempt {a.index} went back to step {a.resumed_from_step or 0}" for a in rollbacks)
+            + ", ".join(f"attempt {a.index} went back to step {a.resumed_from_step or 0}"
+                        + (" (inferred)" if a.resumed_from_inferred else "") for a in rollbacks)
             + "."
         )
-    first = next((a for a in run.anomalies if a.kind != "skipped_iterations"), None)
+    if run.gaps:
+        lines.append(f"- **Holes in the data:** {len(run.gaps)} (see the timeline); nothing is inferred across them.")
+    first = next((a for a in run.anomalies if a.kind not in ("skipped_iterations", "non_finite")), None)
     if first:
         lines.append(
             f"- **First anomaly:** {first.kind.replace('_', ' ')} at step {first.step} (attempt {first.attempt})."
         )
-    if run.suspected_causes:
-        top = run.suspected_causes[0]
+    top = next((c for c in run.suspected_causes if c.kind not in ("stopped", "interrupted")), None)
+    if top:
         lines.append(f"- **Most likely why (suspected):** {md(top.cause)} (confidence {top.confidence:.1f}).")
         if top.check_next:
             lines.append(f"- **What to check next:** {md(top.check_next)}.")
     if not run.anomalies:
-        lines.append("- **Anomalies:** none found.")
+        lines.append("- **Anomalies:** none found." if not no_loss else
+                     "- **Anomalies:** none found in what could be checked (no loss metric).")
     scores = [f"{m.replace('_', ' ')} {v['run']:.2f}%" for m, v in run.spike_scores.items() if v.get("run") is not None]
     if scores:
         lines.append("- **Spike score** (OLMo 2: share of points 7 sd or more from the mean of the previous 1,000): "
@@ -116,7 +118,7 @@ def _far(attempt: Attempt) -> str:
 
 
 def _attempt_entry(run: RunFindings, a: Attempt) -> list[str]:
-    out = [f"## Attempt {a.index}: steps {_steps(a)}", "", f"- **Start:** {_start(a)}."]
+    out = [f"## Attempt {a.index}: steps {steps(a)}", "", f"- **Start:** {_start(a)}."]
     if a.index > 1:
         out.append(f"- **What changed:** {_changes(a)}.")
     if a.behaviour:
@@ -126,19 +128,20 @@ def _attempt_entry(run: RunFindings, a: Attempt) -> list[str]:
     if mine:
         out.append("- **What happened:**")
         out += ["\n".join("  " + part for part in _anomaly_line(x).split("\n")) for x in mine]
-    else:
+    elif a.start_step is not None:
         out.append("- **What happened:** no anomalies.")
-    out += [f"- **How it ended:** {_ENDINGS.get(a.end_reason, a.end_reason)}: {md(a.end_detail)}.", ""]
+    out += [f"- **How it ended:** {ending(a)}.", ""]
     return out
 
 
 def _causes(run: RunFindings) -> list[str]:
-    out = ["## Suspected causes", ""]
+    out = ["## Why it blew up (suspected causes)", ""]
     if not run.suspected_causes:
         return [*out, "None: nothing in the logs points at a cause.", ""]
     for i, c in enumerate(run.suspected_causes, 1):
         out.append(f"{i}. **{md(c.cause)}** (suspected, confidence {c.confidence:.2f})")
         out += [f"   - {md(e)}" for e in c.evidence]
+        out += [f"   - *against it:* {md(e)}" for e in c.counter_evidence]
         if c.check_next:
             out.append(f"   - *to confirm or refute:* {md(c.check_next)}")
     return [*out, ""]
@@ -155,6 +158,13 @@ def config_diff_table(diffs: dict[str, dict[str, Any]], label: str) -> list[str]
     return out
 
 
+def _setup_findings(run: RunFindings) -> list[str]:
+    if not run.setup:
+        return []
+    return ["## Setup findings", "", "Not causes of a NaN by themselves; what is off in how the model was set up:",
+            "", *[f"- {md(n)}." for n in run.setup], ""]
+
+
 def _setup(run: RunFindings) -> list[str]:
     m, sched = run.model, run.schedule
     out = [
@@ -168,7 +178,7 @@ def _setup(run: RunFindings) -> list[str]:
     if m.shape:
         shown = {k: v for k, v in m.shape.items() if v is not None and k != "parameters_unique"}
         out.append("- **Shape:** " + ", ".join(f"{md(k)}={md(v)}" for k, v in shown.items()) + ".")
-    out += [f"- {md(n)}." for n in m.notes]
+    out += [f"- {md(n)}." for n in m.caveats]
     if sched.lr_peak is not None:
         warm = (f"warm-up ends at step {sched.warmup_end_step}" if sched.warmup_end_step is not None
                 else "no warm-up seen")
@@ -200,18 +210,22 @@ def _run(run: RunFindings, images: dict[str, str] | None = None) -> list[str]:
         if len(run.warnings) > 20:
             out.append(f"> - … and {len(run.warnings) - 20} more")
         out.append("")
-
-    out += ["## Attempts", "", "| # | steps | start | what changed | how far it got | how it ended |",
-            "|---|---|---|---|---|---|"]
-    for a in run.attempts:
-        out.append(f"| {a.index} | {_steps(a)} | {_start(a)} | {_changes(a)} | {_far(a)} | "
-                   f"{_ENDINGS.get(a.end_reason, a.end_reason)} |")
-    out.append("")
+    out += coverage_section(run)
+    out += timeline_section(run)
+    full = [a for a in run.attempts if not a.short]
+    if full:
+        out += ["## Attempts", "", "| # | steps | start | what changed | how far it got | how it ended |",
+                "|---|---|---|---|---|---|"]
+        for a in full:
+            out.append(f"| {a.index} | {steps(a)} | {_start(a)} | {_changes(a)} | {_far(a)} | "
+                       f"{ENDINGS.get(a.end_reason, a.end_reason.value)} |")
+        out.append("")
     if "attempts" in images:
         out += [f"![loss and grad norm per attempt]({images['attempts']})", ""]
-    for a in run.attempts:
+    for a in full:
         out += _attempt_entry(run, a)
     out += _causes(run)
+    out += _setup_findings(run)
     if run.config_diffs:
         out += ["## Config differences between attempts", "", *config_diff_table(run.config_diffs, "attempt"), ""]
     out += _setup(run)

@@ -38,19 +38,23 @@ def test_markdown_report_on_the_sample():
     assert headline in "\n".join(lines[:6])
     assert "| 2 | 6220–7150 | resumed from step 6210 **(rollback)** | seed: 42 → 43 | step 7150 | ended in NaN |" in lines
     sections = [line for line in lines if line.startswith("## ")]
-    assert sections == ["## Summary", "## Attempts", "## Attempt 1: steps 10–7360", "## Attempt 2: steps 6220–7150",
-                        "## Attempt 3: steps 3010–5400", "## Suspected causes",
+    assert sections == ["## Summary", "## What was read and checked", "## Timeline", "## Attempts",
+                        "## Attempt 1: steps 10–7360", "## Attempt 2: steps 6220–7150", "## Attempt 3: steps 3010–5400",
+                        "## Why it blew up (suspected causes)", "## Setup findings",
                         "## Config differences between attempts", "## Setup", "## Inputs"]
     assert "| adam\\_beta2 | 0.999 | 0.999 | 0.95 |" in lines
     assert "  - after seed 42 → 43: first loss spike at step 6930, 80 steps sooner than attempt 1's (step 7010)" in lines
-    assert "- **What to check next:** compare num\\_layers, hidden\\_size and ffn\\_hidden\\_size with the intended " \
-           "architecture." in lines
+    # the setup finding heads the summary but is not "why it blew up"
+    assert "- **Model (setup finding):** " + headline + "." in lines
+    assert not any(line.startswith("- **Most likely why (suspected):** model shape") for line in lines)
+    assert ("| 1 | 10–7360 | 2021-09-22 10:00:00 | – | – | 41.2 h | ended in NaN after step 7360: “RuntimeError: Rank "
+            "37: found NaN in local forward loss calculation. Device: 1, node: r7i4n3” |") not in lines
 
 
 def test_json_contract():
     result = runner.invoke(app, ["analyze", str(SAMPLES / "tr8-104B-sample"), "--format", "json"])
     doc = json.loads(result.output)
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     run = doc["runs"][0]
     assert run["name"] == "tr8-104B-sample"
     assert run["sources"] == [{"path": "main_log.txt", "format": "megatron", "sampled": False}]

@@ -72,8 +72,9 @@ def test_tr8_sequence_only_the_fixed_shape_survives(tr8_sequence):
     assert rows["exp1-104B"].config_diff == {"adam_beta2": 0.999, "ffn_hidden_size": 20480, "seed": 42}
     assert rows["exp2-104B-beta2"].config_diff == {"ffn_hidden_size": 20480}
     assert [s.key for s in comparison.separation] == ["ffn_hidden_size"]   # beta2 0.95 is on both sides
-    assert rows["exp1-104B"].top_cause == "model shape does not match the model's name"
-    assert rows["exp3-104B-ffn-fixed"].top_cause is None
+    assert rows["exp1-104B"].setup == "this is a ~58B model, not 104B: ffn_hidden_size 20480 is 1.25x hidden " \
+                                      "(expected 65536)"
+    assert rows["exp3-104B-ffn-fixed"].top_cause is None and rows["exp3-104B-ffn-fixed"].setup is None
     assert comparison.lr_sensitivity is None   # the runs differ in more than the LR
 
 
@@ -93,7 +94,7 @@ def test_mixed_formats_and_a_broken_run_are_compared(tmp_path, lr_sweep):
     assert rows["wandb-run"].steps_reached == 59 and rows["megatron-run"].steps_reached == 3000
     assert set(overlay["run"].unique()) == {"megatron-run", "wandb-run"}   # the TensorBoard run logs no loss
     doc = json.loads(runner.invoke(app, ["compare", str(tmp_path), "--no-cache", "-f", "json", "-j", "1"]).output)
-    assert doc["schema_version"] == 1 and doc["separating_keys"] == []
+    assert doc["schema_version"] == 2 and doc["separating_keys"] == []
     assert set(doc["runs"][0]) >= {"name", "sources", "outcome", "outcome_step", "first_anomaly_step", "spikes",
                                    "spike_score", "min_loss", "final_loss", "config_diff", "top_cause", "error"}
     assert doc["runs"][0]["outcome"] == "unreadable" and doc["runs"][0]["error"].endswith("not a text log)")
@@ -129,7 +130,8 @@ def test_cli_compare_writes_markdown_with_overlays_and_checks_the_baseline(tmp_p
     assert "- ffn\\_hidden\\_size ≤ 20480 failed, ≥ 65536 healthy (failed: exp1-104B, exp2-104B-beta2; healthy: " \
            "exp3-104B-ffn-fixed)" in text
     assert "| exp2-104B-beta2 | megatron | 3000 | diverged at 2210 | grad norm spike at step 2210 | 1 | 0.00% | " \
-           "5.153 | 10.82 | ffn\\_hidden\\_size=20480 | model shape does not match the model's name |" in text
+           "5.153 | 10.82 | ffn\\_hidden\\_size=20480 | – | this is a \\~58B model, not 104B: ffn\\_hidden\\_size 20480 " \
+           "is 1.25x hidden (expected 65536) |" in text
     assert sorted(p.name for p in (out.parent / "compare_files").iterdir()) == [
         "overlay-grad_norm-by-step.png", "overlay-loss-by-samples.png", "overlay-loss-by-step.png"]
     bad = runner.invoke(app, ["compare", str(tr8_sequence), "--baseline", "nope", "--no-cache"])

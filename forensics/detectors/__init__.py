@@ -2,6 +2,7 @@
 
 from forensics.detectors.base import Detector, RunFrames
 from forensics.detectors.divergence import DivergenceDetector
+from forensics.detectors.hang import HangDetector
 from forensics.detectors.loss_scale import LossScaleCollapseDetector
 from forensics.detectors.nan import NanDetector
 from forensics.detectors.plateau import LossPlateauDetector
@@ -19,6 +20,7 @@ DEFAULT_DETECTORS: tuple[Detector, ...] = (
     DivergenceDetector(),
     LossScaleCollapseDetector(),
     SkippedIterationsDetector(),
+    HangDetector(),
     RegimeShiftDetector(metric="grad_norm"),
     RegimeShiftDetector(metric="iteration_time_ms"),
     RegimeShiftDetector(metric="loss_scale"),
@@ -31,6 +33,7 @@ __all__ = [
     "EXPERIMENTAL_DETECTORS",
     "Detector",
     "DivergenceDetector",
+    "HangDetector",
     "LossPlateauDetector",
     "LossScaleCollapseDetector",
     "NanDetector",

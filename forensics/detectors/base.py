@@ -8,7 +8,8 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from forensics.findings import Anomaly
+from forensics.findings import Anomaly, Gap
+from forensics.gaps import find_gaps, logged_steps, usual_intervals
 from forensics.timeline import log_intervals, metric_points
 
 
@@ -34,6 +35,18 @@ class RunFrames:
     def intervals(self) -> dict[int, int]:
         """Per attempt, the iterations each logged point covers (see :func:`forensics.timeline.log_intervals`)."""
         return self.remember("intervals", lambda: log_intervals(self.metrics))
+
+    def steps(self) -> pl.DataFrame:
+        """(attempt, step) at which anything was logged (see :func:`forensics.gaps.logged_steps`)."""
+        return self.remember("steps", lambda: logged_steps(self.metrics))
+
+    def spacing(self) -> dict[int, int]:
+        """Per attempt, the usual step between logged points: what a gap is measured in."""
+        return self.remember("spacing", lambda: usual_intervals(self.steps()))
+
+    def gaps(self) -> list[Gap]:
+        """The holes in the logged steps (see :func:`forensics.gaps.find_gaps`)."""
+        return self.remember("gaps", lambda: find_gaps(self.steps(), self.spacing()))
 
 
 class Detector(Protocol):

@@ -3,7 +3,8 @@
 A loss spike whose loss returns to within max(3 sigma, 5%) of the pre-spike trailing median is *recovered*; one that
 never does while the attempt goes on, or that is followed by NaN, is a *divergence* with the spike's onset.
 Without a spike, a slow climb counts too: the smoothed loss (rolling median of 5 points) staying more than
-``rise`` (20%) above its running minimum over the last ``tail_share`` (10%, at least 5 points) of the attempt.
+``rise`` (20%) above its running minimum over the last ``tail_share`` (10%, at least 5 points) of the attempt's
+last stretch between gaps (:mod:`forensics.gaps`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
-from forensics.detectors.nan import nan_steps
+from forensics.detectors.nan import CORE, nan_steps
 from forensics.detectors.spikes import SpikeDetector
-from forensics.findings import Anomaly
+from forensics.findings import Anomaly, shown
+from forensics.gaps import stretch_ids
 from parsers import schema as s
 
 
@@ -32,7 +34,7 @@ class DivergenceDetector:
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         losses = frames.points(s.LOSS).filter(pl.col("value").is_finite())
-        nans = nan_steps(frames)
+        nans = nan_steps(frames).filter(pl.col("family") == CORE)
         out: dict[int, Anomaly] = {}
         for inc in SpikeDetector(metric=s.LOSS).incidents(frames):
             if inc.attempt in out or inc.recovered_step is not None:
@@ -42,18 +44,23 @@ class DivergenceDetector:
             if later_nan.height:
                 how = f"ends in NaN at step {later_nan['step'][0]}"
             elif inc.points_after or inc.points >= self.min_points_up:
-                how = f"still {own['value'][-1]:.6g} at step {own['step'][-1]}, the end of the attempt"
+                how = f"still {shown(own['value'][-1])} at step {own['step'][-1]}, the end of the attempt"
             else:  # the log ends on the spike: too soon to tell
                 continue
+            if inc.gap_after is not None:
+                how += f" (no data between steps {inc.gap_after.after_step} and {inc.gap_after.before_step})"
             end = int(max(own["step"].max(), later_nan["step"].max() or 0))  # type: ignore[arg-type]
             out[inc.attempt] = Anomaly(
                 kind="divergence", metric=s.LOSS, attempt=inc.attempt, step=inc.onset, end_step=end,
                 value=float(own["value"][-1]), baseline=inc.baseline,
-                detail=f"loss left {inc.baseline:.6g} at step {inc.onset} and did not come back; {how}",
+                detail=f"loss left {shown(inc.baseline)} at step {inc.onset} and was not back at any later logged "
+                f"point; {how}",
             )
-        for attempt in losses["attempt"].unique().sort().to_list():
-            if attempt not in out:
-                found = self._slow_climb(losses.filter(pl.col("attempt") == attempt))
+        spacing = frames.spacing()
+        for (attempt,), own in losses.group_by("attempt", maintain_order=True):
+            if attempt not in out:  # the attempt's last stretch between gaps: a climb is not read across a hole
+                stretch = stretch_ids(own["step"].to_numpy(), spacing.get(attempt, 1))
+                found = self._slow_climb(own.filter(stretch == stretch.max()))
                 if found:
                     out[attempt] = found
         return sorted(out.values(), key=lambda a: (a.attempt, a.step))
@@ -72,10 +79,10 @@ class DivergenceDetector:
         onset = n - 1 - int(np.argmin(above[::-1]))  # first index of the final run of True
         onset = onset + 1 if not above[onset] else onset
         steps = own["step"].to_numpy()
-        base = float(running_min[onset])
+        low = int(np.argmin(raw[:onset + 1]))  # the lowest logged value before the climb
         return Anomaly(
             kind="divergence", metric=s.LOSS, attempt=int(own["attempt"][0]), step=int(steps[onset]),
-            end_step=int(steps[-1]), value=float(own["value"][-1]), baseline=base,
-            detail=f"loss climbed from its minimum {base:.6g} and stayed more than {self.rise:.0%} above it "
-            f"from step {steps[onset]} to the end of the attempt",
+            end_step=int(steps[-1]), value=float(own["value"][-1]), baseline=float(raw[low]),
+            detail=f"loss climbed from its minimum {shown(raw[low])} (step {steps[low]}) and stayed more than "
+            f"{self.rise:.0%} above its running minimum from step {steps[onset]} to the end of the attempt",
         )

@@ -3,6 +3,10 @@
 Megatron never prints a NaN loss: ``if avg > 0.0`` is False for NaN, so the key disappears from the line. A line
 without a loss whose skipped-iteration counter covers its whole interval is an fp16 overflow window instead (all
 iterations skipped), which the skipped-iterations detector reports.
+
+Every scalar is checked, whatever its name: NaN/Inf in the loss or grad norm (or a NaN counter or check) is a
+``nan`` incident, in any other metric a ``non_finite`` one, named by its metric (a run whose loss tag was not
+recognised still has its NaN found).
 """
 
 from __future__ import annotations
@@ -15,24 +19,32 @@ from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly
 from parsers import schema as s
 
+CORE = "core"  # the family of NaN evidence about the training itself
+_CORE_METRICS = (s.LOSS, s.GRAD_NORM)
+
 
 def nan_steps(frames: RunFrames) -> pl.DataFrame:
-    """(attempt, step, why) for every step with NaN/Inf evidence."""
+    """(attempt, step, why, family) for every step with NaN/Inf evidence; ``family`` is ``core`` for the loss, grad
+    norm, NaN counters and checks, else the metric's name."""
     m = frames.metrics
     interval = m.filter(pl.col("metric") == s.LOG_INTERVAL).select("attempt", "step", interval=pl.col("value"))
+    metric = pl.col("metric").cast(pl.String)
     bad_values = m.filter(
-        (pl.col("metric").is_in([s.LOSS, s.GRAD_NORM]) & ~pl.col("value").is_finite())
-        | ((pl.col("metric") == s.NAN_ITERATIONS) & (pl.col("value") > 0))
-    ).select("attempt", "step", why=pl.format("{} {}", pl.col("metric"), pl.col("value")))
+        ~pl.col("value").is_finite() | ((pl.col("metric") == s.NAN_ITERATIONS) & (pl.col("value") > 0))
+    ).select(
+        "attempt", "step", why=pl.format("{} {}", metric, pl.col("value")),
+        family=pl.when(metric.is_in([*_CORE_METRICS, s.NAN_ITERATIONS])).then(pl.lit(CORE)).otherwise(metric),
+    )
     ev = frames.events
     missing = (
         ev.filter(pl.col("kind") == s.EV_LOSS_MISSING)
         .join(interval, on=["attempt", "step"], how="left")
         .filter(pl.col("value").is_null() | (pl.col("value") < pl.col("interval").fill_null(1)))
-        .select("attempt", "step", why=pl.lit("loss missing from the log line"))
+        .select("attempt", "step", why=pl.lit("loss missing from the log line"), family=pl.lit(CORE))
     )
     checks = ev.filter((pl.col("kind") == s.EV_NAN_CHECK) & pl.col("step").is_not_null()).select(
-        "attempt", "step", why=pl.lit("NaN check: ") + pl.col("text").str.strip_chars().str.slice(0, 120)
+        "attempt", "step", why=pl.lit("NaN check: ") + pl.col("text").str.strip_chars().str.slice(0, 120),
+        family=pl.lit(CORE),
     )
     return pl.concat([bad_values, missing, checks]).drop_nulls("step").sort("attempt", "step")
 
@@ -50,11 +62,12 @@ class NanDetector:
             return []
         losses = frames.metrics.filter((pl.col("metric") == s.LOSS) & pl.col("value").is_finite())
         grouped = (
-            steps.with_columns(
-                new=(pl.col("step") - pl.col("step").shift(1).over("attempt") > self.gap_steps).fill_null(True)
+            steps.sort("family", "attempt", "step")
+            .with_columns(
+                new=(pl.col("step") - pl.col("step").shift(1).over("family", "attempt") > self.gap_steps).fill_null(True)
             )
             .with_columns(group=pl.col("new").cast(pl.Int32).cum_sum())
-            .group_by("attempt", "group", maintain_order=True)
+            .group_by("family", "attempt", "group", maintain_order=True)
             .agg(
                 pl.col("step").min().alias("start"),
                 pl.col("step").max().alias("end"),
@@ -62,15 +75,20 @@ class NanDetector:
             )
         )
         out = []
-        for attempt, _g, start, end, whys in grouped.iter_rows():
-            before = losses.filter((pl.col("attempt") == attempt) & (pl.col("step") < start))
-            baseline = float(before["value"][-1]) if before.height else None
-            metric = s.LOSS if any(w.startswith(("loss", "NaN check")) for w in whys) else s.GRAD_NORM
+        for family, attempt, _g, start, end, whys in grouped.iter_rows():
             where = f"step {start}" if start == end else f"steps {start}-{end}"
+            if family == CORE:
+                before = losses.filter((pl.col("attempt") == attempt) & (pl.col("step") < start))
+                baseline = float(before["value"][-1]) if before.height else None
+                metric = s.LOSS if any(w.startswith(("loss", "NaN check")) for w in whys) else s.GRAD_NORM
+                kind, detail = "nan", f"NaN/Inf at {where}: " + "; ".join(whys[:3])
+            else:
+                baseline, metric = None, family
+                kind, detail = "non_finite", f"NaN/Inf in {family} at {where}"
             out.append(
                 Anomaly(
-                    kind="nan", metric=metric, attempt=int(attempt), step=int(start), end_step=int(end),
-                    value=float("nan"), baseline=baseline, detail=f"NaN/Inf at {where}: " + "; ".join(whys[:3]),
+                    kind=kind, metric=metric, attempt=int(attempt), step=int(start), end_step=int(end),
+                    value=float("nan"), baseline=baseline, detail=detail,
                 )
             )
-        return out
+        return sorted(out, key=lambda a: (a.attempt, a.step))

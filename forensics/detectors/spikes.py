@@ -22,7 +22,11 @@ real logs in ``tests/fixtures/real``):
   slows down (residuals jump up while the loss still falls) is not a spike;
 * burn-in: a log that starts at the beginning of training (first step below ``early_step``) has no baseline at
   first, so its first ``burn_in`` points are never flagged; a log that starts mid-training (an excerpt, a resumed
-  job) is judged from its second point.
+  job) is judged from its second point;
+* baselines never mix attempts or cross a gap in the log (:mod:`forensics.gaps`): each stretch of an attempt
+  between gaps is judged on its own points. A spike not back to its level before a gap is "not seen again until
+  step N, after a gap" when the first point after it is back; the baseline quoted is a logged value (the lower
+  median of the eight points before the onset).
 """
 
 from __future__ import annotations
@@ -34,13 +38,9 @@ import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
-from forensics.findings import Anomaly
-from forensics.timeline import (
-    resume_steps,
-    runs_of_true,
-    trailing_robust_z,
-    with_lineage,
-)
+from forensics.findings import Anomaly, Gap, shown
+from forensics.gaps import stretch_ids
+from forensics.timeline import runs_of_true, trailing_robust_z
 
 _DEFAULTS = {"loss": (100, 0.003, 6.0), "grad_norm": (100, 0.25, 6.0)}
 _AVERAGED = frozenset({"loss"})  # logged as a mean over the interval (grad norm is the logged iteration's own)
@@ -61,6 +61,7 @@ class SpikeIncident:
     scale: float
     interval: int = 1
     points: int = 1  # logged points from onset to end
+    gap_after: Gap | None = None  # the first gap in the log after the incident, when one lies before its recovery
 
 
 @dataclass
@@ -98,14 +99,15 @@ class SpikeDetector:
             pl.col("value").is_finite() & (pl.col("value") > 0)
         )
         found: list[SpikeIncident] = []
-        resumed = resume_steps(frames.events)
-        intervals = frames.intervals()
-        for attempt in points["attempt"].unique().sort().to_list():
+        intervals, spacing = frames.intervals(), frames.spacing()
+        gaps = frames.gaps()
+        for (attempt,), own in points.group_by("attempt", maintain_order=True):
+            own = own.with_columns(own=pl.lit(True))
             interval = intervals.get(attempt, 1)
-            lineage = with_lineage(points, attempt, resumed.get(attempt))
-            for series in _stretches(lineage, interval):
+            stretch = stretch_ids(own["step"].to_numpy(), spacing.get(attempt, 1))
+            for _, series in own.with_columns(_stretch=stretch).group_by("_stretch", maintain_order=True):
                 for inc in self._stretch_incidents(series, int(attempt), interval, window, floor, threshold):
-                    found.append(_recovery_over(inc, lineage))
+                    found.append(_recovery_over(inc, own, gaps))
         return found
 
     def _stretch_incidents(self, series: pl.DataFrame, attempt: int, interval: int, window: int, floor: float,
@@ -138,13 +140,14 @@ class SpikeDetector:
         for start, end in _merge(runs_of_true(flagged), self.merge_gap):
             base = centre[start]
             back = np.flatnonzero(own[end + 1:] & (x[end + 1:] <= base + max(3 * scale[start], 0.05)))
+            before = np.sort(values[max(0, start - 8):start])  # a logged value: the lower median of the 8 before
             found.append(
                 SpikeIncident(
                     attempt=int(attempt),
                     onset=int(steps[start]),
                     end=int(steps[end]),
                     peak=float(values[start:end + 1].max()),
-                    baseline=float(np.exp(base)),
+                    baseline=float(before[(before.size - 1) // 2]) if before.size else float(np.exp(base)),
                     recovered_step=int(steps[end + 1 + back[0]]) if back.size else None,
                     points_after=int(own[end + 1:].sum()),
                     scale=float(scale[start]),
@@ -182,10 +185,16 @@ class SpikeDetector:
                 s.attempt == i.attempt and s.onset <= i.end and i.onset <= s.end for s in seen)]
         for inc in incidents:
             ratio = inc.peak / inc.baseline if inc.baseline > 0 else float("inf")
-            if inc.recovered_step is not None:
+            gap = inc.gap_after
+            hole = f"no data between steps {gap.after_step} and {gap.before_step}" if gap else ""
+            if inc.recovered_step is not None and gap is not None and inc.recovered_step == gap.before_step:
+                after = f"not seen again until step {inc.recovered_step}, after a gap ({hole}), back at its level there"
+            elif inc.recovered_step is not None and gap is not None:
+                after = f"back to its level by step {inc.recovered_step}, after a gap in the log ({hole})"
+            elif inc.recovered_step is not None:
                 after = f"back to its level by step {inc.recovered_step} ({inc.recovered_step - inc.onset} steps)"
             elif inc.points_after:
-                after = "not back to its level by the end of the attempt"
+                after = "not back to its level at any later logged point of the attempt" + (f" ({hole})" if gap else "")
             else:
                 after = "the log of the attempt ends here"
             label = self.metric.replace("_", " ")
@@ -193,7 +202,7 @@ class SpikeDetector:
                 label += f" (the export's {self.series.rsplit('__', 1)[-1].upper()} column; the plotted value is a mean"
                 label += " or sample)"
             detail = (
-                f"{label} rose to {inc.peak:.6g} ({ratio:.1f}x the trailing median {inc.baseline:.6g}); {after}"
+                f"{label} rose to {shown(inc.peak)} ({ratio:.1f}x the trailing median {shown(inc.baseline)}); {after}"
             )
             out.append(
                 Anomaly(
@@ -204,23 +213,17 @@ class SpikeDetector:
         return out
 
 
-def _recovery_over(inc: SpikeIncident, lineage: pl.DataFrame) -> SpikeIncident:
-    """Recovery looked for over the whole attempt, past gaps in the log (a pasted excerpt may end mid-spike and the
-    next one show the loss back at its level)."""
-    later = lineage.filter(pl.col("own") & (pl.col("step") > inc.end))
+def _recovery_over(inc: SpikeIncident, own: pl.DataFrame, gaps: list[Gap]) -> SpikeIncident:
+    """Recovery looked for over the rest of the attempt when the stretch ends first: then it lies after a gap (a
+    pasted excerpt may end mid-spike and the next one show the loss back at its level), which the incident names."""
+    later = own.filter(pl.col("step") > inc.end)
     if inc.recovered_step is not None or later.height == 0:
         return inc
+    gap = next((g for g in gaps if g.attempt == inc.attempt and g.after_step >= inc.end), None)
     limit = math.log(inc.baseline) + max(3 * inc.scale, 0.05)
     back = later.filter(pl.col("value").log() <= limit)
-    return replace(inc, recovered_step=int(back["step"][0]) if back.height else None, points_after=later.height)
-
-
-def _stretches(series: pl.DataFrame, interval: int) -> list[pl.DataFrame]:
-    """The series cut where the log jumps far ahead (over 50 log intervals and 500 steps): excerpts pasted together
-    or a gap in the log; each stretch is judged on its own history."""
-    gap = max(50 * interval, 500)
-    cut = (series["step"].diff().fill_null(0) > gap).cum_sum()
-    return [part for _, part in series.with_columns(_stretch=cut).group_by("_stretch", maintain_order=True)]
+    return replace(inc, recovered_step=int(back["step"][0]) if back.height else None, points_after=later.height,
+                   gap_after=gap)
 
 
 def _from_first_rise(flagged: np.ndarray, rises: np.ndarray) -> np.ndarray:

@@ -1,0 +1,128 @@
+"""What was read and what could be checked: per source, the metrics recognised (points, step range, the tags they
+came from), the metrics the detectors need that were not found, and roles given to scalars by their names.
+
+A run whose loss tag the readers did not recognise (``train/lm_xent``) is not left unchecked: a scalar whose name
+looks like a training loss (``loss``, ``xent``, ``nll``, ``ce``, ``cross_entropy``, ``perplexity``) or a grad
+norm (``gnorm``, ``grad_norm``, ``gradient_norm``) takes that role, and the report says which tag it took. NaN/Inf
+checks run on every scalar whatever its name (:mod:`forensics.detectors.nan`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import polars as pl
+
+from parsers import schema as s
+
+# what each metric lets the detectors check: a missing one is reported with what could not be checked
+NEEDED: dict[str, str] = {
+    s.LOSS: "loss spikes, divergence and NaN in the loss",
+    s.GRAD_NORM: "grad-norm spikes and the grad norm as a precursor",
+    s.LR: "the warm-up and the learning-rate schedule",
+    s.LOSS_SCALE: "fp16 loss-scale collapse (bf16 and fp32 runs log no loss scale)",
+}
+_SPLIT = re.compile(r"[/_\-. :]+")
+_EVAL = frozenset({"val", "valid", "validation", "eval", "evaluation", "test", "dev"})
+_NOT_MAIN = frozenset({"aux", "z", "zloss", "moe", "balance", "balancing", "kl", "reg", "scale", "mtp", "router"})
+_LOSS_WORDS = ("loss", "xent", "crossentropy", "cross_entropy", "nll", "ce")
+_PPL_WORDS = ("perplexity", "ppl")
+_GRAD_NAMES = ("gnorm", "grad_norm", "gradnorm", "gradient_norm", "grad-norm", "gradient-norm", "grad norm")
+
+
+def _words(name: str) -> list[str]:
+    return [w for w in _SPLIT.split(name.lower()) if w]
+
+
+def role_score(name: str, role: str) -> int:
+    """How well a scalar's name fits a role (0: not at all): the exact word beats a relative of it, a training
+    tag beats an unmarked one; validation and auxiliary losses never take the training-loss role.
+
+    >>> role_score("train/lm_xent", "loss") > 0, role_score("val/loss", "loss"), role_score("optim/gnorm", "grad_norm")
+    (True, 0, 2)
+    """
+    words = _words(name)
+    lowered = name.lower()
+    if role == s.GRAD_NORM:
+        if any(g in lowered for g in _GRAD_NAMES):
+            per_layer = any(w.isdigit() for w in words) or "layer" in lowered or "." in name.split("/")[-1]
+            return 1 if per_layer else 2
+        return 0
+    if role != s.LOSS or _EVAL & set(words) or _NOT_MAIN & set(words):
+        return 0
+    joined = "_".join(words)
+    if "loss" in words:
+        base = 4
+    elif any(w in words for w in ("xent", "nll", "ce")) or "cross_entropy" in joined or "crossentropy" in joined:
+        base = 3
+    elif any(w in words for w in _PPL_WORDS):
+        base = 2
+    else:
+        return 0
+    return base + (1 if words[0] in {"train", "training"} else 0)
+
+
+def assign_roles(metrics: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
+    """Give the loss and grad-norm roles to the best-named scalars when no recognised metric holds them. Returns the
+    metrics with those scalars renamed to their role, and ``{role: original name}``."""
+    present = set(metrics["metric"].unique().cast(pl.String).to_list())
+    roles: dict[str, str] = {}
+    for role in (s.LOSS, s.GRAD_NORM):
+        if role in present:
+            continue
+        unknown = [m for m in present if m not in s.CANONICAL_METRICS and m not in roles.values()
+                   and not m.startswith("val_")]
+        scored = sorted(((role_score(m, role), m) for m in unknown), key=lambda x: (-x[0], x[1]))
+        if scored and scored[0][0] > 0:
+            roles[role] = scored[0][1]
+    if not roles:
+        return metrics, roles
+    rename = {name: role for role, name in roles.items()}
+    return metrics.with_columns(
+        metric=pl.col("metric").cast(pl.String).replace(rename).cast(pl.Categorical)
+    ), roles
+
+
+def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str, str],
+             sources: list[str]) -> dict[str, Any]:
+    """The coverage record of a run (its JSON form): ``metrics`` (per canonical metric: points, first_step,
+    last_step, source_tags), ``by_source`` (the same per source), ``other_scalars`` (unrecognised names),
+    ``roles`` (role -> the scalar that took it) and ``missing`` (needed metrics not found)."""
+    stats = (
+        metrics.group_by("source", "metric")
+        .agg(points=pl.len(), first_step=pl.col("step").min(), last_step=pl.col("step").max())
+        .with_columns(pl.col("source").cast(pl.String), pl.col("metric").cast(pl.String))
+        .sort("source", "metric")
+    )
+    tag_of: dict[tuple[str, str], list[str]] = {}
+    for t in tags:
+        metric = roles_back(t["metric"], roles)
+        tag_of.setdefault((t["source"], metric), []).append(t["tag"])
+    by_source: dict[str, dict[str, Any]] = {src: {} for src in sources}
+    totals: dict[str, dict[str, Any]] = {}
+    for source, metric, points, lo, hi in stats.rows():
+        entry = {"points": points, "first_step": lo, "last_step": hi,
+                 "source_tags": sorted(set(tag_of.get((source, metric), [])))}
+        by_source.setdefault(source, {})[metric] = entry
+        total = totals.setdefault(metric, {"points": 0, "first_step": lo, "last_step": hi, "source_tags": []})
+        total["points"] += points
+        total["first_step"], total["last_step"] = min(total["first_step"], lo), max(total["last_step"], hi)
+        total["source_tags"] = sorted(set(total["source_tags"]) | set(entry["source_tags"]))
+    recognised = {m: v for m, v in totals.items() if _recognised(m)}
+    return {
+        "metrics": recognised,
+        "by_source": {src: {m: v for m, v in ms.items() if _recognised(m)} for src, ms in by_source.items()},
+        "other_scalars": sorted(m for m in totals if not _recognised(m)),
+        "roles": dict(roles),
+        "missing": [m for m in NEEDED if m not in recognised],
+    }
+
+
+def roles_back(metric: str, roles: dict[str, str]) -> str:
+    """The metric a source tag now feeds: its role when it took one."""
+    return next((role for role, name in roles.items() if name == metric), metric)
+
+
+def _recognised(metric: str) -> bool:
+    return metric in s.CANONICAL_METRICS or metric.startswith("val_")

@@ -1,0 +1,103 @@
+"""Hangs: the program stopped making progress.
+
+Three kinds of evidence, each a ``hang`` incident with its duration where the clock shows it:
+
+* a silence between consecutive logged steps (no step missing between them) of at least ``min_seconds`` (10
+  minutes) and ``factor`` (20) times the attempt's usual time between logged steps;
+* a silence after the last logged step before the line that ended the attempt (a cancel, a kill, a stack dump),
+  by the same measure;
+* stack dumps (py-spy, faulthandler) printed after the last step: someone looked at a hung program. Frames waiting
+  in a collective (broadcast, all_reduce, barrier) say which ranks were stuck in communication.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from forensics.detectors.base import RunFrames
+from forensics.findings import Anomaly
+from forensics.gaps import is_gap
+from parsers import schema as s
+
+
+def duration(seconds: float) -> str:
+    """A duration as the chronicle writes it.
+
+    >>> duration(5400), duration(600), duration(200000)
+    ('1.5 h', '10 min', '2.3 days')
+    """
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:.1f} days"
+    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
+
+
+@dataclass
+class HangDetector:
+    """``HangDetector().detect(frames)``."""
+
+    name: str = "hang"
+    factor: float = 20.0
+    min_seconds: float = 600.0
+
+    def detect(self, frames: RunFrames) -> list[Anomaly]:
+        times = (
+            frames.metrics.filter(pl.col("wall_time").is_not_null())
+            .group_by("attempt", "step").agg(pl.col("wall_time").min())
+            .sort("attempt", "step")
+            .with_columns(
+                next_step=pl.col("step").shift(-1).over("attempt"),
+                gap=pl.col("wall_time").diff().shift(-1).over("attempt"),
+            )
+            .with_columns(usual=pl.col("gap").median().over("attempt"))
+        )
+        spacing = frames.spacing()
+        out = []
+        for attempt, step, _t, nxt, gap, usual in times.filter(pl.col("gap").is_not_null()).rows():
+            if gap >= max(self.min_seconds, self.factor * (usual or 0)) and not is_gap(nxt - step, spacing.get(attempt, 1)):
+                out.append(Anomaly(
+                    kind=self.name, metric=s.ITERATION_TIME_MS, attempt=int(attempt), step=int(step),
+                    end_step=int(nxt), value=float(gap), baseline=usual,
+                    detail=f"nothing logged for {duration(gap)} between steps {step} and {nxt} (usually "
+                    f"{usual:.0f} s between logged steps)",
+                ))
+        out += self._at_the_end(frames, times)
+        return out
+
+    def _at_the_end(self, frames: RunFrames, times: pl.DataFrame) -> list[Anomaly]:
+        last = times.group_by("attempt").agg(
+            step=pl.col("step").last(), wall_time=pl.col("wall_time").last(), usual=pl.col("usual").first()
+        )
+        steps = frames.steps().group_by("attempt").agg(pl.col("step").max().alias("end"))
+        ev = frames.events.join(steps, on="attempt", how="left")
+        after = ev.filter(pl.col("step").is_null() | (pl.col("step") >= pl.col("end")))
+        out = []
+        for (attempt,), mine in after.group_by("attempt", maintain_order=True):
+            end = mine["end"][0]
+            dumps = mine.filter(pl.col("kind") == s.EV_STACK_DUMP)
+            waits = mine.filter(pl.col("kind") == s.EV_COLLECTIVE_WAIT)
+            stop = mine.filter(pl.col("kind").is_in(list(s.ENDING_KINDS | s.ERROR_KINDS | {s.EV_STACK_DUMP}))
+                               & pl.col("wall_time").is_not_null()).sort("line")
+            seen = last.filter(pl.col("attempt") == attempt)
+            silence = None
+            if stop.height and seen.height:
+                gap = float(stop["wall_time"][0]) - float(seen["wall_time"][0])
+                usual = seen["usual"][0] or 0.0
+                if gap >= max(self.min_seconds, self.factor * usual):
+                    silence = f"nothing logged for {duration(gap)} after step {seen['step'][0]} before: " + (
+                        stop["text"][0] or "").strip()[:160]
+            if not dumps.height and silence is None:
+                continue
+            parts = [silence] if silence else []
+            if dumps.height:
+                parts.append(f"{dumps.height} thread stack dump(s) printed after the last step")
+            if waits.height:
+                frames_text = sorted({(t or "").strip().split(" (")[0].split(" in ")[-1] for t in waits["text"]})
+                parts.append(f"{waits.height} dumped frame(s) waiting in a collective ({', '.join(frames_text[:4])})")
+            out.append(Anomaly(
+                kind=self.name, metric=s.ITERATION_TIME_MS, attempt=int(attempt),
+                step=int(end) if end is not None else 0, end_step=int(end) if end is not None else 0,
+                value=None, baseline=None, detail="; ".join(parts),
+            ))
+        return out

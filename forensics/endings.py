@@ -1,0 +1,118 @@
+"""How an attempt ended: the first decisive line printed after its last iteration, quoted; else the trouble its loss
+ended in; else what the log shows of it.
+
+After the last iteration line, the first decisive line is the cause and what follows it is the consequence: other
+ranks' tracebacks after an ECC error, NCCL errors once the scheduler's SIGTERM has killed the peers, the launcher's
+``ChildFailedError``. A planned exit ("exiting program after 1190 minutes") is an exit, not a crash; a scheduler
+cancel, a time limit or SIGTERM is a stop by the scheduler or a person; ``KeyboardInterrupt`` is an interruption by
+hand; a stack dump is someone looking at a hang. A wrapper's exit code (W&B) only speaks when nothing the program
+printed does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from forensics.findings import Anomaly, EndReason
+from parsers import schema as s
+
+DECISIVE: dict[str, EndReason] = {
+    s.EV_TRAINING_DONE: EndReason.COMPLETED,
+    s.EV_EXIT: EndReason.EXITED,
+    s.EV_SIGTERM: EndReason.STOPPED,
+    s.EV_CANCELLED: EndReason.STOPPED,
+    s.EV_INTERRUPT: EndReason.INTERRUPTED,
+    s.EV_KILLED: EndReason.KILLED,
+    s.EV_NAN_CHECK: EndReason.NAN,
+    s.EV_STACK_DUMP: EndReason.HUNG,
+    s.EV_COLLECTIVE_WAIT: EndReason.HUNG,
+    **{kind: EndReason.CRASHED for kind in s.ERROR_KINDS},
+}
+QUOTE = 240  # characters of the deciding line kept
+
+
+@dataclass
+class Ending:
+    """How one attempt ended (see the module docstring)."""
+
+    reason: EndReason
+    detail: str
+    kind: str | None = None        # the deciding event's kind
+    wall_time: float | None = None  # when the deciding line was printed
+
+
+def quote(text: str | None) -> str:
+    """A log line as the chronicle quotes it: stripped and cut to ``QUOTE`` characters."""
+    text = (text or "").strip()
+    return text if len(text) <= QUOTE else text[: QUOTE - 1] + "…"
+
+
+def ending_block(events: pl.DataFrame, end_step: int | None) -> pl.DataFrame:
+    """The decisive events printed after the attempt's last iteration (all of them when it logged none), in the order
+    they were printed. An event's step is the last iteration printed before it, so those after the last iteration
+    carry the last step (or none)."""
+    decisive = events.filter(pl.col("kind").is_in([*DECISIVE, s.EV_TRACEBACK, s.EV_EXIT_CODE]))
+    if end_step is not None:
+        decisive = decisive.filter(pl.col("step").is_null() | (pl.col("step") >= end_step))
+    return decisive.sort("line", "wall_time", nulls_last=True, maintain_order=True)
+
+
+def end_of(
+    events: pl.DataFrame, anomalies: list[Anomaly], end_step: int | None, *, shows_start: bool, is_last: bool,
+    next_index: int | None, completed: bool, last_loss_step: int | None = None,
+) -> Ending:
+    """How the attempt whose events and anomalies these are ended.
+
+    ``shows_start``: its start-up is in the logs (so an error before any iteration is a failed start-up);
+    ``completed``: it reached the configured number of iterations; ``next_index``: the attempt that followed it;
+    ``last_loss_step``: its last step with a finite loss (a NaN after it is how the loss ended).
+    """
+    block = ending_block(events, end_step)
+    printed = block.filter(~pl.col("kind").is_in([s.EV_TRACEBACK, s.EV_EXIT_CODE]))
+    if printed.height:
+        first = printed.row(0, named=True)
+        reason = DECISIVE[first["kind"]]
+        if reason == EndReason.CRASHED and end_step is None and shows_start:
+            reason = EndReason.FAILED_STARTUP
+        return Ending(reason, _with_trouble(quote(first["text"]), reason, anomalies), first["kind"],
+                      first["wall_time"])
+    if block.filter(pl.col("kind") == s.EV_TRACEBACK).height:
+        first = block.filter(pl.col("kind") == s.EV_TRACEBACK).row(0, named=True)
+        reason = EndReason.FAILED_STARTUP if end_step is None and shows_start else EndReason.CRASHED
+        return Ending(reason, "a traceback with no error line after it in the log", s.EV_TRACEBACK,
+                      first["wall_time"])
+    nan = next((a for a in anomalies if a.kind == "nan" and (last_loss_step is None or last_loss_step <= a.end_step)),
+               None)
+    if nan is not None:
+        return Ending(EndReason.NAN, f"NaN from step {nan.step} to the end of its log (step {end_step})")
+    div = next((a for a in anomalies if a.kind == "divergence"), None)
+    if div is not None:
+        return Ending(EndReason.DIVERGED, f"from step {div.step}, not back by the end of its log (step {end_step})")
+    codes = block.filter(pl.col("kind") == s.EV_EXIT_CODE)
+    if codes.height:
+        code = codes.row(-1, named=True)
+        if code["value"] == 0:
+            return Ending(EndReason.COMPLETED, quote(code["text"]), s.EV_EXIT_CODE, code["wall_time"])
+        return Ending(EndReason.CRASHED, quote(code["text"]) + "; no error in what the program printed",
+                      s.EV_EXIT_CODE, code["wall_time"])
+    if completed:
+        return Ending(EndReason.COMPLETED, "reached the last iteration")
+    if end_step is None:
+        return Ending(EndReason.NO_TRAINING, "no iteration was logged")
+    if is_last or next_index is None:
+        return Ending(EndReason.RUNNING, "the log ends here (still running, or cut off)")
+    return Ending(EndReason.UNKNOWN, f"the log shows no end; attempt {next_index} started next")
+
+
+def _with_trouble(text: str, reason: EndReason, anomalies: list[Anomaly]) -> str:
+    """The quoted line, with the trouble the loss was already in when it was printed."""
+    if reason in (EndReason.NAN, EndReason.COMPLETED, EndReason.EXITED):
+        return text
+    trouble = next((a for a in anomalies if a.kind == "nan" and a.metric in (s.LOSS, s.GRAD_NORM)), None) or next(
+        (a for a in anomalies if a.kind == "divergence"), None)
+    if trouble is None:
+        return text
+    what = "NaN" if trouble.kind == "nan" else "diverging"
+    return f"{text} (after {what} from step {trouble.step})"

@@ -1,0 +1,145 @@
+"""Holes in the logged steps, and the settings that changed where the log cannot show how.
+
+A *gap* is a step between consecutive logged points of an attempt larger than ``GAP_INTERVALS`` (5) of its usual
+step between points (the median; a point is a step at which any metric was logged, so a NaN line without a loss
+is not a hole), or a forward jump from the furthest step any earlier attempt logged to the next attempt's first
+step. Nothing is inferred across a gap: detectors judge each stretch between gaps on its own history
+(:func:`stretch_ids`), and a value seen again only after a gap is reported as such.
+
+A *discontinuity* is a setting that differs on both sides of a gap or of a relaunch that carried on where the last
+one stopped (the LR, the batch size, the fp16 loss scale falling 8x or more), or an LR that jumps between two
+consecutive points ten times more than its neighbouring steps move it (and by more than 1%).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from forensics.findings import Discontinuity, Gap
+from parsers import schema as s
+
+GAP_INTERVALS = 5       # a step gap above this many usual intervals is a hole in the data
+LR_CHANGE = 1.10        # across a gap or relaunch, an LR this much higher or lower is reported
+SCALE_FALL = 8.0        # an fp16 loss scale this many times lower after a gap is reported
+JUMP_SHARE = 0.01       # an LR jump between consecutive points: more than 1% ...
+JUMP_FACTOR = 10.0      # ... and ten times the change between its neighbouring points
+SETTINGS = (s.LR, s.BATCH_SIZE, s.LOSS_SCALE)
+
+
+def logged_steps(metrics: pl.DataFrame) -> pl.DataFrame:
+    """(attempt, step) at which anything was logged, one row each, in order."""
+    return metrics.select("attempt", "step").unique().sort("attempt", "step")
+
+
+def usual_intervals(steps: pl.DataFrame) -> dict[int, int]:
+    """Per attempt, the median step between its logged points (1 for an attempt with one point)."""
+    diffs = steps.with_columns(d=pl.col("step").diff().over("attempt")).filter(pl.col("d") > 0)
+    found = {int(a): max(1, round(float(d))) for a, d in diffs.group_by("attempt").agg(pl.col("d").median()).rows()}
+    return {int(a): found.get(int(a), 1) for a in steps["attempt"].unique().to_list()}
+
+
+def is_gap(step_delta: np.ndarray | int, interval: int) -> np.ndarray | bool:
+    """Whether a step delta between consecutive points is a hole in the data."""
+    return step_delta > GAP_INTERVALS * max(interval, 1)
+
+
+def stretch_ids(steps: np.ndarray, interval: int) -> np.ndarray:
+    """For consecutive points of one attempt (steps in order), the number of the stretch between gaps each lies in.
+
+    >>> stretch_ids(np.array([10, 20, 30, 500, 510]), 10).tolist()
+    [0, 0, 0, 1, 1]
+    """
+    if steps.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate([[0], np.cumsum(is_gap(np.diff(steps), interval))]).astype(np.int64)
+
+
+def find_gaps(steps: pl.DataFrame, intervals: dict[int, int] | None = None) -> list[Gap]:
+    """Holes inside each attempt, then forward jumps between attempts, in order (see the module docstring)."""
+    intervals = usual_intervals(steps) if intervals is None else intervals
+    out: list[Gap] = []
+    marked = steps.with_columns(prev=pl.col("step").shift(1).over("attempt"))
+    for attempt, prev, step in marked.filter(pl.col("prev").is_not_null()).select("attempt", "prev", "step").rows():
+        if is_gap(step - prev, intervals.get(attempt, 1)):
+            out.append(Gap(after_step=int(prev), before_step=int(step), attempt=int(attempt),
+                           interval=intervals.get(attempt, 1)))
+    spans = steps.group_by("attempt").agg(lo=pl.col("step").min(), hi=pl.col("step").max()).sort("attempt").rows()
+    furthest: tuple[int, int] | None = None  # (step, attempt)
+    for attempt, lo, hi in spans:
+        if furthest is not None:
+            interval = max(intervals.get(attempt, 1), intervals.get(furthest[1], 1))
+            if is_gap(lo - furthest[0], interval):
+                out.append(Gap(after_step=furthest[0], before_step=int(lo), attempt=None,
+                               attempts=(furthest[1], int(attempt)), interval=interval))
+        if furthest is None or hi > furthest[0]:
+            furthest = (int(hi), int(attempt))
+    return out
+
+
+def _series(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
+    return (metrics.filter((pl.col("metric") == metric) & pl.col("value").is_finite())
+            .select("attempt", "step", "value").unique(["attempt", "step"], keep="last").sort("attempt", "step"))
+
+
+def _changed(metric: str, before: float, after: float) -> bool:
+    if metric == s.LR:
+        return before > 0 and after > 0 and not 1 / LR_CHANGE <= after / before <= LR_CHANGE
+    if metric == s.BATCH_SIZE:
+        return before != after
+    return before > 0 and after * SCALE_FALL <= before  # loss scale: a fall only
+
+
+def discontinuities(metrics: pl.DataFrame, gaps: list[Gap], steps: pl.DataFrame,
+                    intervals: dict[int, int] | None = None) -> list[Discontinuity]:
+    """Settings that differ across each gap and each relaunch that carried on from the step before it, and LR jumps
+    between consecutive points (see the module docstring)."""
+    intervals = usual_intervals(steps) if intervals is None else intervals
+    firsts = steps.group_by("attempt").agg(pl.col("step").min()).sort("attempt").rows()
+    out: list[Discontinuity] = []
+    for metric in SETTINGS:
+        series = _series(metrics, metric)
+        if series.height == 0:
+            continue
+        pairs: list[tuple[int, int, int, int, str]] = []  # attempt and step before, attempt and step after, across
+        for g in gaps:
+            before_attempt = g.attempt if g.attempt is not None else g.attempts[0]  # type: ignore[index]
+            after_attempt = g.attempt if g.attempt is not None else g.attempts[1]  # type: ignore[index]
+            pairs.append((before_attempt, g.after_step, after_attempt, g.before_step, "gap"))
+        for attempt, first in firsts:
+            earlier = series.filter((pl.col("attempt") < attempt) & (pl.col("step") < first)).sort("step")
+            if earlier.height and not is_gap(first - earlier["step"][-1], intervals.get(attempt, 1)):
+                pairs.append((int(earlier["attempt"][-1]), int(earlier["step"][-1]), attempt, first, "relaunch"))
+        for a0, s0, a1, s1, across in pairs:
+            before = series.filter((pl.col("attempt") == a0) & (pl.col("step") <= s0))
+            after = series.filter((pl.col("attempt") == a1) & (pl.col("step") >= s1))
+            if not before.height or not after.height:
+                continue
+            v0, v1 = float(before["value"][-1]), float(after["value"][0])
+            if _changed(metric, v0, v1):
+                out.append(Discontinuity(metric=metric, before=v0, after=v1, step_before=int(before["step"][-1]),
+                                         step_after=int(after["step"][0]), attempt_before=a0, attempt_after=a1,
+                                         across=across))
+        if metric == s.LR:
+            out += _lr_jumps(series, intervals)
+    return sorted(out, key=lambda d: (d.step_after, d.metric))
+
+
+def _lr_jumps(series: pl.DataFrame, intervals: dict[int, int]) -> list[Discontinuity]:
+    out: list[Discontinuity] = []
+    for (attempt,), own in series.group_by("attempt", maintain_order=True):
+        steps, v = own["step"].to_numpy(), own["value"].to_numpy()
+        if v.size < 2:
+            continue
+        stretch = stretch_ids(steps, intervals.get(int(attempt), 1))
+        delta = np.abs(np.diff(v))
+        same = stretch[1:] == stretch[:-1]  # consecutive points, no gap between
+        ref_all = float(np.median(delta[same])) if same.any() else 0.0
+        for i in np.flatnonzero(same & (delta > JUMP_SHARE * np.minimum(v[:-1], v[1:]))):
+            near = [delta[j] for j in (i - 1, i + 1) if 0 <= j < delta.size and same[j]]
+            reference = max(near) if near else ref_all
+            if delta[i] > JUMP_FACTOR * reference:
+                out.append(Discontinuity(metric=s.LR, before=float(v[i]), after=float(v[i + 1]),
+                                         step_before=int(steps[i]), step_after=int(steps[i + 1]),
+                                         attempt_before=int(attempt), attempt_after=int(attempt), across="jump"))
+    return out

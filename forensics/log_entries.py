@@ -1,0 +1,32 @@
+"""The errors, stops and scheduler notices the logs printed, as the chronicle lists them: one entry per distinct
+line of an attempt (the same error from 64 ranks is one entry with its count), in the order printed."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.endings import quote
+from forensics.findings import LogEntry
+from parsers import schema as s
+
+LISTED = s.ERROR_KINDS | s.STOP_KINDS | {s.EV_KILLED, s.EV_SCHEDULER, s.EV_NAN_CHECK, s.EV_EXIT_CODE,
+                                         s.EV_TRAINING_DONE}
+_RANK_PREFIX = r"^\s*(?:\d+: |\[[A-Za-z_]+\d+\]: ?|\[rank\d+\]: ?)*"
+
+
+def log_entries(events: pl.DataFrame, limit: int = 200) -> list[LogEntry]:
+    """Listed events (see ``LISTED``), one per attempt and distinct text (launcher and rank prefixes ignored)."""
+    rows = (
+        events.filter(pl.col("kind").is_in(list(LISTED)))
+        .with_columns(same=pl.col("text").fill_null("").str.replace(_RANK_PREFIX, "").str.strip_chars())
+        .group_by("attempt", "kind", "same", maintain_order=True)
+        .agg(pl.col("step").first(), pl.col("wall_time").first(), pl.col("source").first(), pl.col("line").first(),
+             pl.col("text").first(), count=pl.len())
+        .sort("attempt", "line", "wall_time", nulls_last=True, maintain_order=True)
+        .head(limit)
+    )
+    return [
+        LogEntry(attempt=a, step=st, kind=k, text=quote(t), wall_time=w, source=src or "", line=ln, count=n)
+        for a, k, st, w, src, ln, t, n in rows.select(
+            "attempt", "kind", "step", "wall_time", "source", "line", "text", "count").rows()
+    ]

@@ -1,0 +1,180 @@
+"""The chronicle's sections on what was read and checked, and on the run's timeline: launches with their wall-clock
+times and ends, holes in the data, settings that changed where the log cannot show how, short launches and
+replays, and the errors, stops and notices the logs printed. Text from logs is escaped."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from forensics.coverage import NEEDED
+from forensics.detectors.hang import duration
+from forensics.findings import Attempt, EndReason, RunFindings, shown
+from reports.escape import md
+
+ENDINGS: dict[EndReason, str] = {
+    EndReason.COMPLETED: "completed",
+    EndReason.EXITED: "exited as planned",
+    EndReason.STOPPED: "stopped by the scheduler or a person",
+    EndReason.INTERRUPTED: "interrupted by hand",
+    EndReason.KILLED: "killed by a signal",
+    EndReason.CRASHED: "crashed",
+    EndReason.FAILED_STARTUP: "failed at start-up",
+    EndReason.NAN: "ended in NaN",
+    EndReason.DIVERGED: "diverged",
+    EndReason.HUNG: "hung",
+    EndReason.UNKNOWN: "no end in the log",
+    EndReason.RUNNING: "log ends (still running or cut off)",
+    EndReason.NO_TRAINING: "no training step logged",
+}
+_SETTING_NAMES = {"lr": "lr", "batch_size": "global batch size", "loss_scale": "loss scale"}
+
+
+def clock(t: float | None) -> str:
+    """A wall-clock time as the logs print it (they carry no time zone: shown as read).
+
+    >>> clock(1628384451.0)
+    '2021-08-08 01:00:51'
+    """
+    if t is None:
+        return "–"
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def steps(a: Attempt) -> str:
+    if a.start_step is None:
+        return "none logged"
+    return f"{a.start_step}" if a.start_step == a.end_step else f"{a.start_step}–{a.end_step}"
+
+
+def ending(a: Attempt) -> str:
+    """How an attempt ended, with the line that decided it (escaped)."""
+    quoted = a.end_kind is not None  # the line that decided it, as printed (else the detail says what the log shows)
+    where = "" if not quoted else f" after step {a.end_step}" if a.end_step is not None else (
+        "" if a.end_reason == EndReason.FAILED_STARTUP else " before any logged iteration")
+    detail = (f": “{md(a.end_detail)}”" if quoted else f": {md(a.end_detail)}") if a.end_detail else ""
+    return f"{ENDINGS.get(a.end_reason, a.end_reason.value)}{where}{detail}"
+
+
+def coverage_section(run: RunFindings) -> list[str]:
+    """What was read and checked: per source the metrics recognised, the roles given by name, what was missing."""
+    cov = run.coverage
+    if not cov:
+        return []
+    out = ["## What was read and checked", ""]
+    fmt = {src["path"]: src["format"] for src in run.sources}
+    for source, metrics in cov.get("by_source", {}).items():
+        if not metrics:
+            out.append(f"- {md(source)} ({md(fmt.get(source, '?'))}): no training metric recognised.")
+            continue
+        parts = [_metric_entry(name, m) for name, m in sorted(metrics.items()) if name != "log_interval"]
+        out.append(f"- {md(source)} ({md(fmt.get(source, '?'))}): " + "; ".join(parts) + ".")
+    for role, tag in cov.get("roles", {}).items():
+        out.append(f"- **Taken by its name:** the {role.replace('_', ' ')} is the scalar {md(tag)} (no recognised "
+                   f"{role.replace('_', ' ')} metric).")
+    others = cov.get("other_scalars", [])
+    if others:
+        shown = ", ".join(md(o) for o in others[:12]) + (f" and {len(others) - 12} more" if len(others) > 12 else "")
+        out.append(f"- **Other scalars read** (checked for NaN/Inf only): {shown}.")
+    for name in cov.get("missing", []):
+        out.append(f"- **Not found:** {name.replace('_', ' ')}, so {NEEDED[name]} could not be checked.")
+    if "loss" in cov.get("missing", []):
+        tags = sorted({t for m in cov.get("metrics", {}).values() for t in m.get("source_tags", [])} | set(others))
+        listed = ", ".join(md(t) for t in tags[:15]) or "none"
+        out.append(f"- **No loss metric recognised;** scalar tags present: {listed}. Still checked: NaN/Inf in "
+                   "every scalar" + (", grad-norm spikes" if "grad_norm" not in cov["missing"] else "") + ".")
+    return [*out, ""]
+
+
+def _metric_entry(name: str, m: dict[str, Any]) -> str:
+    span = f"step {m['first_step']}" if m["first_step"] == m["last_step"] else f"steps {m['first_step']}–{m['last_step']}"
+    tags = [t for t in m.get("source_tags", []) if t != name]
+    origin = f" from {', '.join(md(t) for t in tags[:3])}" if tags else ""
+    return f"{name.replace('_', ' ')} {m['points']:,} points ({span}){origin}"
+
+
+def timeline_section(run: RunFindings) -> list[str]:
+    """Every launch with its times and end, then holes, discontinuities, short launches and replays, and the
+    errors, stops and notices, as facts."""
+    out = ["## Timeline", "", "| attempt | steps | started | ended | ran for | downtime before the next | how it ended |",
+           "|---|---|---|---|---|---|---|"]
+    for a in run.attempts:
+        started = clock(a.started_at) if a.started_at is not None else (
+            f"first line {clock(a.first_seen_at)}" if a.first_seen_at is not None else "–")
+        ended = clock(a.ended_at) if a.ended_at is not None else (
+            f"last step {clock(a.last_step_at)}" if a.last_step_at is not None else "–")
+        ran = duration(a.ran_for_s) if a.ran_for_s is not None else "–"
+        if a.ran_for_s is not None and a.started_at is None:
+            ran += " (its exit line)"
+        down = duration(a.downtime_after_s) if a.downtime_after_s is not None else "–"
+        out.append(f"| {a.index} | {steps(a)} | {started} | {ended} | {ran} | {down} | {ending(a)} |")
+    out.append("")
+    out += _gaps(run) + _discontinuities(run) + _short(run) + _entries(run)
+    return out
+
+
+def _gaps(run: RunFindings) -> list[str]:
+    if not run.gaps:
+        return []
+    out = ["**Holes in the data** (nothing is inferred across them):", ""]
+    for g in run.gaps:
+        where = f"attempt {g.attempt}" if g.attempt is not None else (
+            f"between attempts {g.attempts[0]} and {g.attempts[1]}" if g.attempts else "between attempts")
+        out.append(f"- {where}: no data between steps {g.after_step} and {g.before_step}")
+    return [*out, ""]
+
+
+def _discontinuities(run: RunFindings) -> list[str]:
+    if not run.discontinuities:
+        return []
+    groups: dict[tuple[int, int, int, int, str], list[str]] = {}
+    for d in run.discontinuities:
+        key = (d.attempt_before, d.step_before, d.attempt_after, d.step_after, d.across)
+        groups.setdefault(key, []).append(f"{_SETTING_NAMES.get(d.metric, d.metric)} {shown(d.before)} → "
+                                          f"{shown(d.after)}")
+    out = ["**Changed where the log cannot show how:**", ""]
+    for (a0, s0, a1, s1, across), changes in groups.items():
+        if across == "gap":
+            where = f"across the gap between steps {s0} and {s1}" + (
+                f" (attempt {a0})" if a0 == a1 else f" (attempts {a0} and {a1})")
+        elif across == "relaunch":
+            where = f"across the relaunch between attempt {a0} (step {s0}) and attempt {a1} (step {s1})"
+        else:
+            where = f"in one jump between consecutive points at steps {s0} and {s1} (attempt {a0})"
+        out.append(f"- {where}: " + "; ".join(changes))
+    return [*out, ""]
+
+
+def _short(run: RunFindings) -> list[str]:
+    short = [a for a in run.attempts if a.short]
+    if not short and not run.replay_differences:
+        return []
+    out = ["**Short launches and replays:**", ""]
+    furthest: int | None = None
+    for a in run.attempts:
+        if a.short:
+            replay = furthest is not None and a.start_step is not None and a.start_step <= furthest
+            what = "a replay of steps logged before" if replay else "new steps"
+            out.append(f"- attempt {a.index}: {'step' if a.start_step == a.end_step else 'steps'} {steps(a)} "
+                       f"({what}); {ending(a)}")
+        if a.end_step is not None:
+            furthest = a.end_step if furthest is None else max(furthest, a.end_step)
+    for r in run.replay_differences:
+        values = ", ".join(f"{shown(v)} (attempt {a})" for a, v in r.values)
+        out.append(f"- **step {r.step} gave a different {r.metric.replace('_', ' ')} when logged again:** {values}")
+    return [*out, ""]
+
+
+def _entries(run: RunFindings) -> list[str]:
+    if not run.log_entries:
+        return []
+    out = ["**Errors, stops and notices in the logs:**", ""]
+    for e in run.log_entries[:40]:
+        where = f"attempt {e.attempt}" if e.attempt is not None else "no attempt"
+        where += f", after step {e.step}" if e.step is not None else ", before any logged iteration"
+        when = f", {clock(e.wall_time)}" if e.wall_time is not None else ""
+        times = f" (×{e.count})" if e.count > 1 else ""
+        out.append(f"- {where}{when}: {e.kind.replace('_', ' ')}: {md(e.text)}{times}")
+    if len(run.log_entries) > 40:
+        out.append(f"- … and {len(run.log_entries) - 40} more (see the JSON report)")
+    return [*out, ""]
