@@ -36,14 +36,14 @@ def _spans(metrics: pl.DataFrame) -> dict[int, dict[str, Any]]:
         .group_by("attempt")
         .agg(
             lo=pl.col("step").min(), hi=pl.col("step").max(),
-            points=(pl.col("metric") == s.LOSS).sum(), n_steps=pl.col("step").n_unique(),
+            points=(pl.col("metric") == s.LOSS).sum(), n_steps=pl.col("step").drop_nulls().n_unique(),
             last_loss=pl.col("step").filter((pl.col("metric") == s.LOSS) & pl.col("value").is_finite()).max(),
             first_seen=pl.col("wall_time").min(), last_seen=pl.col("wall_time").max(),
             sources=pl.col("source").cast(pl.String).unique(),
         )
     )
     gaps = (
-        metrics.select("attempt", "step").unique().sort("attempt", "step")
+        metrics.select("attempt", "step").drop_nulls().unique().sort("attempt", "step")
         .with_columns(d=pl.col("step").diff().over("attempt")).filter(pl.col("d") > 0)
         .group_by("attempt").agg(interval=pl.col("d").median())
     )
@@ -82,7 +82,8 @@ def build_attempts(
         ev = events.filter(pl.col("attempt") == n)
         resumed, inferred = _resume_point(ev, start, interval)
         resume_at = resumed if resumed is not None else 0
-        rollback = furthest is not None and (start is not None or resumed is not None) and resume_at < furthest
+        # a rollback resumes from a checkpoint behind the furthest step logged; a start from scratch is a new run
+        rollback = furthest is not None and resumed is not None and resume_at < furthest
         this_cfg = cfg.get(n)
         changes = config_changes(previous_cfg, this_cfg) if previous_cfg and this_cfg else {}
         train_iters = (this_cfg or {}).get("train_iters")
@@ -91,7 +92,7 @@ def build_attempts(
             ev, [a for a in anomalies if a.attempt == n], end, shows_start=shows_start, is_last=i == len(numbers) - 1,
             next_index=numbers[i + 1] if i + 1 < len(numbers) else None,
             completed=isinstance(train_iters, int) and end is not None and end >= train_iters,
-            last_loss_step=span.get("last_loss"),
+            last_loss_step=span.get("last_loss"), stepped=frozenset(span.get("sources") or []),
         )
         times = [t for t in (span.get("first_seen"), ev.filter(pl.col("kind") != s.EV_SCHEDULER)["wall_time"].min())
                  if t is not None]
@@ -109,6 +110,7 @@ def build_attempts(
                 index=int(n), start_step=start, end_step=end, resumed_from_step=resumed,
                 resumed_from_inferred=inferred, rollback=bool(rollback), config_changes=changes,
                 end_reason=ending.reason, end_detail=ending.detail, end_kind=ending.kind,
+                end_at_step=ending.step if ending.kind is not None else end,
                 points=int(span.get("points") or 0),
                 sources=sorted(set(span.get("sources") or []) | set(ev["source"].drop_nulls().unique().to_list())),
                 started_at=started, first_seen_at=first_seen, last_step_at=last_step_at, ended_at=ending.wall_time,

@@ -18,7 +18,7 @@ BOOKKEEPING_KEYS: frozenset[str] = frozenset({
     "consumed_train_samples", "consumed_valid_samples", "curr_iteration", "rank", "local_rank", "timestamp",
     "start_time", "run_id", "job_id", "master_addr", "master_port", "hostname", "logging_level",
     "deepspeed_config_dict", "wandb_name", "wandb_exp_name", "wandb_id", "name", "run_name", "exp_name",
-    "out_dir", "output_dir", "checkpoint_dir",
+    "out_dir", "output_dir", "checkpoint_dir", "logging_dir",
 })
 
 

@@ -41,6 +41,7 @@ class Ending:
     detail: str
     kind: str | None = None        # the deciding event's kind
     wall_time: float | None = None  # when the deciding line was printed
+    step: int | None = None         # the last step logged before the deciding line (None: not known)
 
 
 def quote(text: str | None) -> str:
@@ -49,27 +50,30 @@ def quote(text: str | None) -> str:
     return text if len(text) <= QUOTE else text[: QUOTE - 1] + "…"
 
 
-def ending_block(events: pl.DataFrame, end_step: int | None) -> pl.DataFrame:
+def ending_block(events: pl.DataFrame, end_step: int | None, stepped: frozenset[str] = frozenset()) -> pl.DataFrame:
     """The decisive events printed after the attempt's last iteration (all of them when it logged none), in the order
     they were printed. An event's step is the last iteration printed before it, so those after the last iteration
-    carry the last step (or none)."""
+    carry the last step; an event with no step came before the first iteration of a source that logs iterations
+    (``stepped``), or from a console whose lines carry no step (a W&B run's output.log)."""
     decisive = events.filter(pl.col("kind").is_in([*DECISIVE, s.EV_TRACEBACK, s.EV_EXIT_CODE]))
     if end_step is not None:
-        decisive = decisive.filter(pl.col("step").is_null() | (pl.col("step") >= end_step))
+        unplaced = pl.col("step").is_null() & ~pl.col("source").is_in(list(stepped))
+        decisive = decisive.filter((pl.col("step") >= end_step) | unplaced)
     return decisive.sort("line", "wall_time", nulls_last=True, maintain_order=True)
 
 
 def end_of(
     events: pl.DataFrame, anomalies: list[Anomaly], end_step: int | None, *, shows_start: bool, is_last: bool,
-    next_index: int | None, completed: bool, last_loss_step: int | None = None,
+    next_index: int | None, completed: bool, last_loss_step: int | None = None, stepped: frozenset[str] = frozenset(),
 ) -> Ending:
     """How the attempt whose events and anomalies these are ended.
 
     ``shows_start``: its start-up is in the logs (so an error before any iteration is a failed start-up);
     ``completed``: it reached the configured number of iterations; ``next_index``: the attempt that followed it;
-    ``last_loss_step``: its last step with a finite loss (a NaN after it is how the loss ended).
+    ``last_loss_step``: its last step with a finite loss (a NaN after it is how the loss ended); ``stepped``: the
+    sources that logged its steps.
     """
-    block = ending_block(events, end_step)
+    block = ending_block(events, end_step, stepped)
     printed = block.filter(~pl.col("kind").is_in([s.EV_TRACEBACK, s.EV_EXIT_CODE]))
     if printed.height:
         first = printed.row(0, named=True)
@@ -77,12 +81,12 @@ def end_of(
         if reason == EndReason.CRASHED and end_step is None and shows_start:
             reason = EndReason.FAILED_STARTUP
         return Ending(reason, _with_trouble(quote(first["text"]), reason, anomalies), first["kind"],
-                      first["wall_time"])
+                      first["wall_time"], first["step"])
     if block.filter(pl.col("kind") == s.EV_TRACEBACK).height:
         first = block.filter(pl.col("kind") == s.EV_TRACEBACK).row(0, named=True)
         reason = EndReason.FAILED_STARTUP if end_step is None and shows_start else EndReason.CRASHED
         return Ending(reason, "a traceback with no error line after it in the log", s.EV_TRACEBACK,
-                      first["wall_time"])
+                      first["wall_time"], first["step"])
     nan = next((a for a in anomalies if a.kind == "nan" and (last_loss_step is None or last_loss_step <= a.end_step)),
                None)
     if nan is not None:
@@ -94,9 +98,9 @@ def end_of(
     if codes.height:
         code = codes.row(-1, named=True)
         if code["value"] == 0:
-            return Ending(EndReason.COMPLETED, quote(code["text"]), s.EV_EXIT_CODE, code["wall_time"])
+            return Ending(EndReason.COMPLETED, quote(code["text"]), s.EV_EXIT_CODE, code["wall_time"], code["step"])
         return Ending(EndReason.CRASHED, quote(code["text"]) + "; no error in what the program printed",
-                      s.EV_EXIT_CODE, code["wall_time"])
+                      s.EV_EXIT_CODE, code["wall_time"], code["step"])
     if completed:
         return Ending(EndReason.COMPLETED, "reached the last iteration")
     if end_step is None:

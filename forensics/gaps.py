@@ -7,8 +7,9 @@ step. Nothing is inferred across a gap: detectors judge each stretch between gap
 (:func:`stretch_ids`), and a value seen again only after a gap is reported as such.
 
 A *discontinuity* is a setting that differs on both sides of a gap or of a relaunch that carried on where the last
-one stopped (the LR, the batch size, the fp16 loss scale falling 8x or more), or an LR that jumps between two
-consecutive points ten times more than its neighbouring steps move it (and by more than 1%).
+one stopped (the LR or the batch size by more than 10%, unless a warm-up or ramp-up seen on one side runs straight
+through the hole; the fp16 loss scale falling 8x or more), or an LR that jumps between two consecutive points ten
+times more than its neighbouring steps move it (and by more than 1%).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ SETTINGS = (s.LR, s.BATCH_SIZE, s.LOSS_SCALE)
 
 
 def logged_steps(metrics: pl.DataFrame) -> pl.DataFrame:
-    """(attempt, step) at which anything was logged, one row each, in order."""
-    return metrics.select("attempt", "step").unique().sort("attempt", "step")
+    """(attempt, step) at which anything was logged, one row each, in order (values with no step left out)."""
+    return metrics.select("attempt", "step").drop_nulls().unique().sort("attempt", "step")
 
 
 def usual_intervals(steps: pl.DataFrame) -> dict[int, int]:
@@ -90,6 +91,24 @@ def _changed(metric: str, before: float, after: float) -> bool:
     return before > 0 and after * SCALE_FALL <= before  # loss scale: a fall only
 
 
+def _on_trend(before: pl.DataFrame, after: pl.DataFrame) -> bool:
+    """Whether the values on both sides of a hole lie on the straight line that the two points next to it on one
+    side draw (a warm-up or a ramp-up carrying on through the hole), within ``LR_CHANGE``."""
+    (s0, v0), (s1, v1) = before.select("step", "value").row(-1), after.select("step", "value").row(0)
+    lines = []
+    if before.height >= 2:
+        (sa, va) = before.select("step", "value").row(-2)
+        lines.append((v0 - va) / (s0 - sa) if s0 != sa else None)
+    if after.height >= 2:
+        (sb, vb) = after.select("step", "value").row(1)
+        lines.append((vb - v1) / (sb - s1) if sb != s1 else None)
+    for slope in (x for x in lines if x):
+        predicted = v0 + slope * (s1 - s0)
+        if predicted > 0 and 1 / LR_CHANGE <= v1 / predicted <= LR_CHANGE:
+            return True
+    return False
+
+
 def discontinuities(metrics: pl.DataFrame, gaps: list[Gap], steps: pl.DataFrame,
                     intervals: dict[int, int] | None = None) -> list[Discontinuity]:
     """Settings that differ across each gap and each relaunch that carried on from the step before it, and LR jumps
@@ -116,7 +135,7 @@ def discontinuities(metrics: pl.DataFrame, gaps: list[Gap], steps: pl.DataFrame,
             if not before.height or not after.height:
                 continue
             v0, v1 = float(before["value"][-1]), float(after["value"][0])
-            if _changed(metric, v0, v1):
+            if _changed(metric, v0, v1) and not (metric != s.LOSS_SCALE and _on_trend(before, after)):
                 out.append(Discontinuity(metric=metric, before=v0, after=v1, step_before=int(before["step"][-1]),
                                          step_after=int(after["step"][0]), attempt_before=a0, attempt_after=a1,
                                          across=across))

@@ -37,7 +37,9 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     evidence += [f"{_where(a, st)}: {quote(t)}" for a, st, t in rows.select("attempt", "step", "text").rows()
                  if not any(quote(t) in e for e in evidence)][:6]
     evidence += [f"attempt {a.attempt}, after step {a.step}: {a.detail}" for a in stuck[:2]]
-    errors = {a.index for a in attempts if a.index in ended and a.end_kind in s.INFRA_KINDS - {s.EV_COLLECTIVE_WAIT}}
+    # an error that stopped training is stronger evidence than one at start-up (a driver, a busy GPU, a setting)
+    errors = {a.index for a in attempts if a.index in ended and a.end_kind in s.INFRA_KINDS - {s.EV_COLLECTIVE_WAIT}
+              and a.end_step is not None}
     counter = []
     for att in attempts:
         trouble = _trouble_before(att, anomalies)

@@ -117,8 +117,9 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
                      r"|srun: forcing job termination"),
     (s.EV_SCHEDULER, r"scheduled to start|won't start|will not start|not RUNNING or SCHEDULED|\bPULSE: "
                      r"|queued and waiting for resources|has been allocated resources"),
-    (s.EV_INTERRUPT, r"^\s*KeyboardInterrupt\b"),
-    (s.EV_KILLED, r"(?i)killed by signal|SIGKILL|exitcode\s*:\s*-9\b|^\s*Killed\s*$"),
+    (s.EV_INTERRUPT, r"^\s*KeyboardInterrupt"),  # ranks' output interleaves: "KeyboardInterruptresult.wait()"
+    # (not the launcher's "sigkill_handler] Killing subprocess": it cleans up after another ending)
+    (s.EV_KILLED, r"(?i)killed by signal|\bSIGKILL\b|exitcode\s*:\s*-9\b|^\s*Killed\s*$"),
     (s.EV_ERROR, r"^\s*:?\s*(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]*(?:Error|Exception)(?::|$)|^\s*Fatal Python error:"),
     # start-up lines (after iterations or an ending, one of these begins a new launch)
     (s.EV_STARTUP, r"^\s*> initializing torch distributed|^\s*> initializing tensor model parallel with size"

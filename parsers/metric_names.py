@@ -45,8 +45,8 @@ def canonical(tag: str) -> tuple[str, str]:
 
     >>> canonical("lm-loss-training/lm loss vs samples")
     ('loss', 'samples')
-    >>> canonical("grad-norm"), canonical("train/loss"), canonical("dup_steps/foo")
-    (('grad_norm', 'step'), ('loss', 'step'), ('dup_steps/foo', 'step'))
+    >>> canonical("grad-norm"), canonical("train/loss"), canonical("dup_steps/foo"), canonical("train/train_loss")
+    (('grad_norm', 'step'), ('loss', 'step'), ('dup_steps/foo', 'step'), ('train/train_loss', 'step'))
     """
     axis = "step"
     base = tag
@@ -55,6 +55,8 @@ def canonical(tag: str) -> tuple[str, str]:
         base = tag[: found.start()]
     parts = [p for p in base.split("/") if p]
     leaf = _leaf(parts[-1]) if parts else ""
+    if len(parts) > 1 and _leaf(parts[-2]) in {"train", "training"} and leaf.startswith("train "):
+        return base, axis  # the Hugging Face Trainer's end-of-training summary (train/train_loss: the mean loss)
     validation = any(_leaf(p) in _VALIDATION_PARTS for p in parts[:-1])
     name = _LEAVES.get(leaf)
     if name is None and len(parts) > 1 and _leaf(parts[0]) in {"train", "training", "optimizer", "loss"}:

@@ -196,12 +196,51 @@ def _read_wandb_logs(
                 raise
             warnings.append(str(exc))
             continue
+        console = file.parent / "files" / "output.log"
+        if console.is_file() and _console_events(run, console, _display(console, root), warnings):
+            consumed.add(console)
         runs.append(run)
-        run_dirs[file.parent] = run.name
+    _distinct_names(runs)
+    run_dirs.update({r.file.parent: r.name for r in runs})
     runs.sort(key=lambda r: (r.start_time is None, r.start_time or 0.0))
     for run_name in dict.fromkeys(r.name for r in runs):
         attach_configs([r for r in runs if r.name == run_name])
     return runs, consumed, run_dirs
+
+
+def _distinct_names(runs: list[WandbRun]) -> None:
+    """Runs are told apart by their W&B id (a resume keeps it): runs that share a display name but not an id get
+    the id beside the name."""
+    ids: dict[str, set[str]] = {}
+    for r in runs:
+        ids.setdefault(r.name, set()).add(r.run_id)
+    for r in runs:
+        if len(ids[r.name]) > 1:
+            r.name = f"{r.name} ({r.run_id})"
+            r.log.metrics = r.log.metrics.with_columns(run=pl.lit(r.name, dtype=s.METRICS_SCHEMA["run"]))
+            r.log.events = r.log.events.with_columns(run=pl.lit(r.name))
+            r.log.configs = r.log.configs.with_columns(run=pl.lit(r.name))
+
+
+def _console_events(run: WandbRun, console: Path, shown: str, warnings: list[str]) -> bool:
+    """A W&B run's ``files/output.log`` (what the program printed) read for its errors, stops and tracebacks, which
+    join the run's last attempt, so its end is told by what the program said, not by its exit code alone. A console
+    that holds a Megatron log is left to the text reader (it is a full source). Returns whether it was read here."""
+    try:
+        text = inspect_text(console, shown, {"megatron": DETECT}, head_patterns={"pdsh": PDSH_CMD})
+    except InputError as exc:
+        warnings.append(str(exc))
+        return False
+    if text.binary or text.matches.get("megatron") is not None:
+        return False
+    if text.blank:
+        return True
+    printed = parse_megatron(text, run=run.name, source=shown)
+    warnings.extend(printed.warnings)
+    if printed.events.height:  # the step each line was printed at is not known: the console has no iteration lines
+        events = printed.events.with_columns(attempt=pl.lit(run.log.n_attempts, dtype=pl.Int32))
+        run.log.events = pl.concat([run.log.events, events.select(run.log.events.columns)], how="vertical_relaxed")
+    return True
 
 
 def _wandb_housekeeping(file: Path, run_dirs: dict[Path, str]) -> bool:

@@ -20,6 +20,7 @@ from parsers.metric_names import SECONDS_TAGS, canonical
 from parsers.schema import ParsedLog
 from parsers.textfile import InputError, read_all
 from parsers.tfrecord import walk
+from parsers.wandb_history import flatten
 
 _SCALAR_DTYPES = {1: "<f4", 2: "<f8", 3: "<i4", 9: "<i8", 19: "<f2"}  # TensorProto dtype -> numpy
 _DT_BFLOAT16 = 14
@@ -68,7 +69,9 @@ def _tag_ids(buf: bytes, start: np.ndarray, length: np.ndarray) -> tuple[np.ndar
     h = np.full(len(start), 1469598103934665603, np.uint64)
     prime = np.uint64(1099511628211)
     for k in range(int((length.max() + 7) // 8) if len(length) else 0):
-        word = _gather(padded, start + 8 * k, "<u8")
+        # a tag shorter than the longest has no bytes to read here (masked out below): read in bounds anyway, or a
+        # short tag in the file's last record would read past its end
+        word = _gather(padded, np.minimum(start + 8 * k, len(padded) - 8), "<u8")
         valid = np.clip(length - 8 * k, 0, 8).astype(np.uint64)
         mask = np.where(valid >= 8, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << (valid * np.uint64(8))) - np.uint64(1))
         h = (h ^ (word & mask)) * prime
@@ -242,7 +245,7 @@ def _frames(raw: pl.DataFrame, events: pl.DataFrame, configs: list[dict], run: s
     regress = (
         main.filter(pl.col("tag").is_in(primary))
         .with_columns(prev=pl.col("step").shift(1))
-        .filter(pl.col("step") <= pl.col("prev"))
+        .filter(pl.col("step") < pl.col("prev"))  # the same step again is a duplicate (HF logs its last step twice)
     )
     first_offset = int(raw["offset"].min()) if raw.height else 0  # type: ignore[arg-type]
     starts = events.filter((pl.col("kind") == s.EV_SESSION_START) & (pl.col("offset") > first_offset))["offset"]
@@ -334,13 +337,26 @@ def _axis_metrics(raw: pl.DataFrame) -> pl.DataFrame:
 
 
 def _config_frame(configs: list[dict]) -> pl.DataFrame:
-    """Text summaries and hparams as config rows; a key repeated within an attempt keeps its first value."""
+    """Text summaries and hparams as config rows; a key repeated within an attempt keeps its first value. A text
+    summary holding a JSON object (the Hugging Face Trainer's ``args`` and ``model_config``) gives one row per key."""
     if not configs:
         return pl.DataFrame(schema={"offset": pl.Int64, "key": pl.String, "value": pl.String, "typed": pl.String})
     rows = []
     for c in configs:
         value = c["value"]
-        typed = typed_value(value) if isinstance(value, str) else value
-        rows.append({"offset": c["offset"], "key": c["key"], "value": str(value),
-                     "typed": json.dumps(typed, default=str)})
+        for key, v in _json_object(value).items() or [(c["key"], value)]:
+            typed = typed_value(v) if isinstance(v, str) else v
+            rows.append({"offset": c["offset"], "key": key, "value": v if isinstance(v, str) else json.dumps(v),
+                         "typed": json.dumps(typed, default=str)})
     return pl.DataFrame(rows)
+
+
+def _json_object(text: object) -> dict[str, object]:
+    """The flattened keys of a text that is a JSON object, else nothing."""
+    if not isinstance(text, str) or not text.lstrip().startswith("{"):
+        return {}
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return flatten(data) if isinstance(data, dict) else {}

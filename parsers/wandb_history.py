@@ -17,6 +17,9 @@ from parsers.metric_names import canonical
 from parsers.textfile import InputError
 
 HISTORY_META = ("_step", "_runtime", "_timestamp")
+# keys runs log as their own training step, most specific first (W&B's _step counts log calls instead)
+STEP_KEYS = ("trainer/global_step", "train/global_step", "global_step", "iter", "iteration")
+STEP_AXIS = "step"  # the tag that became the step axis maps to this name in ParsedLog.tags
 # sample sizes W&B uses when it thins a series: run.history() 500, UI charts 1,000 / 1,500, old UI 5,000
 _SAMPLE_SIZES = frozenset({500, 1000, 1500, 5000, 10000})
 
@@ -78,15 +81,44 @@ def sampling_note(steps: pl.Series, shown: str, chart: bool = False) -> str | No
             "(prefer a full-resolution source: the run's .wandb file or scan_history())")
 
 
-def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False) -> s.ParsedLog:
+def step_key(keys: list[str], defined: dict[str, str] | None = None) -> str | None:
+    """The run's own step axis among its history keys: the step metric its ``define_metric`` calls name most (the
+    metric they give it to), else the first of ``STEP_KEYS`` it logs; None when it logs none (then W&B's ``_step``,
+    which counts ``log`` calls, is the axis).
+
+    >>> step_key(["iter", "train/loss"]), step_key(["loss"]), step_key(["a", "s"], {"a": "s"})
+    ('iter', None, 's')
+    """
+    present = set(keys)
+    named = [v for k, v in (defined or {}).items() if v in present and k != v]
+    if named:
+        return max(set(named), key=lambda k: (named.count(k), k))
+    return next((k for k in STEP_KEYS if k in present), None)
+
+
+def on_own_steps(long: pl.DataFrame, key: str) -> pl.DataFrame:
+    """The history with each row's step taken from the run's own step key (its value logged with the same ``_step``,
+    else the last one logged before it, else the first one logged); the key's own rows are dropped."""
+    own = long.filter(pl.col("key") == key).group_by("step").agg(own=pl.col("value").last())
+    rest = long.filter(pl.col("key") != key).join(own, on="step", how="left", maintain_order="left")
+    filled = pl.col("own").forward_fill().backward_fill().cast(pl.Int64, strict=False)
+    return rest.with_columns(step=filled).drop("own").filter(pl.col("step").is_not_null())
+
+
+def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False,
+                defined: dict[str, str] | None = None) -> s.ParsedLog:
     """Canonical frames from a long history (``step, key, value, wall_time``; row order = logging order).
 
     With ``sort`` (API dumps, whose rows come in no particular order) rows are ordered by step first; otherwise
-    a step lower than the one before starts a new attempt, annotated by a ``step_regression`` event.
+    a step lower than the one before starts a new attempt, annotated by a ``step_regression`` event. When the run
+    logs its own step (see :func:`step_key`; ``defined``: its ``define_metric`` step metrics), that is the step.
     """
     long = long.filter(pl.col("value").is_not_null() & pl.col("step").is_not_null())
     if sort:
         long = long.sort("step", maintain_order=True)
+    axis = step_key(long["key"].unique(maintain_order=True).to_list(), defined)
+    if axis is not None:
+        long = on_own_steps(long, axis)
     names = metric_names(long["key"].unique(maintain_order=True).to_list())
     long = long.with_columns(
         attempt=(pl.col("step") < pl.col("step").shift(1)).fill_null(False).cum_sum().cast(pl.Int32) + 1,
@@ -110,8 +142,9 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
         s.EVENTS_SCHEMA,
     )
     n_attempts = int(long["attempt"].max() or 1) if long.height else 1
+    tags = names | ({axis: STEP_AXIS} if axis is not None else {})
     return s.ParsedLog(metrics=metrics, events=events, configs=s.empty(s.CONFIGS_SCHEMA), n_attempts=n_attempts,
-                       tags=names)
+                       tags=tags)
 
 
 def wide_to_long(wide: pl.DataFrame, shown: str) -> pl.DataFrame:

@@ -117,6 +117,7 @@ class WandbLog:
     starting_step: int = 0
     start_time: float | None = None
     exit_code: int | None = None
+    step_metrics: dict[str, str] = field(default_factory=dict)  # define_metric: metric (or glob) -> its step metric
     console: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -169,6 +170,8 @@ def read_wandb_log(path: str | Path, shown: str) -> WandbLog:
             _fold(run.summary.update, log.summary)
         elif record.HasField("exit"):
             log.exit_code = record.exit.exit_code
+        elif record.HasField("metric") and record.metric.step_metric:
+            log.step_metrics[record.metric.name or record.metric.glob_name] = record.metric.step_metric
         elif record.HasField("output_raw"):
             log.console.append(record.output_raw.line)
     log.config = {k: _json(v) for k, v in log.config.items() if k != "_wandb"}

@@ -30,6 +30,9 @@ _MESSAGES: dict[str, list[tuple[str, int, int, bool, str]]] = {
         ("resumed", 18, _BOOL, False, ""), ("forked", 22, _BOOL, False, ""),
     ],
     "RunExitRecord": [("exit_code", 1, _INT32, False, ""), ("runtime", 2, _INT32, False, "")],
+    "MetricRecord": [  # run.define_metric(name, step_metric=...)
+        ("name", 1, _STRING, False, ""), ("glob_name", 2, _STRING, False, ""), ("step_metric", 4, _STRING, False, ""),
+    ],
     "OutputRawRecord": [
         ("output_type", 1, _INT32, False, ""), ("timestamp", 2, _MESSAGE, False, "Timestamp"),
         ("line", 3, _STRING, False, ""),
@@ -37,6 +40,7 @@ _MESSAGES: dict[str, list[tuple[str, int, int, bool, str]]] = {
     "Record": [
         ("num", 1, _INT64, False, ""), ("history", 2, _MESSAGE, False, "HistoryRecord"),
         ("summary", 3, _MESSAGE, False, "ItemsRecord"), ("config", 5, _MESSAGE, False, "ItemsRecord"),
+        ("metric", 12, _MESSAGE, False, "MetricRecord"),
         ("output_raw", 13, _MESSAGE, False, "OutputRawRecord"), ("run", 17, _MESSAGE, False, "RunRecord"),
         ("exit", 18, _MESSAGE, False, "RunExitRecord"),
     ],

@@ -69,7 +69,8 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
         value=pl.col("value_json").cast(pl.Float64, strict=False)
     )
     name = log.display_name or log.run_id or path.stem
-    parsed = history_log(history.select("step", "key", "value", "wall_time"), run=name, source=shown)
+    parsed = history_log(history.select("step", "key", "value", "wall_time"), run=name, source=shown,
+                         defined=log.step_metrics)
     parsed.warnings.extend(log.warnings)
     config = config_values(log.config)
     summary = dict(log.summary)
@@ -78,7 +79,8 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
         (config if kind == "config" else summary).update(loaded)
     summary = summary_values(summary)
     first = history.head(1)
-    step = int(first["step"][0]) if first.height else log.starting_step
+    first_step = parsed.metrics["step"].min()
+    step = int(first_step) if first_step is not None else log.starting_step  # type: ignore[arg-type]
     wall = log.start_time if log.start_time is not None else (first["wall_time"][0] if first.height else None)
     how = "resumed" if log.resumed else "started"
     start = {
@@ -86,11 +88,11 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
         "text": [f"W&B run {log.run_id} ({log.display_name or 'no name'}) {how}"],
     }
     events = [pl.DataFrame(start), parsed.events]
-    if log.exit_code is not None:  # the client recorded how the process ended
+    if log.exit_code is not None:  # the client recorded how the process ended: evidence only when nothing printed is
         failed = log.exit_code != 0
+        last = parsed.metrics["step"].max()
         events.append(pl.DataFrame({
-            "kind": [s.EV_ERROR if failed else s.EV_TRAINING_DONE],
-            "step": [history["step"].max() if history.height else step], "value": [float(log.exit_code)],
+            "kind": [s.EV_EXIT_CODE], "step": [last if last is not None else step], "value": [float(log.exit_code)],
             "wall_time": [history["wall_time"].max() if history.height else None],
             "text": [f"W&B run exited with code {log.exit_code}" if failed else "W&B run finished (exit code 0)"],
         }))

@@ -50,8 +50,14 @@ def steps(a: Attempt) -> str:
 def ending(a: Attempt) -> str:
     """How an attempt ended, with the line that decided it (escaped)."""
     quoted = a.end_kind is not None  # the line that decided it, as printed (else the detail says what the log shows)
-    where = "" if not quoted else f" after step {a.end_step}" if a.end_step is not None else (
-        "" if a.end_reason == EndReason.FAILED_STARTUP else " before any logged iteration")
+    if not quoted or a.end_reason == EndReason.FAILED_STARTUP:
+        where = ""
+    elif a.end_step is None:
+        where = " before any logged iteration"
+    elif a.end_at_step is None:  # a console line with no step: it came after the last logged step, or during it
+        where = f" (printed to its console; its last logged step is {a.end_step})"
+    else:
+        where = f" after step {a.end_at_step}"
     detail = (f": “{md(a.end_detail)}”" if quoted else f": {md(a.end_detail)}") if a.end_detail else ""
     return f"{ENDINGS.get(a.end_reason, a.end_reason.value)}{where}{detail}"
 
@@ -132,7 +138,7 @@ def _discontinuities(run: RunFindings) -> list[str]:
         key = (d.attempt_before, d.step_before, d.attempt_after, d.step_after, d.across)
         groups.setdefault(key, []).append(f"{_SETTING_NAMES.get(d.metric, d.metric)} {shown(d.before)} → "
                                           f"{shown(d.after)}")
-    out = ["**Changed where the log cannot show how:**", ""]
+    out = ["**Discontinuities** (settings that changed across a hole, a relaunch, or in one jump):", ""]
     for (a0, s0, a1, s1, across), changes in groups.items():
         if across == "gap":
             where = f"across the gap between steps {s0} and {s1}" + (
@@ -155,8 +161,9 @@ def _short(run: RunFindings) -> list[str]:
         if a.short:
             replay = furthest is not None and a.start_step is not None and a.start_step <= furthest
             what = "a replay of steps logged before" if replay else "new steps"
-            out.append(f"- attempt {a.index}: {'step' if a.start_step == a.end_step else 'steps'} {steps(a)} "
-                       f"({what}); {ending(a)}")
+            logged = "no step logged" if a.start_step is None else (
+                f"{'step' if a.start_step == a.end_step else 'steps'} {steps(a)} ({what})")
+            out.append(f"- attempt {a.index}: {logged}; {ending(a)}")
         if a.end_step is not None:
             furthest = a.end_step if furthest is None else max(furthest, a.end_step)
     for r in run.replay_differences:
@@ -169,9 +176,16 @@ def _entries(run: RunFindings) -> list[str]:
     if not run.log_entries:
         return []
     out = ["**Errors, stops and notices in the logs:**", ""]
+    stepped = {src for src, metrics in run.coverage.get("by_source", {}).items() if metrics}
+    logged = {a.index for a in run.attempts if a.start_step is not None}
     for e in run.log_entries[:40]:
         where = f"attempt {e.attempt}" if e.attempt is not None else "no attempt"
-        where += f", after step {e.step}" if e.step is not None else ", before any logged iteration"
+        if e.step is not None:
+            where += f", after step {e.step}"
+        elif e.source in stepped or e.attempt not in logged:
+            where += ", before any logged iteration"
+        else:
+            where += f", at a step {md(e.source)} does not give"
         when = f", {clock(e.wall_time)}" if e.wall_time is not None else ""
         times = f" (×{e.count})" if e.count > 1 else ""
         out.append(f"- {where}{when}: {e.kind.replace('_', ' ')}: {md(e.text)}{times}")

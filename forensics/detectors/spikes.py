@@ -61,7 +61,9 @@ class SpikeIncident:
     scale: float
     interval: int = 1
     points: int = 1  # logged points from onset to end
-    gap_after: Gap | None = None  # the first gap in the log after the incident, when one lies before its recovery
+    gap_after: Gap | None = None  # the first gap in the log after the incident, when it was not back before it
+    back_after_gap: int | None = None  # the first step after that gap where it was back at its level (not a recovery:
+                                       # what happened in the gap is not in the log)
 
 
 @dataclass
@@ -187,10 +189,10 @@ class SpikeDetector:
             ratio = inc.peak / inc.baseline if inc.baseline > 0 else float("inf")
             gap = inc.gap_after
             hole = f"no data between steps {gap.after_step} and {gap.before_step}" if gap else ""
-            if inc.recovered_step is not None and gap is not None and inc.recovered_step == gap.before_step:
-                after = f"not seen again until step {inc.recovered_step}, after a gap ({hole}), back at its level there"
-            elif inc.recovered_step is not None and gap is not None:
-                after = f"back to its level by step {inc.recovered_step}, after a gap in the log ({hole})"
+            if inc.back_after_gap is not None and gap is not None and inc.back_after_gap == gap.before_step:
+                after = f"not seen again until step {gap.before_step}, after a gap ({hole}), where it was at its level"
+            elif inc.back_after_gap is not None and gap is not None:
+                after = f"not back before a gap ({hole}); at its level again from step {inc.back_after_gap}"
             elif inc.recovered_step is not None:
                 after = f"back to its level by step {inc.recovered_step} ({inc.recovered_step - inc.onset} steps)"
             elif inc.points_after:
@@ -214,16 +216,17 @@ class SpikeDetector:
 
 
 def _recovery_over(inc: SpikeIncident, own: pl.DataFrame, gaps: list[Gap]) -> SpikeIncident:
-    """Recovery looked for over the rest of the attempt when the stretch ends first: then it lies after a gap (a
-    pasted excerpt may end mid-spike and the next one show the loss back at its level), which the incident names."""
+    """When the stretch ends before the metric is back, the rest of the attempt lies after a gap (a pasted excerpt
+    may end mid-spike and the next one show the loss back at its level): the incident names the gap and where the
+    metric was at its level again, but never calls that a recovery."""
     later = own.filter(pl.col("step") > inc.end)
     if inc.recovered_step is not None or later.height == 0:
         return inc
     gap = next((g for g in gaps if g.attempt == inc.attempt and g.after_step >= inc.end), None)
     limit = math.log(inc.baseline) + max(3 * inc.scale, 0.05)
     back = later.filter(pl.col("value").log() <= limit)
-    return replace(inc, recovered_step=int(back["step"][0]) if back.height else None, points_after=later.height,
-                   gap_after=gap)
+    return replace(inc, points_after=later.height, gap_after=gap,
+                   back_after_gap=int(back["step"][0]) if back.height and gap is not None else None)
 
 
 def _from_first_rise(flagged: np.ndarray, rises: np.ndarray) -> np.ndarray:
