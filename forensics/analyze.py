@@ -11,7 +11,7 @@ from forensics.causes import suspect
 from forensics.config_effects import link_config_changes
 from forensics.configs import config_table, differing_keys, settings
 from forensics.coverage import assign_roles, coverage
-from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames
+from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames, SpikeDetector
 from forensics.findings import Anomaly, Findings, RunFindings
 from forensics.gaps import discontinuities
 from forensics.log_entries import log_entries
@@ -71,12 +71,14 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         schedule=timing,
         config=settings(config),
         config_diffs=differing_keys({str(n): cfg for n, cfg in sorted(table.items())}) if len(table) > 1 else {},
-        coverage=coverage(metrics, getattr(run, "tags", []), roles, [src.path for src in run.sources]),
+        coverage=coverage(metrics, getattr(run, "tags", []), roles, [src.path for src in run.sources],
+                          judged={m: SpikeDetector(m).judged(frames) for m in (s.LOSS, s.GRAD_NORM)}),
         gaps=gaps,
         discontinuities=discontinuities(metrics, gaps, frames.steps(), frames.spacing()),
         replay_differences=replay_differences(metrics, attempts),
         log_entries=log_entries(run.events),
         setup=list(model.notes),
+        summary={k: v for k, v in config.items() if k.startswith((s.SUMMARY_PREFIX, s.RUN_INFO_PREFIX))},
     )
 
 

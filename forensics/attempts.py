@@ -91,7 +91,7 @@ def build_attempts(
         ending = end_of(
             ev, [a for a in anomalies if a.attempt == n], end, shows_start=shows_start, is_last=i == len(numbers) - 1,
             next_index=numbers[i + 1] if i + 1 < len(numbers) else None,
-            completed=isinstance(train_iters, int) and end is not None and end >= train_iters,
+            completed=isinstance(train_iters, int) and train_iters > 0 and end is not None and end >= train_iters,
             last_loss_step=span.get("last_loss"), stepped=frozenset(span.get("sources") or []),
         )
         times = [t for t in (span.get("first_seen"), ev.filter(pl.col("kind") != s.EV_SCHEDULER)["wall_time"].min())
@@ -132,19 +132,20 @@ def build_attempts(
 
 
 def replay_differences(metrics: pl.DataFrame, attempts: list[Attempt], metric: str = s.LOSS) -> list[ReplayDifference]:
-    """Steps that a later attempt logged again with a different value: for each attempt, the first step it shares
-    with earlier attempts, with every attempt's value there (grouped by step)."""
+    """Steps that a later attempt resumed from a checkpoint logged again with a different value: for each such
+    attempt, the first step it shares with earlier attempts, with every attempt's value there (grouped by step). An
+    attempt that started from scratch is a new run, whose values are expected to differ."""
     points = (metrics.filter(pl.col("metric") == metric).select("attempt", "step", "value")
               .unique(["attempt", "step"], keep="first").sort("attempt", "step"))
     if points["attempt"].n_unique() < 2:
         return []
     firsts: dict[int, int] = {}
     seen = points.filter(pl.lit(False))
-    for a in [x.index for x in attempts]:
-        own = points.filter(pl.col("attempt") == a)
+    for att in attempts:
+        own = points.filter(pl.col("attempt") == att.index)
         shared = own.join(seen.select("step").unique(), on="step", how="semi")
-        if shared.height:
-            firsts.setdefault(int(shared["step"].min()), a)  # type: ignore[arg-type]
+        if shared.height and att.resumed_from_step is not None:
+            firsts.setdefault(int(shared["step"].min()), att.index)  # type: ignore[arg-type]
         seen = pl.concat([seen, own])
     out = []
     for step in sorted(firsts):

@@ -85,10 +85,13 @@ def assign_roles(metrics: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
 
 
 def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str, str],
-             sources: list[str]) -> dict[str, Any]:
+             sources: list[str], judged: dict[str, dict[int, int]] | None = None) -> dict[str, Any]:
     """The coverage record of a run (its JSON form): ``metrics`` (per canonical metric: points, first_step,
     last_step, source_tags), ``by_source`` (the same per source), ``other_scalars`` (unrecognised names),
-    ``roles`` (role -> the scalar that took it) and ``missing`` (needed metrics not found)."""
+    ``roles`` (role -> the scalar that took it), ``missing`` (needed metrics not found), ``step_axis`` (per source,
+    the run's own step key when it was used instead of the logger's counter) and ``spikes_judged`` (per metric and
+    attempt, the points the spike detector could judge: not the burn-in at the start of training, not the first
+    point of a stretch)."""
     stats = (
         metrics.group_by("source", "metric")
         .agg(points=pl.len(), first_step=pl.col("step").min(), last_step=pl.col("step").max())
@@ -96,7 +99,8 @@ def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str,
         .sort("source", "metric")
     )
     tag_of: dict[tuple[str, str], list[str]] = {}
-    for t in tags:
+    axis = {t["source"]: t["tag"] for t in tags if t["metric"] == s.STEP_AXIS}
+    for t in (t for t in tags if t["metric"] != s.STEP_AXIS):
         metric = roles_back(t["metric"], roles)
         tag_of.setdefault((t["source"], metric), []).append(t["tag"])
     by_source: dict[str, dict[str, Any]] = {src: {} for src in sources}
@@ -116,6 +120,8 @@ def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str,
         "other_scalars": sorted(m for m in totals if not _recognised(m)),
         "roles": dict(roles),
         "missing": [m for m in NEEDED if m not in recognised],
+        "step_axis": axis,
+        "spikes_judged": {m: {str(a): n for a, n in sorted(per.items())} for m, per in (judged or {}).items() if per},
     }
 
 

@@ -257,6 +257,7 @@ class RunFindings:
     replay_differences: list[ReplayDifference] = field(default_factory=list)
     log_entries: list[LogEntry] = field(default_factory=list)  # errors, stops and scheduler notices, in order
     setup: list[str] = field(default_factory=list)  # setup findings: the model against its name, init, FFN width
+    summary: dict[str, Any] = field(default_factory=dict)  # W&B summary values and runs-table columns of the run
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -279,6 +280,7 @@ class RunFindings:
             "replay_differences": [r.to_dict() for r in self.replay_differences],
             "log_entries": [e.to_dict() for e in self.log_entries],
             "setup": self.setup,
+            "summary": self.summary,
         }
 
 

@@ -9,7 +9,8 @@ step. Nothing is inferred across a gap: detectors judge each stretch between gap
 A *discontinuity* is a setting that differs on both sides of a gap or of a relaunch that carried on where the last
 one stopped (the LR or the batch size by more than 10%, unless a warm-up or ramp-up seen on one side runs straight
 through the hole; the fp16 loss scale falling 8x or more), or an LR that jumps between two consecutive points ten
-times more than its neighbouring steps move it (and by more than 1%).
+times more than its neighbouring steps move it (and by more than 1%; a rise from an attempt's first point is its
+warm-up).
 """
 
 from __future__ import annotations
@@ -155,6 +156,8 @@ def _lr_jumps(series: pl.DataFrame, intervals: dict[int, int]) -> list[Discontin
         same = stretch[1:] == stretch[:-1]  # consecutive points, no gap between
         ref_all = float(np.median(delta[same])) if same.any() else 0.0
         for i in np.flatnonzero(same & (delta > JUMP_SHARE * np.minimum(v[:-1], v[1:]))):
+            if i == 0 and v[1] > v[0]:
+                continue  # a rise from an attempt's first point: its warm-up
             near = [delta[j] for j in (i - 1, i + 1) if 0 <= j < delta.size and same[j]]
             reference = max(near) if near else ref_all
             if delta[i] > JUMP_FACTOR * reference:

@@ -164,8 +164,9 @@ def read_runs_table(path: Path, shown: str, warnings: list[str] | None = None) -
 
     The export does not say which columns are config and which summary; W&B lists config keys, then summary keys,
     each alphabetically, so the first key that sorts before its predecessor starts the summary (``summary/`` keys).
-    System columns (State, Created, Runtime, ...) become ``wandb/<column>``. Rows that share a name (a relaunch,
-    a seed repeat) are attempts of one run, numbered in creation order.
+    System columns (State, Created, Runtime, ...) become ``wandb/<column>``. Every row is a run of its own (W&B gives
+    each its own id; a resume stays one row): rows that share a name, such as seed replicates, are told apart by the
+    setting they differ in (``G1 (seed=3242)``), else by their id, else by their row.
     """
     raw = read_csv_text(path, shown, warnings)
     user = [c for c in raw.columns if c not in _RUN_COLUMNS]
@@ -176,11 +177,37 @@ def read_runs_table(path: Path, shown: str, warnings: list[str] | None = None) -
         pl.col("Name").fill_null(pl.format("row {}", pl.col("_row") + 1)) if "Name" in raw.columns
         else pl.format("row {}", pl.col("_row") + 1).alias("Name")
     )
-    order = ["Name", "Created"] if "Created" in raw.columns else ["Name", "_row"]
-    raw = raw.with_columns(_attempt=pl.col(order[1]).rank("ordinal").over("Name").cast(pl.Int32))
-    runs = []
-    for row in raw.iter_rows(named=True):
-        values = {rename.get(k, k): _cell_value(v) for k, v in row.items()
-                  if k not in {"Name", "_row", "_attempt"} and v is not None}
-        runs.append((row["Name"], config_frame(values, run=row["Name"], source=shown, attempt=row["_attempt"])))
-    return runs
+    rows = [
+        (row["Name"], row["_row"], {rename.get(k, k): _cell_value(v) for k, v in row.items()
+                                    if k not in {"Name", "_row"} and v is not None})
+        for row in raw.iter_rows(named=True)
+    ]
+    names = _distinct_run_names(rows, settings=user[:first_summary])
+    return [(name, config_frame(values, run=name, source=shown)) for name, (_, _, values) in zip(names, rows,
+                                                                                                 strict=True)]
+
+
+def _distinct_run_names(rows: list[tuple[str, int, dict[str, Any]]], settings: list[str]) -> list[str]:
+    """A name per row: the row's name, with what tells it from the rows of the same name (a differing setting,
+    ``seed`` first, else its W&B id, else its row number)."""
+    by_name: dict[str, list[int]] = {}
+    for i, (name, _, _) in enumerate(rows):
+        by_name.setdefault(name, []).append(i)
+    out = [name for name, _, _ in rows]
+    for name, members in by_name.items():
+        if len(members) < 2:
+            continue
+        values = [rows[i][2] for i in members]
+        differing = [k for k in settings if len({json.dumps(v.get(k), default=str) for v in values}) > 1]
+        key = "seed" if "seed" in differing else differing[0] if len(differing) == 1 else None
+        labels = [f"{key}={_label(v.get(key))}" if key else str(v.get(f"{s.RUN_INFO_PREFIX}ID") or "")
+                  for v in values]
+        if len(set(labels)) < len(labels) or not all(labels):
+            labels = [f"row {rows[i][1] + 1}" for i in members]
+        for i, label in zip(members, labels, strict=True):
+            out[i] = f"{name} ({label})"
+    return out
+
+
+def _label(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)

@@ -19,7 +19,6 @@ from parsers.textfile import InputError
 HISTORY_META = ("_step", "_runtime", "_timestamp")
 # keys runs log as their own training step, most specific first (W&B's _step counts log calls instead)
 STEP_KEYS = ("trainer/global_step", "train/global_step", "global_step", "iter", "iteration")
-STEP_AXIS = "step"  # the tag that became the step axis maps to this name in ParsedLog.tags
 # sample sizes W&B uses when it thins a series: run.history() 500, UI charts 1,000 / 1,500, old UI 5,000
 _SAMPLE_SIZES = frozenset({500, 1000, 1500, 5000, 10000})
 
@@ -142,7 +141,7 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
         s.EVENTS_SCHEMA,
     )
     n_attempts = int(long["attempt"].max() or 1) if long.height else 1
-    tags = names | ({axis: STEP_AXIS} if axis is not None else {})
+    tags = names | ({axis: s.STEP_AXIS} if axis is not None else {})
     return s.ParsedLog(metrics=metrics, events=events, configs=s.empty(s.CONFIGS_SCHEMA), n_attempts=n_attempts,
                        tags=tags)
 

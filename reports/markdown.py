@@ -10,6 +10,7 @@ from typing import Any
 from forensics.configs import differing_keys
 from forensics.findings import FAILED_ENDINGS, Anomaly, Attempt, Findings, RunFindings
 from reports.escape import md
+from reports.runs_table import runs_table_section, summary_only
 from reports.timeline import ENDINGS, coverage_section, ending, steps, timeline_section
 
 
@@ -101,9 +102,12 @@ def _summary(run: RunFindings) -> list[str]:
         lines.append(f"- **Most likely why (suspected):** {md(top.cause)} (confidence {top.confidence:.1f}).")
         if top.check_next:
             lines.append(f"- **What to check next:** {md(top.check_next)}.")
+    unjudged = [a for a, n in run.coverage.get("spikes_judged", {}).get("loss", {}).items() if n == 0]
     if not run.anomalies:
-        lines.append("- **Anomalies:** none found." if not no_loss else
-                     "- **Anomalies:** none found in what could be checked (no loss metric).")
+        lines.append("- **Anomalies:** none found in what could be checked (no loss metric)." if no_loss else
+                     f"- **Anomalies:** none found; loss spikes could not be judged in attempt(s) "
+                     f"{', '.join(unjudged)} (too few points: see *What was read and checked*)." if unjudged else
+                     "- **Anomalies:** none found.")
     scores = [f"{m.replace('_', ' ')} {v['run']:.2f}%" for m, v in run.spike_scores.items() if v.get("run") is not None]
     if scores:
         lines.append("- **Spike score** (OLMo 2: share of points 7 sd or more from the mean of the previous 1,000): "
@@ -241,10 +245,15 @@ def render_markdown(findings: Findings, images: dict[str, dict[str, str]] | None
     """The incident chronicle of every run, in markdown; ``images`` maps a run name to its plots (relative paths).
     Text that came from logs is escaped."""
     lines: list[str] = []
+    tabled = [r for r in findings.runs if summary_only(r)]
     for run in findings.runs:
-        lines += _run(run, (images or {}).get(run.name))
-    if len(findings.runs) > 1:
-        diffs = differing_keys({r.name: r.config for r in findings.runs if r.config})
+        if run not in tabled:
+            lines += _run(run, (images or {}).get(run.name))
+    if tabled:
+        lines += runs_table_section(tabled)
+    chronicled = [r for r in findings.runs if r not in tabled]
+    if len(chronicled) > 1:
+        diffs = differing_keys({r.name: r.config for r in chronicled if r.config})
         if diffs:
             lines += ["# Config differences between runs", "", *config_diff_table(diffs, ""), ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -75,6 +75,15 @@ def coverage_section(run: RunFindings) -> list[str]:
             continue
         parts = [_metric_entry(name, m) for name, m in sorted(metrics.items()) if name != "log_interval"]
         out.append(f"- {md(source)} ({md(fmt.get(source, '?'))}): " + "; ".join(parts) + ".")
+    for source, key in cov.get("step_axis", {}).items():
+        out.append(f"- **Steps** of {md(source)} are its own {md(key)}, as the run logged them (the logger's own "
+                   "counter of log calls is not the training step).")
+    for metric, per in cov.get("spikes_judged", {}).items():
+        unjudged = [a for a, n in per.items() if n == 0]
+        if unjudged:
+            out.append(f"- **Not judged for {metric.replace('_', ' ')} spikes:** attempt(s) {', '.join(unjudged)}: "
+                       "every point is in the burn-in at the start of training (its first 10 points) or has no "
+                       "point before it in its stretch of the log.")
     for role, tag in cov.get("roles", {}).items():
         out.append(f"- **Taken by its name:** the {role.replace('_', ' ')} is the scalar {md(tag)} (no recognised "
                    f"{role.replace('_', ' ')} metric).")

@@ -43,7 +43,7 @@ def test_beta_lists_split_and_the_first_source_wins_with_a_warning() -> None:
                         "the first is used"]
 
 
-def test_runs_table_config_differences_between_runs_in_the_chronicle() -> None:
+def test_a_runs_table_without_history_is_one_summary_table_not_a_chronicle_per_run() -> None:
     from pathlib import Path
 
     import forensics
@@ -53,9 +53,13 @@ def test_runs_table_config_differences_between_runs_in_the_chronicle() -> None:
     table = Path(__file__).parent / "fixtures" / "real" / "wandb" / "Lucas-longxutang__Comp3242_Group_Project_nanoGPT"
     findings = forensics.analyze(*load_runs(table / "wandb_export.csv"))
     lines = reports.render(findings, "markdown").splitlines()
-    at = lines.index("# Config differences between runs")
-    header = lines[at + 2]
-    assert header.startswith("| key | G1\\_ternary\\_weights | F2\\_context\\_512 |") and header.endswith("| baseline |")
-    heads = next(line for line in lines[at:] if line.startswith("| num\\_attention\\_heads |"))
-    assert heads.split(" | ")[8:11] == ["12", "8", "1"]   # C3_12_heads, C2_8_heads, C1_1_head
+    assert not any(line.startswith("# Incident chronicle") for line in lines)
+    assert lines[2].startswith("64 runs and no history in the export")
+    header = lines[4]
+    assert header.startswith("| run | state | runtime (s) | seed | activation\\_type |")
+    g1 = next(line for line in lines if line.startswith("| G1\\_ternary\\_weights (seed=6242) |"))
+    # every value as the export holds it: val/loss 1.4786324501037598, not a rounded 1.47863
+    assert g1 == ("| G1\\_ternary\\_weights (seed=6242) | finished | 732 | 6242 | gelu | ternary | 10745088 | pre | "
+                  "layernorm | train/loss=1.038091778755188, train/step\\_loss=1.124631643295288, "
+                  "val/loss=1.4786324501037598, iter=5000 |")
     assert findings.runs[0].config["linear_type"] == "ternary"

@@ -227,12 +227,14 @@ def test_sampled_export_gives_way_to_a_full_resolution_source(tmp_path: Path) ->
 # --- runs tables --------------------------------------------------------------------------------------------------
 def test_runs_table_rows_become_runs_with_config_and_summary() -> None:
     runs = {r.name: r for r in load_runs(LUCAS / "wandb_export.csv")}
-    assert len(runs) == 16  # 63 rows: most names were run with four seeds, each an attempt in creation order
-    g1 = runs["G1_ternary_weights"]
-    assert g1.attempts == [1, 2, 3, 4]
-    seeds = g1.configs.filter(key="seed").sort("attempt")["typed"].to_list()
-    assert seeds == ["3242", "3740", "2026", "6242"]
-    typed = dict(g1.configs.filter(attempt=4).select("key", "typed").iter_rows())
+    # 64 rows, 16 names each run with four seeds: seed replicates are runs of their own, not attempts of one run
+    assert len(runs) == 64
+    replicates = sorted(n for n in runs if n.startswith("G1_ternary_weights"))
+    assert replicates == ["G1_ternary_weights (seed=2026)", "G1_ternary_weights (seed=3242)",
+                          "G1_ternary_weights (seed=3740)", "G1_ternary_weights (seed=6242)"]
+    g1 = runs["G1_ternary_weights (seed=6242)"]
+    assert g1.attempts == [1]
+    typed = dict(g1.configs.select("key", "typed").iter_rows())
     assert typed["lr"] == "0.001" and typed["bias"] == "false" and typed["n_params"] == "10745088"
     assert typed["summary/val/loss"] == "1.4786324501037598"   # summary starts where the alphabetical order restarts
     assert typed["wandb/State"] == '"finished"' and typed["wandb/Runtime"] == "732"

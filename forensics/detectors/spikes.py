@@ -108,15 +108,24 @@ class SpikeDetector:
             interval = intervals.get(attempt, 1)
             stretch = stretch_ids(own["step"].to_numpy(), spacing.get(attempt, 1))
             for _, series in own.with_columns(_stretch=stretch).group_by("_stretch", maintain_order=True):
-                for inc in self._stretch_incidents(series, int(attempt), interval, window, floor, threshold):
-                    found.append(_recovery_over(inc, own, gaps))
+                incidents, judged = self._stretch_incidents(series, int(attempt), interval, window, floor, threshold)
+                found += [_recovery_over(inc, own, gaps) for inc in incidents]
+                counts = frames.memo.setdefault(("judged", self.series or self.metric), {})
+                counts[int(attempt)] = counts.get(int(attempt), 0) + judged
         return found
 
+    def judged(self, frames: RunFrames) -> dict[int, int]:
+        """Per attempt, how many points the detector could judge (a point needs a point before it in its stretch,
+        and is not in the burn-in at the start of training): the chronicle says when that is none."""
+        self.incidents(frames)
+        return dict(frames.memo.get(("judged", self.series or self.metric), {}))
+
     def _stretch_incidents(self, series: pl.DataFrame, attempt: int, interval: int, window: int, floor: float,
-                           threshold: float) -> list[SpikeIncident]:
+                           threshold: float) -> tuple[list[SpikeIncident], int]:
+        """The incidents of one stretch between gaps, and how many of its points could be judged."""
         found: list[SpikeIncident] = []
         if not series.height:
-            return found
+            return found, 0
         x = np.log(series["value"].to_numpy())
         averaged = self.metric in _AVERAGED and interval > 1
         own_floor = floor / math.sqrt(interval) if averaged and self.floor is None else floor  # a mean is calmer
@@ -129,6 +138,7 @@ class SpikeDetector:
         if series["step"][0] < self.early_step:
             eligible[: self.burn_in] = False
         flagged = (z >= threshold) & own & eligible
+        judged = int((own & eligible & ~np.isnan(z)).sum())
         # an onset must rise above the recent values: a steep early decline that slows down is not a spike
         recent_max = pl.Series(x).shift(1).rolling_max(window_size=8, min_samples=1).to_numpy()
         with np.errstate(invalid="ignore"):
@@ -157,7 +167,7 @@ class SpikeDetector:
                     points=int(own[start:end + 1].sum()),
                 )
             )
-        return found
+        return found, judged
 
     def _isolated(self, z: np.ndarray, flagged: np.ndarray) -> np.ndarray:
         """Single flagged points with calm neighbours and z below ``isolated_threshold``: with one iteration per
