@@ -1,11 +1,15 @@
 """Comparing runs: one row per run (outcome, first anomaly, spikes, losses, config differences from a baseline, top
 suspected cause), the config keys that separate failed runs from healthy ones, and the LR sensitivity of an LR
-sweep (Wortsman et al. 2023)."""
+sweep (Wortsman et al. 2023).
+
+Every loss a row quotes is a value the run logged (on the path it finally took); what is computed (the spike score,
+the LR sensitivity) is named as computed where it is shown."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -32,10 +36,57 @@ NOT_SEPARATING = frozenset({"seed", "data_seed", "log_interval", "save_interval"
                             "exit_interval", "tensorboard_log_interval", "train_iters", "train_samples"})
 MIN_RUNS_TO_SEPARATE = 3  # with two runs every difference "separates" them
 
+# The settings that bear on a run's stability and outcome, by what they are (canonical names, see
+# parsers/config_names.py, plus a few common spellings that canonicalisation keeps: nanoGPT's ``batch_size`` and
+# ``dtype``, Hugging Face's ``gradient_accumulation_steps``, Lightning's ``precision``). The "differs from baseline"
+# cell shows only these; paths, logging and unrelated options go to the full diff.
+STABILITY_GROUPS: dict[str, tuple[str, ...]] = {
+    # train_iters / train_samples set the decay horizon when lr_decay_iters is not given
+    "LR and schedule": ("lr", "min_lr", "lr_decay_style", "lr_decay_iters", "lr_decay_samples", "lr_decay_tokens",
+                        "train_iters", "train_samples", "decay_lr", "lr_scheduler_type", "lr_scheduler", "scheduler"),
+    "batch": ("global_batch_size", "micro_batch_size", "rampup_batch_size", "batch_size",
+              "gradient_accumulation_steps", "per_device_train_batch_size", "accumulate_grad_batches"),
+    "warm-up": ("lr_warmup_iters", "lr_warmup_fraction", "lr_warmup_samples", "lr_warmup_tokens"),
+    "optimizer": ("optimizer", "adam_beta1", "adam_beta2", "adam_eps", "weight_decay"),
+    "clipping": ("clip_grad", "gradient_clip_val"),
+    "init": ("init_method_std", "init_method_xavier_uniform"),
+    "precision": ("fp16", "bf16", "params_dtype", "dtype", "torch_dtype", "mixed_precision", "precision",
+                  "loss_scale", "initial_loss_scale", "min_loss_scale", "loss_scale_window", "hysteresis",
+                  "fp32_residual_connection", "attention_softmax_in_fp32", "apply_query_key_layer_scaling",
+                  "accumulate_allreduce_grads_in_fp32"),
+    "model shape": ("num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_key_value_heads",
+                    "num_query_groups", "kv_channels", "seq_length", "max_position_embeddings", "vocab_size",
+                    "padded_vocab_size", "swiglu", "glu_activation"),
+    "seed": ("seed", "data_seed"),
+    "data": ("data_path", "train_data_path", "valid_data_path", "data_impl", "split", "tokenizer_type",
+             "tokenizer_model", "vocab_file", "merge_file", "dataset", "dataset_name"),
+}
+STABILITY_KEYS: frozenset[str] = frozenset(k for keys in STABILITY_GROUPS.values() for k in keys)
+# keys a run has without logging a config: Megatron's parser reads train_iters off "iteration 10/3000"
+INFERRED_KEYS: frozenset[str] = frozenset({"train_iters"})
+
+
+def is_stability_key(key: str) -> bool:
+    """Whether a (canonical) config key is one of :data:`STABILITY_KEYS`, ignoring case, ``-`` and spaces.
+
+    >>> is_stability_key("lr"), is_stability_key("Batch-Size"), is_stability_key("output_dir")
+    (True, True, False)
+    """
+    return re.sub(r"[\s-]+", "_", key.strip().lower()) in STABILITY_KEYS
+
 
 @dataclass
 class RunRow:
-    """One run in a comparison (the JSON contract's ``runs[]``)."""
+    """One run in a comparison (the JSON contract's ``runs[]``).
+
+    ``min_loss``, ``final_loss`` and ``initial_loss`` are logged loss values on the path the run finally took (a
+    rollback replaces what the failed attempt logged after its resume point): its smallest, last and first finite
+    value. ``config_diff`` is the full diff against the baseline (``{key: this run's value}``, null where this run
+    does not set a key the baseline sets), empty for the baseline itself and for a run without a config;
+    ``stability_diff`` is its subset on :data:`STABILITY_KEYS` (what the table's "differs from baseline" cell
+    shows). ``has_config`` (a property, written to the JSON) says whether the run logged any settings at all.
+    ``outcome`` "running" means no end was seen: such a run counts as healthy up to ``outcome_step``, its last step.
+    """
 
     name: str
     path: str = ""
@@ -51,6 +102,7 @@ class RunRow:
     final_loss: float | None = None
     initial_loss: float | None = None
     config_diff: dict[str, Any] = field(default_factory=dict)
+    stability_diff: dict[str, Any] = field(default_factory=dict)
     top_cause: str | None = None
     setup: str | None = None          # the first setup finding (the model against its name, init, FFN width)
     error: str | None = None
@@ -61,11 +113,19 @@ class RunRow:
         for key in ("spike_score", "min_loss", "final_loss", "initial_loss"):
             out[key] = finite_or_none(out[key])
         del out["config"]
+        out["has_config"] = self.has_config
         return out
+
+    @property
+    def has_config(self) -> bool:
+        """Whether the run logged any settings (bookkeeping such as paths and run names left aside, and keys a
+        parser infers from the training lines, :data:`INFERRED_KEYS`)."""
+        return bool(self.config.keys() - INFERRED_KEYS)
 
 
 def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
-    """A comparison row from one run's findings and metrics (``config_diff`` is filled by :func:`compare_rows`)."""
+    """A comparison row from one run's findings and metrics (``config_diff`` and ``stability_diff`` are filled by
+    :func:`compare_rows`)."""
     last = run.attempts[-1] if run.attempts else None
     outcome = OUTCOMES.get(last.end_reason, "running") if last else "running"
     steps = [a.end_step for a in run.attempts if a.end_step is not None]
@@ -104,37 +164,48 @@ def healthy(row: RunRow) -> bool:
 
 
 def choose_baseline(rows: list[RunRow], name: str | None = None) -> RunRow | None:
-    """The named run, else the healthy readable run that got furthest, else the first readable run."""
+    """The named run, else the healthy readable run with a config that got furthest (a run without a config has
+    nothing to diff against; among equals, the fullest config, then the first), else the first readable run."""
     readable = [r for r in rows if r.outcome != "unreadable"]
     if name is not None:
         return next((r for r in readable if r.name == name), None)
     good = [r for r in readable if healthy(r)]
     if good:
-        return max(good, key=lambda r: (r.steps_reached or 0, -readable.index(r)))
+        return max(good, key=lambda r: (r.has_config, r.steps_reached or 0, len(r.config), -readable.index(r)))
     return readable[0] if readable else None
 
 
 @dataclass
 class Separation:
-    """A config key whose values split failed runs from healthy ones."""
+    """A config key whose values split failed runs from healthy ones. ``running``: the healthy runs that are still
+    running (no end seen), with their last step: they count as healthy up to that step."""
 
     key: str
     failed: dict[str, Any]
     healthy: dict[str, Any]
     statement: str
+    running: dict[str, int | None] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+def _names(rows: dict[str, Any], running: dict[str, int | None]) -> str:
+    return ", ".join(n + (f" (still running at step {running[n]})" if n in running else "") for n in rows)
+
+
 def separating_keys(rows: list[RunRow]) -> list[Separation]:
     """Config keys whose values among failed runs and among healthy runs do not overlap: for numbers, every failed
-    value above (or below) every healthy one; for other values, disjoint sets. Needs both kinds of run and at least
-    three runs; seeds, logging cadence and run length are left out, and so are keys some run lacks."""
-    failed = [r for r in rows if r.outcome in FAILED]
-    good = [r for r in rows if healthy(r)]
+    value above (or below) every healthy one; for other values, disjoint sets. A run still running counts as healthy
+    up to its last step (and the statement says so); one that has not logged a step yet, and a run without a config,
+    say nothing and are left out. Needs both kinds of run and at least three runs; seeds, logging cadence and run
+    length are left out, and so are keys some run lacks."""
+    considered = [r for r in rows if r.has_config and not (r.outcome == "running" and r.outcome_step is None)]
+    failed = [r for r in considered if r.outcome in FAILED]
+    good = [r for r in considered if healthy(r)]
     if not failed or not good or len(failed) + len(good) < MIN_RUNS_TO_SEPARATE:
         return []
+    running = {r.name: r.outcome_step for r in good if r.outcome == "running"}
     diffs = differing_keys({r.name: r.config for r in failed + good})
     out: list[Separation] = []
     for key, values in diffs.items():
@@ -153,38 +224,51 @@ def separating_keys(rows: list[RunRow]) -> list[Separation]:
                     f"{', '.join(sorted({show_value(v) for v in fine.values()}))} healthy")
         else:
             continue
-        text += f" (failed: {', '.join(bad)}; healthy: {', '.join(fine)})"
-        out.append(Separation(key=key, failed=bad, healthy=fine, statement=text))
+        text += f" (failed: {', '.join(bad)}; healthy: {_names(fine, running)})"
+        out.append(Separation(key=key, failed=bad, healthy=fine, statement=text,
+                              running={n: s for n, s in running.items() if n in fine}))
     return out
 
 
 def lr_sensitivity(rows: list[RunRow]) -> dict[str, Any] | None:
     """Wortsman et al.'s LR sensitivity over runs that differ only in ``lr`` (and seed / run bookkeeping):
-    E_η[min(ℓ(η), ℓ0) − ℓ*], with ℓ the final loss (a run that diverged or hit NaN counts as ℓ0, the loss at
-    initialisation), ℓ* the best final loss. Also the largest LR that stayed stable. None with fewer than 3 runs."""
+    E_η[min(ℓ(η), ℓ0) − ℓ*], with ℓ the final loss (a run that diverged or hit NaN counts as ℓ0), ℓ0 the highest
+    first logged loss of the sweep (``initial_loss``, from ``initial_loss_run``) and ℓ* the smallest of the clipped
+    final losses. ``sensitivity`` is the one computed number; every other number is a logged loss or an LR that was
+    run: ``best_final_loss`` is the lowest final loss of a run that did not fail (``best_run`` at ``best_lr``),
+    ``largest_stable_lr`` the largest LR of a run that did not fail (``largest_stable_run``), ``running`` the runs
+    still running with their last step (their final loss is their last logged one). None with fewer than 3 runs."""
     sweep = [r for r in rows if r.outcome != "unreadable" and isinstance(r.config.get("lr"), (int, float))]
     if len(sweep) < 3:
         return None
     others = differing_keys({r.name: {k: v for k, v in r.config.items() if k not in {"lr", "seed"}} for r in sweep})
     if others or len({r.config["lr"] for r in sweep}) < 3:
         return None
-    starts = [r.initial_loss for r in sweep if r.initial_loss is not None and math.isfinite(r.initial_loss)]
+    starts = [r for r in sweep if r.initial_loss is not None and math.isfinite(r.initial_loss)]
     if not starts:
         return None
-    l0 = max(starts)
+    first = max(starts, key=lambda r: r.initial_loss)  # type: ignore[arg-type,return-value]
+    l0: float = first.initial_loss  # type: ignore[assignment]
     finals = {r.name: (l0 if r.outcome in FAILED or r.final_loss is None else min(r.final_loss, l0)) for r in sweep}
-    best = min(finals.values())
     stable = [r for r in sweep if r.outcome not in FAILED]
+    ended = [r for r in stable if r.final_loss is not None and math.isfinite(r.final_loss)]
+    best = min(ended, key=lambda r: r.final_loss) if ended else None  # type: ignore[arg-type,return-value]
+    widest = max(stable, key=lambda r: r.config["lr"]) if stable else None
+    failed = [r for r in sweep if r.outcome in FAILED]
     lrs = sorted(r.config["lr"] for r in sweep)
     return {
         "lr_range": [lrs[0], lrs[-1]],
         "runs": {r.name: r.config["lr"] for r in sorted(sweep, key=lambda r: r.config["lr"])},
-        "sensitivity": sum(finals.values()) / len(finals) - best,
+        "sensitivity": sum(finals.values()) / len(finals) - min(finals.values()),
         "initial_loss": l0,
-        "best_final_loss": best,
-        "best_lr": next(r.config["lr"] for r in sweep if finals[r.name] == best),
-        "largest_stable_lr": max((r.config["lr"] for r in stable), default=None),
-        "smallest_failed_lr": min((r.config["lr"] for r in sweep if r.outcome in FAILED), default=None),
+        "initial_loss_run": first.name,
+        "best_final_loss": best.final_loss if best else None,
+        "best_lr": best.config["lr"] if best else None,
+        "best_run": best.name if best else None,
+        "largest_stable_lr": widest.config["lr"] if widest else None,
+        "largest_stable_run": widest.name if widest else None,
+        "smallest_failed_lr": min((r.config["lr"] for r in failed), default=None),
+        "running": {r.name: r.outcome_step for r in stable if r.outcome == "running"},
         "final_steps_differ": len({r.steps_reached for r in stable}) > 1,
     }
 
@@ -210,11 +294,15 @@ class Comparison:
 
 
 def compare_rows(rows: list[RunRow], baseline: str | None = None) -> Comparison:
-    """Fill each row's ``config_diff`` against the baseline run and find what separates failures from successes."""
+    """Fill each row's ``config_diff`` (and its ``stability_diff`` subset) against the baseline run and find what
+    separates failures from successes. A run without a config, or any run when the baseline has none, gets no
+    diff (the report says "no config" rather than listing every key as missing)."""
     base = choose_baseline(rows, baseline)
     for row in rows:
-        if base is not None and row.outcome != "unreadable":
+        row.config_diff, row.stability_diff = {}, {}
+        if base is not None and base.has_config and row.has_config and row.outcome != "unreadable":
             diffs = differing_keys({"base": base.config, "row": row.config})
             row.config_diff = {k: v["row"] for k, v in diffs.items()}
+            row.stability_diff = {k: v for k, v in row.config_diff.items() if is_stability_key(k)}
     return Comparison(rows=rows, baseline=base.name if base else None, separation=separating_keys(rows),
                       lr_sensitivity=lr_sensitivity(rows))

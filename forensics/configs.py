@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from forensics.findings import shown
 from parsers import schema as s
 
 # keys that differ on every restart without changing the training: paths, timestamps, counters, ranks
@@ -23,9 +24,14 @@ BOOKKEEPING_KEYS: frozenset[str] = frozenset({
 
 
 def show_value(value: Any) -> str:
-    """A config value as short text: floats in %g, strings as they are, anything else as JSON."""
+    """A config value as text: floats with every digit they were logged with, strings as they are, anything else as
+    JSON.
+
+    >>> show_value(1.2345678e-4), show_value(0.0008), show_value("cosine"), show_value(True)
+    ('0.00012345678', '0.0008', 'cosine', 'true')
+    """
     if isinstance(value, float):
-        return f"{value:g}"
+        return shown(value)
     return value if isinstance(value, str) else json.dumps(value)
 
 

@@ -1,22 +1,28 @@
-"""Rendering a comparison of runs: a markdown document, the JSON contract, and a rich table for the terminal."""
+"""Rendering a comparison of runs: a markdown document, the JSON contract, and a rich table for the terminal.
+
+Every output ends with exactly one newline. Losses are quoted as logged (every digit, :func:`forensics.findings.shown`);
+what is computed (the spike score, the LR sensitivity) is named as computed."""
 
 from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 from rich.table import Table
 
 from forensics.comparison import FAILED, Comparison, RunRow
-from forensics.configs import show_value
+from forensics.configs import differing_keys, show_value
+from forensics.findings import shown
 from reports.escape import md
+from reports.markdown import config_diff_table
 
-HEADERS = ("run", "sources", "steps", "outcome", "first anomaly", "spikes", "spike score", "min loss", "final loss",
-           "differs from baseline", "top suspected cause", "setup finding")
+HEADERS = ("run", "sources", "steps", "outcome", "first anomaly", "spikes", "spike score", "min loss",
+           "final loss", "differs from baseline", "top suspected cause", "setup finding")
 
 
-def _num(v: float | None, fmt: str = ".4g") -> str:
-    return "–" if v is None or not math.isfinite(v) else format(v, fmt)
+def _loss(v: float | None) -> str:
+    return "–" if v is None or not math.isfinite(v) else shown(v)
 
 
 def _outcome(row: RunRow) -> str:
@@ -27,16 +33,43 @@ def _outcome(row: RunRow) -> str:
     return f"{at} {row.outcome_step}" if row.outcome_step is not None else row.outcome
 
 
-def cells(row: RunRow, baseline: str | None) -> list[str]:
+MAX_UNSET_LISTED = 3  # more stability keys than this that a run does not set are counted, not listed
+
+
+def differs(row: RunRow, comparison: Comparison) -> str:
+    """The "differs from baseline" cell: the stability settings that differ (see
+    :data:`forensics.comparison.STABILITY_KEYS`) and how many other keys do; "no config" once for a run that logged
+    none."""
+    if row.outcome == "unreadable":
+        return "–"
+    if row.name == comparison.baseline:
+        return "(baseline)" + ("" if row.has_config else ", no config")
+    if not row.has_config:
+        return "no config"
+    base = next((r for r in comparison.rows if r.name == comparison.baseline), None)
+    if base is None or not base.has_config:
+        return "baseline has no config"
+    parts = [f"{k}={show_value(v)}" for k, v in row.stability_diff.items() if v is not None]
+    unset = [k for k, v in row.stability_diff.items() if v is None]
+    if len(unset) > MAX_UNSET_LISTED:
+        parts.append(f"{len(unset)} stability settings not set")
+    else:
+        parts += [f"{k} not set" for k in unset]
+    others = len(row.config_diff) - len(row.stability_diff)
+    if others:
+        parts.append(f"+{others} other key{'s' if others > 1 else ''}")
+    return ", ".join(parts) or "same"
+
+
+def cells(row: RunRow, comparison: Comparison) -> list[str]:
     """One table row as plain text (escaped by the markdown renderer, shown as-is in the terminal)."""
     sources = ", ".join(sorted({src["format"] for src in row.sources})) or "–"
     if row.outcome == "unreadable":
         return [row.name, sources, "–", "unreadable", row.error or "", "–", "–", "–", "–", "–", "–", "–"]
-    diff = "(baseline)" if row.name == baseline else ", ".join(f"{k}={show_value(v)}" for k, v in row.config_diff.items())
-    return [row.name, sources, _num(row.steps_reached, "d") if row.steps_reached is not None else "–", _outcome(row),
-            row.first_anomaly or "none", str(row.spikes), _num(row.spike_score, ".2f") + ("%" if row.spike_score
-            is not None else ""), _num(row.min_loss), _num(row.final_loss), diff or "same", row.top_cause or "–",
-            row.setup or "–"]
+    score = "–" if row.spike_score is None or not math.isfinite(row.spike_score) else f"{row.spike_score:.2f}%"
+    return [row.name, sources, str(row.steps_reached) if row.steps_reached is not None else "–", _outcome(row),
+            row.first_anomaly or "none", str(row.spikes), score, _loss(row.min_loss), _loss(row.final_loss),
+            differs(row, comparison), row.top_cause or "–", row.setup or "–"]
 
 
 def render_compare_json(comparison: Comparison) -> str:
@@ -44,34 +77,81 @@ def render_compare_json(comparison: Comparison) -> str:
     return json.dumps(comparison.to_dict(), indent=2, allow_nan=False, default=str) + "\n"
 
 
-def render_compare_markdown(comparison: Comparison, images: dict[str, str] | None = None) -> str:
-    """The comparison as markdown: the table, what separates failures from successes, LR sensitivity, plots."""
-    out = ["# Comparison of runs", ""]
-    if comparison.baseline:
-        out += [f"Baseline: **{md(comparison.baseline)}** (config differences are against it).", ""]
-    out += ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    out += ["| " + " | ".join(md(c) for c in cells(r, comparison.baseline)) + " |" for r in comparison.rows]
-    out += ["", "## What separates failures from successes", ""]
+def _separation(comparison: Comparison) -> list[str]:
+    out = ["## What separates failures from successes", ""]
+    unconfigured = [r.name for r in comparison.rows if r.outcome != "unreadable" and not r.has_config]
     if comparison.separation:
         out += [f"- {md(sep.statement)}" for sep in comparison.separation]
+        if any(sep.running for sep in comparison.separation):
+            out.append("- a run still running (no end seen) counts as healthy up to its last step.")
+    elif any(r.outcome in FAILED for r in comparison.rows):
+        out.append("- no config key splits the failed runs from the healthy ones")
     else:
-        failed = [r for r in comparison.rows if r.outcome in FAILED]
-        out.append("- no config key splits the failed runs from the healthy ones" if failed else
-                   "- no run failed")
-    sens = comparison.lr_sensitivity
-    if sens:
-        out += ["", "## LR sensitivity", "",
-                f"- LR sensitivity (Wortsman et al. 2023: mean over the sweep of min(final loss, initial loss) minus "
-                f"the best final loss): **{sens['sensitivity']:.4g}** over LR {sens['lr_range'][0]:g}–"
-                f"{sens['lr_range'][1]:g} ({len(sens['runs'])} runs; initial loss {sens['initial_loss']:.4g}, best "
-                f"final loss {sens['best_final_loss']:.4g} at LR {sens['best_lr']:g}).",
-                "- largest stable LR: " + ("none" if sens["largest_stable_lr"] is None else
-                                           f"**{sens['largest_stable_lr']:g}**")
-                + ("" if sens["smallest_failed_lr"] is None
-                   else f"; smallest LR that failed: {sens['smallest_failed_lr']:g}")
-                + "."]
-        if sens["final_steps_differ"]:
-            out.append("- the stable runs stopped at different steps, so their final losses are not quite comparable.")
+        return [*out, "- no run failed"]
+    if unconfigured:
+        out.append(f"- left out (no config): {md(', '.join(unconfigured))}")
+    return out
+
+
+def _config_differences(comparison: Comparison) -> list[str]:
+    out = ["## Config differences from the baseline", ""]
+    base = next((r for r in comparison.rows if r.name == comparison.baseline), None)
+    if base is None or not base.has_config:
+        return [*out, "- the baseline has no config to compare against"]
+    others = [r for r in comparison.rows if r is not base and r.outcome != "unreadable" and r.has_config]
+    columns = {f"{base.name} (baseline)": base.config, **{r.name: r.config for r in others}}
+    diffs = differing_keys(columns)
+    if diffs:
+        out += ["Every setting that differs from the baseline in some run (– : not set):", "",
+                *config_diff_table(diffs, "")]
+    else:
+        out.append("- every run with a config has the baseline's settings")
+    unconfigured = [r.name for r in comparison.rows if r.outcome != "unreadable" and not r.has_config]
+    if unconfigured:
+        out += ["", f"- no config: {md(', '.join(unconfigured))}"]
+    return out
+
+
+def _lr_sensitivity(sens: dict[str, Any]) -> list[str]:
+    lrs = sens["lr_range"]
+    out = ["## LR sensitivity", "",
+           f"- LR sensitivity **≈{sens['sensitivity']:#.4g}** (computed, rounded to 4 significant digits: the mean over the "
+           f"{len(sens['runs'])} runs of min(final loss, ℓ0) minus ℓ*, the smallest of those; Wortsman et al. 2023) "
+           f"over LR {show_value(lrs[0])}–{show_value(lrs[1])}.",
+           f"- ℓ0 = {shown(sens['initial_loss'])}: the highest first logged loss of the sweep "
+           f"({md(sens['initial_loss_run'])}); a run that diverged or hit NaN counts as ℓ0."]
+    if sens["best_final_loss"] is not None:
+        out.append(f"- best final loss (logged): {shown(sens['best_final_loss'])}, {md(sens['best_run'])} at LR "
+                   f"{show_value(sens['best_lr'])}.")
+    stable = "none" if sens["largest_stable_lr"] is None else \
+        f"**{show_value(sens['largest_stable_lr'])}** ({md(sens['largest_stable_run'])})"
+    failed = "" if sens["smallest_failed_lr"] is None else \
+        f"; smallest LR that failed: {show_value(sens['smallest_failed_lr'])}"
+    out.append(f"- largest stable LR: {stable}{failed}.")
+    if sens.get("running"):
+        out.append("- still running (healthy up to its last step; its final loss is its last logged one): "
+                   + ", ".join(f"{md(n)} at step {s}" for n, s in sens["running"].items()) + ".")
+    if sens["final_steps_differ"]:
+        out.append("- the stable runs stopped at different steps, so their final losses are not quite comparable.")
+    return out
+
+
+def render_compare_markdown(comparison: Comparison, images: dict[str, str] | None = None) -> str:
+    """The comparison as markdown: the table, what separates failures from successes, the full config differences
+    from the baseline, LR sensitivity, plots, read errors."""
+    out = ["# Comparison of runs", ""]
+    if comparison.baseline:
+        out += [f"Baseline: **{md(comparison.baseline)}** (config differences are against it; the table shows the "
+                "settings that bear on stability, the full diff is in its own section).", ""]
+    out += ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    out += ["| " + " | ".join(md(c) for c in cells(r, comparison)) + " |" for r in comparison.rows]
+    out += ["", "Losses are logged values on the path each run finally took, with every digit logged; the spike score "
+            "is computed (OLMo 2: the percentage of loss values at least 7 standard deviations from the mean of the "
+            "1,000 before them), to 2 decimals.", ""]
+    out += _separation(comparison)
+    out += ["", *_config_differences(comparison)]
+    if comparison.lr_sensitivity:
+        out += ["", *_lr_sensitivity(comparison.lr_sensitivity)]
     if images:
         out += ["", "## Overlays", ""]
         out += [f"![{md(label)}]({path})" for label, path in images.items()]
@@ -90,5 +170,6 @@ def compare_table(comparison: Comparison) -> Table:
         table.add_column(h, overflow="fold")
     styles = {"diverged": "red", "nan": "red", "crashed": "red", "unreadable": "magenta", "completed": "green"}
     for r in comparison.rows:
-        table.add_row(*cells(r, comparison.baseline), style=styles.get(r.outcome))
+        table.add_row(*cells(r, comparison), style=styles.get(r.outcome))
     return table
+

@@ -61,6 +61,10 @@ def test_lr_sweep_table_separation_and_sensitivity(lr_sweep):
     finals = [rows[n].final_loss for n in ("lr-0.0001", "lr-0.0002", "lr-0.0004")]
     l0 = max(r.initial_loss for r in rows.values())
     assert sens["sensitivity"] == pytest.approx((sum(finals) + 2 * l0) / 5 - min(finals))
+    # every number but the sensitivity is a logged loss or an LR that was run, with the run it comes from
+    assert (sens["best_final_loss"], sens["best_run"]) == (min(finals), "lr-0.0004")
+    assert sens["initial_loss"] == rows[sens["initial_loss_run"]].initial_loss == l0
+    assert sens["largest_stable_run"] == "lr-0.0004" and sens["running"] == {}
 
 
 def test_tr8_sequence_only_the_fixed_shape_survives(tr8_sequence):
@@ -71,6 +75,7 @@ def test_tr8_sequence_only_the_fixed_shape_survives(tr8_sequence):
     assert comparison.baseline == "exp3-104B-ffn-fixed"
     assert rows["exp1-104B"].config_diff == {"adam_beta2": 0.999, "ffn_hidden_size": 20480, "seed": 42}
     assert rows["exp2-104B-beta2"].config_diff == {"ffn_hidden_size": 20480}
+    assert {n: r.stability_diff for n, r in rows.items()} == {n: r.config_diff for n, r in rows.items()}  # all bear
     assert [s.key for s in comparison.separation] == ["ffn_hidden_size"]   # beta2 0.95 is on both sides
     assert rows["exp1-104B"].setup == "this is a ~58B model, not 104B: ffn_hidden_size 20480 is 1.25x hidden " \
                                       "(expected 65536)"
@@ -96,7 +101,8 @@ def test_mixed_formats_and_a_broken_run_are_compared(tmp_path, lr_sweep):
     doc = json.loads(runner.invoke(app, ["compare", str(tmp_path), "--no-cache", "-f", "json", "-j", "1"]).output)
     assert doc["schema_version"] == 2 and doc["separating_keys"] == []
     assert set(doc["runs"][0]) >= {"name", "sources", "outcome", "outcome_step", "first_anomaly_step", "spikes",
-                                   "spike_score", "min_loss", "final_loss", "config_diff", "top_cause", "error"}
+                                   "spike_score", "min_loss", "final_loss", "config_diff", "stability_diff",
+                                   "has_config", "top_cause", "error"}
     assert doc["runs"][0]["outcome"] == "unreadable" and doc["runs"][0]["error"].endswith("not a text log)")
 
 
@@ -130,8 +136,11 @@ def test_cli_compare_writes_markdown_with_overlays_and_checks_the_baseline(tmp_p
     assert "- ffn\\_hidden\\_size ≤ 20480 failed, ≥ 65536 healthy (failed: exp1-104B, exp2-104B-beta2; healthy: " \
            "exp3-104B-ffn-fixed)" in text
     assert "| exp2-104B-beta2 | megatron | 3000 | diverged at 2210 | grad norm spike at step 2210 | 1 | 0.00% | " \
-           "5.153 | 10.82 | ffn\\_hidden\\_size=20480 | – | this is a \\~58B model, not 104B: ffn\\_hidden\\_size 20480 " \
-           "is 1.25x hidden (expected 65536) |" in text
+           "5.152583 | 10.818 | ffn\\_hidden\\_size=20480 | – | this is a \\~58B model, not 104B: ffn\\_hidden\\_size " \
+           "20480 is 1.25x hidden (expected 65536) |" in text
+    log = (tr8_sequence / "exp2-104B-beta2" / "train.log").read_text()
+    printed = [float(x) for x in re.findall(r"lm loss: (\S+) \|", log)]
+    assert (min(printed), printed[-1]) == (5.152583, 10.818)   # the table quotes the logged minimum and last loss
     assert sorted(p.name for p in (out.parent / "compare_files").iterdir()) == [
         "overlay-grad_norm-by-step.png", "overlay-loss-by-samples.png", "overlay-loss-by-step.png"]
     bad = runner.invoke(app, ["compare", str(tr8_sequence), "--baseline", "nope", "--no-cache"])
