@@ -24,7 +24,7 @@ def _resume_point(events: pl.DataFrame, start: int | None, interval: int) -> tup
         return (it if it > 0 else None), False
     if events.filter(pl.col("kind") == s.EV_NO_CHECKPOINT).height or start is None:
         return None, False
-    if start <= max(interval, 1):
+    if start - max(interval, 1) < 2:  # its first logged step is the first or second of training
         return None, True
     return start - max(interval, 1), True
 
@@ -72,13 +72,15 @@ def build_attempts(
     ) or sorted(set(events["attempt"].drop_nulls().unique().to_list()))
     spans = _spans(metrics)
     logged = _logged_interval(metrics)
+    known = sorted(v.get("interval", 0) for v in spans.values() if v.get("interval"))
+    usual = known[len(known) // 2] if known else 1  # for an attempt of one point, the run's usual interval
     out: list[Attempt] = []
     furthest: int | None = None
     previous_cfg: dict[str, Any] | None = None
     for i, n in enumerate(numbers):
         span = spans.get(n, {})
         start, end = span.get("lo"), span.get("hi")
-        interval = logged.get(n) or span.get("interval") or 1
+        interval = logged.get(n) or span.get("interval") or usual
         ev = events.filter(pl.col("attempt") == n)
         resumed, inferred = _resume_point(ev, start, interval)
         resume_at = resumed if resumed is not None else 0

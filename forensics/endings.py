@@ -106,8 +106,8 @@ def end_of(
     if end_step is None:
         return Ending(EndReason.NO_TRAINING, "no iteration was logged")
     if is_last or next_index is None:
-        return Ending(EndReason.RUNNING, "the log ends here (still running, or cut off)")
-    return Ending(EndReason.UNKNOWN, f"the log shows no end; attempt {next_index} started next")
+        return Ending(EndReason.RUNNING, "still running, or the log was cut off")
+    return Ending(EndReason.UNKNOWN, f"attempt {next_index} started next")
 
 
 def _with_trouble(text: str, reason: EndReason, anomalies: list[Anomaly]) -> str:

@@ -24,7 +24,7 @@ ENDINGS: dict[EndReason, str] = {
     EndReason.DIVERGED: "diverged",
     EndReason.HUNG: "hung",
     EndReason.UNKNOWN: "no end in the log",
-    EndReason.RUNNING: "log ends (still running or cut off)",
+    EndReason.RUNNING: "the log ends",
     EndReason.NO_TRAINING: "no training step logged",
 }
 _SETTING_NAMES = {"lr": "lr", "batch_size": "global batch size", "loss_scale": "loss scale"}

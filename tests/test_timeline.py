@@ -1,0 +1,325 @@
+"""The chronicle tells the truth about launches, ends, holes and what was not seen: pinned on real logs from public
+repositories (tests/fixtures/real, sources in SOURCES.md) and on generated cases for what those logs lack."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+import pytest
+import tb_writer as tb
+from conftest import ROOT, real
+
+import forensics
+import reports
+from forensics.findings import EndReason
+from parsers import load_run, load_runs
+
+WANDB_REAL = ROOT / "tests" / "fixtures" / "real" / "wandb"
+TB_REAL = ROOT / "tests" / "fixtures" / "real" / "tensorboard"
+OFFLINE = ROOT / "tests" / "fixtures" / "wandb"
+
+
+def analyzed(path: Path):
+    return forensics.analyze(load_run(path)).runs[0]
+
+
+def chronicle(path: Path) -> list[str]:
+    return reports.render(forensics.analyze(*load_runs(path)), "markdown").splitlines()
+
+
+def utc(*args: int) -> float:
+    return datetime(*args, tzinfo=timezone.utc).timestamp()
+
+
+# --- the issue's real logs ----------------------------------------------------------------------------------------
+def test_tr1_13b_ends_on_the_ecc_error_after_a_planned_exit_and_before_a_failed_relaunch():
+    run = analyzed(real("tr1-13B"))
+    ends = [(a.index, a.end_reason, a.end_kind, a.end_at_step) for a in run.attempts]
+    assert ends == [
+        (1, EndReason.CRASHED, "host_error", None),          # the bus-error crash the excerpt starts with
+        (2, EndReason.EXITED, "exit", 33240),                # a planned exit, not a crash
+        (3, EndReason.CRASHED, "cuda_error", 43680),         # the ECC error: a hardware fault
+        (4, EndReason.FAILED_STARTUP, "out_of_memory", None),  # the relaunch that ran out of memory in start-up
+    ]
+    exited, ecc, relaunch = run.attempts[1], run.attempts[2], run.attempts[3]
+    assert ecc.end_detail == ("RuntimeError: transform: failed to synchronize: cudaErrorECCUncorrectable: "
+                              "uncorrectable ECC error encountered")
+    assert exited.ended_at == utc(2021, 8, 8, 1, 0, 51)
+    assert exited.ran_for_s == pytest.approx(1190.0357275923093 * 60)  # its own exit line's count of minutes
+    assert relaunch.started_at == pytest.approx(utc(2021, 8, 12, 8, 19, 28) + 0.225)
+    assert relaunch.start_step is None and relaunch.short
+    notices = [(e.attempt, e.step, e.wall_time) for e in run.log_entries if e.kind == "scheduler"]
+    assert notices == [(2, 33240, utc(2021, 8, 8, 1, 49, 40)), (2, 33240, utc(2021, 8, 8, 2, 49, 44)),
+                       (2, 33240, utc(2021, 8, 8, 3, 56, 54))]
+    lines = chronicle(real("tr1-13B"))
+    assert ("| 4 | none logged | 2021-08-12 08:19:28 | – | – | – | failed at start-up: “RuntimeError: CUDA error: out "
+            "of memory” |") in lines
+    assert any(line.startswith("| 2 | 29020–33240 | first line 2021-08-08 01:00:44 | 2021-08-08 01:00:51 | 19.8 h "
+                               "(its exit line) | – | exited as planned after step 33240:") for line in lines)
+    assert "- between attempts 2 and 3: no data between steps 33240 and 43680" in lines
+
+
+def test_tr8b_104b_reports_its_assertion_error_at_8600_and_states_104b():
+    run = analyzed(real("tr8b-104B"))
+    assert run.model.parameters_stated == 104e9   # the size in "tr8b-104B" is 104B, not the 8b of "tr8b"
+    [error] = [e for e in run.log_entries if e.kind == "error"]
+    assert (error.attempt, error.step, error.text) == (1, 8600, "AssertionError: AnnealingLR: class input value 1e-06 "
+                                                       "and checkpointvalue 1e-05 for minimum learning rate do not match")
+    assert (run.attempts[0].end_reason, run.attempts[0].end_step) == (EndReason.CRASHED, 8600)
+    assert run.attempts[1].start_step == 12000     # the iterations after the error are a new launch
+    lines = chronicle(real("tr8b-104B"))
+    assert ("- attempt 1, after step 8600: error: AssertionError: AnnealingLR: class input value 1e-06 and "
+            "checkpointvalue 1e-05 for minimum learning rate do not match") in lines
+    # consecutive steps, no hole: the LR jumped (--override-lr-scheduler to change min-lr, per the chronicle)
+    assert ("- in one jump between consecutive points at steps 12000 and 12001 (attempt 2): lr 5.999e-05 → "
+            "5.842e-05") in lines
+    assert "- across the gap between steps 13251 and 14000 (attempt 2): loss scale 524288 → 4096" in lines
+
+
+def test_tr8_104b_wide_reports_the_hole_and_what_changed_across_it_and_no_recovery():
+    run = analyzed(real("tr8-104B-wide"))
+    gaps = [(g.attempt, g.after_step, g.before_step) for g in run.gaps]
+    assert (2, 6940, 11446) in gaps
+    across = {(d.metric, d.before, d.after) for d in run.discontinuities if (d.step_before, d.step_after) == (6940, 11446)}
+    assert across == {("lr", 6e-05, 3e-05), ("batch_size", 96.0, 432.0)}
+    spike = next(a for a in run.anomalies if (a.attempt, a.kind) == (2, "loss_spike"))
+    assert spike.step == 6930 and spike.recovered_step is None  # what happened in the hole is not in the log
+    assert spike.detail == ("loss rose to 10.23865 (1.6x the trailing median 6.598378); not seen again until step 11446, "
+                            "after a gap (no data between steps 6940 and 11446), where it was at its level")
+    assert not any(a.kind == "divergence" and a.attempt == 2 for a in run.anomalies)
+    lines = chronicle(real("tr8-104B-wide"))
+    assert ("- across the gap between steps 6940 and 11446 (attempt 2): global batch size 96 → 432; lr 6e-05 → "
+            "3e-05") in lines
+    assert "- attempt 2: no data between steps 6940 and 11446" in lines
+
+
+def test_tr11_reshaping_replays_are_one_list_with_the_94768_difference():
+    run = analyzed(real("reshaping"))
+    assert [a.short for a in run.attempts] == [True] * 7
+    [diff] = run.replay_differences
+    assert (diff.step, diff.metric) == (94768, "loss")
+    assert diff.values == [(1, 1.943883), (2, 1.943954), (3, 1.954172), (4, 1.94582), (5, 1.963261), (6, 1.963201),
+                           (7, 2.0429)]
+    lines = chronicle(real("reshaping"))
+    assert not [line for line in lines if line.startswith("## Attempt ")]   # no section per replay
+    listed = lines[lines.index("**Short launches and replays:**") + 2:]
+    assert [line.split(":")[0] for line in listed[:7]] == [f"- attempt {i}" for i in range(1, 8)]
+    assert listed[7] == ("- **step 94768 gave a different loss when logged again:** 1.943883 (attempt 1), 1.943954 "
+                         "(attempt 2), 1.954172 (attempt 3), 1.94582 (attempt 4), 1.963261 (attempt 5), 1.963201 "
+                         "(attempt 6), 2.0429 (attempt 7)")
+
+
+def test_a_scheduler_time_limit_is_a_stop_and_unjudged_spikes_are_said_to_be():
+    run = analyzed(real("pp64-1809655"))
+    ended = run.attempts[0]
+    assert (ended.end_reason, ended.end_kind) == (EndReason.STOPPED, "cancelled")
+    assert not [c for c in run.suspected_causes if c.kind == "hardware"]
+    # six points, all in the burn-in at the start of training: the chronicle does not say "none found" alone
+    assert run.coverage["spikes_judged"]["loss"] == {"1": 0}
+    summary = chronicle(real("pp64-1809655"))
+    assert ("- **Anomalies:** none found; loss spikes could not be judged in attempt(s) 1 (too few points: see *What "
+            "was read and checked*).") in summary
+
+
+def test_prequel_stack_dumps_are_a_hang_in_a_collective():
+    run = analyzed(real("prequel"))
+    last = run.attempts[-1]
+    assert (last.end_reason, last.end_kind) == (EndReason.HUNG, "stack_dump")
+    [hang] = [a for a in run.anomalies if a.kind == "hang"]
+    assert hang.detail == ("2 thread stack dump(s) printed after the last step; 1 dumped frame(s) waiting in a "
+                           "collective (broadcast)")
+
+
+# --- unseen real logs, read by hand (see the closing notes): the statements they contradicted ---------------------
+def test_ctrl_c_in_interleaved_rank_output_is_an_interruption_not_a_kill():
+    run = analyzed(real("MoE_log_gpt3"))
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind, attempt.end_step) == (EndReason.INTERRUPTED, "keyboard_interrupt", 2130)
+    # DeepSpeed's launcher cleaning up ("sigkill_handler] Killing subprocess") is no kill of its own
+    assert not [e for e in run.log_entries if e.kind == "killed"]
+    assert [c.kind for c in run.suspected_causes] == ["interrupted"]
+
+
+def test_three_launches_two_complete_from_scratch_the_third_fails_at_startup():
+    run = analyzed(real("dual32_run_v2"))
+    assert [(a.start_step, a.end_step, a.end_reason) for a in run.attempts] == [
+        (1, 20, EndReason.COMPLETED), (1, 20, EndReason.COMPLETED), (None, None, EndReason.FAILED_STARTUP)]
+    assert not any(a.rollback for a in run.attempts)   # a start from scratch is a new run, not a rollback
+    assert run.replay_differences == []                # the second run reproduced the first bit for bit
+    assert run.attempts[2].end_kind == "nccl_error"
+    hardware = next(c for c in run.suspected_causes if c.kind == "hardware")
+    assert hardware.confidence == 0.5                  # at start-up only: weaker than a fault that stopped training
+
+
+def test_an_oom_in_training_is_memory_not_hardware():
+    run = analyzed(real("screen_boot"))
+    assert (run.attempts[0].end_reason, run.attempts[0].end_kind, run.attempts[0].end_step) == (
+        EndReason.CRASHED, "out_of_memory", 5)
+    assert [c.kind for c in run.suspected_causes] == ["memory"]
+
+
+def test_a_tutorial_page_of_five_independent_launches_with_elisions():
+    run = analyzed(real("llm-action"))
+    assert [(a.start_step, a.end_step, a.end_reason) for a in run.attempts] == [
+        (None, None, EndReason.COMPLETED),   # resumed at train_iters: nothing left to train
+        (100, 5000, EndReason.COMPLETED), (100, 2000, EndReason.UNKNOWN), (100, 2000, EndReason.COMPLETED),
+        (100, 2000, EndReason.COMPLETED)]
+    assert run.attempts[0].resumed_from_step == 5000 and not any(a.rollback for a in run.attempts)
+    assert [(g.after_step, g.before_step) for g in run.gaps] == [(100, 1000), (1100, 2000), (2100, 2900),
+                                                                 (3100, 4000), (4100, 4800)]
+    assert run.discontinuities == []   # the warm-up runs straight through the "..." elisions
+    assert run.replay_differences == []  # every launch started from scratch
+
+
+def test_wandb_runs_end_as_their_console_says_and_step_on_iter():
+    runs = {r.name: r for r in forensics.analyze(*load_runs(WANDB_REAL / "jackokeefe11__nanoGPT")).runs}
+    # four W&B runs, two display names: runs are told apart by their id, not merged as attempts
+    assert sorted(runs) == ["mini-gpt (bn1klkfl)", "mini-gpt (mw8ngzqq)", "mini-gpt (o3wk6g8t)",
+                            "mini-gpt-beefed-swish"]
+    ends = {n: (r.attempts[0].end_reason, r.attempts[0].end_kind) for n, r in runs.items()}
+    assert ends == {
+        "mini-gpt (bn1klkfl)": (EndReason.INTERRUPTED, "keyboard_interrupt"),   # exit code 255 alone would say crashed
+        "mini-gpt (mw8ngzqq)": (EndReason.COMPLETED, "exit_code"),
+        "mini-gpt (o3wk6g8t)": (EndReason.INTERRUPTED, "keyboard_interrupt"),
+        "mini-gpt-beefed-swish": (EndReason.CRASHED, "out_of_memory"),
+    }
+    interrupted = runs["mini-gpt (bn1klkfl)"]
+    assert interrupted.coverage["step_axis"] == {"wandb/run-20240214_191025-bn1klkfl/run-bn1klkfl.wandb": "iter"}
+    assert interrupted.coverage["metrics"]["loss"] == {
+        "points": 6, "first_step": 0, "last_step": 1250, "source_tags": ["train/loss"]}
+    assert interrupted.attempts[0].end_at_step is None   # the console's lines carry no step
+
+
+def test_a_notebook_wandb_run_of_successive_trainers_on_train_global_step():
+    [run] = forensics.analyze(*load_runs(WANDB_REAL / "satishparaddi__Fine-Tuning-LLaMA-for-Medical-QA")).runs
+    assert [a.start_step for a in run.attempts] == [10] * 9          # train/global_step restarts: a new trainer
+    assert [a.end_step for a in run.attempts] == [274, 137, 274, 137, 274, 274, 137, 1095, 550]
+    assert not any(a.rollback for a in run.attempts)
+    assert run.attempts[-1].end_reason == EndReason.RUNNING          # no exit record: never called finished
+    assert run.discontinuities == [] and run.replay_differences == []
+
+
+def test_hf_trainer_event_files_read_and_its_mean_loss_is_not_the_loss_series():
+    run = analyzed(TB_REAL / "fyh2001_megatron-sft-recipes")
+    assert run.coverage["metrics"]["loss"]["source_tags"] == ["train/loss"]
+    assert run.coverage["metrics"]["loss"]["points"] == 30
+    assert "train/train_loss" in run.coverage["other_scalars"]
+    assert run.attempts[0].start_step is None                         # the launch that logged no metric
+    assert (run.attempts[1].start_step, run.attempts[1].end_step) == (1, 30)
+
+
+# --- generated cases for what the real logs lack --------------------------------------------------------------------
+def test_unknown_tensorboard_tags_get_roles_and_their_nan_is_found(tmp_path):
+    records = [tb.version()]
+    for step in range(1, 201):
+        xent = 3.0 - step / 200 if step != 150 else math.nan
+        records += [tb.scalar("train/lm_xent", xent, step), tb.scalar("optim/gnorm", 1.0, step),
+                    tb.scalar("eval/acc", 0.5, step)]
+    tb.write(tmp_path / "run" / "events.out.tfevents.1.host", *records)
+    run = analyzed(tmp_path / "run")
+    assert run.coverage["roles"] == {"loss": "train/lm_xent", "grad_norm": "optim/gnorm"}
+    assert run.coverage["missing"] == ["lr", "loss_scale"]
+    [nan] = [a for a in run.anomalies if a.kind == "nan"]
+    assert (nan.metric, nan.step) == ("loss", 150)
+    lines = chronicle(tmp_path / "run")
+    assert ("- **Taken by its name:** the loss is the scalar train/lm\\_xent (no recognised loss metric).") in lines
+
+
+def test_a_run_with_no_loss_recognised_says_so_and_still_finds_its_nan(tmp_path):
+    records = [tb.version()]
+    for step in range(1, 101):
+        records += [tb.scalar("reward/mean", math.inf if step == 60 else 0.1 * step, step),
+                    tb.scalar("policy/entropy", 2.0, step)]
+    tb.write(tmp_path / "rl" / "events.out.tfevents.1.host", *records)
+    run = analyzed(tmp_path / "rl")
+    assert run.coverage["missing"] == ["loss", "grad_norm", "lr", "loss_scale"]
+    [bad] = run.anomalies
+    assert (bad.kind, bad.metric, bad.step) == ("non_finite", "reward/mean", 60)
+    text = "\n".join(chronicle(tmp_path / "rl"))
+    assert "no attempt ended in NaN, divergence" not in text and "**Anomalies:** none found" not in text
+    assert "- **What went wrong:** not checked: no loss metric recognised" in text
+    assert "- **No loss metric recognised;** scalar tags present: policy/entropy, reward/mean. Still checked: NaN/Inf" \
+           " in every scalar." in text
+
+
+def test_keyboard_interrupt_in_a_wandb_runs_console_is_an_interruption(tmp_path):
+    shutil.copytree(OFFLINE / "v0.31.0" / "wandb", tmp_path / "wandb")
+    run_dir = next(d for d in (tmp_path / "wandb").iterdir() if d.name.endswith("fxclean01"))
+    (run_dir / "files").mkdir(exist_ok=True)
+    (run_dir / "files" / "output.log").write_text(
+        "step 50: loss 2.31\nTraceback (most recent call last):\n  File \"train.py\", line 88, in <module>\n"
+        "    loss.backward()\nKeyboardInterrupt\n")
+    runs = {r.name: r for r in forensics.analyze(*load_runs(tmp_path / "wandb")).runs}
+    clean = runs["clean-run"].attempts[0]
+    # the client recorded exit code 0 for this run; what the program printed decides
+    assert (clean.end_reason, clean.end_detail) == (EndReason.INTERRUPTED, "KeyboardInterrupt")
+
+
+def test_a_history_that_logs_its_own_iter_is_read_on_it(tmp_path):
+    rows = [{"_step": i, "_timestamp": 1.7e9 + i, "iter": 10 * i, "train/loss": 3.0 - i / 100} for i in range(30)]
+    rows += [{"_step": 30 + i, "_timestamp": 1.7e9 + 30 + i, "iter": 100 + 10 * i, "train/loss": 2.9} for i in range(5)]
+    (tmp_path / "history.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    run = load_run(tmp_path / "history.jsonl")
+    loss = run.metrics.filter(pl.col("metric") == "loss")
+    assert loss.filter(pl.col("attempt") == 1)["step"].to_list() == list(range(0, 300, 10))
+    assert loss.filter(pl.col("attempt") == 2)["step"].to_list() == [100, 110, 120, 130, 140]  # iter went back
+    assert "iter" not in set(run.metrics["metric"].cast(pl.String))
+
+
+def test_a_runs_table_of_seed_replicates_is_separate_runs(tmp_path):
+    (tmp_path / "wandb_export.csv").write_text(
+        "Name,State,Runtime,lr,seed,epoch,val/loss\n"   # config keys, then summary keys, each alphabetically
+        "base,finished,100,0.001,1,3,2.5\nbase,finished,101,0.001,2,3,2.6\n"
+        "hot,crashed,50,0.01,1,1,9.0\nhot,crashed,51,0.01,1,1,9.1\n")
+    findings = forensics.analyze(*load_runs(tmp_path / "wandb_export.csv"))
+    assert [r.name for r in findings.runs] == ["base (seed=1)", "base (seed=2)", "hot (row 3)", "hot (row 4)"]
+    assert all(len(r.attempts) == 1 for r in findings.runs)
+    lines = reports.render(findings, "markdown").splitlines()
+    assert lines[2].startswith("4 runs and no history in the export")
+    assert "| base (seed=2) | finished | 101 | 2 | 0.001 | val/loss=2.6, epoch=3 |" in lines
+
+
+def test_a_launch_that_ooms_at_startup_is_a_failed_launch_of_its_own(tmp_path):
+    args = ["------------------------ arguments ------------------------", "  lr ......... 0.0003",
+            "  train_iters ........ 100", "-------------------- end of arguments ---------------------"]
+    lines = [*args, "> initializing torch distributed ..."]
+    lines += [f" iteration {i:8d}/     100 | lm loss: {3.0 - i / 100:.6E} | grad norm: 1.000 |" for i in range(1, 21)]
+    lines += ["exiting program at iteration 20"]
+    lines += [*args, "> initializing torch distributed ...", "> building GPT model ...",
+              "Traceback (most recent call last):", '  File "pretrain_gpt.py", line 1, in <module>',
+              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    run = analyzed(tmp_path / "train.log")
+    assert [(a.start_step, a.end_step, a.end_reason) for a in run.attempts] == [
+        (1, 20, EndReason.EXITED), (None, None, EndReason.FAILED_STARTUP)]
+    assert run.attempts[1].end_detail == "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert "- attempt 2: no step logged; failed at start-up: “torch.OutOfMemoryError: CUDA out of memory. Tried to " \
+           "allocate 2.00 GiB”" in chronicle(tmp_path / "train.log")
+
+
+# --- every number quoted is one the data holds ----------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["tr8-104B-wide", "tr1-13B", "tr8b-104B"])
+def test_spike_values_and_baselines_are_logged_values(name):
+    run = load_run(real(name))
+    logged = {m: set(run.metrics.filter(pl.col("metric") == m)["value"].to_list()) for m in ("loss", "grad_norm")}
+    spikes = [a for a in forensics.analyze(run).runs[0].anomalies if a.kind in ("loss_spike", "grad_norm_spike")]
+    assert spikes
+    for a in spikes:
+        assert a.value in logged[a.metric] and a.baseline in logged[a.metric], a
+
+
+def test_a_slow_climb_quotes_the_true_minimum(tmp_path):
+    trend = [3.0 - 0.01 * k for k in range(60)] + [2.41 + 0.004 * k for k in range(1, 201)]
+    noisy = [v * (1 + 0.01 * math.sin(1.7 * k)) for k, v in enumerate(trend)]  # noise, so no point is a spike
+    lines = [f" iteration {i:8d}/    1000 | lm loss: {v:.6E} | grad norm: 1.000 |" for i, v in enumerate(noisy, 1)]
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    run = analyzed(tmp_path / "train.log")
+    [div] = [a for a in run.anomalies if a.kind == "divergence"]
+    losses = load_run(tmp_path / "train.log").metrics.filter(pl.col("metric") == "loss")
+    assert div.baseline == losses["value"].min()
+    assert f"its minimum {losses['value'].min()!r} (step " in div.detail
