@@ -210,8 +210,11 @@ class Schedule:
     warmup_end_step: int | None = None       # the LR curve's, else the configured one
     warmup_end_configured: int | None = None  # from lr_warmup_iters / lr_warmup_fraction / lr_warmup_samples
     batch_rampup_end_step: int | None = None  # first step at the full batch size (the curve's, else the config's)
-    batch_size_final: float | None = None
+    batch_size_final: float | None = None    # the configured global batch size, else the largest logged
+    batch_size_configured: bool = False      # whether batch_size_final is the configured one
     batch_size_logged: tuple[float, float] | None = None  # first and largest logged batch size
+    warmup_end_after: int | None = None      # a hole in the log: the warm-up ended after this step, by warmup_end_step
+    batch_rampup_end_after: int | None = None  # likewise for the batch ramp-up
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

@@ -57,6 +57,22 @@ def stretch_ids(steps: np.ndarray, interval: int) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(is_gap(np.diff(steps), interval))]).astype(np.int64)
 
 
+def across_gap(gaps: list[Gap], attempt: int, a: int, b: int) -> bool:
+    """Whether a hole in the log of this attempt lies between steps ``a`` and ``b`` (then nothing links them).
+
+    >>> across_gap([Gap(after_step=100, before_step=900, attempt=1)], 1, 50, 950), across_gap([], 1, 50, 950)
+    (True, False)
+    """
+    lo, hi = min(a, b), max(a, b)
+    return any(g.attempt == attempt and lo <= g.after_step and g.before_step <= hi for g in gaps)
+
+
+def since_last_gap(gaps: list[Gap], attempt: int, step: int) -> int | None:
+    """The first step after the last hole in this attempt's log before ``step`` (None: no hole before it)."""
+    starts = [g.before_step for g in gaps if g.attempt == attempt and g.before_step <= step]
+    return max(starts) if starts else None
+
+
 def find_gaps(steps: pl.DataFrame, intervals: dict[int, int] | None = None) -> list[Gap]:
     """Holes inside each attempt, then forward jumps between attempts, in order (see the module docstring)."""
     intervals = usual_intervals(steps) if intervals is None else intervals

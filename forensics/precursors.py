@@ -24,6 +24,7 @@ from scipy.stats import theilslopes
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import INSTABILITY_KINDS, Anomaly, shown
+from forensics.gaps import across_gap, since_last_gap
 from parsers import schema as s
 
 LEAD_WINDOW = 20            # logged points before a loss spike where a grad-norm spike counts as leading it
@@ -64,19 +65,22 @@ def consolidate(anomalies: list[Anomaly]) -> list[Anomaly]:
 
 
 def annotate(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
-    """The anomalies with their precursors, grad-norm lead, recovery and averaging filled in."""
+    """The anomalies with their precursors, grad-norm lead, recovery and averaging filled in. What lies on the other
+    side of a hole in the log is never a precursor."""
     intervals = frames.intervals()
+    gaps = frames.gaps()
     out = []
     for a in anomalies:
         notes = list(a.precursors)
         interval = intervals.get(a.attempt, 1)
         lead = None
+        near = [b for b in anomalies if not across_gap(gaps, a.attempt, b.step, a.step)]
         if a.kind == "loss_spike":
-            lead, note = _grad_lead(a, anomalies, interval)
+            lead, note = _grad_lead(a, near, interval)
             if note:
                 notes.append(note)
         if a.kind == "divergence":
-            notes.extend(_before_divergence(a, anomalies, interval))
+            notes.extend(_before_divergence(a, near, interval))
         averaged = interval if interval > 1 and a.metric == s.LOSS and a.kind == "loss_spike" else None
         out.append(replace(a, grad_norm_lead=lead, precursors=notes, averaged_over=averaged))
     first = next((a for a in sorted(out, key=lambda x: (x.attempt, x.step)) if a.kind in INSTABILITY_KINDS), None)
@@ -117,9 +121,10 @@ def _before_divergence(div: Anomaly, anomalies: list[Anomaly], interval: int) ->
 
 
 def _grad_drift(first: Anomaly, frames: RunFrames) -> str | None:
+    since = since_last_gap(frames.gaps(), first.attempt, first.step) or 0
     points = frames.points(s.GRAD_NORM).filter(
-        (pl.col("attempt") == first.attempt) & (pl.col("step") < first.step) & pl.col("value").is_finite()
-        & (pl.col("value") > 0)
+        (pl.col("attempt") == first.attempt) & (pl.col("step") < first.step) & (pl.col("step") >= since)
+        & pl.col("value").is_finite() & (pl.col("value") > 0)
     )
     # from a tenth into the attempt (grad norm falls steeply while training settles) up to the instability
     points = points.tail(int(points.height * 0.9))
@@ -139,9 +144,11 @@ def _grad_drift(first: Anomaly, frames: RunFrames) -> str | None:
 def _logit_growth(first: Anomaly, frames: RunFrames) -> list[str]:
     names = [m for m in frames.metrics["metric"].unique().cast(pl.String).to_list() if any(k in m.lower() for k in _LOGIT)]
     notes = []
+    since = since_last_gap(frames.gaps(), first.attempt, first.step) or 0
     for name in sorted(names):
         points = frames.points(name).filter(
-            (pl.col("attempt") == first.attempt) & (pl.col("step") <= first.step) & pl.col("value").is_finite()
+            (pl.col("attempt") == first.attempt) & (pl.col("step") <= first.step) & (pl.col("step") >= since)
+            & pl.col("value").is_finite()
         )
         if points.height < 10:
             continue

@@ -8,6 +8,7 @@ from typing import Any
 import polars as pl
 
 from forensics.findings import Schedule
+from forensics.gaps import is_gap
 from forensics.timeline import by_step
 from parsers import schema as s
 
@@ -64,6 +65,17 @@ def configured_warmup(config: dict[str, Any], samples: pl.DataFrame) -> int | No
     return None
 
 
+def _hole_before(curve: pl.DataFrame, step: int) -> int | None:
+    """The step logged before ``step`` on a curve when a hole in the log lies between them (so what happened in
+    between is not known), else None."""
+    before = curve.filter(pl.col("step") < step)["step"]
+    if not before.len():
+        return None
+    usual = curve["step"].diff().drop_nulls().median() or 1
+    last = int(before.max())  # type: ignore[arg-type]
+    return last if is_gap(step - last, int(usual)) else None  # type: ignore[arg-type]
+
+
 def schedule(metrics: pl.DataFrame, config: dict[str, Any]) -> Schedule:
     """Warm-up end, LR peak and batch ramp-up end of a run; notes where the curves and the config disagree."""
     out = Schedule()
@@ -75,6 +87,7 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any]) -> Schedule:
         out.lr_peak, out.lr_peak_step = peak, int(at_peak["step"][0])
         if lr["value"][0] < 0.5 * peak and out.lr_peak_step > lr["step"][0]:
             out.warmup_end_step = out.lr_peak_step
+            out.warmup_end_after = _hole_before(lr, out.lr_peak_step)
     out.warmup_end_configured = configured_warmup(config, samples)
     if out.warmup_end_step is None:
         out.warmup_end_step = out.warmup_end_configured
@@ -92,10 +105,12 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any]) -> Schedule:
     full = _number(config.get("global_batch_size"))
     if batch.height:
         out.batch_size_final = full or float(batch["value"].max())  # type: ignore[arg-type]
+        out.batch_size_configured = full is not None
         out.batch_size_logged = (float(batch["value"][0]), float(batch["value"].max()))  # type: ignore[arg-type]
         reached = batch.filter(pl.col("value") >= out.batch_size_final)
-        if batch["value"][0] < out.batch_size_final and reached.height:
+        if full is not None and batch["value"][0] < out.batch_size_final and reached.height:
             out.batch_rampup_end_step = int(reached["step"][0])
+            out.batch_rampup_end_after = _hole_before(batch, out.batch_rampup_end_step)
     ramp = rampup_samples(config)
     if ramp and samples.height:
         configured = _step_at_samples(samples, ramp)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from forensics.gaps import stretch_ids
 from forensics.timeline import metric_points
 
 WINDOW = 1000
@@ -33,10 +34,11 @@ def spike_flags(values: pl.Series, window: int = WINDOW, sigmas: float = SIGMAS,
 
 
 def spike_scores(
-    metrics: pl.DataFrame, metric: str, points: pl.DataFrame | None = None
+    metrics: pl.DataFrame, metric: str, points: pl.DataFrame | None = None, spacing: dict[int, int] | None = None
 ) -> dict[str, float | dict[str, float | None] | None]:
     """``{"run": pct, "attempts": {attempt: pct}}`` for one metric (percent of scored points; None when fewer
-    than 100 points could be scored).
+    than 100 points could be scored). The rolling window never crosses an attempt or, given each attempt's usual
+    step between points (``spacing``), a hole in the log (:mod:`forensics.gaps`).
 
     >>> import polars as pl
     >>> m = pl.DataFrame({"attempt": [1] * 300, "step": range(300), "metric": ["loss"] * 300,
@@ -48,8 +50,13 @@ def spike_scores(
     per: dict[str, float | None] = {}
     hits = scored = 0
     for attempt in points["attempt"].unique().sort().to_list():
-        flags = spike_flags(points.filter(pl.col("attempt") == attempt)["value"])
-        n, k = int(flags["scored"].sum()), int((flags["scored"] & flags["spike"]).sum())
+        own = points.filter(pl.col("attempt") == attempt)
+        stretch = stretch_ids(own["step"].to_numpy(), (spacing or {}).get(attempt, 0)) if spacing else None
+        parts = [own] if stretch is None else [p for _, p in own.with_columns(_s=stretch).group_by("_s")]
+        n = k = 0
+        for part in parts:
+            flags = spike_flags(part["value"])
+            n, k = n + int(flags["scored"].sum()), k + int((flags["scored"] & flags["spike"]).sum())
         per[str(attempt)] = round(100.0 * k / n, 4) if n >= MIN_HISTORY else None
         if n >= MIN_HISTORY:
             hits, scored = hits + k, scored + n

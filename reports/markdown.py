@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from forensics.configs import differing_keys
-from forensics.findings import FAILED_ENDINGS, Anomaly, Attempt, Findings, RunFindings
+from forensics.findings import FAILED_ENDINGS, Anomaly, Attempt, Findings, RunFindings, shown
 from reports.escape import md
 from reports.runs_table import runs_table_section, summary_only
 from reports.timeline import ENDINGS, coverage_section, ending, steps, timeline_section
@@ -180,24 +180,36 @@ def _setup(run: RunFindings) -> list[str]:
         + f"; printed by the program: {_params(m.parameters_logged)}; stated in its name: {_params(m.parameters_stated)}.",
     ]
     if m.shape:
-        shown = {k: v for k, v in m.shape.items() if v is not None and k != "parameters_unique"}
-        out.append("- **Shape:** " + ", ".join(f"{md(k)}={md(v)}" for k, v in shown.items()) + ".")
+        known = {k: v for k, v in m.shape.items() if v is not None and k != "parameters_unique"}
+        out.append("- **Shape:** " + ", ".join(f"{md(k)}={md(v)}" for k, v in known.items()) + ".")
     out += [f"- {md(n)}." for n in m.caveats]
     if sched.lr_peak is not None:
-        warm = (f"warm-up ends at step {sched.warmup_end_step}" if sched.warmup_end_step is not None
-                else "no warm-up seen")
-        out.append(f"- **Schedule:** LR peaks at {sched.lr_peak:.4g} (step {sched.lr_peak_step}); {warm}"
+        if sched.warmup_end_step is None:
+            warm = "no warm-up seen"
+        elif sched.warmup_end_after is not None:
+            warm = (f"warm-up ends by step {sched.warmup_end_step}, after step {sched.warmup_end_after} (the log has no "
+                    "data in between)")
+        else:
+            warm = f"warm-up ends at step {sched.warmup_end_step}"
+        out.append(f"- **Schedule:** LR peaks at {shown(sched.lr_peak)} (step {sched.lr_peak_step}); {warm}"
                    + (f" (configured: step {sched.warmup_end_configured})" if sched.warmup_end_configured else "")
                    + ".")
     if sched.batch_size_final is not None and sched.batch_size_logged is not None:
         first, largest = sched.batch_size_logged
-        if sched.batch_rampup_end_step is not None:
-            ramp = f"ramped up from {first:.0f}, full from step {sched.batch_rampup_end_step}"
-        elif first >= sched.batch_size_final:
-            ramp = "full from the first logged step"
+        if not sched.batch_size_configured:
+            out.append(f"- **Batch size:** {shown(first)} at the first logged step, {shown(largest)} the largest "
+                       "logged; the configured batch size is not in the logs.")
         else:
-            ramp = f"still ramping up when the logs end ({first:.0f} to {largest:.0f} logged)"
-        out.append(f"- **Batch size:** {sched.batch_size_final:.0f}, {ramp}.")
+            if sched.batch_rampup_end_step is not None and sched.batch_rampup_end_after is not None:
+                ramp = (f"ramped up from {shown(first)}, full by step {sched.batch_rampup_end_step} (after step "
+                        f"{sched.batch_rampup_end_after}, with no data in between)")
+            elif sched.batch_rampup_end_step is not None:
+                ramp = f"ramped up from {shown(first)}, full from step {sched.batch_rampup_end_step}"
+            elif first >= sched.batch_size_final:
+                ramp = "full from the first logged step"
+            else:
+                ramp = f"still ramping up when the logs end ({shown(first)} to {shown(largest)} logged)"
+            out.append(f"- **Batch size:** {shown(sched.batch_size_final)}, {ramp}.")
     out += [f"- {md(n)}." for n in sched.notes]
     return [*out, ""]
 

@@ -323,3 +323,25 @@ def test_a_slow_climb_quotes_the_true_minimum(tmp_path):
     losses = load_run(tmp_path / "train.log").metrics.filter(pl.col("metric") == "loss")
     assert div.baseline == losses["value"].min()
     assert f"its minimum {losses['value'].min()!r} (step " in div.detail
+
+
+def test_nothing_is_linked_across_a_hole(tmp_path):
+    """A grad-norm spike just before a hole does not 'lead' a loss spike just after it."""
+    steps = [*range(1, 101), *range(107, 121)]
+    loss = {st: 3.0 - st / 1000 for st in steps} | {110: 9.0}
+    grad = {st: 1.0 for st in steps} | {100: 50.0}
+    lines = [f" iteration {st:8d}/    1000 | lm loss: {loss[st]:.6E} | grad norm: {grad[st]:.3f} |" for st in steps]
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    run = analyzed(tmp_path / "train.log")
+    spike = next(a for a in run.anomalies if a.kind == "loss_spike")
+    assert spike.step == 110 and spike.grad_norm_lead is None and spike.precursors == []
+    assert [(g.after_step, g.before_step) for g in run.gaps] == [(100, 107)]
+
+
+def test_the_setup_says_what_the_logs_do_not_show():
+    wide = chronicle(real("tr8-104B-wide"))
+    assert ("- **Batch size:** 96 at the first logged step, 432 the largest logged; the configured batch size is not "
+            "in the logs.") in wide   # no "full from step 11446": the target is not in the logs
+    tutorial = chronicle(real("llm-action"))
+    assert any(line.startswith("- **Schedule:** LR peaks at 0.00015 (step 4000); warm-up ends by step 4000, after "
+                               "step 3100 (the log has no data in between)") for line in tutorial)

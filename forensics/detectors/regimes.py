@@ -24,6 +24,7 @@ import polars as pl
 from forensics.changepoint import bic_penalty, pelt
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly
+from forensics.gaps import stretch_ids
 from parsers import schema as s
 
 MAX_BLOCKS = 2000
@@ -50,31 +51,40 @@ class RegimeShiftDetector:
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         min_ratio, direction, meaning = _SETTINGS.get(self.metric, (2.0, 1, f"{self.metric} rose to a new level"))
         points = frames.points(self.metric).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
+        spacing = frames.spacing()
         out = []
-        for attempt in points["attempt"].unique().sort().to_list():
-            own = points.filter(pl.col("attempt") == attempt)
-            if own.height < 3 * self.min_points:
+        for (attempt,), whole in points.group_by("attempt", maintain_order=True):
+            stretch = stretch_ids(whole["step"].to_numpy(), spacing.get(attempt, 1))
+            for _, own in whole.with_columns(_stretch=stretch).group_by("_stretch", maintain_order=True):
+                out += self._stretch(int(attempt), own, min_ratio, direction, meaning)
+        return out
+
+    def _stretch(self, attempt: int, own: pl.DataFrame, min_ratio: float, direction: int, meaning: str
+                 ) -> list[Anomaly]:
+        """The shifts within one stretch of the log between holes (a level is never compared across a hole)."""
+        out: list[Anomaly] = []
+        if own.height < 3 * self.min_points:
+            return out
+        steps, levels = _blocks(own["step"].to_numpy(), np.log(own["value"].to_numpy()))
+        if levels.size < 3 * self.min_points or np.ptp(levels) < math.log(min_ratio):
+            return out
+        bkps = pelt(levels, self.penalty_factor * bic_penalty(levels), min_size=self.min_points)
+        edges = [0, *bkps]
+        for i in range(1, len(edges) - 1):
+            at = edges[i]
+            if at < self.skip_share * levels.size:
                 continue
-            steps, levels = _blocks(own["step"].to_numpy(), np.log(own["value"].to_numpy()))
-            if levels.size < 3 * self.min_points or np.ptp(levels) < math.log(min_ratio):
+            before = float(np.median(levels[edges[i - 1]:at]))
+            after = float(np.median(levels[at:edges[i + 1]]))
+            if (after - before) * direction < math.log(min_ratio):
                 continue
-            bkps = pelt(levels, self.penalty_factor * bic_penalty(levels), min_size=self.min_points)
-            edges = [0, *bkps]
-            for i in range(1, len(edges) - 1):
-                at = edges[i]
-                if at < self.skip_share * levels.size:
-                    continue
-                before = float(np.median(levels[edges[i - 1]:at]))
-                after = float(np.median(levels[at:edges[i + 1]]))
-                if (after - before) * direction < math.log(min_ratio):
-                    continue
-                old, new = math.exp(before), math.exp(after)
-                out.append(Anomaly(
-                    kind="changepoint", metric=self.metric, attempt=int(attempt), step=int(steps[at]),
-                    end_step=int(steps[edges[i + 1] - 1]), value=new, baseline=old,
-                    detail=f"{meaning}: {old:.6g} before step {int(steps[at])}, {new:.6g} after "
-                           f"({new / old:.2f}x, until step {int(steps[edges[i + 1] - 1])})",
-                ))
+            old, new = math.exp(before), math.exp(after)
+            out.append(Anomaly(
+                kind="changepoint", metric=self.metric, attempt=int(attempt), step=int(steps[at]),
+                end_step=int(steps[edges[i + 1] - 1]), value=new, baseline=old,
+                detail=f"{meaning}: median {old:.4g} before step {int(steps[at])}, {new:.4g} after "
+                       f"({new / old:.2f}x, until step {int(steps[edges[i + 1] - 1])})",
+            ))
         return out
 
 
