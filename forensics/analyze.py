@@ -50,7 +50,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     frames = RunFrames(metrics=metrics, events=run.events)
     anomalies = detect(frames, detectors)
     table = config_table(run.configs)
-    attempts = build_attempts(metrics, run.events, table, anomalies)
+    attempts = build_attempts(metrics, run.events, table, anomalies, frames.steps(), frames.spacing())
     link_config_changes(attempts, anomalies, frames)
     config = table[max(table)] if table else {}
     model = check_model(config, run.events, run.name, run.path)

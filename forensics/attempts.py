@@ -11,6 +11,7 @@ import polars as pl
 from forensics.configs import config_changes
 from forensics.endings import end_of
 from forensics.findings import Anomaly, Attempt, ReplayDifference
+from forensics.gaps import logged_steps, usual_intervals
 from parsers import schema as s
 
 SHORT_STEPS = 3  # an attempt with no anomaly that logged at most this many steps is listed in one line, not a section
@@ -29,27 +30,26 @@ def _resume_point(events: pl.DataFrame, start: int | None, interval: int) -> tup
     return start - max(interval, 1), True
 
 
-def _spans(metrics: pl.DataFrame) -> dict[int, dict[str, Any]]:
-    """Per attempt: first and last step, loss points, usual step between points, first and last wall time, sources."""
-    steps = (
-        metrics.select("attempt", "step", "wall_time", "source", "metric", "value")
-        .group_by("attempt")
-        .agg(
-            lo=pl.col("step").min(), hi=pl.col("step").max(),
-            points=(pl.col("metric") == s.LOSS).sum(), n_steps=pl.col("step").drop_nulls().n_unique(),
-            last_loss=pl.col("step").filter((pl.col("metric") == s.LOSS) & pl.col("value").is_finite()).max(),
-            first_seen=pl.col("wall_time").min(), last_seen=pl.col("wall_time").max(),
-            sources=pl.col("source").cast(pl.String).unique(),
-        )
-    )
-    gaps = (
-        metrics.select("attempt", "step").drop_nulls().unique().sort("attempt", "step")
-        .with_columns(d=pl.col("step").diff().over("attempt")).filter(pl.col("d") > 0)
-        .group_by("attempt").agg(interval=pl.col("d").median())
-    )
-    out: dict[int, dict[str, Any]] = {int(r["attempt"]): r for r in steps.iter_rows(named=True)}
-    for attempt, interval in gaps.rows():
-        out[int(attempt)]["interval"] = max(1, round(float(interval)))
+def _spans(metrics: pl.DataFrame, logged: pl.DataFrame, spacing: dict[int, int]) -> dict[int, dict[str, Any]]:
+    """Per attempt: first and last step, loss points, usual step between points, first and last wall time, sources
+    (``logged``: the run's logged steps and ``spacing``: their usual interval, see :mod:`forensics.gaps`)."""
+    # small queries over the few columns each needs: one group-by over every column of millions of rows costs
+    # hundreds of MB
+    lazy = metrics.lazy()
+    loss = lazy.filter(pl.col("metric") == s.LOSS).group_by("attempt").agg(
+        points=pl.len(), last_loss=pl.col("step").filter(pl.col("value").is_finite()).max())
+    clock = lazy.select("attempt", "wall_time").drop_nulls().group_by("attempt").agg(
+        first_seen=pl.col("wall_time").min(), last_seen=pl.col("wall_time").max())
+    sources = lazy.select("attempt", "source").unique().group_by("attempt").agg(
+        sources=pl.col("source").cast(pl.String))
+    extent = logged.lazy().group_by("attempt").agg(lo=pl.col("step").min(), hi=pl.col("step").max(), n_steps=pl.len())
+    out: dict[int, dict[str, Any]] = {}
+    for part in pl.collect_all([loss, clock, sources, extent]):
+        for row in part.iter_rows(named=True):
+            out.setdefault(int(row["attempt"]), {}).update(row)
+    for attempt, interval in spacing.items():
+        if int(attempt) in out and interval:
+            out[int(attempt)]["interval"] = interval
     return out
 
 
@@ -59,10 +59,14 @@ def _logged_interval(metrics: pl.DataFrame) -> dict[int, int]:
 
 
 def build_attempts(
-    metrics: pl.DataFrame, events: pl.DataFrame, cfg: dict[int, dict[str, Any]], anomalies: list[Anomaly]
+    metrics: pl.DataFrame, events: pl.DataFrame, cfg: dict[int, dict[str, Any]], anomalies: list[Anomaly],
+    logged: pl.DataFrame | None = None, spacing: dict[int, int] | None = None,
 ) -> list[Attempt]:
     """The attempts of a run, in order: rollbacks, config changes between consecutive ones, how each ended, and
-    their wall-clock times (see :class:`forensics.findings.Attempt`)."""
+    their wall-clock times (see :class:`forensics.findings.Attempt`). ``logged`` and ``spacing``: the run's logged
+    steps and their usual interval (:mod:`forensics.gaps`), when already known."""
+    logged = logged_steps(metrics) if logged is None else logged
+    spacing = usual_intervals(logged) if spacing is None else spacing
     numbers = sorted(
         set(metrics["attempt"].drop_nulls().unique().to_list())
         | set(cfg)
@@ -70,7 +74,7 @@ def build_attempts(
         | set(events.filter(pl.col("kind").is_in(list(s.ERROR_KINDS | s.ENDING_KINDS)))["attempt"].drop_nulls()
               .unique().to_list())
     ) or sorted(set(events["attempt"].drop_nulls().unique().to_list()))
-    spans = _spans(metrics)
+    spans = _spans(metrics, logged, spacing)
     logged = _logged_interval(metrics)
     known = sorted(v.get("interval", 0) for v in spans.values() if v.get("interval"))
     usual = known[len(known) // 2] if known else 1  # for an attempt of one point, the run's usual interval
@@ -103,6 +107,11 @@ def build_attempts(
         # the end by the clock: the line that ended it, else its last logged step (a start-up time is not an end)
         last_step_at = float(span["last_seen"]) if span.get("last_seen") is not None else None
         stop = ending.wall_time or last_step_at
+        # its last sign of life: that end, or for an attempt that logged no step its last timed line (scheduler
+        # notices come between attempts); an untimed end after timed start-up lines is not known
+        printed = ev.filter(pl.col("kind") != s.EV_SCHEDULER)["wall_time"].max()
+        last_line = stop if stop is not None else (float(printed) if end is None and printed is not None  # type: ignore[arg-type]
+                                                   else None)
         ran_for = stop - started if started is not None and stop is not None and stop > started else None
         if ran_for is None and ending.kind == s.EV_EXIT:  # "exiting program after 1190.04 minutes"
             minutes = ev.filter((pl.col("kind") == s.EV_EXIT) & pl.col("value").is_not_null())["value"]
@@ -115,7 +124,8 @@ def build_attempts(
                 end_at_step=ending.step if ending.kind is not None else end,
                 points=int(span.get("points") or 0),
                 sources=sorted(set(span.get("sources") or []) | set(ev["source"].drop_nulls().unique().to_list())),
-                started_at=started, first_seen_at=first_seen, last_step_at=last_step_at, ended_at=ending.wall_time,
+                started_at=started, first_seen_at=first_seen, last_step_at=last_step_at, last_line_at=last_line,
+                ended_at=ending.wall_time,
                 ran_for_s=ran_for,
                 short=span.get("n_steps", 0) <= SHORT_STEPS and not any(a.attempt == n for a in anomalies),
                 config_compared=bool(previous_cfg and this_cfg),
@@ -126,7 +136,7 @@ def build_attempts(
         if this_cfg:
             previous_cfg = this_cfg
     for before, after in pairwise(out):
-        stop = before.ended_at or before.last_step_at
+        stop = before.last_line_at
         begin = after.started_at or after.first_seen_at
         if stop is not None and begin is not None and begin >= stop:
             before.downtime_after_s = begin - stop

@@ -93,10 +93,10 @@ def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str,
     attempt, the points the spike detector could judge: not the burn-in at the start of training, not the first
     point of a stretch)."""
     stats = (
-        metrics.group_by("source", "metric")
+        metrics.lazy().select("source", "metric", "step").group_by("source", "metric")
         .agg(points=pl.len(), first_step=pl.col("step").min(), last_step=pl.col("step").max())
         .with_columns(pl.col("source").cast(pl.String), pl.col("metric").cast(pl.String))
-        .sort("source", "metric")
+        .sort("source", "metric").collect()
     )
     tag_of: dict[tuple[str, str], list[str]] = {}
     axis = {t["source"]: t["tag"] for t in tags if t["metric"] == s.STEP_AXIS}

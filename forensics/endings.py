@@ -80,8 +80,11 @@ def end_of(
         reason = DECISIVE[first["kind"]]
         if reason == EndReason.CRASHED and end_step is None and shows_start:
             reason = EndReason.FAILED_STARTUP
-        return Ending(reason, _with_trouble(quote(first["text"]), reason, anomalies), first["kind"],
-                      first["wall_time"], first["step"])
+        # when: the deciding line's time, else the first time printed after it on the way out (slurm's CANCELLED AT
+        # after srun's untimed abort, the launcher's timed lines after ranks' untimed tracebacks)
+        when = first["wall_time"] if first["wall_time"] is not None else _first_time_after(block, first)
+        return Ending(reason, _with_trouble(quote(first["text"]), reason, anomalies), first["kind"], when,
+                      first["step"])
     if block.filter(pl.col("kind") == s.EV_TRACEBACK).height:
         first = block.filter(pl.col("kind") == s.EV_TRACEBACK).row(0, named=True)
         reason = EndReason.FAILED_STARTUP if end_step is None and shows_start else EndReason.CRASHED
@@ -108,6 +111,14 @@ def end_of(
     if is_last or next_index is None:
         return Ending(EndReason.RUNNING, "still running, or the log was cut off")
     return Ending(EndReason.UNKNOWN, f"attempt {next_index} started next")
+
+
+def _first_time_after(block: pl.DataFrame, first: dict) -> float | None:
+    """The first wall time printed on the way out at or after the deciding line (the block is in printed order)."""
+    rows = block.with_row_index("_at")
+    at = rows.filter((pl.col("line") == first["line"]) & (pl.col("source") == first["source"]))["_at"]
+    later = rows.filter(pl.col("_at") >= (at[0] if at.len() else 0))["wall_time"].drop_nulls()
+    return float(later[0]) if later.len() else None
 
 
 def _with_trouble(text: str, reason: EndReason, anomalies: list[Anomaly]) -> str:

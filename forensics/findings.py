@@ -111,9 +111,11 @@ class Attempt:
     started_at: float | None = None   # wall clock (Unix seconds) of its start-up, when the log shows and times it
     first_seen_at: float | None = None  # the first time the attempt printed
     last_step_at: float | None = None   # when its last logged step was logged (when steps carry times)
+    last_line_at: float | None = None   # its last sign of life: its ending or last step by the clock (or, when it
+                                        # logged no step, its last timed line)
     ended_at: float | None = None     # when the line that ended it was printed
     ran_for_s: float | None = None    # from its start to its end (or its own exit line's count of minutes)
-    downtime_after_s: float | None = None  # from its end (or last step) to the next attempt's start (or first line)
+    downtime_after_s: float | None = None  # from its last timed line to the next attempt's start (or first line)
     short: bool = False               # a short launch: at most three steps and no anomaly (a relaunch that died at
                                       # once, a failed start-up, a reshaping test), listed in one line
     config_compared: bool = False     # both it and the attempt before it logged a config (so changes could be seen)
@@ -213,7 +215,8 @@ class Schedule:
     batch_size_final: float | None = None    # the configured global batch size, else the largest logged
     batch_size_configured: bool = False      # whether batch_size_final is the configured one
     batch_size_logged: tuple[float, float] | None = None  # first and largest logged batch size
-    warmup_end_after: int | None = None      # a hole in the log: the warm-up ended after this step, by warmup_end_step
+    warmup_end_after: int | None = None      # the warm-up ended after this logged step, by warmup_end_step
+    still_warming_up: bool = False           # the LR was still rising at the last logged point
     batch_rampup_end_after: int | None = None  # likewise for the batch ramp-up
     notes: list[str] = field(default_factory=list)
 

@@ -31,7 +31,7 @@ SETTINGS = (s.LR, s.BATCH_SIZE, s.LOSS_SCALE)
 
 def logged_steps(metrics: pl.DataFrame) -> pl.DataFrame:
     """(attempt, step) at which anything was logged, one row each, in order (values with no step left out)."""
-    return metrics.select("attempt", "step").drop_nulls().unique().sort("attempt", "step")
+    return metrics.lazy().select("attempt", "step").drop_nulls().unique().sort("attempt", "step").collect()
 
 
 def usual_intervals(steps: pl.DataFrame) -> dict[int, int]:
@@ -77,11 +77,15 @@ def find_gaps(steps: pl.DataFrame, intervals: dict[int, int] | None = None) -> l
     """Holes inside each attempt, then forward jumps between attempts, in order (see the module docstring)."""
     intervals = usual_intervals(steps) if intervals is None else intervals
     out: list[Gap] = []
-    marked = steps.with_columns(prev=pl.col("step").shift(1).over("attempt"))
-    for attempt, prev, step in marked.filter(pl.col("prev").is_not_null()).select("attempt", "prev", "step").rows():
-        if is_gap(step - prev, intervals.get(attempt, 1)):
-            out.append(Gap(after_step=int(prev), before_step=int(step), attempt=int(attempt),
-                           interval=intervals.get(attempt, 1)))
+    usual = pl.DataFrame({"attempt": list(intervals), "usual": list(intervals.values())},
+                         schema={"attempt": steps.schema["attempt"], "usual": pl.Int64})
+    holes = (
+        steps.with_columns(prev=pl.col("step").shift(1).over("attempt"))
+        .join(usual, on="attempt", how="left").with_columns(pl.col("usual").fill_null(1))
+        .filter(pl.col("step") - pl.col("prev") > GAP_INTERVALS * pl.col("usual").clip(lower_bound=1))
+    )
+    for attempt, prev, step, interval in holes.select("attempt", "prev", "step", "usual").rows():  # few: the holes
+        out.append(Gap(after_step=int(prev), before_step=int(step), attempt=int(attempt), interval=int(interval)))
     spans = steps.group_by("attempt").agg(lo=pl.col("step").min(), hi=pl.col("step").max()).sort("attempt").rows()
     furthest: tuple[int, int] | None = None  # (step, attempt)
     for attempt, lo, hi in spans:

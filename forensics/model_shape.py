@@ -71,8 +71,12 @@ def parameters_from_shape(cfg: dict[str, Any], vocab: int | None) -> tuple[float
     kv_ch = _int(cfg, "kv_channels") or h // heads
     groups = (_int(cfg, "num_query_groups") if cfg.get("group_query_attention") else None) or _int(
         cfg, "num_key_value_heads") or heads
-    bias = cfg.get("add_bias_linear", True) is not False
-    rms = str(cfg.get("normalization", "LayerNorm")).lower().startswith("rms")
+    # a Hugging Face config of a rotary model (Llama, Mistral, Qwen 2, Gemma, ...) says so by its rope and RMS-norm
+    # keys: no learned positions, no bias unless it asks for one
+    hf_rotary = any(k in cfg for k in ("rope_theta", "rope_scaling", "rotary_emb_base"))
+    bias = (cfg.get("add_bias_linear", True) is not False if not hf_rotary
+            else bool(cfg.get("attention_bias") or cfg.get("mlp_bias")))
+    rms = str(cfg.get("normalization", "LayerNorm")).lower().startswith("rms") or "rms_norm_eps" in cfg
     q_width, kv_width = heads * kv_ch, groups * kv_ch
     attention = h * (q_width + 2 * kv_width) + q_width * h + (q_width + 2 * kv_width + h if bias else 0)
     mlp = (3 if glu else 2) * h * ffn + ((2 * ffn if glu else ffn) + h if bias else 0)
@@ -81,7 +85,8 @@ def parameters_from_shape(cfg: dict[str, Any], vocab: int | None) -> tuple[float
     positions = _int(cfg, "max_position_embeddings") or 0
     pos_type = str(cfg.get("position_embedding_type", "learned_absolute"))
     if (
-        cfg.get("use_rotary_position_embeddings")
+        hf_rotary
+        or cfg.get("use_rotary_position_embeddings")
         or cfg.get("add_position_embedding") is False
         or pos_type in {"rope", "alibi", "none"}
     ):
@@ -103,11 +108,17 @@ def parameters_from_shape(cfg: dict[str, Any], vocab: int | None) -> tuple[float
     return float(total + (copies - 1) * (vocab or 0) * h), shape
 
 
-def logged_parameters(events: pl.DataFrame) -> float | None:
-    """The program's own count: a printed total if there is one, else the sum over model-parallel ranks."""
+LOGGED_COUNT_KEYS = ("model/num_parameters", "num_parameters", "n_params")  # what trainers log of their model's size
+
+
+def logged_parameters(events: pl.DataFrame, cfg: dict[str, Any] | None = None) -> float | None:
+    """The program's own count: a printed total if there is one, else the sum over model-parallel ranks, else a
+    count the trainer logged with its config (the Hugging Face Trainer's ``model/num_parameters``)."""
     counts = events.filter(pl.col("kind") == s.EV_PARAMETER_COUNT).drop_nulls("value")
     if counts.height == 0:
-        return None
+        logged = next((cfg[k] for k in LOGGED_COUNT_KEYS if isinstance((cfg or {}).get(k), (int, float))
+                       and not isinstance(cfg[k], bool)), None)  # type: ignore[index]
+        return float(logged) if logged else None
     totals = counts.filter(~pl.col("text").str.starts_with("sum of the parameter counts"))
     chosen = totals if totals.height else counts
     return float(chosen["value"][-1])
@@ -124,7 +135,7 @@ def check_model(
     from_shape, shape = parameters_from_shape(cfg, vocab)
     check = ModelCheck(
         parameters_from_shape=from_shape,
-        parameters_logged=logged_parameters(events),
+        parameters_logged=logged_parameters(events, cfg),
         parameters_stated=stated_parameters(run_name, run_path),
         shape=shape,
     )

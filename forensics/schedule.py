@@ -7,12 +7,13 @@ from typing import Any
 
 import polars as pl
 
-from forensics.findings import Schedule
-from forensics.gaps import is_gap
+from forensics.findings import Schedule, shown
 from forensics.timeline import by_step
 from parsers import schema as s
 
 PEAK_TOLERANCE = 1e-3  # a logged LR within 0.1% of the maximum is at the peak (printed with 4-7 digits)
+LR_DISAGREES = 0.10    # a logged peak this far from the configured lr is noted (the first logged point may already
+                       # be past the peak of a short warm-up)
 
 
 def _curve(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
@@ -49,11 +50,15 @@ def configured_warmup(config: dict[str, Any], samples: pl.DataFrame) -> int | No
     """The warm-up length the config asks for, in steps: ``lr_warmup_iters``, ``lr_warmup_fraction`` of
     ``train_iters``, or ``lr_warmup_samples`` (located on the consumed-samples curve, or divided by the batch)."""
     iters = _number(config.get("lr_warmup_iters"))
+    fraction = _number(config.get("lr_warmup_fraction"))
+    if iters and iters < 1:  # the Hugging Face Trainer takes warmup_steps below 1 as a ratio of the training steps
+        fraction, iters = iters, None
     if iters:
         return int(iters)
-    fraction, train_iters = _number(config.get("lr_warmup_fraction")), _number(config.get("train_iters"))
-    if fraction and train_iters:
-        return int(fraction * train_iters)
+    # Megatron: a fraction of lr_decay_iters, which defaults to train_iters
+    horizon = _number(config.get("lr_decay_iters")) or _number(config.get("train_iters"))
+    if fraction and horizon:
+        return int(fraction * horizon)
     warm_samples = _number(config.get("lr_warmup_samples"))
     if not warm_samples:
         return None
@@ -65,15 +70,14 @@ def configured_warmup(config: dict[str, Any], samples: pl.DataFrame) -> int | No
     return None
 
 
-def _hole_before(curve: pl.DataFrame, step: int) -> int | None:
-    """The step logged before ``step`` on a curve when a hole in the log lies between them (so what happened in
-    between is not known), else None."""
+def _before(curve: pl.DataFrame, step: int) -> int | None:
+    """The step logged before ``step`` on a curve when it is not the step right before it: the change happened
+    somewhere between them (a log interval above 1, or a hole in the log), else None."""
     before = curve.filter(pl.col("step") < step)["step"]
     if not before.len():
         return None
-    usual = curve["step"].diff().drop_nulls().median() or 1
     last = int(before.max())  # type: ignore[arg-type]
-    return last if is_gap(step - last, int(usual)) else None  # type: ignore[arg-type]
+    return last if step - last > 1 else None
 
 
 def schedule(metrics: pl.DataFrame, config: dict[str, Any]) -> Schedule:
@@ -85,21 +89,28 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any]) -> Schedule:
         peak = float(lr["value"].max())  # type: ignore[arg-type]
         at_peak = lr.filter(pl.col("value") >= peak * (1 - PEAK_TOLERANCE))
         out.lr_peak, out.lr_peak_step = peak, int(at_peak["step"][0])
-        if lr["value"][0] < 0.5 * peak and out.lr_peak_step > lr["step"][0]:
+        rising_at_end = out.lr_peak_step == int(lr["step"][-1])  # type: ignore[arg-type]
+        out.still_warming_up = rising_at_end and lr["value"][0] < 0.5 * peak
+        if lr["value"][0] < 0.5 * peak and out.lr_peak_step > lr["step"][0] and not rising_at_end:
             out.warmup_end_step = out.lr_peak_step
-            out.warmup_end_after = _hole_before(lr, out.lr_peak_step)
+            out.warmup_end_after = _before(lr, out.lr_peak_step)
     out.warmup_end_configured = configured_warmup(config, samples)
-    if out.warmup_end_step is None:
+    if out.warmup_end_step is None and not out.still_warming_up:
         out.warmup_end_step = out.warmup_end_configured
-    elif out.warmup_end_configured is not None:
+    elif out.warmup_end_step is not None and out.warmup_end_configured is not None:
         gap = abs(out.warmup_end_step - out.warmup_end_configured)
         step_gaps = lr["step"].diff().drop_nulls()
         if gap > max(2 * (step_gaps.median() or 1), 0.02 * out.warmup_end_step):  # type: ignore[operator]
             out.notes.append(f"the LR curve peaks at step {out.warmup_end_step} but the config's warm-up ends at "
                              f"step {out.warmup_end_configured}")
     configured_lr = _number(config.get("lr"))
-    if out.lr_peak and configured_lr and abs(out.lr_peak / configured_lr - 1) > 0.01:
-        out.notes.append(f"the logged LR peaks at {out.lr_peak:.4g} but the config's lr is {configured_lr:.4g}")
+    newest = metrics["attempt"].max()
+    last = _curve(metrics.filter(pl.col("attempt") == newest), s.LR) if newest is not None else lr.clear()
+    own_peak = float(last["value"].max()) if last.height else None  # type: ignore[arg-type]
+    warming = last.height > 1 and last["value"][-1] >= own_peak * (1 - PEAK_TOLERANCE) > last["value"][0]
+    if own_peak and configured_lr and abs(own_peak / configured_lr - 1) > LR_DISAGREES and not warming:
+        out.notes.append(f"the logged LR of the last attempt peaks at {shown(own_peak)} but its config's lr is "
+                         f"{shown(configured_lr)}")
 
     batch = _curve(metrics, s.BATCH_SIZE)
     full = _number(config.get("global_batch_size"))
@@ -110,7 +121,7 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any]) -> Schedule:
         reached = batch.filter(pl.col("value") >= out.batch_size_final)
         if full is not None and batch["value"][0] < out.batch_size_final and reached.height:
             out.batch_rampup_end_step = int(reached["step"][0])
-            out.batch_rampup_end_after = _hole_before(batch, out.batch_rampup_end_step)
+            out.batch_rampup_end_after = _before(batch, out.batch_rampup_end_step)
     ramp = rampup_samples(config)
     if ramp and samples.height:
         configured = _step_at_samples(samples, ramp)

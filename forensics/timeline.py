@@ -59,7 +59,7 @@ def with_lineage(points: pl.DataFrame, attempt: int, resumed_from: int | None) -
 
 def trailing_robust_z(
     x: np.ndarray, window: int, floor: float, min_mad_points: int = 10, short: int = 8,
-    floor_without_history: float | None = None,
+    floor_without_history: float | None = None, groups: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Robust z-score of each point against the points before it (the point itself excluded).
 
@@ -68,28 +68,35 @@ def trailing_robust_z(
     ``window`` points, so a steep trend (early training) neither hides a spike nor makes one out of the trend.
     The scale is never below ``floor``; with fewer than ``min_mad_points`` points of history the noise is unknown
     and the scale is ``floor_without_history`` (default: ``floor``).
-    NaNs in ``x`` are skipped in the statistics and get z = NaN; the first point gets z = NaN.
+    NaNs in ``x`` are skipped in the statistics and get z = NaN; the first point gets z = NaN. ``groups``: a label
+    per point (stretches of the log between holes): no point is judged against another group's.
     Returns (z, level, scale): level is the expected value the point is judged against.
     """
-    s = pl.Series("x", x, dtype=pl.Float64)
-    valid = s.is_not_nan()
-    clean = s.set(~valid, None) if (~valid).any() else s  # type: ignore[arg-type]
-    history = clean.shift(1).is_not_null().cast(pl.Int32).rolling_sum(window_size=window, min_samples=1)
-    recent = clean.shift(1).rolling_median(window_size=short, min_samples=1)
-    resid = clean - recent
-    past = resid.shift(1)
-    mid = past.rolling_median(window_size=window, min_samples=1).fill_null(0.0)
-    mad = (resid - resid.rolling_median(window_size=window, min_samples=1)).abs().shift(1).rolling_median(
-        window_size=window, min_samples=1
-    )
+    frame = pl.DataFrame({"x": pl.Series(x, dtype=pl.Float64).fill_nan(None),
+                          "g": groups if groups is not None else np.zeros(len(x), dtype=np.int64)})
+
+    several = groups is not None and len(groups) > 0 and groups[0] != groups[-1]  # labels are in order
+
+    def within(expr: pl.Expr) -> pl.Expr:
+        return expr.over("g") if several else expr  # a window over one group costs a sort for nothing
+
+    x_ = pl.col("x")
+    history = within(x_.shift(1).is_not_null().cast(pl.Int32).rolling_sum(window_size=window, min_samples=1))
+    recent = within(x_.shift(1).rolling_median(window_size=short, min_samples=1))
+    frame = frame.with_columns(history=history, recent=recent).with_columns(resid=x_ - pl.col("recent"))
+    r = pl.col("resid")
+    frame = frame.with_columns(
+        mid=within(r.shift(1).rolling_median(window_size=window, min_samples=1)).fill_null(0.0),
+        dev=(r - within(r.rolling_median(window_size=window, min_samples=1))).abs(),
+    ).with_columns(mad=within(pl.col("dev").shift(1).rolling_median(window_size=window, min_samples=1)))
     unknown = floor if floor_without_history is None else floor_without_history
-    scale = pl.select(
-        pl.when(history >= min_mad_points).then((mad * 1.4826).fill_null(0.0).clip(lower_bound=floor))
-        .otherwise(unknown)
-    ).to_series()
-    level = recent + mid
-    z = ((clean - level) / scale).fill_null(float("nan")).to_numpy()
-    return z, level.fill_null(float("nan")).to_numpy(), scale.to_numpy()
+    frame = frame.with_columns(
+        scale=pl.when(pl.col("history") >= min_mad_points)
+        .then((pl.col("mad") * 1.4826).fill_null(0.0).clip(lower_bound=floor)).otherwise(unknown),
+        level=pl.col("recent") + pl.col("mid"),
+    )
+    z = ((frame["x"] - frame["level"]) / frame["scale"]).fill_null(float("nan")).to_numpy()
+    return z, frame["level"].fill_null(float("nan")).to_numpy(), frame["scale"].to_numpy()
 
 
 def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:

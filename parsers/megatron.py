@@ -156,7 +156,7 @@ def learn_layout(text: TextFile, prefix: str) -> Layout | None:
 # --- one pass over the lines --------------------------------------------------------------------------------------
 def _prefix_pattern(pdsh_cmd: re.Match[bytes] | None) -> str:
     hosts = [h for h in pdsh_cmd.group(1).decode(errors="replace").split(",") if h] if pdsh_cmd else []
-    alternatives = p.SRUN_OR_TORCHRUN + "|" + p.HOST_LIKE + "".join(f"|{re.escape(h)}: +" for h in hosts)
+    alternatives = p.SRUN_OR_TORCHRUN + "|" + p.HOST_LIKE + "".join(f"|{re.escape(h)}: " for h in hosts)
     return f"^(?:{alternatives})*"
 
 
@@ -618,26 +618,30 @@ def _validation_metrics(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFra
     val = others.filter(pl.col("body").str.contains(" loss at ", literal=True)).with_columns(
         g=pl.col("body").str.extract_groups(p.VALIDATION)
     )
-    val = val.filter(pl.col("g").struct.field("3").is_not_null())
+    val = val.filter(pl.col("g").struct.field("5").is_not_null())
     if val.height == 0:
         return pl.DataFrame()
+    which = pl.coalesce(pl.col("g").struct.field("2"), pl.col("g").struct.field("3")).fill_null("")
     val = val.with_columns(
         step=pl.col("g").struct.field("1").cast(pl.Int64, strict=False).fill_null(_last_step(val, iters)),
-        key=pl.col("g").struct.field("2"),
+        key=pl.col("g").struct.field("4"),
+        test=which.str.contains(r"\btest\b"),  # a test set's loss is not a validation loss
     )
     names = {
         k: "val_loss" if k in ("lm loss", "lm-loss", "lm_loss") else f"val_{_slug_text(k)}"
         for k in val["key"].unique().to_list()
     }
-    loss_name = pl.col("key").replace_strict(names, return_dtype=pl.String)
-    ppl_name = pl.when(loss_name == s.VAL_LOSS).then(pl.lit(s.VAL_PPL)).otherwise(loss_name + "_ppl")
+    val_name = pl.col("key").replace_strict(names, return_dtype=pl.String)
+    loss_name = pl.when("test").then(pl.lit("test_") + val_name.str.strip_prefix("val_")).otherwise(val_name)
+    ppl_name = (pl.when(val_name == s.VAL_LOSS).then(pl.lit(s.VAL_PPL)).otherwise(val_name + "_ppl"))
+    ppl_name = pl.when("test").then(pl.lit("test_") + ppl_name.str.strip_prefix("val_")).otherwise(ppl_name)
     losses = val.select(
         "attempt", "step", "wall_time", metric=loss_name,
-        value=pl.col("g").struct.field("3").cast(pl.Float64, strict=False),
+        value=pl.col("g").struct.field("5").cast(pl.Float64, strict=False),
     )
     ppls = val.select(
         "attempt", "step", "wall_time", metric=ppl_name,
-        value=pl.col("g").struct.field("4").cast(pl.Float64, strict=False),
+        value=pl.col("g").struct.field("6").cast(pl.Float64, strict=False),
     ).drop_nulls("value")
     return pl.concat([losses, ppls])
 
@@ -712,7 +716,14 @@ def _shard_totals(ev: pl.DataFrame) -> pl.DataFrame:
     shards = ev.filter(is_shard)
     if shards.height == 0:
         return ev
-    shards = shards.with_columns(rank=pl.col("text").str.extract(r"rank \(?([\d, ]+)\)?", 1))
+    # ranks' output interleaves: one line may hold several reports ("...rank (1, 40): 805433344 > number of ...")
+    shards = (
+        shards.with_columns(report=pl.col("text").str.extract_all(p.RANK_COUNT)).explode("report")
+        .filter(pl.col("report").is_not_null())
+        .with_columns(rank=pl.col("report").str.extract(r"rank \(?([\d, ]+?)\)?\s*:", 1),
+                      value=pl.col("report").str.extract(r":\s*(\d+)$", 1).cast(pl.Float64, strict=False))
+        .drop("report")
+    )
     totals = (
         shards.unique(["attempt", "rank"], keep="first")
         .group_by("attempt")

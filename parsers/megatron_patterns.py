@@ -11,7 +11,7 @@ from parsers import schema as s
 # host is stripped when the log names it in its "cmd = pdsh ... -w h1,h2" line, or when it looks like a host name
 # (letters then a digit somewhere: "sd-2", "r7i4n1", "jean-zay-iam01"); words like "WARNING: " are never stripped.
 SRUN_OR_TORCHRUN = r"\d+: |\[[A-Za-z_]+\d+\]: ?"
-HOST_LIKE = r"[A-Za-z][\w-]*\d[\w.-]*: +"
+HOST_LIKE = r"[A-Za-z][\w-]*\d[\w.-]*: "  # pdsh writes "host: " (one space): the indentation after it is the line's
 PDSH_CMD = rb"cmd = pdsh [^\n]*?-w\s+(\S+)"
 
 # patterns ending in _AFTER_PREFIX are anchored at the start of a line by the launcher-prefix pattern put before them
@@ -31,9 +31,11 @@ JUNK = r"(?:\x1b\[[0-9;]*[A-Za-z]|[^\x00-\x7F])*"
 LEADING = r"^" + JUNK + r"\s*(?:\[[^\]]*\])?"
 # a whole iteration line: junk, a timestamp, fields printed before the counter (GPT-NeoX), then the counter
 ITERATION_LINE_AFTER_PREFIX = LEADING[1:] + r"\s*(?:[^|\[\]]*?:[^|]*\|\s*)*" + ITERATION_CORE
+# groups: step, which set (the text naming it), key, value, PPL; "validation loss at iteration 20 on 320-sample
+# draw from validation set | ...", "... loss at the end of training for test data | ..."
 VALIDATION = (
-    r"^\s*(?:validation\S*|\S+) loss at (?:iteration (\d+)(?: on (?:validation|test) set)?|"
-    r"the end of training for (?:val|test) data) \|\s*([^|]+?) value: (\S+) \|(?:[^|]*? PPL: (\S+))?"
+    r"^\s*(?:validation\S*|\S+) loss at (?:iteration (\d+)(?: on ([^|]*?))?|"
+    r"the end of training for (val|test) data) \|\s*([^|]+?) value: (\S+) \|(?:[^|]*? PPL: (\S+))?"
 )
 ARGS_START = r"^\s*-{8,} arguments -{8,}\s*$"
 ARGS_END = r"^\s*-{8,} end of arguments -{8,}\s*$"
@@ -113,6 +115,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_NCCL_ERROR, r"NCCL error|nccl(?:Internal|System|UnhandledCuda|InvalidUsage)Error|NCCL communicator was aborted"
                       r"|Watchdog caught collective operation timeout|ProcessGroupNCCL.*[Tt]imed? ?out"),
     (s.EV_CUDA_ERROR, r"CUDA error|cudaError\w*|c10::CUDAError|(?i:uncorrectable ECC|ECC error)|\bXid\b"),
+    # the launcher's word on a process (DeepSpeed): a wrapper's exit code, which only speaks when nothing printed does
+    (s.EV_EXIT_CODE, r"exits with return code = (-?\d+)"),
     (s.EV_CANCELLED, r"CANCELLED AT|DUE TO TIME LIMIT|DUE TO PREEMPTION|srun: Job step aborted"
                      r"|srun: forcing job termination"),
     (s.EV_SCHEDULER, r"scheduled to start|won't start|will not start|not RUNNING or SCHEDULED|\bPULSE: "
@@ -128,6 +132,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
                    r"|\[launch\.py:\d+:main\] WORLD INFO DICT|Setting OMP_NUM_THREADS environment variable"
                    r"|Initializing TorchBackend in DeepSpeed|\[runner\.py:\d+:main\] cmd = "),
 ]
+# one rank's parameter report, as many times as a line holds them (ranks' output interleaves)
+RANK_COUNT = r"model parallel rank \(?[\d, ]+\)?\s*:\s*\d+"
 # the kinds whose group-1 value is an iteration number (the event's step)
 STEP_VALUED = frozenset({s.EV_CHECKPOINT_LOAD, s.EV_CHECKPOINT_SAVE, s.EV_SKIP_RANGE})
 # the group-1 value is in billions for these parameter-count patterns

@@ -101,7 +101,8 @@ FATAL_KINDS: frozenset[str] = ERROR_KINDS | {EV_NAN_CHECK}
 # lines printed while a program starts: one after iterations or an ending begins a new launch
 STARTUP_KINDS: frozenset[str] = frozenset({EV_STARTUP, EV_MARKER})
 # evidence that an attempt's start is in the logs (so its first timestamp is when it started)
-START_KINDS: frozenset[str] = STARTUP_KINDS | {EV_PROCESS_START, EV_WANDB_RUN_START, EV_SESSION_START}
+START_KINDS: frozenset[str] = STARTUP_KINDS | {EV_PROCESS_START, EV_WANDB_RUN_START, EV_SESSION_START, EV_FILE_START,
+                                               EV_STEP_REGRESSION}
 
 # --- config keys that describe a run rather than configure it (left out of config changes) ------------------------
 SUMMARY_PREFIX = "summary/"   # a W&B run's final summary values

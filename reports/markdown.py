@@ -184,14 +184,16 @@ def _setup(run: RunFindings) -> list[str]:
         out.append("- **Shape:** " + ", ".join(f"{md(k)}={md(v)}" for k, v in known.items()) + ".")
     out += [f"- {md(n)}." for n in m.caveats]
     if sched.lr_peak is not None:
-        if sched.warmup_end_step is None:
+        if sched.still_warming_up:
+            warm = "still rising at the last logged point: the logs end during the warm-up"
+        elif sched.warmup_end_step is None:
             warm = "no warm-up seen"
         elif sched.warmup_end_after is not None:
-            warm = (f"warm-up ends by step {sched.warmup_end_step}, after step {sched.warmup_end_after} (the log has no "
-                    "data in between)")
+            warm = f"warm-up ends between steps {sched.warmup_end_after} and {sched.warmup_end_step} (the logged points)"
         else:
             warm = f"warm-up ends at step {sched.warmup_end_step}"
-        out.append(f"- **Schedule:** LR peaks at {shown(sched.lr_peak)} (step {sched.lr_peak_step}); {warm}"
+        out.append(f"- **Schedule:** LR {'reaches' if sched.still_warming_up else 'peaks at'} {shown(sched.lr_peak)} "
+                   f"(step {sched.lr_peak_step}); {warm}"
                    + (f" (configured: step {sched.warmup_end_configured})" if sched.warmup_end_configured else "")
                    + ".")
     if sched.batch_size_final is not None and sched.batch_size_logged is not None:
@@ -201,8 +203,8 @@ def _setup(run: RunFindings) -> list[str]:
                        "logged; the configured batch size is not in the logs.")
         else:
             if sched.batch_rampup_end_step is not None and sched.batch_rampup_end_after is not None:
-                ramp = (f"ramped up from {shown(first)}, full by step {sched.batch_rampup_end_step} (after step "
-                        f"{sched.batch_rampup_end_after}, with no data in between)")
+                ramp = (f"ramped up from {shown(first)}, full between steps {sched.batch_rampup_end_after} and "
+                        f"{sched.batch_rampup_end_step} (the logged points)")
             elif sched.batch_rampup_end_step is not None:
                 ramp = f"ramped up from {shown(first)}, full from step {sched.batch_rampup_end_step}"
             elif first >= sched.batch_size_final:

@@ -111,7 +111,7 @@ def _metric_entry(name: str, m: dict[str, Any]) -> str:
 def timeline_section(run: RunFindings) -> list[str]:
     """Every launch with its times and end, then holes, discontinuities, short launches and replays, and the
     errors, stops and notices, as facts."""
-    out = ["## Timeline", "", "| attempt | steps | started | ended | ran for | downtime before the next | how it ended |",
+    out = ["## Timeline", "", "| attempt | steps | started | ended | ran for | until the next began | how it ended |",
            "|---|---|---|---|---|---|---|"]
     for a in run.attempts:
         started = clock(a.started_at) if a.started_at is not None else (

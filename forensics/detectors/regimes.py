@@ -1,10 +1,11 @@
 """Regime shifts: lasting level changes found by exact PELT (:mod:`forensics.changepoint`).
 
-What is segmented, per attempt: the grad norm (log scale; a new level after a spike or a config change), the
-iteration time (a throughput drop: a slow node, a changed parallel layout) and the loss scale (log2; an fp16 run
-stuck at a lower scale). Long series are reduced to at most 2,000 block medians first (PELT's pruning is weak
-when changes are few, and a regime lasts far longer than a block), then segmented with the L2 cost and a
-BIC-style penalty tripled to keep to clear shifts.
+What is segmented, per attempt and stretch of its log between holes: the grad norm (log scale; a new level after a
+spike or a config change), the iteration time (a throughput drop: a slow node, a changed parallel layout) and the
+loss scale (log2; an fp16 run stuck at a lower scale). Long series are reduced to at most 2,000 block medians
+first (PELT's pruning is weak when changes are few, and a regime lasts far longer than a block; the budget is the
+attempt's, shared by its stretches), then segmented with the L2 cost and a BIC-style penalty tripled to keep to
+clear shifts.
 
 A breakpoint is reported when the level moves the worrying way by at least ``min_ratio`` (grad norm up 2x,
 iteration time up 1.25x, loss scale down 4x; falling grad norm and faster iterations are what training does),
@@ -54,18 +55,21 @@ class RegimeShiftDetector:
         spacing = frames.spacing()
         out = []
         for (attempt,), whole in points.group_by("attempt", maintain_order=True):
+            if whole.height < 3 * self.min_points:
+                continue
+            block = max(1, math.ceil(whole.height / MAX_BLOCKS))  # the attempt's budget, shared by its stretches
             stretch = stretch_ids(whole["step"].to_numpy(), spacing.get(attempt, 1))
             for _, own in whole.with_columns(_stretch=stretch).group_by("_stretch", maintain_order=True):
-                out += self._stretch(int(attempt), own, min_ratio, direction, meaning)
+                out += self._stretch(int(attempt), own, block, min_ratio, direction, meaning)
         return out
 
-    def _stretch(self, attempt: int, own: pl.DataFrame, min_ratio: float, direction: int, meaning: str
+    def _stretch(self, attempt: int, own: pl.DataFrame, block: int, min_ratio: float, direction: int, meaning: str
                  ) -> list[Anomaly]:
         """The shifts within one stretch of the log between holes (a level is never compared across a hole)."""
         out: list[Anomaly] = []
-        if own.height < 3 * self.min_points:
+        if own.height < 3 * self.min_points * block:
             return out
-        steps, levels = _blocks(own["step"].to_numpy(), np.log(own["value"].to_numpy()))
+        steps, levels = _blocks(own["step"].to_numpy(), np.log(own["value"].to_numpy()), block)
         if levels.size < 3 * self.min_points or np.ptp(levels) < math.log(min_ratio):
             return out
         bkps = pelt(levels, self.penalty_factor * bic_penalty(levels), min_size=self.min_points)
@@ -88,9 +92,8 @@ class RegimeShiftDetector:
         return out
 
 
-def _blocks(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """At most MAX_BLOCKS block medians (each labelled with its first step)."""
-    size = max(1, math.ceil(values.size / MAX_BLOCKS))
+def _blocks(steps: np.ndarray, values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Medians of blocks of ``size`` points (each labelled with its first step)."""
     if size == 1:
         return steps, values
     m = values.size // size * size

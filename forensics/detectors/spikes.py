@@ -103,15 +103,33 @@ class SpikeDetector:
         found: list[SpikeIncident] = []
         intervals, spacing = frames.intervals(), frames.spacing()
         gaps = frames.gaps()
+        counts = frames.memo.setdefault(("judged", self.series or self.metric), {})
         for (attempt,), own in points.group_by("attempt", maintain_order=True):
-            own = own.with_columns(own=pl.lit(True))
-            interval = intervals.get(attempt, 1)
-            stretch = stretch_ids(own["step"].to_numpy(), spacing.get(attempt, 1))
-            for _, series in own.with_columns(_stretch=stretch).group_by("_stretch", maintain_order=True):
-                incidents, judged = self._stretch_incidents(series, int(attempt), interval, window, floor, threshold)
-                found += [_recovery_over(inc, own, gaps) for inc in incidents]
-                counts = frames.memo.setdefault(("judged", self.series or self.metric), {})
-                counts[int(attempt)] = counts.get(int(attempt), 0) + judged
+            attempt, interval = int(attempt), intervals.get(int(attempt), 1)
+            steps, values = own["step"].to_numpy(), own["value"].to_numpy()
+            x = np.log(values)
+            stretch = stretch_ids(steps, spacing.get(attempt, 1))
+            averaged = self.metric in _AVERAGED and interval > 1
+            own_floor = floor / math.sqrt(interval) if averaged and self.floor is None else floor  # a mean is calmer
+            z, centre, scale = trailing_robust_z(
+                x, window, own_floor, groups=stretch,
+                floor_without_history=max(floor, _FLOOR_WITHOUT_HISTORY.get(self.metric, 0.1)),
+            )
+            # each stretch between holes is judged on its own: its first point has no history, and a stretch that
+            # starts at the beginning of training has its burn-in
+            starts = np.flatnonzero(np.r_[True, stretch[1:] != stretch[:-1]])
+            ends = np.r_[starts[1:], len(x)]
+            position = np.arange(len(x)) - starts[stretch]
+            eligible = ~((position < self.burn_in) & (steps[starts][stretch] < self.early_step))
+            counts[attempt] = counts.get(attempt, 0) + int((eligible & ~np.isnan(z)).sum())
+            with np.errstate(invalid="ignore"):
+                hot = (z >= threshold) & eligible
+            long_enough = (ends - starts) > self.guard_samples + 1  # where Megatron's guard can speak
+            for k in np.flatnonzero(np.bincount(stretch[hot], minlength=len(starts)).astype(bool) | long_enough):
+                lo, hi = int(starts[k]), int(ends[k])
+                found += [_recovery_over(inc, own, gaps) for inc in self._stretch_incidents(
+                    attempt, interval, threshold, steps[lo:hi], values[lo:hi], x[lo:hi], z[lo:hi], centre[lo:hi],
+                    scale[lo:hi], eligible[lo:hi])]
         return found
 
     def judged(self, frames: RunFrames) -> dict[int, int]:
@@ -120,25 +138,14 @@ class SpikeDetector:
         self.incidents(frames)
         return dict(frames.memo.get(("judged", self.series or self.metric), {}))
 
-    def _stretch_incidents(self, series: pl.DataFrame, attempt: int, interval: int, window: int, floor: float,
-                           threshold: float) -> tuple[list[SpikeIncident], int]:
-        """The incidents of one stretch between gaps, and how many of its points could be judged."""
+    def _stretch_incidents(
+        self, attempt: int, interval: int, threshold: float, steps: np.ndarray, values: np.ndarray, x: np.ndarray,
+        z: np.ndarray, centre: np.ndarray, scale: np.ndarray, eligible: np.ndarray,
+    ) -> list[SpikeIncident]:
+        """The incidents of one stretch between holes, from its z-scores (see :func:`trailing_robust_z`)."""
         found: list[SpikeIncident] = []
-        if not series.height:
-            return found, 0
-        x = np.log(series["value"].to_numpy())
-        averaged = self.metric in _AVERAGED and interval > 1
-        own_floor = floor / math.sqrt(interval) if averaged and self.floor is None else floor  # a mean is calmer
-        z, centre, scale = trailing_robust_z(
-            x, window, own_floor,
-            floor_without_history=max(floor, _FLOOR_WITHOUT_HISTORY.get(self.metric, 0.1)),
-        )
-        own = series["own"].to_numpy()
-        eligible = np.ones(len(x), dtype=bool)
-        if series["step"][0] < self.early_step:
-            eligible[: self.burn_in] = False
-        flagged = (z >= threshold) & own & eligible
-        judged = int((own & eligible & ~np.isnan(z)).sum())
+        with np.errstate(invalid="ignore"):
+            flagged = (z >= threshold) & eligible
         # an onset must rise above the recent values: a steep early decline that slows down is not a spike
         recent_max = pl.Series(x).shift(1).rolling_max(window_size=8, min_samples=1).to_numpy()
         with np.errstate(invalid="ignore"):
@@ -146,28 +153,26 @@ class SpikeDetector:
         flagged = _from_first_rise(flagged, onset_ok)
         if interval == 1:
             flagged &= ~self._isolated(z, flagged)
-        flagged |= self._guard(x, own) & eligible
-        steps = series["step"].to_numpy()
-        values = series["value"].to_numpy()
+        flagged |= self._guard(x) & eligible
         for start, end in _merge(runs_of_true(flagged), self.merge_gap):
             base = centre[start]
-            back = np.flatnonzero(own[end + 1:] & (x[end + 1:] <= base + max(3 * scale[start], 0.05)))
+            back = np.flatnonzero(x[end + 1:] <= base + max(3 * scale[start], 0.05))
             before = np.sort(values[max(0, start - 8):start])  # a logged value: the lower median of the 8 before
             found.append(
                 SpikeIncident(
-                    attempt=int(attempt),
+                    attempt=attempt,
                     onset=int(steps[start]),
                     end=int(steps[end]),
                     peak=float(values[start:end + 1].max()),
                     baseline=float(before[(before.size - 1) // 2]) if before.size else float(np.exp(base)),
                     recovered_step=int(steps[end + 1 + back[0]]) if back.size else None,
-                    points_after=int(own[end + 1:].sum()),
+                    points_after=len(x) - end - 1,
                     scale=float(scale[start]),
                     interval=interval,
-                    points=int(own[start:end + 1].sum()),
+                    points=end - start + 1,
                 )
             )
-        return found, judged
+        return found
 
     def _isolated(self, z: np.ndarray, flagged: np.ndarray) -> np.ndarray:
         """Single flagged points with calm neighbours and z below ``isolated_threshold``: with one iteration per
@@ -177,15 +182,14 @@ class SpikeDetector:
             calm_after = np.r_[~(z[1:] >= 3.0), True]
             return flagged & calm_before & calm_after & ~(z >= self.isolated_threshold)
 
-    def _guard(self, x: np.ndarray, own: np.ndarray) -> np.ndarray:
+    def _guard(self, x: np.ndarray) -> np.ndarray:
         """Megatron's spiky-loss check (``SPIKY_LOSS_FACTOR = 10``): at least 10x the largest of the first 100
         values (the first point left out), as a coarse guard whatever the noise."""
-        if self.metric != "loss" or own.sum() <= self.guard_samples + 1:
+        if self.metric != "loss" or x.size <= self.guard_samples + 1:
             return np.zeros(x.size, dtype=bool)
-        first = np.flatnonzero(own)[1:self.guard_samples + 1]
-        limit = float(np.nanmax(x[first])) + math.log(self.guard_factor)
+        limit = float(np.nanmax(x[1:self.guard_samples + 1])) + math.log(self.guard_factor)
         with np.errstate(invalid="ignore"):
-            return own & (x >= limit)
+            return x >= limit
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         out = []
