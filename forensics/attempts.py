@@ -122,6 +122,7 @@ def build_attempts(
                 resumed_from_inferred=inferred, rollback=bool(rollback), config_changes=changes,
                 end_reason=ending.reason, end_detail=ending.detail, end_kind=ending.kind,
                 end_at_step=ending.step if ending.kind is not None else end,
+                target_step=train_iters if isinstance(train_iters, int) and train_iters > 0 else None,
                 points=int(span.get("points") or 0),
                 sources=sorted(set(span.get("sources") or []) | set(ev["source"].drop_nulls().unique().to_list())),
                 started_at=started, first_seen_at=first_seen, last_step_at=last_step_at, last_line_at=last_line,

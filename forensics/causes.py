@@ -37,7 +37,7 @@ def suspect(
         *skipped_batches(attempts, anomalies, events),
         *optimizer_state_lost(attempts, anomalies, metrics, events, table, intervals),
         *logit_growth(anomalies),
-        *stops(attempts, anomalies),
+        *stops(attempts, anomalies, events),
     ]
     return sorted(merge(causes), key=lambda c: -c.confidence)
 

@@ -72,7 +72,7 @@ def assign_roles(metrics: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
         if role in present:
             continue
         unknown = [m for m in present if m not in s.CANONICAL_METRICS and m not in roles.values()
-                   and not m.startswith("val_")]
+                   and not m.startswith(("val_", "test_"))]
         scored = sorted(((role_score(m, role), m) for m in unknown), key=lambda x: (-x[0], x[1]))
         if scored and scored[0][0] > 0:
             roles[role] = scored[0][1]
@@ -122,7 +122,25 @@ def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str,
         "missing": [m for m in NEEDED if m not in recognised],
         "step_axis": axis,
         "spikes_judged": {m: {str(a): n for a, n in sorted(per.items())} for m, per in (judged or {}).items() if per},
+        "unjudged_losses": _unjudged(metrics, (judged or {}).get(s.LOSS, {})),
     }
+
+
+def _unjudged(metrics: pl.DataFrame, judged: dict[int, int]) -> list[dict[str, Any]]:
+    """For each attempt whose loss the spike detector could not judge, what its loss did, as facts: its first,
+    highest and last logged values with their steps."""
+    attempts = [a for a, n in judged.items() if n == 0]
+    if not attempts:
+        return []
+    loss = metrics.filter((pl.col("metric") == s.LOSS) & pl.col("attempt").is_in(attempts)
+                          & pl.col("value").is_finite()).sort("attempt", "step")
+    out = []
+    for (attempt,), own in loss.group_by("attempt", maintain_order=True):
+        top = own.row(int(own["value"].arg_max()), named=True)  # type: ignore[arg-type]
+        out.append({"attempt": int(attempt), "points": own.height,
+                    "first": [own["step"][0], own["value"][0]], "highest": [top["step"], top["value"]],
+                    "last": [own["step"][-1], own["value"][-1]]})
+    return out
 
 
 def roles_back(metric: str, roles: dict[str, str]) -> str:
@@ -131,4 +149,4 @@ def roles_back(metric: str, roles: dict[str, str]) -> str:
 
 
 def _recognised(metric: str) -> bool:
-    return metric in s.CANONICAL_METRICS or metric.startswith("val_")
+    return metric in s.CANONICAL_METRICS or metric.startswith(("val_", "test_"))

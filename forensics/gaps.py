@@ -34,10 +34,20 @@ def logged_steps(metrics: pl.DataFrame) -> pl.DataFrame:
     return metrics.lazy().select("attempt", "step").drop_nulls().unique().sort("attempt", "step").collect()
 
 
+FEW = 10  # with fewer step differences than this, an attempt's usual interval is its most common one, not its median
+
+
 def usual_intervals(steps: pl.DataFrame) -> dict[int, int]:
-    """Per attempt, the median step between its logged points (1 for an attempt with one point)."""
+    """Per attempt, the median step between its logged points; with only a few (a pasted excerpt, where the holes
+    can be as many as the intervals) the most common one, else the smallest; 1 for an attempt with one point."""
     diffs = steps.with_columns(d=pl.col("step").diff().over("attempt")).filter(pl.col("d") > 0)
-    found = {int(a): max(1, round(float(d))) for a, d in diffs.group_by("attempt").agg(pl.col("d").median()).rows()}
+    counts = diffs.group_by("attempt", "d").agg(n=pl.len())
+    common = counts.sort("n", "d", descending=[True, True]).group_by("attempt").agg(
+        mode=pl.col("d").first(), repeats=pl.col("n").first())
+    usual = diffs.group_by("attempt").agg(many=pl.len() >= FEW, median=pl.col("d").median(), least=pl.col("d").min())
+    usual = usual.join(common, on="attempt").select(
+        "attempt", d=pl.when("many").then("median").when(pl.col("repeats") > 1).then("mode").otherwise("least"))
+    found = {int(a): max(1, round(float(d))) for a, d in usual.rows()}
     return {int(a): found.get(int(a), 1) for a in steps["attempt"].unique().to_list()}
 
 

@@ -46,14 +46,17 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
         if att.index in ended and trouble is not None:
             counter.append(f"attempt {att.index} was already {'NaN' if trouble.kind == 'nan' else 'diverging'} "
                            f"from step {trouble.step}, before the error: the error may follow from it")
+    relaunched = [a.index for a in attempts if any(p.index < a.index and p.index in ended for p in attempts)]
+    check = "node health (ECC, Xid, NCCL timeouts) around those steps"
+    if relaunched:
+        check += f", and whether attempt {relaunched[0]} ran on the same node"
     return [Cause(
         kind="hardware",
         cause="hardware or infrastructure failure",
         confidence=0.8 if errors and not counter else 0.5 if ended else 0.3,
         evidence=evidence,
         counter_evidence=counter,
-        check_next="node health (ECC, Xid, NCCL timeouts) around those steps, and whether the relaunch used the same "
-                   "node; a slow or hung rank shows in every rank's iteration time",
+        check_next=check,
     )]
 
 
@@ -68,17 +71,20 @@ def memory(events: pl.DataFrame, attempts: list[Attempt]) -> list[Cause]:
     if after_fault:
         evidence.append(f"attempt {after_fault[0].index} ran out of memory after an earlier attempt's hardware error: "
                         "a relaunch on the same faulty node can fail this way")
-    return [Cause(
-        kind="memory", cause="out of memory", confidence=0.7 if ended else 0.3, evidence=evidence,
-        check_next="memory per GPU (micro-batch, activation checkpointing, sequence length) and other processes on "
-                   "the node; a relaunch that fails at start-up on a previously faulty node points at the node",
-    )]
+    check = "memory per GPU (micro-batch, activation checkpointing, sequence length) and other processes on the node"
+    if after_fault:
+        check += "; a relaunch that fails at start-up on a node that had a hardware error points at the node"
+    return [Cause(kind="memory", cause="out of memory", confidence=0.7 if ended else 0.3, evidence=evidence,
+                  check_next=check)]
 
 
-def stops(attempts: list[Attempt], anomalies: list[Anomaly]) -> list[Cause]:
+def stops(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFrame | None = None) -> list[Cause]:
     """Attempts stopped on purpose or from outside: by the scheduler or a person (cancel, time limit, SIGTERM, a
     planned exit), or by hand (Ctrl-C). Not failures; against it, trouble the loss was already in."""
     out = []
+    saves = (events if events is not None else pl.DataFrame({"kind": []}, schema={"kind": pl.String})).filter(
+        pl.col("kind") == s.EV_CHECKPOINT_SAVE)
+    last_save = saves["value"].max() if saves.height else None
     for reason, kind, cause in (
         ((EndReason.STOPPED, EndReason.EXITED), "stopped", "stopped by the scheduler or a person"),
         ((EndReason.INTERRUPTED,), "interrupted", "interrupted by hand"),
@@ -90,10 +96,13 @@ def stops(attempts: list[Attempt], anomalies: list[Anomaly]) -> list[Cause]:
                    for a in mine if (t := _trouble_before(a, anomalies)) is not None]
         out.append(Cause(
             kind=kind, cause=cause, confidence=0.3 if not counter else 0.15,
-            evidence=[f"attempt {a.index} ended after step {a.end_step}: {a.end_detail}" for a in mine][:6],
+            evidence=[f"attempt {a.index} ended " + (f"after step {a.end_step}" if a.end_step is not None
+                                                     else "before any logged iteration") + f": {a.end_detail}"
+                      for a in mine][:6],
             counter_evidence=counter,
-            check_next="nothing failed here; resume from the last checkpoint" if not counter
-            else "the stop came after the trouble: look at the trouble, not the stop",
+            check_next="the stop came after the trouble: look at the trouble, not the stop" if counter
+            else f"nothing failed here; the last checkpoint saved in the logs is at step {last_save:.0f}"
+            if last_save is not None else "nothing failed here; no checkpoint save appears in the logs",
         ))
     return out
 

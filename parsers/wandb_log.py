@@ -117,6 +117,7 @@ class WandbLog:
     starting_step: int = 0
     start_time: float | None = None
     exit_code: int | None = None
+    runtime: int | None = None  # seconds the run lasted, as its exit record says
     step_metrics: dict[str, str] = field(default_factory=dict)  # define_metric: metric (or glob) -> its step metric
     console: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -169,7 +170,7 @@ def read_wandb_log(path: str | Path, shown: str) -> WandbLog:
             _fold(run.config.update, log.config)
             _fold(run.summary.update, log.summary)
         elif record.HasField("exit"):
-            log.exit_code = record.exit.exit_code
+            log.exit_code, log.runtime = record.exit.exit_code, record.exit.runtime or None
         elif record.HasField("metric") and record.metric.step_metric:
             log.step_metrics[record.metric.name or record.metric.glob_name] = record.metric.step_metric
         elif record.HasField("output_raw"):

@@ -91,14 +91,17 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
     if log.exit_code is not None:  # the client recorded how the process ended: evidence only when nothing printed is
         failed = log.exit_code != 0
         last = parsed.metrics["step"].max()
+        # when: the run's start plus the runtime its exit record gives (its last history row may be minutes earlier)
+        ended = log.start_time + log.runtime if log.start_time is not None and log.runtime else None
         events.append(pl.DataFrame({
-            "kind": [s.EV_EXIT_CODE], "step": [last if last is not None else step], "value": [float(log.exit_code)],
-            "wall_time": [history["wall_time"].max() if history.height else None],
+            "kind": [s.EV_EXIT_CODE], "step": [last], "value": [float(log.exit_code)], "wall_time": [ended],
             "text": [f"W&B run exited with code {log.exit_code}" if failed else "W&B run finished (exit code 0)"],
-        }))
+            "attempt": [parsed.n_attempts],  # the process that exited ran the file's last attempt
+        }, schema_overrides={"step": pl.Int64, "wall_time": pl.Float64, "attempt": pl.Int32}))
     parsed.events = pl.concat(
-        [s.conform(e.with_columns(run=pl.lit(name), source=pl.lit(shown), attempt=pl.lit(1)), s.EVENTS_SCHEMA)
-         if "attempt" not in e.columns else e for e in events]
+        [s.conform(e.with_columns(run=pl.lit(name), source=pl.lit(shown)).with_columns(
+            attempt=pl.col("attempt") if "attempt" in e.columns else pl.lit(1)), s.EVENTS_SCHEMA)
+         if "run" not in e.columns else e for e in events]
     )
     return WandbRun(file=path, log=parsed, run_id=log.run_id, name=name, start_time=wall, config=config, summary=summary)
 

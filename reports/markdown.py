@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from forensics.configs import differing_keys
-from forensics.findings import FAILED_ENDINGS, Anomaly, Attempt, Findings, RunFindings, shown
+from forensics.findings import FAILED_ENDINGS, Anomaly, Attempt, EndReason, Findings, RunFindings, shown
 from reports.escape import md
 from reports.runs_table import runs_table_section, summary_only
 from reports.timeline import ENDINGS, coverage_section, ending, steps, timeline_section
@@ -82,6 +82,11 @@ def _summary(run: RunFindings) -> list[str]:
     if stopped:
         lines.append("- **Stopped on purpose or from outside:** " + "; ".join(
             f"attempt {a.index} {ENDINGS[a.end_reason]}" for a in stopped) + ".")
+    short_of = [a for a in run.attempts if a.end_reason in (EndReason.RUNNING, EndReason.UNKNOWN)
+                and a.target_step is not None and a.end_step is not None and a.end_step < a.target_step]
+    if short_of:
+        lines.append("- **Stopped short, with no end in the log:** " + "; ".join(
+            f"attempt {a.index} at step {a.end_step} of {a.target_step}" for a in short_of) + ".")
     rollbacks = [a for a in run.attempts if a.rollback and not a.short]
     if rollbacks:
         lines.append(
@@ -102,12 +107,20 @@ def _summary(run: RunFindings) -> list[str]:
         lines.append(f"- **Most likely why (suspected):** {md(top.cause)} (confidence {top.confidence:.1f}).")
         if top.check_next:
             lines.append(f"- **What to check next:** {md(top.check_next)}.")
-    unjudged = [a for a, n in run.coverage.get("spikes_judged", {}).get("loss", {}).items() if n == 0]
+    unjudged = run.coverage.get("unjudged_losses", [])
+    judged_somewhere = any(n for n in run.coverage.get("spikes_judged", {}).get("loss", {}).values())
     if not run.anomalies:
         lines.append("- **Anomalies:** none found in what could be checked (no loss metric)." if no_loss else
-                     f"- **Anomalies:** none found; loss spikes could not be judged in attempt(s) "
-                     f"{', '.join(unjudged)} (too few points: see *What was read and checked*)." if unjudged else
-                     "- **Anomalies:** none found.")
+                     "- **Anomalies:** none found." if not unjudged else
+                     "- **Anomalies:** none found where the loss could be judged." if judged_somewhere else
+                     "- **Anomalies:** no loss could be judged for spikes; the other checks (NaN, loss scale, "
+                     "skipped iterations, hangs) found nothing.")
+    for u in unjudged:
+        (s0, v0), (s1, v1), (s2, v2) = u["first"], u["highest"], u["last"]
+        lines.append(f"- **Not judged:** attempt {u['attempt']}'s {u['points']} loss point(s) are too few for the spike "
+                     f"detectors (the start of training, or the first of a stretch); its loss went from {shown(v0)} "
+                     f"(step {s0}) to {shown(v1)} at its highest (step {s1}), and was {shown(v2)} at its last step "
+                     f"({s2}).")
     scores = [f"{m.replace('_', ' ')} {v['run']:.2f}%" for m, v in run.spike_scores.items() if v.get("run") is not None]
     if scores:
         lines.append("- **Spike score** (OLMo 2: share of points 7 sd or more from the mean of the previous 1,000): "

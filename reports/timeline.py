@@ -54,8 +54,8 @@ def ending(a: Attempt) -> str:
         where = ""
     elif a.end_step is None:
         where = " before any logged iteration"
-    elif a.end_at_step is None:  # a console line with no step: it came after the last logged step, or during it
-        where = f" (printed to its console; its last logged step is {a.end_step})"
+    elif a.end_at_step is None:  # a console line with no step: it came after the last logged step
+        where = f" in its console, after its last logged step ({a.end_step})"
     else:
         where = f" after step {a.end_at_step}"
     detail = (f": “{md(a.end_detail)}”" if quoted else f": {md(a.end_detail)}") if a.end_detail else ""
@@ -172,6 +172,8 @@ def _short(run: RunFindings) -> list[str]:
             what = "a replay of steps logged before" if replay else "new steps"
             logged = "no step logged" if a.start_step is None else (
                 f"{'step' if a.start_step == a.end_step else 'steps'} {steps(a)} ({what})")
+            if a.resumed_from_step is not None and not a.resumed_from_inferred:
+                logged += f", resumed from step {a.resumed_from_step}"
             out.append(f"- attempt {a.index}: {logged}; {ending(a)}")
         if a.end_step is not None:
             furthest = a.end_step if furthest is None else max(furthest, a.end_step)
@@ -194,7 +196,7 @@ def _entries(run: RunFindings) -> list[str]:
         elif e.source in stepped or e.attempt not in logged:
             where += ", before any logged iteration"
         else:
-            where += f", at a step {md(e.source)} does not give"
+            where += f", after its last logged step (printed to {md(e.source)})"
         when = f", {clock(e.wall_time)}" if e.wall_time is not None else ""
         times = f" (×{e.count})" if e.count > 1 else ""
         out.append(f"- {where}{when}: {e.kind.replace('_', ' ')}: {md(e.text)}{times}")

@@ -122,8 +122,12 @@ def test_a_scheduler_time_limit_is_a_stop_and_unjudged_spikes_are_said_to_be():
     # six points, all in the burn-in at the start of training: the chronicle does not say "none found" alone
     assert run.coverage["spikes_judged"]["loss"] == {"1": 0}
     summary = chronicle(real("pp64-1809655"))
-    assert ("- **Anomalies:** none found; loss spikes could not be judged in attempt(s) 1 (too few points: see *What "
-            "was read and checked*).") in summary
+    assert ("- **Anomalies:** no loss could be judged for spikes; the other checks (NaN, loss scale, skipped "
+            "iterations, hangs) found nothing.") in summary
+    # what the loss did, as facts: 14.13 to 76.77 and still 16.97 at the end
+    assert ("- **Not judged:** attempt 1's 5 loss point(s) are too few for the spike detectors (the start of training, "
+            "or the first of a stretch); its loss went from 14.12743 (step 20) to 76.76836 at its highest (step 30), "
+            "and was 16.9694 at its last step (60).") in summary
 
 
 def test_prequel_stack_dumps_are_a_hang_in_a_collective():
@@ -170,8 +174,10 @@ def test_a_tutorial_page_of_five_independent_launches_with_elisions():
         (100, 5000, EndReason.COMPLETED), (100, 2000, EndReason.UNKNOWN), (100, 2000, EndReason.COMPLETED),
         (100, 2000, EndReason.COMPLETED)]
     assert run.attempts[0].resumed_from_step == 5000 and not any(a.rollback for a in run.attempts)
-    assert [(g.after_step, g.before_step) for g in run.gaps] == [(100, 1000), (1100, 2000), (2100, 2900),
-                                                                 (3100, 4000), (4100, 4800)]
+    # every "..." elision of the page is a hole, in the attempt with five points too
+    assert [(g.attempt, g.after_step, g.before_step) for g in run.gaps] == [
+        (2, 100, 1000), (2, 1100, 2000), (2, 2100, 2900), (2, 3100, 4000), (2, 4100, 4800), (3, 200, 1000),
+        (3, 1100, 2000)]
     assert run.discontinuities == []   # the warm-up runs straight through the "..." elisions
     assert run.replay_differences == []  # every launch started from scratch
 

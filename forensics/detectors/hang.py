@@ -25,9 +25,11 @@ from parsers import schema as s
 def duration(seconds: float) -> str:
     """A duration as the chronicle writes it.
 
-    >>> duration(5400), duration(600), duration(200000)
-    ('1.5 h', '10 min', '2.3 days')
+    >>> duration(5400), duration(600), duration(200000), duration(30)
+    ('1.5 h', '10 min', '2.3 days', '30 s')
     """
+    if seconds < 90:
+        return f"{seconds:.0f} s"
     if seconds >= 2 * 86400:
         return f"{seconds / 86400:.1f} days"
     return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
