@@ -54,7 +54,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     link_config_changes(attempts, anomalies, frames)
     config = table[max(table)] if table else {}
     model = check_model(config, run.events, run.name, run.path)
-    timing = schedule(metrics, config)
+    timing = schedule(metrics, config, attempts)
     causes = suspect(metrics, run.events, attempts, anomalies, model, table, timing, frames.intervals())
     gaps = frames.gaps()
     return RunFindings(

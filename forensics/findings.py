@@ -219,6 +219,7 @@ class Schedule:
     warmup_end_after: int | None = None      # the warm-up ended after this logged step, by warmup_end_step
     still_warming_up: bool = False           # the LR was still rising at the last logged point
     batch_rampup_end_after: int | None = None  # likewise for the batch ramp-up
+    from_attempt: int | None = None          # the curves are those of this attempt on (a later start from scratch)
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

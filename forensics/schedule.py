@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.findings import Schedule, shown
+from forensics.findings import Attempt, Schedule, shown
 from forensics.timeline import by_step
 from parsers import schema as s
 
@@ -80,9 +80,16 @@ def _before(curve: pl.DataFrame, step: int) -> int | None:
     return last if step - last > 1 else None
 
 
-def schedule(metrics: pl.DataFrame, config: dict[str, Any]) -> Schedule:
-    """Warm-up end, LR peak and batch ramp-up end of a run; notes where the curves and the config disagree."""
+def schedule(metrics: pl.DataFrame, config: dict[str, Any], attempts: list[Attempt] | None = None) -> Schedule:
+    """Warm-up end, LR peak and batch ramp-up end of a run; notes where the curves and the config disagree.
+
+    The curves are those of the run's latest training from scratch and the attempts that resumed it (an earlier
+    attempt that started from scratch too was another training, with its own schedule)."""
     out = Schedule()
+    fresh = [a.index for a in attempts or [] if a.start_step is not None and a.resumed_from_step is None]
+    if fresh and max(fresh) > min(fresh):
+        out.from_attempt = max(fresh)
+        metrics = metrics.filter(pl.col("attempt") >= out.from_attempt)
     lr = _curve(metrics, s.LR)
     samples = _curve(metrics, s.CONSUMED_SAMPLES)
     if lr.height >= 3:

@@ -205,7 +205,8 @@ def _setup(run: RunFindings) -> list[str]:
             warm = f"warm-up ends between steps {sched.warmup_end_after} and {sched.warmup_end_step} (the logged points)"
         else:
             warm = f"warm-up ends at step {sched.warmup_end_step}"
-        out.append(f"- **Schedule:** LR {'reaches' if sched.still_warming_up else 'peaks at'} {shown(sched.lr_peak)} "
+        since = f" (attempt {sched.from_attempt} on, the last start from scratch)" if sched.from_attempt else ""
+        out.append(f"- **Schedule{since}:** LR {'reaches' if sched.still_warming_up else 'peaks at'} {shown(sched.lr_peak)} "
                    f"(step {sched.lr_peak_step}); {warm}"
                    + (f" (configured: step {sched.warmup_end_configured})" if sched.warmup_end_configured else "")
                    + ".")

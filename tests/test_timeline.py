@@ -349,9 +349,10 @@ def test_the_setup_says_what_the_logs_do_not_show():
     assert ("- **Batch size:** 96 at the first logged step, 432 the largest logged; the configured batch size is not "
             "in the logs.") in wide   # no "full from step 11446": the target is not in the logs
     tutorial = chronicle(real("llm-action"))
-    # the LR's peak lies in an elided stretch; lr_warmup_fraction 0.01 of lr_decay_iters 320000 is step 3200
-    assert ("- **Schedule:** LR peaks at 0.00015 (step 4000); warm-up ends between steps 3100 and 4000 (the logged "
-            "points) (configured: step 3200).") in tutorial
+    # attempts 2-5 each train from scratch: the schedule is attempt 5's, whose last line (2000/2000) has
+    # "learning rate: 9.305E-05"; lr_warmup_fraction 0.01 of lr_decay_iters 320000 is step 3200
+    assert ("- **Schedule (attempt 5 on, the last start from scratch):** LR reaches 9.305e-05 (step 2000); still "
+            "rising at the last logged point: the logs end during the warm-up (configured: step 3200).") in tutorial
     ctrl_c = chronicle(real("MoE_log_gpt3"))
     assert ("- **Schedule:** LR reaches 0.0001256 (step 2130); still rising at the last logged point: the logs end "
             "during the warm-up.") in ctrl_c
