@@ -196,6 +196,7 @@ class ModelCheck:
     parameters_from_shape: float | None = None
     parameters_logged: float | None = None
     parameters_stated: float | None = None
+    parameters_logged_how: str = ""                    # how the program's count was put together, if not printed whole
     shape: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)     # what is off in the setup, most telling first
     caveats: list[str] = field(default_factory=list)   # what the check could not see

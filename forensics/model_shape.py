@@ -124,6 +124,21 @@ def logged_parameters(events: pl.DataFrame, cfg: dict[str, Any] | None = None) -
     return float(chosen["value"][-1])
 
 
+def logged_parameters_how(events: pl.DataFrame, cfg: dict[str, Any]) -> str:
+    """How :func:`logged_parameters` got its count when the program printed no total: a sum over the ranks'
+    counts, in which a word embedding tied across pipeline stages counts once per stage that holds it."""
+    counts = events.filter(pl.col("kind") == s.EV_PARAMETER_COUNT).drop_nulls("value")
+    if counts.height == 0 or not counts.filter(~pl.col("text").str.starts_with("sum of the parameter counts")).is_empty():
+        return ""
+    text = str(counts["text"][-1])
+    if text.startswith("sum of the parameter counts of 1 "):
+        return ""
+    how = text.replace("sum of the parameter counts", "summed over the counts")
+    if (_int(cfg, "pipeline_model_parallel_size") or 1) > 1 and tied_embeddings(cfg):
+        how += "; the tied word embedding counts once in the first and once in the last pipeline stage"
+    return how
+
+
 def check_model(
     cfg: dict[str, Any], events: pl.DataFrame, run_name: str, run_path: str
 ) -> ModelCheck:
@@ -136,6 +151,7 @@ def check_model(
     check = ModelCheck(
         parameters_from_shape=from_shape,
         parameters_logged=logged_parameters(events, cfg),
+        parameters_logged_how=logged_parameters_how(events, cfg),
         parameters_stated=stated_parameters(run_name, run_path),
         shape=shape,
     )

@@ -190,7 +190,9 @@ def _setup(run: RunFindings) -> list[str]:
         f"- **Parameters** from its shape: {_params(m.parameters_from_shape)}"
         + (f" ({_params(m.shape['parameters_unique'])} distinct)" if m.shape.get("parameters_unique") not in
            (None, m.parameters_from_shape) else "")
-        + f"; printed by the program: {_params(m.parameters_logged)}; stated in its name: {_params(m.parameters_stated)}.",
+        + f"; printed by the program: {_params(m.parameters_logged)}"
+        + (f" ({md(m.parameters_logged_how)})" if m.parameters_logged_how else "")
+        + f"; stated in its name: {_params(m.parameters_stated)}.",
     ]
     if m.shape:
         known = {k: v for k, v in m.shape.items() if v is not None and k != "parameters_unique"}

@@ -353,6 +353,13 @@ def test_the_setup_says_what_the_logs_do_not_show():
     # "learning rate: 9.305E-05"; lr_warmup_fraction 0.01 of lr_decay_iters 320000 is step 3200
     assert ("- **Schedule (attempt 5 on, the last start from scratch):** LR reaches 9.305e-05 (step 2000); still "
             "rising at the last logged point: the logs end during the warm-up (configured: step 3200).") in tutorial
+    # attempt 5 runs PP=4: its four stages print 75577344 twice, 127090688 and 128137216; launches 1-2 printed
+    # 354871296 for the whole model: the sum holds the tied embedding twice, and says so
+    assert ("- **Parameters** from its shape: 406.4M (354.9M distinct); printed by the program: 406.4M (summed over "
+            "the counts of 4 model-parallel ranks; the tied word embedding counts once in the first and once in the "
+            "last pipeline stage); stated in its name: n/a.") in tutorial
     ctrl_c = chronicle(real("MoE_log_gpt3"))
+    # one rank printed its count (125262336): no sum to explain; "125M" is in the file name
+    assert "- **Parameters** from its shape: 125.3M; printed by the program: 125.3M; stated in its name: 125.0M." in ctrl_c
     assert ("- **Schedule:** LR reaches 0.0001256 (step 2130); still rising at the last logged point: the logs end "
             "during the warm-up.") in ctrl_c
