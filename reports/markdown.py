@@ -104,7 +104,7 @@ def _summary(run: RunFindings) -> list[str]:
         )
     top = next((c for c in run.suspected_causes if c.kind not in ("stopped", "interrupted")), None)
     if top:
-        lines.append(f"- **Most likely why (suspected):** {md(top.cause)} (confidence {top.confidence:.1f}).")
+        lines.append(f"- **Most likely why (suspected):** {md(top.cause)} (confidence {top.confidence:.2f}).")
         if top.check_next:
             lines.append(f"- **What to check next:** {md(top.check_next)}.")
     unjudged = run.coverage.get("unjudged_losses", [])

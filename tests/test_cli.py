@@ -47,6 +47,11 @@ def test_markdown_report_on_the_sample():
     # the setup finding heads the summary but is not "why it blew up"
     assert "- **Model (setup finding):** " + headline + "." in lines
     assert not any(line.startswith("- **Most likely why (suspected):** model shape") for line in lines)
+    # the summary quotes the top cause as the ranking does, confidence included
+    assert ("- **Most likely why (suspected):** optimizer or model state rather than one batch: after the rollback "
+            "the trouble came sooner (step 6930 vs 7010) (confidence 0.45).") in lines
+    assert ("1. **optimizer or model state rather than one batch: after the rollback the trouble came sooner (step 6930 "
+            "vs 7010)** (suspected, confidence 0.45)") in lines
     assert ("| 1 | 10–7360 | 2021-09-22 10:00:00 | – | – | 41.2 h | ended in NaN after step 7360: “RuntimeError: Rank "
             "37: found NaN in local forward loss calculation. Device: 1, node: r7i4n3” |") not in lines
 
