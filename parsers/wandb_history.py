@@ -111,6 +111,7 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
     With ``sort`` (API dumps, whose rows come in no particular order) rows are ordered by step first; otherwise
     a step lower than the one before starts a new attempt, annotated by a ``step_regression`` event. When the run
     logs its own step (see :func:`step_key`; ``defined``: its ``define_metric`` step metrics), that is the step.
+    An optional ``row`` column (the history row, counted from 0) becomes the ``line`` of each restart's event.
     """
     long = long.filter(pl.col("value").is_not_null() & pl.col("step").is_not_null())
     if sort:
@@ -127,7 +128,8 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
     metrics = s.conform(long, s.METRICS_SCHEMA)
     regress = (  # each attempt's first step, and the last step of the one before it
         long.group_by("attempt", maintain_order=True)
-        .agg(step=pl.col("step").first(), wall_time=pl.col("wall_time").first(), last=pl.col("step").last())
+        .agg(step=pl.col("step").first(), wall_time=pl.col("wall_time").first(), last=pl.col("step").last(),
+             line=pl.col("row").first() if "row" in long.columns else pl.lit(None, dtype=pl.Int64))
         .with_columns(last=pl.col("last").shift(1))
         .filter(pl.col("attempt") > 1)
     )

@@ -121,6 +121,14 @@ class WandbLog:
     step_metrics: dict[str, str] = field(default_factory=dict)  # define_metric: metric (or glob) -> its step metric
     console: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # the config as it stood whenever it changed: (history rows logged before the change, raw config then)
+    config_updates: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+
+    def config_before(self, row: int) -> dict[str, Any]:
+        """The config as it stood when history row ``row`` (counted from 0, as W&B's ``_step``) was logged: what a
+        notebook's successive trainers each pushed before they logged."""
+        raw = next((c for seen, c in reversed(self.config_updates) if seen <= row), {})
+        return {k: _json(v) for k, v in raw.items() if k != "_wandb"}
 
 
 def read_wandb_log(path: str | Path, shown: str) -> WandbLog:
@@ -137,6 +145,8 @@ def read_wandb_log(path: str | Path, shown: str) -> WandbLog:
     keys: list[str] = []
     values: list[str] = []
     times: list[float | None] = []
+    rows: list[int] = []
+    n_rows = 0
     log = WandbLog(history=pl.DataFrame())
     record = Record()
     for payload in _chunks(buf, shown, warnings):
@@ -157,10 +167,13 @@ def read_wandb_log(path: str | Path, shown: str) -> WandbLog:
                 keys.append(key)
                 values.append(value)
                 times.append(wall)
+                rows.append(n_rows)
+            n_rows += 1
         elif record.HasField("summary"):
             _fold(record.summary.update, log.summary, record.summary.remove)
         elif record.HasField("config"):
             _fold(record.config.update, log.config, record.config.remove)
+            _note_config(log, n_rows)
         elif record.HasField("run"):
             run = record.run
             log.run_id, log.display_name, log.project = run.run_id, run.display_name, run.project
@@ -169,6 +182,7 @@ def read_wandb_log(path: str | Path, shown: str) -> WandbLog:
                 log.start_time = run.start_time.seconds + run.start_time.nanos / 1e9
             _fold(run.config.update, log.config)
             _fold(run.summary.update, log.summary)
+            _note_config(log, n_rows)
         elif record.HasField("exit"):
             log.exit_code, log.runtime = record.exit.exit_code, record.exit.runtime or None
         elif record.HasField("metric") and record.metric.step_metric:
@@ -178,11 +192,20 @@ def read_wandb_log(path: str | Path, shown: str) -> WandbLog:
     log.config = {k: _json(v) for k, v in log.config.items() if k != "_wandb"}
     log.summary = {k: _json(v) for k, v in log.summary.items() if k != "_wandb"}
     log.history = pl.DataFrame(
-        {"step": steps, "key": keys, "value_json": values, "wall_time": times},
-        schema={"step": pl.Int64, "key": pl.String, "value_json": pl.String, "wall_time": pl.Float64},
+        {"step": steps, "key": keys, "value_json": values, "wall_time": times, "row": rows},
+        schema={"step": pl.Int64, "key": pl.String, "value_json": pl.String, "wall_time": pl.Float64, "row": pl.Int64},
     )
     log.warnings = warnings
     return log
+
+
+def _note_config(log: WandbLog, n_rows: int) -> None:
+    """Keep the config as it stands after an update, once per history row it precedes."""
+    if log.config_updates and log.config_updates[-1][1] == log.config:
+        return
+    if log.config_updates and log.config_updates[-1][0] == n_rows:
+        log.config_updates.pop()
+    log.config_updates.append((n_rows, dict(log.config)))
 
 
 def config_values(config: dict[str, Any]) -> dict[str, Any]:

@@ -34,6 +34,7 @@ class WandbRun:
     start_time: float | None
     config: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
+    earlier_configs: dict[int, dict[str, Any]] = field(default_factory=dict)  # attempt -> its config, all but the last
 
 
 def _expand_objects(history: pl.DataFrame) -> pl.DataFrame:
@@ -41,8 +42,8 @@ def _expand_objects(history: pl.DataFrame) -> pl.DataFrame:
     objects = history.filter(pl.col("value_json").str.starts_with("{"))
     if not objects.height:
         return history
-    rows: dict[str, list[Any]] = {"step": [], "key": [], "value_json": [], "wall_time": []}
-    for step, key, text, wall in objects.iter_rows():
+    rows: dict[str, list[Any]] = {"step": [], "key": [], "value_json": [], "wall_time": [], "row": []}
+    for step, key, text, wall, row in objects.select(*rows).iter_rows():
         try:
             value = json.loads(text)
         except ValueError:
@@ -52,9 +53,10 @@ def _expand_objects(history: pl.DataFrame) -> pl.DataFrame:
             rows["key"].append(leaf)
             rows["value_json"].append(json.dumps(v))
             rows["wall_time"].append(wall)
+            rows["row"].append(row)
     leaves = pl.DataFrame(rows, schema=history.schema)
     return pl.concat([history.filter(~pl.col("value_json").str.starts_with("{")), leaves]).sort(
-        "step", maintain_order=True
+        "row", maintain_order=True
     )
 
 
@@ -69,7 +71,7 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
         value=pl.col("value_json").cast(pl.Float64, strict=False)
     )
     name = log.display_name or log.run_id or path.stem
-    parsed = history_log(history.select("step", "key", "value", "wall_time"), run=name, source=shown,
+    parsed = history_log(history.select("step", "key", "value", "wall_time", "row"), run=name, source=shown,
                          defined=log.step_metrics)
     parsed.warnings.extend(log.warnings)
     config = config_values(log.config)
@@ -103,20 +105,32 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
             attempt=pl.col("attempt") if "attempt" in e.columns else pl.lit(1)), s.EVENTS_SCHEMA)
          if "run" not in e.columns else e for e in events]
     )
-    return WandbRun(file=path, log=parsed, run_id=log.run_id, name=name, start_time=wall, config=config, summary=summary)
+    # successive trainers in one run (a notebook) each push their config before they log: attempt k has the config
+    # as it stood at its first history row
+    starts = [0, *parsed.events.filter(pl.col("kind") == s.EV_STEP_REGRESSION)["line"].drop_nulls().to_list()]
+    earlier = ({k: config_values(log.config_before(row)) for k, row in enumerate(starts[:-1], start=1)}
+               if len(log.config_updates) > 1 else {})
+    return WandbRun(file=path, log=parsed, run_id=log.run_id, name=name, start_time=wall, config=config,
+                    summary=summary, earlier_configs=earlier)
 
 
 def attach_configs(runs: list[WandbRun]) -> None:
     """Per-attempt config rows for the ``.wandb`` files of one run, in start order: a resume updates the config
-    it was given on top of the one before (as W&B merges them), so only real changes show between attempts."""
+    it was given on top of the one before (as W&B merges them), so only real changes show between attempts; within
+    a file, attempts before the last get the config as it stood when they began."""
     merged: dict[str, Any] = {}
     for run in runs:
+        source = str(run.log.metrics["source"][0] if run.log.metrics.height else run.name)
+        frames = []
+        for attempt, config in sorted(run.earlier_configs.items()):
+            merged = merged | config
+            frames.append(config_frame(merged, run=run.name, source=source, attempt=attempt))
         merged = merged | run.config
-        source = run.log.metrics["source"][0] if run.log.metrics.height else run.name
         last = run.log.n_attempts
         run.log.configs = pl.concat([
-            config_frame(merged, run=run.name, source=str(source), attempt=last),
-            config_frame(run.summary, run=run.name, source=str(source), attempt=last, prefix=s.SUMMARY_PREFIX),
+            *frames,
+            config_frame(merged, run=run.name, source=source, attempt=last),
+            config_frame(run.summary, run=run.name, source=source, attempt=last, prefix=s.SUMMARY_PREFIX),
         ])
 
 

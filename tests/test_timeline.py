@@ -208,6 +208,18 @@ def test_a_notebook_wandb_run_of_successive_trainers_on_train_global_step():
     assert not any(a.rollback for a in run.attempts)
     assert run.attempts[-1].end_reason == EndReason.RUNNING          # no exit record: never called finished
     assert run.discontinuities == [] and run.replay_differences == []
+    # each trainer pushed its config before it logged (trainer 3 pushed one and logged nothing): what changed is
+    # the notebook's search, read from the config records in force at each trainer's first history row
+    assert [a.config_changes for a in run.attempts[1:]] == [
+        {"per_device_train_batch_size": [2, 4]},
+        {"lr": [0.0002, 0.0001], "per_device_train_batch_size": [4, 2]},
+        {"per_device_train_batch_size": [2, 4]},
+        {"per_device_train_batch_size": [4, 2]},
+        {},
+        {"per_device_train_batch_size": [2, 4]},
+        {"gradient_accumulation_steps": [4, 5], "num_train_epochs": [1, 5], "per_device_train_batch_size": [4, 2]},
+        {"per_device_train_batch_size": [2, 4]},
+    ]
 
 
 def test_hf_trainer_event_files_read_and_its_mean_loss_is_not_the_loss_series():
