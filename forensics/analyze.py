@@ -13,7 +13,7 @@ from forensics.configs import config_table, differing_keys, settings
 from forensics.coverage import assign_roles, coverage
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames, SpikeDetector
 from forensics.findings import Anomaly, Findings, RunFindings
-from forensics.gaps import discontinuities
+from forensics.gaps import SETTINGS, discontinuities
 from forensics.log_entries import log_entries
 from forensics.model_shape import check_model
 from forensics.precursors import annotate, consolidate
@@ -54,7 +54,9 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     link_config_changes(attempts, anomalies, frames)
     config = table[max(table)] if table else {}
     model = check_model(config, run.events, run.name, run.path)
-    timing = schedule(metrics, config, attempts)
+    # the settings' curves, read once from the (possibly millions of) points for the schedule and the discontinuities
+    curves = metrics.filter(pl.col("metric").is_in([*SETTINGS, s.CONSUMED_SAMPLES]))
+    timing = schedule(curves, config, attempts)
     causes = suspect(metrics, run.events, attempts, anomalies, model, table, timing, frames.intervals())
     gaps = frames.gaps()
     return RunFindings(
@@ -74,7 +76,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         coverage=coverage(metrics, getattr(run, "tags", []), roles, [src.path for src in run.sources],
                           judged={m: SpikeDetector(m).judged(frames) for m in (s.LOSS, s.GRAD_NORM)}),
         gaps=gaps,
-        discontinuities=discontinuities(metrics, gaps, frames.steps(), frames.spacing()),
+        discontinuities=discontinuities(curves, gaps, frames.steps(), frames.spacing()),
         replay_differences=replay_differences(metrics, attempts),
         log_entries=log_entries(run.events),
         setup=list(model.notes),
