@@ -52,14 +52,15 @@ def settings(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def config_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any]]:
-    """``{key: [old, new]}`` for every setting whose value differs (missing is None), keys sorted.
+    """``{key: [old, new]}`` for every setting both hold with different values, keys sorted. A setting only one of
+    them holds is not a change: the other's was not read (a garbled line) or its program had no such setting.
 
-    >>> config_changes({"seed": 42, "save": "/a"}, {"seed": 43, "save": "/b"})
+    >>> config_changes({"seed": 42, "save": "/a", "fp16": True}, {"seed": 43, "save": "/b", "bf16": True})
     {'seed': [42, 43]}
     """
     before, after = settings(before), settings(after)
-    keys = sorted(set(before) | set(after))
-    return {k: [before.get(k), after.get(k)] for k in keys if before.get(k) != after.get(k)}
+    keys = sorted(set(before) & set(after))
+    return {k: [before[k], after[k]] for k in keys if before[k] != after[k]}
 
 
 def differing_keys(configs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -759,10 +759,51 @@ def typed_value(text: str) -> object:
     return text
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# where text another process printed into the line begins: DeepSpeed's op report ("[NO] ....... [OKAY]"), its dotted
+# leaders, its warnings, the install paths and versions of its environment report ("['/usr/lib/python3/torch']")
+_GLUED = re.compile(r"\s*(?:\.{3,}|\[(?:NO|YES|OKAY|WARNING|FAIL|FAILED|ERROR)\]).*$|(?<=\S)\['/.*$"
+                    r"|(?<=[A-Za-z])\d+\.\d+(?:\.\d+)?\+(?:cu|rocm|cpu)\w*$")  # a torch version: 2.9.1+cu128
+_LITERAL = re.compile(r"None|True|False|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def argument_value(text: str | None) -> str | None:
+    """An argument's value as printed, without what other processes' output glued onto it; None when nothing of
+    the value is left (it was printed on another line, or not at all).
+
+    >>> argument_value("1.0\x1b[93m[NO]\x1b[0m"), argument_value("1...................."), argument_value("False")
+    ('1.0', '1', 'False')
+    >>> argument_value("Falsefused_adam"), argument_value("0.1torch install path"), argument_value("7b_ckpt")
+    ('False', '0.1', '7b_ckpt')
+    >>> argument_value("0['/home/sd/.local/lib/python3.10/site-packages/torch']"), argument_value("['/data/a']")
+    ('0', "['/data/a']")
+    >>> argument_value("[NO] ....... [OKAY]") is None, argument_value("none2.9.1+cu128")
+    (True, 'none')
+    """
+    if text is None:
+        return None
+    value = _GLUED.sub("", _ANSI.sub("", text)).strip()
+    literal = _LITERAL.match(value)
+    if literal and literal.end() < len(value):
+        rest = value[literal.end():]
+        # a literal run into a word: None/True/False never continue; a number only into words with a space between
+        if rest[0].isalpha() and (literal.group()[0].isalpha() or " " in rest):
+            value = literal.group()
+    return value or None
+
+
 def _configs(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:
-    kv = others.filter("in_args").select("attempt", g=pl.col("body").str.extract_groups(p.ARGS_LINE)).select(
-        "attempt", key=pl.col("g").struct.field("1"), value=pl.col("g").struct.field("2")
+    body = pl.col("body").str.replace_all(p.JUNK_ANSI, "")
+    kv = others.filter("in_args").select(
+        "attempt", g=body.str.extract_groups(p.ARGS_LINE), long=body.str.extract_groups(p.ARGS_LONG_LINE)
+    ).select(
+        "attempt",
+        key=pl.coalesce(pl.col("g").struct.field("1"), pl.col("long").struct.field("1")),
+        value=pl.when(pl.col("g").struct.field("1").is_not_null())
+        .then(pl.col("g").struct.field("2")).otherwise(pl.col("long").struct.field("2")),
     ).drop_nulls("key")
+    values = [argument_value(v) for v in kv["value"].to_list()]
+    kv = kv.with_columns(value=pl.Series(values, dtype=pl.String)).drop_nulls("value")
     kv = kv.unique(["attempt", "key"], keep="first", maintain_order=True)
     # the iteration line states the target length; keep it when the arguments do not
     totals = iters.group_by("attempt").agg(pl.col("total").last()).select(

@@ -28,6 +28,7 @@ ITERATION = r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|"
 COUNTER_CELL = r"iteration\s+(\d+)\s*/\s*(\d+)\s*$"  # the counter's cell of a line split at '|'
 # junk a damaged or coloured log leaves in front of a line: ANSI escapes, replacement characters, other non-ASCII
 JUNK = r"(?:\x1b\[[0-9;]*[A-Za-z]|[^\x00-\x7F])*"
+JUNK_ANSI = r"\x1b\[[0-9;]*[A-Za-z]"
 LEADING = r"^" + JUNK + r"\s*(?:\[[^\]]*\])?"
 # a whole iteration line: junk, a timestamp, fields printed before the counter (GPT-NeoX), then the counter
 ITERATION_LINE_AFTER_PREFIX = LEADING[1:] + r"\s*(?:[^|\[\]]*?:[^|]*\|\s*)*" + ITERATION_CORE
@@ -39,8 +40,11 @@ VALIDATION = (
 )
 ARGS_START = r"^\s*-{8,} arguments -{8,}\s*$"
 ARGS_END = r"^\s*-{8,} end of arguments -{8,}\s*$"
-ARGS_CANDIDATE = r"^\s+[A-Za-z_]\w* "  # cheap test for lines that may be ARGS_LINE (decided by position later)
-ARGS_LINE = r"^\s+([A-Za-z_]\w*) \.* ?(.*?)\s*$"
+# an argument as Megatron prints it: "  name ......... value", the dots padding the name to 48 columns (none for a
+# name that long). Other processes' output (DeepSpeed's environment report) may be glued in front of the name.
+ARGS_CANDIDATE = r"^\s+[A-Za-z_]\w* |[A-Za-z_]\w* \.+(?: |$)"  # lines that may be one (decided by position later)
+ARGS_LINE = r"(?:^\s*|\s\s)([A-Za-z_]\w*) \.+(?: (.*?))?\s*$"  # two spaces before: not a label's last word
+ARGS_LONG_LINE = r"^\s+([A-Za-z_]\w{47,})\s+(.*?)\s*$"  # a name of 48 characters or more: no dots
 
 # iteration-line keys -> canonical metric names (anything else is kept under a slug of its own name)
 FIELD_NAMES: dict[str, str] = {

@@ -160,6 +160,33 @@ def test_three_launches_two_complete_from_scratch_the_third_fails_at_startup():
     assert hardware.confidence == 0.5                  # at start-up only: weaker than a fault that stopped training
 
 
+def test_arguments_read_through_deepspeeds_report_printed_into_them():
+    """DeepSpeed's environment report interleaves with the arguments blocks (lines 1406-1416 and 7713-7747 of the
+    fixture): values glued to op names, colour codes and dotted leaders are read as printed, and only the three
+    settings that the launches really changed are changes."""
+    path = real("dual32_run_v2")
+    run = analyzed(path)
+    assert [a.config_changes for a in run.attempts[1:]] == [
+        {"deepspeed_config": [f"/home/sd/Megatron-DeepSpeed/.context/dsconfig_dual32_tp4pp1dp8_static{a}.json"
+                              for a in (1050, 1125)],
+         "experiment_name": ["dual32_tp4pp1dp8_static1050", "dual32_tp4pp1dp8_static1125"],
+         "experiment_run_id": ["dual32_tp4pp1dp8_static1050_20260324_114252_DGX2-1",
+                               "dual32_tp4pp1dp8_static1125_20260324_122649_DGX2-1"]},
+        {"deepspeed_config": [f"/home/sd/Megatron-DeepSpeed/.context/dsconfig_dual32_tp4pp1dp8_static{a}.json"
+                              for a in (1125, 1200)],
+         "experiment_name": ["dual32_tp4pp1dp8_static1125", "dual32_tp4pp1dp8_static1200"],
+         "experiment_run_id": ["dual32_tp4pp1dp8_static1125_20260324_122649_DGX2-1",
+                               "dual32_tp4pp1dp8_static1200_20260324_131546_DGX2-1"]},
+    ]
+    configs = load_run(path).configs
+    assert configs.group_by("attempt").len().sort("attempt")["len"].to_list() == [333, 333, 333]
+    read = {(a, k): v for a, k, v in configs.select("attempt", "key", "value").iter_rows()}
+    # 1414 "checkpoint_num_layers ... 1....", 1415 "1.0\x1b[93m[NO]", 7720 "Falsefused_adam", 7738 "Nonedc"
+    assert [read[1, "checkpoint_num_layers"], read[1, "classes_fraction"], read[3, "apply_query_key_layer_scaling"],
+            read[3, "block_data_path"], read[1, "params_dtype"]] == ["1", "1.0", "False", "None", "torch.bfloat16"]
+    assert not {"def", "path", "info", "version", "size", "fused_adam"} & {k for _, k in read}
+
+
 def test_an_oom_in_training_is_memory_not_hardware():
     run = analyzed(real("screen_boot"))
     assert (run.attempts[0].end_reason, run.attempts[0].end_kind, run.attempts[0].end_step) == (
