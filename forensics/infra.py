@@ -84,7 +84,7 @@ def stops(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFram
     out = []
     saves = (events if events is not None else pl.DataFrame({"kind": []}, schema={"kind": pl.String})).filter(
         pl.col("kind") == s.EV_CHECKPOINT_SAVE)
-    last_save = saves["value"].max() if saves.height else None
+    last_save = saves.select(pl.coalesce("value", "step")).to_series().max() if saves.height else None
     for reason, kind, cause in (
         ((EndReason.STOPPED, EndReason.EXITED), "stopped", "stopped by the scheduler or a person"),
         ((EndReason.INTERRUPTED,), "interrupted", "interrupted by hand"),
@@ -96,9 +96,9 @@ def stops(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFram
                    for a in mine if (t := _trouble_before(a, anomalies)) is not None]
         out.append(Cause(
             kind=kind, cause=cause, confidence=0.3 if not counter else 0.15,
-            evidence=[f"attempt {a.index} ended " + (f"after step {a.end_step}" if a.end_step is not None
-                                                     else "before any logged iteration") + f": {a.end_detail}"
-                      for a in mine][:6],
+            evidence=[f"attempt {a.index} ended " + (f"after step {max(a.end_step, a.end_at_step or 0)}"
+                                                     if a.end_step is not None else "before any logged iteration")
+                      + f": {a.end_detail}" for a in mine][:6],
             counter_evidence=counter,
             check_next="the stop came after the trouble: look at the trouble, not the stop" if counter
             else f"nothing failed here; the last checkpoint saved in the logs is at step {last_save:.0f}"

@@ -20,7 +20,7 @@ from parsers import schema as s
 from parsers.config_names import canonical_configs
 from parsers.megatron import DETECT, PDSH_CMD, ParsedLog, parse_megatron
 from parsers.tensorboard import is_event_file, parse_event_file
-from parsers.textfile import InputError, inspect_text
+from parsers.textfile import InputError, TextFile, inspect_text, scan_blocks
 from parsers.wandb_csv import CHART, HISTORY, RUNS_TABLE, csv_kind, header_of, read_chart_export, read_runs_table
 from parsers.wandb_history import config_frame, history_log, read_history_file, sampling_note, wide_to_long
 from parsers.wandb_log import is_wandb_log
@@ -237,10 +237,29 @@ def _console_events(run: WandbRun, console: Path, shown: str, warnings: list[str
         return True
     printed = parse_megatron(text, run=run.name, source=shown)
     warnings.extend(printed.warnings)
-    if printed.events.height:  # the step each line was printed at is not known: the console has no iteration lines
-        events = printed.events.with_columns(attempt=pl.lit(run.log.n_attempts, dtype=pl.Int32))
+    if printed.events.height:
+        # each line's step is the last one the program printed before it ("iter 1330: loss ..."), when the run
+        # logged its own step to W&B (else its steps count log calls, and the console's are on another axis)
+        own_axis = s.STEP_AXIS in run.log.tags.values()
+        progress = console_steps(text) if own_axis else pl.DataFrame(schema={"line": pl.Int64, "printed_step": pl.Int64})
+        events = printed.events.sort("line").join_asof(progress, on="line", strategy="backward").with_columns(
+            step=pl.coalesce("step", "printed_step"), attempt=pl.lit(run.log.n_attempts, dtype=pl.Int32))
         run.log.events = pl.concat([run.log.events, events.select(run.log.events.columns)], how="vertical_relaxed")
     return True
+
+
+CONSOLE_STEP = r"^\s*(?i:iter|iteration|step)\s+(\d+)\s*[:|,/]"  # "iter 1330: loss 1.8209", "step 40 | loss"
+
+
+def console_steps(text: TextFile) -> pl.DataFrame:
+    """``line``, ``printed_step``: the lines of a console that say which step the training is at, in order."""
+    found = [
+        block.filter(pl.col("text").str.contains(CONSOLE_STEP))
+        .select(pl.col("line").cast(pl.Int64), printed_step=pl.col("text").str.extract(CONSOLE_STEP, 1).cast(pl.Int64))
+        .collect()
+        for block in scan_blocks(text)
+    ]
+    return pl.concat(found) if found else pl.DataFrame(schema={"line": pl.Int64, "printed_step": pl.Int64})
 
 
 def _wandb_housekeeping(file: Path, run_dirs: dict[Path, str]) -> bool:

@@ -117,10 +117,11 @@ def _summary(run: RunFindings) -> list[str]:
                      "skipped iterations, hangs) found nothing.")
     for u in unjudged:
         (s0, v0), (s1, v1), (s2, v2) = u["first"], u["highest"], u["last"]
+        path = (f"was {shown(v0)} at its first point (step {s0}), its highest" if s1 == s0 else
+                f"went from {shown(v0)} (step {s0}) to {shown(v1)} at its highest (step {s1})")
         lines.append(f"- **Not judged:** attempt {u['attempt']}'s {u['points']} loss point(s) are too few for the spike "
-                     f"detectors (the start of training, or the first of a stretch); its loss went from {shown(v0)} "
-                     f"(step {s0}) to {shown(v1)} at its highest (step {s1}), and was {shown(v2)} at its last step "
-                     f"({s2}).")
+                     f"detectors (the start of training, or the first of a stretch); its loss {path}, and was "
+                     f"{shown(v2)} at its last step ({s2}).")
     scores = [f"{m.replace('_', ' ')} {v['run']:.2f}%" for m, v in run.spike_scores.items() if v.get("run") is not None]
     if scores:
         lines.append("- **Spike score** (OLMo 2: share of points 7 sd or more from the mean of the previous 1,000): "

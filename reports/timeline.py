@@ -56,6 +56,8 @@ def ending(a: Attempt) -> str:
         where = " before any logged iteration"
     elif a.end_at_step is None:  # a console line with no step: it came after the last logged step
         where = f" in its console, after its last logged step ({a.end_step})"
+    elif a.end_at_step > a.end_step:  # the console printed steps its logger never received
+        where = f" after step {a.end_at_step} (as its console printed; its metrics end at step {a.end_step})"
     else:
         where = f" after step {a.end_at_step}"
     detail = (f": “{md(a.end_detail)}”" if quoted else f": {md(a.end_detail)}") if a.end_detail else ""

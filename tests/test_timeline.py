@@ -225,7 +225,19 @@ def test_wandb_runs_end_as_their_console_says_and_step_on_iter():
     assert interrupted.coverage["step_axis"] == {"wandb/run-20240214_191025-bn1klkfl/run-bn1klkfl.wandb": "iter"}
     assert interrupted.coverage["metrics"]["loss"] == {
         "points": 6, "first_step": 0, "last_step": 1250, "source_tags": ["train/loss"]}
-    assert interrupted.attempts[0].end_at_step is None   # the console's lines carry no step
+    # its console printed "iter 1330: loss 1.8209 BPC" (output.log line 146) before the KeyboardInterrupt; W&B got
+    # its last point at 1250, and "saving checkpoint to out-shakespeare-char" follows "step 1250: ..." (136-137)
+    assert (interrupted.attempts[0].end_step, interrupted.attempts[0].end_at_step) == (1250, 1330)
+    [stop] = [c for c in interrupted.suspected_causes if c.kind == "interrupted"]
+    assert stop.evidence == ["attempt 1 ended after step 1330: KeyboardInterrupt"]
+    assert stop.check_next == "nothing failed here; the last checkpoint saved in the logs is at step 1250"
+    lines = reports.render(forensics.Findings(runs=[interrupted]), "markdown").splitlines()
+    assert ("- **How it ended:** interrupted by hand after step 1330 (as its console printed; its metrics end at step "
+            "1250): “KeyboardInterrupt”.") in lines
+    # its loss peaked at its first point: said once, not as a climb "from 4.287 (step 0) to 4.287 (step 0)"
+    assert ("- **Not judged:** attempt 1's 6 loss point(s) are too few for the spike detectors (the start of training, "
+            "or the first of a stretch); its loss was 4.287383556365967 at its first point (step 0), its highest, and "
+            "was 1.2008771896362305 at its last step (1250).") in lines
 
 
 def test_a_notebook_wandb_run_of_successive_trainers_on_train_global_step():
