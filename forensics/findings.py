@@ -42,7 +42,7 @@ class EndReason(str, Enum):
     DIVERGED = "diverged"              # the loss left its level and did not come back
     HUNG = "hung"                      # stack dumps or a silence: the program stopped making progress
     UNKNOWN = "unknown"                # the log shows no end, and another attempt followed
-    RUNNING = "running"                # the log ends: still running, or cut off
+    RUNNING = "running"                # the log ends with no end printed: still running, cut off, or a silent stop
     NO_TRAINING = "no_training"        # no iteration, no error: nothing to tell
 
     def __str__(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -48,17 +49,25 @@ def rampup_samples(config: dict[str, Any]) -> float | None:
 
 def configured_warmup(config: dict[str, Any], samples: pl.DataFrame) -> int | None:
     """The warm-up length the config asks for, in steps: ``lr_warmup_iters``, ``lr_warmup_fraction`` of
-    ``train_iters``, or ``lr_warmup_samples`` (located on the consumed-samples curve, or divided by the batch)."""
+    ``train_iters``, or ``lr_warmup_samples`` (located on the consumed-samples curve, or divided by the batch).
+
+    >>> none = pl.DataFrame()
+    >>> configured_warmup({"lr_warmup_fraction": 0.1, "train_iters": 2353}, none)  # HF: ceil(0.1 * 2353)
+    236
+    >>> configured_warmup({"lr_warmup_fraction": 0.01, "lr_decay_iters": 320000, "train_iters": 2000}, none)
+    3200
+    """
     iters = _number(config.get("lr_warmup_iters"))
     fraction = _number(config.get("lr_warmup_fraction"))
     if iters and iters < 1:  # the Hugging Face Trainer takes warmup_steps below 1 as a ratio of the training steps
         fraction, iters = iters, None
     if iters:
         return int(iters)
-    # Megatron: a fraction of lr_decay_iters, which defaults to train_iters
+    # Megatron: a fraction of lr_decay_iters, which defaults to train_iters; the LR rises while the step is at most
+    # that product and peaks at the next whole step (the Hugging Face Trainer rounds the product up: the same step)
     horizon = _number(config.get("lr_decay_iters")) or _number(config.get("train_iters"))
     if fraction and horizon:
-        return int(fraction * horizon)
+        return math.ceil(round(fraction * horizon, 9))
     warm_samples = _number(config.get("lr_warmup_samples"))
     if not warm_samples:
         return None

@@ -246,6 +246,7 @@ def test_a_notebook_wandb_run_of_successive_trainers_on_train_global_step():
     assert [a.end_step for a in run.attempts] == [274, 137, 274, 137, 274, 274, 137, 1095, 550]
     assert not any(a.rollback for a in run.attempts)
     assert run.attempts[-1].end_reason == EndReason.RUNNING          # no exit record: never called finished
+    assert run.attempts[-1].end_detail == "no end printed: still running, cut off, or stopped without a word"
     assert run.discontinuities == [] and run.replay_differences == []
     # each trainer pushed its config before it logged (trainer 3 pushed one and logged nothing): what changed is
     # the notebook's search, read from the config records in force at each trainer's first history row
@@ -414,3 +415,12 @@ def test_the_setup_says_what_the_logs_do_not_show():
     assert "- **Parameters** from its shape: 125.3M; printed by the program: 125.3M; stated in its name: 125.0M." in ctrl_c
     assert ("- **Schedule:** LR reaches 0.0001256 (step 2130); still rising at the last logged point: the logs end "
             "during the warm-up.") in ctrl_c
+
+
+def test_a_warmup_ratio_ends_where_the_trainer_rounds_it():
+    """fyh2001's full-epoch Gemma run: warmup_ratio 0.1 of 2,353 steps; its step-1 LR 4.237288e-08 is 1e-5/236,
+    so the Hugging Face Trainer warmed up for ceil(235.3) = 236 steps."""
+    from forensics.schedule import configured_warmup
+    assert configured_warmup({"lr_warmup_fraction": 0.1, "train_iters": 2353}, pl.DataFrame()) == 236
+    assert configured_warmup({"lr_warmup_iters": 0.1, "train_iters": 2353}, pl.DataFrame()) == 236  # warmup_steps<1
+    assert configured_warmup({"lr_warmup_fraction": 0.1, "train_iters": 30}, pl.DataFrame()) == 3   # not 4
