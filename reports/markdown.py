@@ -199,6 +199,7 @@ def _setup(run: RunFindings) -> list[str]:
         known = {k: v for k, v in m.shape.items() if v is not None and k != "parameters_unique"}
         out.append("- **Shape:** " + ", ".join(f"{md(k)}={md(v)}" for k, v in known.items()) + ".")
     out += [f"- {md(n)}." for n in m.caveats]
+    since = f" (attempt {sched.from_attempt} on, the last start from scratch)" if sched.from_attempt else ""
     if sched.lr_peak is not None:
         if sched.still_warming_up:
             warm = "still rising at the last logged point: the logs end during the warm-up"
@@ -208,7 +209,6 @@ def _setup(run: RunFindings) -> list[str]:
             warm = f"warm-up ends between steps {sched.warmup_end_after} and {sched.warmup_end_step} (the logged points)"
         else:
             warm = f"warm-up ends at step {sched.warmup_end_step}"
-        since = f" (attempt {sched.from_attempt} on, the last start from scratch)" if sched.from_attempt else ""
         out.append(f"- **Schedule{since}:** LR {'reaches' if sched.still_warming_up else 'peaks at'} {shown(sched.lr_peak)} "
                    f"(step {sched.lr_peak_step}); {warm}"
                    + (f" (configured: step {sched.warmup_end_configured})" if sched.warmup_end_configured else "")
@@ -216,7 +216,7 @@ def _setup(run: RunFindings) -> list[str]:
     if sched.batch_size_final is not None and sched.batch_size_logged is not None:
         first, largest = sched.batch_size_logged
         if not sched.batch_size_configured:
-            out.append(f"- **Batch size:** {shown(first)} at the first logged step, {shown(largest)} the largest "
+            out.append(f"- **Batch size{since}:** {shown(first)} at the first logged step, {shown(largest)} the largest "
                        "logged; the configured batch size is not in the logs.")
         else:
             if sched.batch_rampup_end_step is not None and sched.batch_rampup_end_after is not None:
@@ -228,7 +228,7 @@ def _setup(run: RunFindings) -> list[str]:
                 ramp = "full from the first logged step"
             else:
                 ramp = f"still ramping up when the logs end ({shown(first)} to {shown(largest)} logged)"
-            out.append(f"- **Batch size:** {shown(sched.batch_size_final)}, {ramp}.")
+            out.append(f"- **Batch size{since}:** {shown(sched.batch_size_final)}, {ramp}.")
     out += [f"- {md(n)}." for n in sched.notes]
     return [*out, ""]
 

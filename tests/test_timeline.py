@@ -405,6 +405,8 @@ def test_the_setup_says_what_the_logs_do_not_show():
     # "learning rate: 9.305E-05"; lr_warmup_fraction 0.01 of lr_decay_iters 320000 is step 3200
     assert ("- **Schedule (attempt 5 on, the last start from scratch):** LR reaches 9.305e-05 (step 2000); still "
             "rising at the last logged point: the logs end during the warm-up (configured: step 3200).") in tutorial
+    # attempt 3 ran at global batch size 16; attempt 5's is 8 from its first line ("global batch size:     8")
+    assert "- **Batch size (attempt 5 on, the last start from scratch):** 8, full from the first logged step." in tutorial
     # attempt 5 runs PP=4: its four stages print 75577344 twice, 127090688 and 128137216; launches 1-2 printed
     # 354871296 for the whole model: the sum holds the tied embedding twice, and says so
     assert ("- **Parameters** from its shape: 406.4M (354.9M distinct); printed by the program: 406.4M (summed over "
