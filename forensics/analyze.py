@@ -55,7 +55,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     config = table[max(table)] if table else {}
     model = check_model(config, run.events, run.name, run.path)
     # the settings' curves, read once from the (possibly millions of) points for the schedule and the discontinuities
-    curves = metrics.filter(pl.col("metric").is_in([*SETTINGS, s.CONSUMED_SAMPLES]))
+    curves = metrics.filter(pl.col("metric").is_in([*SETTINGS, s.CONSUMED_SAMPLES, s.SKIPPED_ITERATIONS]))
     timing = schedule(curves, config, attempts)
     causes = suspect(metrics, run.events, attempts, anomalies, model, table, timing, frames.intervals())
     gaps = frames.gaps()

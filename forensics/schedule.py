@@ -114,11 +114,20 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any], attempts: list[Attem
     if out.warmup_end_step is None and not out.still_warming_up:
         out.warmup_end_step = out.warmup_end_configured
     elif out.warmup_end_step is not None and out.warmup_end_configured is not None:
-        gap = abs(out.warmup_end_step - out.warmup_end_configured)
+        # Megatron does not step the LR schedule on an iteration it skipped (an fp16 overflow): the warm-up ends as
+        # many iterations later as were skipped before it
+        skipped = _curve(metrics, s.SKIPPED_ITERATIONS).filter(pl.col("step") <= out.warmup_end_step)
+        n_skipped = int(skipped["value"].sum()) if skipped.height else 0
         step_gaps = lr["step"].diff().drop_nulls()
-        if gap > max(2 * (step_gaps.median() or 1), 0.02 * out.warmup_end_step):  # type: ignore[operator]
+        tolerance = max(2 * (step_gaps.median() or 1), 0.02 * out.warmup_end_step)  # type: ignore[operator]
+        if abs(out.warmup_end_step - out.warmup_end_configured - n_skipped) > tolerance:
             out.notes.append(f"the LR curve peaks at step {out.warmup_end_step} but the config's warm-up ends at "
-                             f"step {out.warmup_end_configured}")
+                             f"step {out.warmup_end_configured}"
+                             + (f" ({n_skipped} skipped iterations before it included)" if n_skipped else ""))
+        elif n_skipped and abs(out.warmup_end_step - out.warmup_end_configured) > tolerance:
+            out.notes.append(f"the LR curve peaks at step {out.warmup_end_step}, after the config's warm-up end (step "
+                             f"{out.warmup_end_configured}): the {n_skipped} iterations skipped before it (fp16 "
+                             "overflows) did not advance the schedule")
     configured_lr = _number(config.get("lr"))
     newest = metrics["attempt"].max()
     last = _curve(metrics.filter(pl.col("attempt") == newest), s.LR) if newest is not None else lr.clear()

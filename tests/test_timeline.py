@@ -128,6 +128,10 @@ def test_a_scheduler_time_limit_is_a_stop_and_unjudged_spikes_are_said_to_be():
     assert ("- **Not judged:** attempt 1's 5 loss point(s) are too few for the spike detectors (the start of training, "
             "or the first of a stretch); its loss went from 14.12743 (step 20) to 76.76836 at its highest (step 30), "
             "and was 16.9694 at its last step (60).") in summary
+    # "number of skipped iterations: 10", 8, 1 at iterations 10-30 (lines 2049-2309): the schedule stood still on
+    # them, so its LR at iteration 20 (3.750E-05) is step 2 of the 8-step warm-up, and the peak comes at 30
+    assert ("- the LR curve peaks at step 30, after the config's warm-up end (step 8): the 19 iterations skipped "
+            "before it (fp16 overflows) did not advance the schedule.") in summary
 
 
 def test_prequel_stack_dumps_are_a_hang_in_a_collective():
