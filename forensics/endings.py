@@ -107,7 +107,7 @@ def end_of(
     if completed:
         return Ending(EndReason.COMPLETED, "reached the last iteration")
     if end_step is None:
-        return Ending(EndReason.NO_TRAINING, "no iteration was logged")
+        return Ending(EndReason.NO_TRAINING, "")
     if is_last or next_index is None:
         return Ending(EndReason.RUNNING, "no end printed: still running, cut off, or stopped without a word")
     return Ending(EndReason.UNKNOWN, f"attempt {next_index} started next")

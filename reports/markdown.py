@@ -11,7 +11,7 @@ from forensics.configs import differing_keys
 from forensics.findings import FAILED_ENDINGS, Anomaly, Attempt, EndReason, Findings, RunFindings, shown
 from reports.escape import md
 from reports.runs_table import runs_table_section, summary_only
-from reports.timeline import ENDINGS, coverage_section, ending, steps, timeline_section
+from reports.timeline import ENDINGS, clock, coverage_section, ending, steps, timeline_section
 
 
 def _num(value: float | None) -> str:
@@ -87,6 +87,11 @@ def _summary(run: RunFindings) -> list[str]:
     if short_of:
         lines.append("- **Stopped short, with no end in the log:** " + "; ".join(
             f"attempt {a.index} at step {a.end_step} of {a.target_step}" for a in short_of) + ".")
+    silent = [a for a in run.attempts if a.end_reason == EndReason.NO_TRAINING]
+    if silent:
+        lines.append("- **Launches with no training step, error or stop in the logs:** " + ", ".join(
+            f"attempt {a.index}" + (f" ({clock(a.started_at)})" if a.started_at is not None else "") for a in silent)
+            + ".")
     rollbacks = [a for a in run.attempts if a.rollback and not a.short]
     if rollbacks:
         lines.append(

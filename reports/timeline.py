@@ -25,7 +25,7 @@ ENDINGS: dict[EndReason, str] = {
     EndReason.HUNG: "hung",
     EndReason.UNKNOWN: "no end in the log",
     EndReason.RUNNING: "the log ends",
-    EndReason.NO_TRAINING: "no training step logged",
+    EndReason.NO_TRAINING: "no training step, error or stop in the logs",
 }
 _SETTING_NAMES = {"lr": "lr", "batch_size": "global batch size", "loss_scale": "loss scale"}
 
@@ -176,7 +176,8 @@ def _short(run: RunFindings) -> list[str]:
                 f"{'step' if a.start_step == a.end_step else 'steps'} {steps(a)} ({what})")
             if a.resumed_from_step is not None and not a.resumed_from_inferred:
                 logged += f", resumed from step {a.resumed_from_step}"
-            out.append(f"- attempt {a.index}: {logged}; {ending(a)}")
+            out.append(f"- attempt {a.index}: " + (ending(a) if a.end_reason == EndReason.NO_TRAINING
+                                                     else f"{logged}; {ending(a)}"))
         if a.end_step is not None:
             furthest = a.end_step if furthest is None else max(furthest, a.end_step)
     for r in run.replay_differences:

@@ -273,6 +273,10 @@ def test_hf_trainer_event_files_read_and_its_mean_loss_is_not_the_loss_series():
     assert "train/train_loss" in run.coverage["other_scalars"]
     assert run.attempts[0].start_step is None                         # the launch that logged no metric
     assert (run.attempts[1].start_step, run.attempts[1].end_step) == (1, 30)
+    # v0's event file holds its arguments as text and no scalar: the summary says so, not only the timeline
+    summary = chronicle(TB_REAL / "fyh2001_megatron-sft-recipes")
+    assert "- **Launches with no training step, error or stop in the logs:** attempt 1 (2026-04-26 18:57:15)." in summary
+    assert "- attempt 1: no training step, error or stop in the logs" in summary
 
 
 # --- generated cases for what the real logs lack --------------------------------------------------------------------
