@@ -17,7 +17,7 @@ from forensics.gaps import SETTINGS, discontinuities
 from forensics.log_entries import log_entries
 from forensics.model_shape import check_model
 from forensics.precursors import annotate, consolidate
-from forensics.schedule import schedule
+from forensics.schedule import as_configured, schedule
 from forensics.spike_score import spike_scores
 from parsers import schema as s
 
@@ -76,7 +76,8 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         coverage=coverage(metrics, getattr(run, "tags", []), roles, [src.path for src in run.sources],
                           judged={m: SpikeDetector(m).judged(frames) for m in (s.LOSS, s.GRAD_NORM)}),
         gaps=gaps,
-        discontinuities=discontinuities(curves, gaps, frames.steps(), frames.spacing()),
+        discontinuities=[d for d in discontinuities(curves, gaps, frames.steps(), frames.spacing())
+                         if not as_configured(d, table.get(d.attempt_after, config))],
         replay_differences=replay_differences(metrics, attempts),
         log_entries=log_entries(run.events),
         setup=list(model.notes),

@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.findings import Attempt, Schedule, shown
+from forensics.findings import Attempt, Discontinuity, Schedule, shown
 from forensics.timeline import by_step
 from parsers import schema as s
 
@@ -156,3 +156,18 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any], attempts: list[Attem
             out.notes.append(f"the batch size reaches {out.batch_size_final:.0f} at step {out.batch_rampup_end_step} "
                              f"but the config's ramp-up ends at step {configured}")
     return out
+
+
+def as_configured(jump: Discontinuity, config: dict[str, Any]) -> bool:
+    """Whether an LR jump is the configured schedule's own: a fall to ``min_lr`` at the end of the decay (a warm-up
+    that ends a step or two before the decay does falls from its peak to ``min_lr`` in one step).
+
+    >>> j = Discontinuity(metric="lr", before=1e-05, after=1e-06, step_before=19, step_after=20, attempt_before=1,
+    ...                   attempt_after=1, across="jump")
+    >>> as_configured(j, {"min_lr": 1e-06, "train_iters": 20}), as_configured(j, {"min_lr": 0.0, "train_iters": 20})
+    (True, False)
+    """
+    floor = _number(config.get("min_lr"))
+    end = _number(config.get("lr_decay_iters")) or _number(config.get("train_iters"))
+    return (jump.metric == s.LR and jump.across == "jump" and floor is not None and end is not None
+            and jump.step_after >= end and abs(jump.after - floor) <= 0.01 * max(floor, 1e-12))

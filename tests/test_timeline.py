@@ -159,6 +159,8 @@ def test_three_launches_two_complete_from_scratch_the_third_fails_at_startup():
         (1, 20, EndReason.COMPLETED), (1, 20, EndReason.COMPLETED), (None, None, EndReason.FAILED_STARTUP)]
     assert not any(a.rollback for a in run.attempts)   # a start from scratch is a new run, not a rollback
     assert run.replay_differences == []                # the second run reproduced the first bit for bit
+    # LR 1.000E-05 at 19 then 1.000E-06 at 20: lr_warmup_iters 19, min_lr 1e-06, train_iters 20 - the schedule's own
+    assert run.discontinuities == []
     assert run.attempts[2].end_kind == "nccl_error"
     hardware = next(c for c in run.suspected_causes if c.kind == "hardware")
     assert hardware.confidence == 0.5                  # at start-up only: weaker than a fault that stopped training
