@@ -106,6 +106,11 @@ def end_of(
                       s.EV_EXIT_CODE, code["wall_time"], code["step"])
     if completed:
         return Ending(EndReason.COMPLETED, "reached the last iteration")
+    cut = events.filter((pl.col("kind") == s.EV_ELISION) & (pl.col("step") >= end_step)) if end_step is not None else None
+    if cut is not None and cut.height:  # whoever pasted the log left out what followed
+        return Ending(EndReason.UNKNOWN if next_index is not None else EndReason.RUNNING,
+                      "the log leaves out what followed its last step (a “...” line)", s.EV_ELISION,
+                      step=int(cut["step"][0]))
     if end_step is None:
         return Ending(EndReason.NO_TRAINING, "")
     if is_last or next_index is None:

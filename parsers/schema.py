@@ -86,6 +86,7 @@ EV_TRUNCATED = "truncated_line"             # an iteration line cut short (damag
 EV_STEP_REGRESSION = "step_regression"      # a scalar's step went back (TensorBoard, W&B): the run was restarted
 EV_SESSION_START = "session_start"          # TensorBoard SessionLog.START (torch purge_step): the writer (re)started
 EV_DUPLICATE_STEP = "duplicate_step"        # TensorBoard: a tag logged twice at one step
+EV_ELISION = "elision"                      # a pasted log's "..." line: output was left out there
 EV_FILE_START = "event_file_start"          # TensorBoard: an event file's first record
 EV_WANDB_RUN_START = "wandb_run_start"      # a W&B run (or a resume of it) began: one per .wandb file
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from forensics.configs import differing_keys
 from forensics.findings import FAILED_ENDINGS, Anomaly, Attempt, EndReason, Findings, RunFindings, shown
+from parsers import schema as s
 from reports.escape import md
 from reports.runs_table import runs_table_section, summary_only
 from reports.timeline import ENDINGS, clock, coverage_section, ending, steps, timeline_section
@@ -83,7 +84,8 @@ def _summary(run: RunFindings) -> list[str]:
         lines.append("- **Stopped on purpose or from outside:** " + "; ".join(
             f"attempt {a.index} {ENDINGS[a.end_reason]}" for a in stopped) + ".")
     short_of = [a for a in run.attempts if a.end_reason in (EndReason.RUNNING, EndReason.UNKNOWN)
-                and a.target_step is not None and a.end_step is not None and a.end_step < a.target_step]
+                and a.end_kind != s.EV_ELISION and a.target_step is not None and a.end_step is not None
+                and a.end_step < a.target_step]
     if short_of:
         lines.append("- **Stopped short, with no end in the log:** " + "; ".join(
             f"attempt {a.index} at step {a.end_step} of {a.target_step}" for a in short_of) + ".")

@@ -10,6 +10,7 @@ from typing import Any
 from forensics.coverage import NEEDED
 from forensics.detectors.hang import duration
 from forensics.findings import Attempt, EndReason, RunFindings, shown
+from parsers import schema as s
 from reports.escape import md
 
 ENDINGS: dict[EndReason, str] = {
@@ -49,7 +50,8 @@ def steps(a: Attempt) -> str:
 
 def ending(a: Attempt) -> str:
     """How an attempt ended, with the line that decided it (escaped)."""
-    quoted = a.end_kind is not None  # the line that decided it, as printed (else the detail says what the log shows)
+    # the line that decided it, as printed (else the detail says what the log shows)
+    quoted = a.end_kind is not None and a.end_kind != s.EV_ELISION
     if not quoted or a.end_reason == EndReason.FAILED_STARTUP:
         where = ""
     elif a.end_step is None:

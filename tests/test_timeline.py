@@ -207,6 +207,11 @@ def test_a_tutorial_page_of_five_independent_launches_with_elisions():
         (100, 5000, EndReason.COMPLETED), (100, 2000, EndReason.UNKNOWN), (100, 2000, EndReason.COMPLETED),
         (100, 2000, EndReason.COMPLETED)]
     assert run.attempts[0].resumed_from_step == 5000 and not any(a.rollback for a in run.attempts)
+    # attempt 3's paste ends "saving checkpoint at iteration 2000 ..." then a "..." line (1305-1306): the author
+    # cut it there, so it is not "stopped short" of its 5000 iterations
+    assert (run.attempts[2].end_kind, run.attempts[2].end_detail) == (
+        "elision", "the log leaves out what followed its last step (a “...” line)")
+    assert not any(line.startswith("- **Stopped short") for line in chronicle(real("llm-action")))
     # every "..." elision of the page is a hole, in the attempt with five points too
     assert [(g.attempt, g.after_step, g.before_step) for g in run.gaps] == [
         (2, 100, 1000), (2, 1100, 2000), (2, 2100, 2900), (2, 3100, 4000), (2, 4100, 4800), (3, 200, 1000),
