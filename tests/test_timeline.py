@@ -193,6 +193,45 @@ def test_arguments_read_through_deepspeeds_report_printed_into_them():
     assert not {"def", "path", "info", "version", "size", "fused_adam"} & {k for _, k in read}
 
 
+def test_a_launch_that_just_stops_says_it_may_have_stopped_without_a_word():
+    """stark-sim dual8: launch 2 logs iterations 1-14 of 20, then only its wrapper's 'reset GPU8' lines follow."""
+    run = analyzed(real("dual8_tp4pp1dp2"))
+    assert [(a.start_step, a.end_step, a.end_reason) for a in run.attempts] == [
+        (1, 20, EndReason.COMPLETED), (1, 14, EndReason.RUNNING)]
+    assert run.attempts[1].end_detail == "no end printed: still running, cut off, or stopped without a word"
+    assert sorted(run.attempts[1].config_changes) == ["deepspeed_config", "experiment_name", "experiment_run_id"]
+    assert run.suspected_causes == [] and run.discontinuities == []
+
+
+def test_an_old_megatron_log_stopped_by_the_time_limit():
+    """BigScience's ZeRO-3 test (Megatron 1.1.5 lines, no grad norm): 4 iterations, then slurm's time limit."""
+    run = analyzed(real("meg_ds_zero_gpt2_perf_n16-1999616"))
+    [a] = run.attempts
+    assert (a.start_step, a.end_step, a.end_reason, a.end_kind) == (1, 4, EndReason.STOPPED, "cancelled")
+    assert a.end_detail == "srun: Job step aborted: Waiting up to 62 seconds for job step to finish."  # line 6116
+    assert "grad_norm" in run.coverage["missing"]
+    assert [c.kind for c in run.suspected_causes] == ["stopped"]
+
+
+def test_ctrl_c_in_a_random_ltd_run_with_its_glued_field():
+    """microsoft's random-LTD baseline prints 'global batch size:   256 |reserve_length:   256 |' (no space before
+    the field); 47 iteration lines 10-470, then Ctrl-C tracebacks from every rank."""
+    run = analyzed(real("random_ltd_log_gpt3"))
+    [a] = run.attempts
+    assert (a.start_step, a.end_step, a.end_reason, a.end_kind) == (10, 470, EndReason.INTERRUPTED, "keyboard_interrupt")
+    assert run.coverage["metrics"]["loss"]["points"] == 47 and run.gaps == []
+    assert [c.kind for c in run.suspected_causes] == ["interrupted"]
+
+
+def test_a_clean_hf_epoch_completes_with_the_trainers_warmup():
+    """fyh2001's 2,353-step Gemma SFT epoch (warmup_ratio 0.1): completed, warm-up 236 as the curve and config say."""
+    run = analyzed(TB_REAL / "fyh2001_megatron-sft-recipes_fsdp2")
+    [a] = run.attempts
+    assert (a.start_step, a.end_step, a.end_reason) == (1, 2353, EndReason.COMPLETED)
+    assert (run.schedule.warmup_end_step, run.schedule.warmup_end_configured, run.schedule.notes) == (236, 236, [])
+    assert run.suspected_causes == [] and run.gaps == []
+
+
 def test_an_oom_in_training_is_memory_not_hardware():
     run = analyzed(real("screen_boot"))
     assert (run.attempts[0].end_reason, run.attempts[0].end_kind, run.attempts[0].end_step) == (
