@@ -51,7 +51,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     anomalies = detect(frames, detectors)
     table = config_table(run.configs)
     attempts = build_attempts(metrics, run.events, table, anomalies, frames.steps(), frames.spacing())
-    link_config_changes(attempts, anomalies, frames)
+    link_config_changes(attempts, anomalies, frames, table)
     config = table[max(table)] if table else {}
     model = check_model(config, run.events, run.name, run.path)
     # the settings' curves, read once from the (possibly millions of) points for the schedule and the discontinuities

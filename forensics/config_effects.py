@@ -4,8 +4,11 @@ regime change at its start is tied to the change."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
+from forensics.configs import config_changes
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Attempt, first_trouble
 from parsers import schema as s
@@ -28,9 +31,32 @@ def _levels(frames: RunFrames, metric: str, mine: int, ref: int, lo: int, hi: in
             int(both["step"].min()), int(both["step"].max()))  # type: ignore[arg-type]
 
 
-def link_config_changes(attempts: list[Attempt], anomalies: list[Anomaly], frames: RunFrames) -> None:
+def _same_settings(attempts: list[Attempt], att: Attempt, ref: Attempt, table: dict[int, dict[str, Any]],
+                   frames: RunFrames, lo: int, hi: int) -> str:
+    """``"; but attempt N, with the same settings, ..."`` when an earlier attempt ran this one's settings over the same
+    steps (``lo``-``hi``) with a loss level of its own: the change of settings does not explain the difference."""
+    mine = table.get(att.index)
+    if not mine:
+        return ""
+    for twin in attempts:
+        if twin.index >= att.index or twin.index == ref.index or twin.start_step is None or not table.get(twin.index):
+            continue
+        if config_changes(table[twin.index], mine):
+            continue
+        loss, loss_twin, first, last = _levels(frames, s.LOSS, att.index, twin.index, lo, hi)
+        if loss == loss and abs(loss / loss_twin - 1) > LOSS_SHIFT:
+            return (f"; but attempt {twin.index}, with the same settings, had {loss_twin:.4g} over steps {first}–{last} "
+                    f"(this attempt {loss:.4g}): the change does not explain it")
+    return ""
+
+
+def link_config_changes(attempts: list[Attempt], anomalies: list[Anomaly], frames: RunFrames,
+                        table: dict[int, dict[str, Any]] | None = None) -> None:
     """Fill ``Attempt.behaviour`` for attempts that changed settings, and add a note to regime changes (and first
-    trouble) that start right where such an attempt began. Mutates the findings in place."""
+    trouble) that start right where such an attempt began. A change in loss level is set against an earlier attempt
+    with the same settings (``table``: each attempt's config), when one ran the same steps: if its loss differed
+    too, the change does not explain the difference. Mutates the findings in place."""
+    table = table or {}
     first = first_trouble(anomalies)
     intervals = frames.intervals()
     for att in attempts:
@@ -46,7 +72,8 @@ def link_config_changes(attempts: list[Attempt], anomalies: list[Anomaly], frame
             loss, loss_ref, lo_s, hi_s = _levels(frames, s.LOSS, att.index, ref.index, att.start_step, hi)
             if loss == loss and abs(loss / loss_ref - 1) > LOSS_SHIFT:
                 notes.append(f"loss {abs(loss / loss_ref - 1):.0%} {'lower' if loss < loss_ref else 'higher'} than "
-                             f"attempt {ref.index} over steps {lo_s}–{hi_s} ({loss:.4g} vs {loss_ref:.4g})")
+                             f"attempt {ref.index} over steps {lo_s}–{hi_s} ({loss:.4g} vs {loss_ref:.4g})"
+                             + _same_settings(attempts, att, ref, table, frames, lo_s, hi_s))
             gn, gn_ref, lo_g, hi_g = _levels(frames, s.GRAD_NORM, att.index, ref.index, att.start_step, hi)
             if gn == gn and gn_ref > 0 and not 1 / GRAD_RATIO <= gn / gn_ref <= GRAD_RATIO:
                 notes.append(f"grad norm {gn / gn_ref:.2f}x attempt {ref.index}'s over steps {lo_g}–{hi_g}")

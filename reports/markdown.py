@@ -139,6 +139,8 @@ def _summary(run: RunFindings) -> list[str]:
 def _far(attempt: Attempt) -> str:
     if attempt.end_step is None:
         return "no step logged"
+    if attempt.end_at_step is not None and attempt.end_at_step > attempt.end_step:
+        return f"step {attempt.end_at_step} as its console printed ({attempt.end_step} in its metrics)"
     return f"step {attempt.end_step}"
 
 

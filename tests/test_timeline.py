@@ -284,6 +284,8 @@ def test_wandb_runs_end_as_their_console_says_and_step_on_iter():
     lines = reports.render(forensics.Findings(runs=[interrupted]), "markdown").splitlines()
     assert ("- **How it ended:** interrupted by hand after step 1330 (as its console printed; its metrics end at step "
             "1250): “KeyboardInterrupt”.") in lines
+    assert ("| 1 | 0–1250 | from the start of training | - | step 1330 as its console printed (1250 in its metrics) | "
+            "interrupted by hand |") in lines
     # its loss peaked at its first point: said once, not as a climb "from 4.287 (step 0) to 4.287 (step 0)"
     assert ("- **Not judged:** attempt 1's 6 loss point(s) are too few for the spike detectors (the start of training, "
             "or the first of a stretch); its loss was 4.287383556365967 at its first point (step 0), its highest, and "
@@ -310,6 +312,11 @@ def test_a_notebook_wandb_run_of_successive_trainers_on_train_global_step():
         {"gradient_accumulation_steps": [4, 5], "num_train_epochs": [1, 5], "per_device_train_batch_size": [4, 2]},
         {"per_device_train_batch_size": [2, 4]},
     ]
+    # attempt 5 (trainer 6) has attempt 3's settings, yet its loss is far lower: not the batch size's doing
+    assert run.attempts[4].behaviour[0] == (
+        "after per_device_train_batch_size 4 → 2: loss 86% lower than attempt 4 over steps 10–130 (0.707 vs 4.976); "
+        "but attempt 3, with the same settings, had 5.862 over steps 10–130 (this attempt 0.707): the change does not "
+        "explain it")
 
 
 def test_hf_trainer_event_files_read_and_its_mean_loss_is_not_the_loss_series():
