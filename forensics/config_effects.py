@@ -31,10 +31,17 @@ def _levels(frames: RunFrames, metric: str, mine: int, ref: int, lo: int, hi: in
             int(both["step"].min()), int(both["step"].max()))  # type: ignore[arg-type]
 
 
+def _differs(metric: str, mine: float, other: float) -> bool:
+    if metric == s.LOSS:
+        return abs(mine / other - 1) > LOSS_SHIFT
+    return other > 0 and not 1 / GRAD_RATIO <= mine / other <= GRAD_RATIO
+
+
 def _same_settings(attempts: list[Attempt], att: Attempt, ref: Attempt, table: dict[int, dict[str, Any]],
-                   frames: RunFrames, lo: int, hi: int) -> str:
+                   frames: RunFrames, metric: str, lo: int, hi: int) -> str:
     """``"; but attempt N, with the same settings, ..."`` when an earlier attempt ran this one's settings over the same
-    steps (``lo``-``hi``) with a loss level of its own: the change of settings does not explain the difference."""
+    steps (``lo``-``hi``) with a level of ``metric`` of its own: the change of settings does not explain the
+    difference."""
     mine = table.get(att.index)
     if not mine:
         return ""
@@ -43,10 +50,10 @@ def _same_settings(attempts: list[Attempt], att: Attempt, ref: Attempt, table: d
             continue
         if config_changes(table[twin.index], mine):
             continue
-        loss, loss_twin, first, last = _levels(frames, s.LOSS, att.index, twin.index, lo, hi)
-        if loss == loss and abs(loss / loss_twin - 1) > LOSS_SHIFT:
-            return (f"; but attempt {twin.index}, with the same settings, had {loss_twin:.4g} over steps {first}–{last} "
-                    f"(this attempt {loss:.4g}): the change does not explain it")
+        level, level_twin, first, last = _levels(frames, metric, att.index, twin.index, lo, hi)
+        if level == level and _differs(metric, level, level_twin):
+            return (f"; but attempt {twin.index}, with the same settings, had {level_twin:.4g} over steps "
+                    f"{first}–{last} (this attempt {level:.4g}): the change does not explain it")
     return ""
 
 
@@ -70,13 +77,14 @@ def link_config_changes(attempts: list[Attempt], anomalies: list[Anomaly], frame
             mine_t, ref_t = first.get(att.index), first.get(ref.index)
             hi = min(x.step - 1 for x in (mine_t, ref_t) if x is not None) if (mine_t or ref_t) else att.end_step
             loss, loss_ref, lo_s, hi_s = _levels(frames, s.LOSS, att.index, ref.index, att.start_step, hi)
-            if loss == loss and abs(loss / loss_ref - 1) > LOSS_SHIFT:
+            if loss == loss and _differs(s.LOSS, loss, loss_ref):
                 notes.append(f"loss {abs(loss / loss_ref - 1):.0%} {'lower' if loss < loss_ref else 'higher'} than "
                              f"attempt {ref.index} over steps {lo_s}–{hi_s} ({loss:.4g} vs {loss_ref:.4g})"
-                             + _same_settings(attempts, att, ref, table, frames, lo_s, hi_s))
+                             + _same_settings(attempts, att, ref, table, frames, s.LOSS, lo_s, hi_s))
             gn, gn_ref, lo_g, hi_g = _levels(frames, s.GRAD_NORM, att.index, ref.index, att.start_step, hi)
-            if gn == gn and gn_ref > 0 and not 1 / GRAD_RATIO <= gn / gn_ref <= GRAD_RATIO:
-                notes.append(f"grad norm {gn / gn_ref:.2f}x attempt {ref.index}'s over steps {lo_g}–{hi_g}")
+            if gn == gn and _differs(s.GRAD_NORM, gn, gn_ref):
+                notes.append(f"grad norm {gn / gn_ref:.2f}x attempt {ref.index}'s over steps {lo_g}–{hi_g}"
+                             + _same_settings(attempts, att, ref, table, frames, s.GRAD_NORM, lo_g, hi_g))
             if mine_t is not None and ref_t is not None:
                 when = ("at the same step" if mine_t.step == ref_t.step else
                         f"{abs(mine_t.step - ref_t.step)} steps {'sooner' if mine_t.step < ref_t.step else 'later'}")

@@ -317,6 +317,9 @@ def test_a_notebook_wandb_run_of_successive_trainers_on_train_global_step():
         "after per_device_train_batch_size 4 → 2: loss 86% lower than attempt 4 over steps 10–130 (0.707 vs 4.976); "
         "but attempt 3, with the same settings, had 5.862 over steps 10–130 (this attempt 0.707): the change does not "
         "explain it")
+    assert run.attempts[4].behaviour[1] == (
+        "after per_device_train_batch_size 4 → 2: grad norm 0.10x attempt 4's over steps 10–130; but attempt 3, with "
+        "the same settings, had 23.34 over steps 10–130 (this attempt 0.7046): the change does not explain it")
 
 
 def test_hf_trainer_event_files_read_and_its_mean_loss_is_not_the_loss_series():
