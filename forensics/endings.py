@@ -114,7 +114,7 @@ def end_of(
     if end_step is None:
         return Ending(EndReason.NO_TRAINING, "")
     if is_last or next_index is None:
-        return Ending(EndReason.RUNNING, "no end printed: still running, cut off, or stopped without a word")
+        return Ending(EndReason.RUNNING, "still running, cut off, or stopped without a word")
     return Ending(EndReason.UNKNOWN, f"attempt {next_index} started next")
 
 

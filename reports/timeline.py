@@ -25,7 +25,7 @@ ENDINGS: dict[EndReason, str] = {
     EndReason.DIVERGED: "diverged",
     EndReason.HUNG: "hung",
     EndReason.UNKNOWN: "no end in the log",
-    EndReason.RUNNING: "the log ends",
+    EndReason.RUNNING: "the log ends with no end printed",
     EndReason.NO_TRAINING: "no training step, error or stop in the logs",
 }
 _SETTING_NAMES = {"lr": "lr", "batch_size": "global batch size", "loss_scale": "loss scale"}

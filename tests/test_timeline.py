@@ -198,9 +198,11 @@ def test_a_launch_that_just_stops_says_it_may_have_stopped_without_a_word():
     run = analyzed(real("dual8_tp4pp1dp2"))
     assert [(a.start_step, a.end_step, a.end_reason) for a in run.attempts] == [
         (1, 20, EndReason.COMPLETED), (1, 14, EndReason.RUNNING)]
-    assert run.attempts[1].end_detail == "no end printed: still running, cut off, or stopped without a word"
+    assert run.attempts[1].end_detail == "still running, cut off, or stopped without a word"
     assert sorted(run.attempts[1].config_changes) == ["deepspeed_config", "experiment_name", "experiment_run_id"]
     assert run.suspected_causes == [] and run.discontinuities == []
+    assert ("- **How it ended:** the log ends with no end printed: still running, cut off, or stopped without a "
+            "word.") in chronicle(real("dual8_tp4pp1dp2"))
 
 
 def test_an_old_megatron_log_stopped_by_the_time_limit():
@@ -298,7 +300,7 @@ def test_a_notebook_wandb_run_of_successive_trainers_on_train_global_step():
     assert [a.end_step for a in run.attempts] == [274, 137, 274, 137, 274, 274, 137, 1095, 550]
     assert not any(a.rollback for a in run.attempts)
     assert run.attempts[-1].end_reason == EndReason.RUNNING          # no exit record: never called finished
-    assert run.attempts[-1].end_detail == "no end printed: still running, cut off, or stopped without a word"
+    assert run.attempts[-1].end_detail == "still running, cut off, or stopped without a word"
     assert run.discontinuities == [] and run.replay_differences == []
     # each trainer pushed its config before it logged (trainer 3 pushed one and logged nothing): what changed is
     # the notebook's search, read from the config records in force at each trainer's first history row
