@@ -9,6 +9,7 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 import tb_writer as tb
@@ -492,3 +493,27 @@ def test_a_warmup_ratio_ends_where_the_trainer_rounds_it():
     assert configured_warmup({"lr_warmup_fraction": 0.1, "train_iters": 2353}, pl.DataFrame()) == 236
     assert configured_warmup({"lr_warmup_iters": 0.1, "train_iters": 2353}, pl.DataFrame()) == 236  # warmup_steps<1
     assert configured_warmup({"lr_warmup_fraction": 0.1, "train_iters": 30}, pl.DataFrame()) == 3   # not 4
+
+
+def test_a_spike_is_never_back_at_its_level_before_the_hole_it_was_not_back_before():
+    """Falling losses with a spike, a plateau and one hole: where the chronicle says "not back before a gap; at its
+    level again from step N", N lies after the hole (the check inside the stretch and after it use one level)."""
+    from forensics.detectors import RunFrames, SpikeDetector
+    from parsers import schema as s
+    seen = 0
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        n = 300
+        x = np.log(8) - rng.uniform(0, 0.03) * np.arange(n) + rng.uniform(0, 0.03) * rng.standard_normal(n)
+        at, k = rng.integers(120, 250), rng.integers(1, 6)
+        x[at:at + k] += rng.uniform(0.2, 1.5)
+        x[at + k:] = x[at - 1] + rng.uniform(0, 0.2) + rng.uniform(0, 0.02) * rng.standard_normal(n - at - k)
+        steps = np.arange(1, n + 1)
+        steps[rng.integers(at + k, n - 5):] += 5000
+        metrics = s.conform(pl.DataFrame({"run": "r", "source": "a", "attempt": 1, "step": steps, "metric": "loss",
+                                          "value": np.exp(x)}), s.METRICS_SCHEMA)
+        for inc in SpikeDetector("loss").incidents(RunFrames(metrics, s.empty(s.EVENTS_SCHEMA))):
+            if inc.back_after_gap is not None:
+                seen += 1
+                assert inc.gap_after is not None and inc.back_after_gap >= inc.gap_after.before_step, (seed, inc)
+    assert seen  # the case arises

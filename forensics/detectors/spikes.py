@@ -64,6 +64,7 @@ class SpikeIncident:
     gap_after: Gap | None = None  # the first gap in the log after the incident, when it was not back before it
     back_after_gap: int | None = None  # the first step after that gap where it was back at its level (not a recovery:
                                        # what happened in the gap is not in the log)
+    level: float = float("nan")        # log of the level it is measured back against (the trailing centre)
 
 
 @dataclass
@@ -170,6 +171,7 @@ class SpikeDetector:
                     scale=float(scale[start]),
                     interval=interval,
                     points=end - start + 1,
+                    level=float(base),
                 )
             )
         return found
@@ -237,10 +239,13 @@ def _recovery_over(inc: SpikeIncident, own: pl.DataFrame, gaps: list[Gap]) -> Sp
     if inc.recovered_step is not None or later.height == 0:
         return inc
     gap = next((g for g in gaps if g.attempt == inc.attempt and g.after_step >= inc.end), None)
-    limit = math.log(inc.baseline) + max(3 * inc.scale, 0.05)
-    back = later.filter(pl.col("value").log() <= limit)
+    if gap is None:
+        return replace(inc, points_after=later.height)
+    # the level and margin of the check inside the stretch, over the points after the gap only
+    limit = inc.level + max(3 * inc.scale, 0.05)
+    back = later.filter((pl.col("step") >= gap.before_step) & (pl.col("value").log() <= limit))
     return replace(inc, points_after=later.height, gap_after=gap,
-                   back_after_gap=int(back["step"][0]) if back.height and gap is not None else None)
+                   back_after_gap=int(back["step"][0]) if back.height else None)
 
 
 def _from_first_rise(flagged: np.ndarray, rises: np.ndarray) -> np.ndarray:
