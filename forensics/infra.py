@@ -25,7 +25,8 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     """Hardware or infrastructure, with every piece of its evidence; against it, a loss already NaN or diverging
     before the error (then the error may be a consequence)."""
     infra = events.filter(pl.col("kind").is_in(list(s.INFRA_KINDS)))
-    stuck = [a for a in anomalies if a.kind == "hang" and "collective" in a.detail]
+    waiting = set(events.filter(pl.col("kind") == s.EV_COLLECTIVE_WAIT)["attempt"].to_list())
+    stuck = [a for a in anomalies if a.kind == "hang" and a.attempt in waiting]  # its dumps wait in a collective
     if not infra.height and not stuck:
         return []
     ended = {a.index for a in attempts if a.end_kind in s.INFRA_KINDS or (

@@ -144,6 +144,21 @@ def test_a_long_silence_is_a_hang_but_not_evidence_of_hardware():
     assert infrastructure(s.empty(s.EVENTS_SCHEMA), [attempt(1, 10, 200, None)], [hang]) == []
 
 
+def test_a_silence_before_the_end_is_a_hang_whatever_was_printed_at_start_up():
+    """A start-up error (no step: printed before the first iteration of a source that logs steps) is not what came
+    after the last step: the 3-hour silence before the scheduler's cancel is still found."""
+    steps = list(range(10, 210, 10))
+    m = metrics({s.LOSS: [(1, st, 3.0) for st in steps]}, {st: 20.0 * st for st in steps})
+    events = s.conform(pl.DataFrame({
+        "run": "r", "source": "x", "attempt": 1, "step": [None, 200], "line": [5, 900],
+        "kind": [s.EV_CUDA_ERROR, s.EV_CANCELLED], "wall_time": [1.0, 4000.0 + 3 * 3600],
+        "text": ["CUDA error: busy or unavailable (retried)", "*** JOB 1 CANCELLED AT 2021-01-01 DUE TO TIME LIMIT ***"],
+    }), s.EVENTS_SCHEMA)
+    [hang] = HangDetector().detect(RunFrames(m, events))
+    assert hang.detail == ("nothing logged for 3.0 h after step 200 before: *** JOB 1 CANCELLED AT 2021-01-01 DUE TO "
+                           "TIME LIMIT ***")
+
+
 def test_lowering_the_lr_that_got_further_is_suspected_and_gpt3_reference():
     atts = [attempt(1, 10, 5000, None), attempt(2, 3010, 9000, 3000, changes={"lr": [3e-4, 1.5e-4]}, rollback=True)]
     [c] = lr_causes(atts, [spike(1, 4200)], ModelCheck(), Schedule(), {})

@@ -40,6 +40,12 @@ class RunFrames:
         """(attempt, step) at which anything was logged (see :func:`forensics.gaps.logged_steps`)."""
         return self.remember("steps", lambda: logged_steps(self.metrics))
 
+    def sources(self) -> dict[int, frozenset[str]]:
+        """Per attempt, the sources that logged its steps."""
+        return self.remember("sources", lambda: {
+            int(a): frozenset(src) for a, src in
+            self.metrics.select("attempt", "source").unique().group_by("attempt").agg("source").rows()})
+
     def spacing(self) -> dict[int, int]:
         """Per attempt, the usual step between logged points: what a gap is measured in."""
         return self.remember("spacing", lambda: usual_intervals(self.steps()))

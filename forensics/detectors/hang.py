@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from forensics.detectors.base import RunFrames
+from forensics.endings import ending_block
 from forensics.findings import Anomaly
 from forensics.gaps import is_gap
 from parsers import schema as s
@@ -56,8 +57,9 @@ class HangDetector:
         )
         spacing = frames.spacing()
         out = []
-        for attempt, step, _t, nxt, gap, usual in times.filter(pl.col("gap").is_not_null()).rows():
-            if gap >= max(self.min_seconds, self.factor * (usual or 0)) and not is_gap(nxt - step, spacing.get(attempt, 1)):
+        long = pl.col("gap") >= pl.max_horizontal(pl.lit(self.min_seconds), self.factor * pl.col("usual").fill_null(0.0))
+        for attempt, step, _t, nxt, gap, usual in times.filter(long).rows():  # few: no loop over every step
+            if not is_gap(nxt - step, spacing.get(attempt, 1)):
                 out.append(Anomaly(
                     kind=self.name, metric=s.ITERATION_TIME_MS, attempt=int(attempt), step=int(step),
                     end_step=int(nxt), value=float(gap), baseline=usual,
@@ -71,16 +73,17 @@ class HangDetector:
         last = times.group_by("attempt").agg(
             step=pl.col("step").last(), wall_time=pl.col("wall_time").last(), usual=pl.col("usual").first()
         )
-        steps = frames.steps().group_by("attempt").agg(pl.col("step").max().alias("end"))
-        ev = frames.events.join(steps, on="attempt", how="left")
-        after = ev.filter(pl.col("step").is_null() | (pl.col("step") >= pl.col("end")))
+        ends = dict(frames.steps().group_by("attempt").agg(pl.col("step").max()).rows())
+        sources = frames.sources()
         out = []
-        for (attempt,), mine in after.group_by("attempt", maintain_order=True):
-            end = mine["end"][0]
+        for (attempt,), events in frames.events.group_by("attempt", maintain_order=True):
+            end = ends.get(attempt)
+            # what was printed after its last step, as its ending is read (start-up lines are not after it)
+            mine = ending_block(events, end, sources.get(attempt, frozenset()))
             dumps = mine.filter(pl.col("kind") == s.EV_STACK_DUMP)
             waits = mine.filter(pl.col("kind") == s.EV_COLLECTIVE_WAIT)
             stop = mine.filter(pl.col("kind").is_in(list(s.ENDING_KINDS | s.ERROR_KINDS | {s.EV_STACK_DUMP}))
-                               & pl.col("wall_time").is_not_null()).sort("line")
+                               & pl.col("wall_time").is_not_null())
             seen = last.filter(pl.col("attempt") == attempt)
             silence = None
             if stop.height and seen.height:
