@@ -454,7 +454,10 @@ def _with_event_kinds(others: pl.DataFrame) -> pl.DataFrame:
         value = pl.col("body").str.extract(rx, 1) if re.compile(rx).groups else pl.lit(None, dtype=pl.String)
         kind = pl.when(hit).then(pl.lit(name)).otherwise(kind)
         raw = pl.when(hit).then(value).otherwise(raw)
-    plain = ~pl.col("in_args") & ~pl.col("is_args_start") & ~pl.col("is_args_end")
+    # an argument's line is not an event ("exit_signal_handler ... False"); any other line is, even inside a block
+    # (one whose end line is missing runs to the end of the file)
+    argument = pl.col("in_args") & (pl.col("body").str.contains(p.ARGS_LINE) | pl.col("body").str.contains(p.ARGS_LONG_LINE))
+    plain = ~argument & ~pl.col("is_args_start") & ~pl.col("is_args_end")
     return others.with_columns(kind=pl.when(plain).then(kind), raw=pl.when(plain).then(raw))
 
 

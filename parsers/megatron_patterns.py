@@ -44,7 +44,8 @@ ARGS_END = r"^\s*-{8,} end of arguments -{8,}\s*$"
 # name that long). Other processes' output (DeepSpeed's environment report) may be glued in front of the name.
 ARGS_CANDIDATE = r"^\s+[A-Za-z_]\w* |[A-Za-z_]\w* \.+(?: |$)"  # lines that may be one (decided by position later)
 ARGS_LINE = r"(?:^\s*|\s\s)([A-Za-z_]\w*) \.+(?: (.*?))?\s*$"  # two spaces before: not a label's last word
-ARGS_LONG_LINE = r"^\s+([A-Za-z_]\w{47,})\s+(.*?)\s*$"  # a name of 48 characters or more: no dots
+# no dots: a name as long as the padding (48 columns; 32 in Megatron 1.x), then two spaces
+ARGS_LONG_LINE = r"^\s+([A-Za-z_]\w*)\s{2,}(\S.*?)\s*$"
 
 # iteration-line keys -> canonical metric names (anything else is kept under a slug of its own name)
 FIELD_NAMES: dict[str, str] = {

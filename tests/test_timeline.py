@@ -209,6 +209,9 @@ def test_a_launch_that_just_stops_says_it_may_have_stopped_without_a_word():
 def test_an_old_megatron_log_stopped_by_the_time_limit():
     """BigScience's ZeRO-3 test (Megatron 1.1.5 lines, no grad norm): 4 iterations, then slurm's time limit."""
     run = analyzed(real("meg_ds_zero_gpt2_perf_n16-1999616"))
+    # Megatron 1.x pads names to 32 columns: line 1387 "  scaled_upper_triang_masked_softmax_fusion  False" has no dots
+    configs = load_run(real("meg_ds_zero_gpt2_perf_n16-1999616")).configs
+    assert configs.filter(pl.col("key") == "scaled_upper_triang_masked_softmax_fusion")["value"].to_list() == ["False"]
     [a] = run.attempts
     assert (a.start_step, a.end_step, a.end_reason, a.end_kind) == (1, 4, EndReason.STOPPED, "cancelled")
     assert a.end_detail == "srun: Job step aborted: Waiting up to 62 seconds for job step to finish."  # line 6116
@@ -517,3 +520,17 @@ def test_a_spike_is_never_back_at_its_level_before_the_hole_it_was_not_back_befo
                 seen += 1
                 assert inc.gap_after is not None and inc.back_after_gap >= inc.gap_after.before_step, (seed, inc)
     assert seen  # the case arises
+
+
+def test_an_arguments_block_without_its_end_line_hides_no_event(tmp_path):
+    """A paste that drops 'end of arguments' leaves the block open to the end of the file: the crash after the
+    iterations is still read (only argument lines inside a block are not events)."""
+    lines = ["------------------------ arguments ------------------------",
+             "  exit_signal_handler ............................. False",
+             "  seed ............................................ 1234",
+             *[f" iteration {st:8d}/     100 | lm loss: {3.0 - st / 100:.6E} | grad norm: 1.000 |" for st in range(1, 11)],
+             "Traceback (most recent call last):", "RuntimeError: CUDA error: an illegal memory access was encountered"]
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    [a] = analyzed(tmp_path / "train.log").attempts
+    assert (a.end_reason, a.end_kind, a.end_detail) == (
+        EndReason.CRASHED, "cuda_error", "RuntimeError: CUDA error: an illegal memory access was encountered")
