@@ -40,7 +40,7 @@ TOKENS_PER_GPU_PER_SECOND = "tokens_per_gpu_per_second"
 SKIPPED_SAMPLES = "skipped_samples"
 
 # in a source's tags (name as written -> metric), the run's own step key that became the step axis maps to this
-STEP_AXIS = "step"
+STEP_AXIS = "(step axis)"  # never a metric's name
 
 # a W&B chart export's __MIN/__MAX columns, kept where they differ from the plotted value: "<metric>__max"
 MIN_SUFFIX = "__min"

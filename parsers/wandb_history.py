@@ -156,16 +156,18 @@ def wide_to_long(wide: pl.DataFrame, shown: str) -> pl.DataFrame:
     if "_step" not in wide.columns:
         raise InputError(f"{shown}: no _step column; not a W&B history")
     keys = [c for c in wide.columns if c not in HISTORY_META and not _is_index(c)]
-    step = pl.col("_step").cast(pl.Float64, strict=False).cast(pl.Int64, strict=False).alias("step")
+    # the index columns under names no key has (a run may log a key called "step")
+    step = pl.col("_step").cast(pl.Float64, strict=False).cast(pl.Int64, strict=False).alias("_step")
     wall = (pl.col("_timestamp").cast(pl.Float64, strict=False) if "_timestamp" in wide.columns
-            else pl.lit(None, dtype=pl.Float64)).alias("wall_time")
+            else pl.lit(None, dtype=pl.Float64)).alias("_timestamp")
     numeric = [_as_float(wide, c).alias(c) for c in keys]
     frame = wide.select(step, wall, *numeric)
-    frame = frame.select("step", "wall_time", *[c for c in keys if frame[c].null_count() < frame.height])
-    long = frame.with_row_index("_row").unpivot(index=["_row", "step", "wall_time"], variable_name="key",
+    frame = frame.select("_step", "_timestamp", *[c for c in keys if frame[c].null_count() < frame.height])
+    long = frame.with_row_index("_row").unpivot(index=["_row", "_step", "_timestamp"], variable_name="key",
                                                  value_name="value")
     # unpivot lays the columns end to end; logging order is row order, then the file's column order
-    return long.sort("_row", maintain_order=True).select("step", "key", "value", "wall_time")
+    return long.sort("_row", maintain_order=True).select(
+        step="_step", key="key", value="value", wall_time="_timestamp")
 
 
 def _is_index(column: str) -> bool:

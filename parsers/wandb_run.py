@@ -92,7 +92,7 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
     events = [pl.DataFrame(start), parsed.events]
     if log.exit_code is not None:  # the client recorded how the process ended: evidence only when nothing printed is
         failed = log.exit_code != 0
-        last = parsed.metrics["step"].max()
+        last = parsed.metrics.filter(pl.col("attempt") == parsed.n_attempts)["step"].max()  # the attempt that exited
         # when: the run's start plus the runtime its exit record gives (its last history row may be minutes earlier)
         ended = log.start_time + log.runtime if log.start_time is not None and log.runtime else None
         events.append(pl.DataFrame({

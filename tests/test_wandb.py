@@ -12,6 +12,7 @@ import pytest
 
 import forensics
 from parsers import InputError, load_run, load_runs
+from parsers.schema import STEP_AXIS
 from parsers.wandb_csv import split_series
 from parsers.wandb_history import metric_names
 
@@ -257,7 +258,7 @@ def test_api_history_csv_real() -> None:
     assert value_at(run, "lr", 0) == 9.900990099009901e-06
     assert value_at(run, "val_loss", 5000) == 1.6883337497711182
     assert run.metrics["step"].max() == 5000 and run.sources[0].format == "wandb-history"
-    assert {"source": "baseline_cpc0g0we_history.csv", "tag": "iter", "metric": "step"} in run.tags
+    assert {"source": "baseline_cpc0g0we_history.csv", "tag": "iter", "metric": STEP_AXIS} in run.tags
     assert any("pandas writes NaN as an empty cell" in w for w in run.warnings)
 
 
@@ -337,3 +338,12 @@ def test_non_utf8_bytes_in_a_chart_export_are_replaced_with_a_warning(tmp_path: 
     assert "c.csv: bytes that are not UTF-8 (first at byte 58) were replaced" in run.warnings
     assert value_at(run, "loss", 2) == 2.1  # the damaged cell is lost, the rest is read
     assert run.attempts == [1]
+
+
+def test_a_history_with_a_key_called_step_reads_and_claims_no_step_axis(tmp_path):
+    """A run may log a key named "step" (not one of the step keys the reader follows): the history CSV still reads,
+    and the key is a scalar of its own, not taken for the run's step axis."""
+    (tmp_path / "history.csv").write_text("_step,_timestamp,step,train/loss\n0,1.0,10,3.0\n1,2.0,20,2.5\n")
+    run = load_run(tmp_path / "history.csv")
+    assert run.metrics.filter(pl.col("metric") == "loss")["value"].to_list() == [3.0, 2.5]
+    assert STEP_AXIS not in {t["metric"] for t in run.tags}
