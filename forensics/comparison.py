@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from forensics.configs import differing_keys, show_value
-from forensics.findings import SCHEMA_VERSION, EndReason, RunFindings, finite_or_none
+from forensics.findings import SCHEMA_VERSION, EndReason, RunFindings, finite_or_none, first_anomaly
 from forensics.timeline import by_step
 from parsers import schema as s
 
@@ -30,7 +30,6 @@ OUTCOMES: dict[EndReason, str] = {
 }
 _NOT_WHY = frozenset({"stopped", "interrupted"})  # causes that say how a run was stopped, not why it failed
 FAILED = frozenset({"nan", "diverged", "crashed"})
-_IGNORED_FIRST = frozenset({"skipped_iterations", "changepoint"})  # not "what went wrong first"
 # keys that differ between runs without being a plausible cause: seeds, logging and checkpoint cadence
 NOT_SEPARATING = frozenset({"seed", "data_seed", "log_interval", "save_interval", "eval_interval", "eval_iters",
                             "exit_interval", "tensorboard_log_interval", "train_iters", "train_samples"})
@@ -137,8 +136,7 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
                             last.end_step)
     else:
         outcome_step = last.end_step
-    first = next((a for a in sorted(run.anomalies, key=lambda a: (a.attempt, a.step)) if a.kind not in _IGNORED_FIRST),
-                 None)
+    first = first_anomaly(run.anomalies)
     loss = by_step(metrics, s.LOSS, finite=True)["value"]
     score = run.spike_scores.get(s.LOSS, {}).get("run") if run.spike_scores else None
     return RunRow(

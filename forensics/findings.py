@@ -56,6 +56,16 @@ FAILED_ENDINGS: frozenset[EndReason] = frozenset({
 INSTABILITY_KINDS: frozenset[str] = frozenset({"loss_spike", "divergence", "nan"})  # what a run's trouble is
 
 
+# not "what went wrong first": fp16 overflow skips, a change of level, a NaN in a scalar other than loss/grad norm
+NOT_FIRST_ANOMALY: frozenset[str] = frozenset({"skipped_iterations", "changepoint", "non_finite"})
+
+
+def first_anomaly(anomalies: list[Anomaly]) -> Anomaly | None:
+    """The run's first anomaly that says something went wrong (see ``NOT_FIRST_ANOMALY``), by attempt and step."""
+    return next((a for a in sorted(anomalies, key=lambda a: (a.attempt, a.step)) if a.kind not in NOT_FIRST_ANOMALY),
+                None)
+
+
 def first_trouble(anomalies: list[Anomaly]) -> dict[int, Anomaly]:
     """Per attempt, its first instability (loss spike, divergence or NaN), by step."""
     first: dict[int, Anomaly] = {}

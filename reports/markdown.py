@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from forensics.configs import differing_keys
-from forensics.findings import FAILED_ENDINGS, Anomaly, Attempt, EndReason, Findings, RunFindings, shown
+from forensics.findings import FAILED_ENDINGS, Anomaly, Attempt, EndReason, Findings, RunFindings, first_anomaly, shown
 from parsers import schema as s
 from reports.escape import md
 from reports.runs_table import runs_table_section, summary_only
@@ -104,7 +104,7 @@ def _summary(run: RunFindings) -> list[str]:
         )
     if run.gaps:
         lines.append(f"- **Holes in the data:** {len(run.gaps)} (see the timeline); nothing is inferred across them.")
-    first = next((a for a in run.anomalies if a.kind not in ("skipped_iterations", "non_finite")), None)
+    first = first_anomaly(run.anomalies)
     if first:
         lines.append(
             f"- **First anomaly:** {first.kind.replace('_', ' ')} at step {first.step} (attempt {first.attempt})."
