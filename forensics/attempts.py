@@ -75,16 +75,14 @@ def build_attempts(
               .unique().to_list())
     ) or sorted(set(events["attempt"].drop_nulls().unique().to_list()))
     spans = _spans(metrics, logged, spacing)
-    logged = _logged_interval(metrics)
-    known = sorted(v.get("interval", 0) for v in spans.values() if v.get("interval"))
-    usual = known[len(known) // 2] if known else 1  # for an attempt of one point, the run's usual interval
+    log_interval = _logged_interval(metrics)
     out: list[Attempt] = []
     furthest: int | None = None
     previous_cfg: dict[str, Any] | None = None
     for i, n in enumerate(numbers):
         span = spans.get(n, {})
         start, end = span.get("lo"), span.get("hi")
-        interval = logged.get(n) or span.get("interval") or usual
+        interval = log_interval.get(n) or span.get("interval") or 1  # (only an attempt with steps uses it)
         ev = events.filter(pl.col("attempt") == n)
         resumed, inferred = _resume_point(ev, start, interval)
         resume_at = resumed if resumed is not None else 0
@@ -152,14 +150,14 @@ def replay_differences(metrics: pl.DataFrame, attempts: list[Attempt], metric: s
               .unique(["attempt", "step"], keep="first").sort("attempt", "step"))
     if points["attempt"].n_unique() < 2:
         return []
+    # each attempt's first step that an earlier attempt logged too, in one pass
+    earliest = points.group_by("step").agg(first=pl.col("attempt").min())
+    shared = dict(points.join(earliest, on="step").filter(pl.col("attempt") > pl.col("first"))
+                  .group_by("attempt").agg(pl.col("step").min()).rows())
     firsts: dict[int, int] = {}
-    seen = points.filter(pl.lit(False))
     for att in attempts:
-        own = points.filter(pl.col("attempt") == att.index)
-        shared = own.join(seen.select("step").unique(), on="step", how="semi")
-        if shared.height and att.resumed_from_step is not None:
-            firsts.setdefault(int(shared["step"].min()), att.index)  # type: ignore[arg-type]
-        seen = pl.concat([seen, own])
+        if att.index in shared and att.resumed_from_step is not None:
+            firsts.setdefault(int(shared[att.index]), att.index)
     out = []
     for step in sorted(firsts):
         values = points.filter(pl.col("step") == step).sort("attempt")

@@ -12,7 +12,7 @@ import pytest
 
 import forensics
 from forensics.analyze import detect
-from forensics.detectors import LossPlateauDetector, RegimeShiftDetector, RunFrames
+from forensics.detectors import LossPlateauDetector, RegimeShiftDetector, RunFrames, SpikeDetector
 from forensics.evaluation import evaluate, generate
 from forensics.evaluation.metrics import score
 from forensics.findings import Anomaly
@@ -185,3 +185,14 @@ def test_rollback_recurrence_is_evidence() -> None:
     assert causes[0].cause.endswith("the trouble came sooner (step 6930 vs 7010)")
     assert "attempt 2 rolled back to step 6210 with a new seed (42 → 43) and hit loss spike at step 6930" \
         in causes[0].evidence
+
+
+def test_judged_counts_belong_to_their_settings() -> None:
+    """A tuned detector run beside the default one does not add its counts to the default's."""
+    steps = np.arange(1, 401)
+    rng = np.random.default_rng(0)
+    values = 2 + 0.01 * rng.standard_normal(400)
+    frames = RunFrames(frame({s.LOSS: values}, steps), s.empty(s.EVENTS_SCHEMA))
+    assert SpikeDetector("loss").judged(frames) == {1: 390}   # 400 points, the first 10 are the burn-in
+    SpikeDetector("loss", threshold=5.0).detect(frames)
+    assert SpikeDetector("loss").judged(frames) == {1: 390}

@@ -104,7 +104,7 @@ class SpikeDetector:
         found: list[SpikeIncident] = []
         intervals, spacing = frames.intervals(), frames.spacing()
         gaps = frames.gaps()
-        counts = frames.memo.setdefault(("judged", self.series or self.metric), {})
+        counts = frames.memo.setdefault(("judged", repr(self)), {})  # per settings, filled once with the incidents
         for (attempt,), own in points.group_by("attempt", maintain_order=True):
             attempt, interval = int(attempt), intervals.get(int(attempt), 1)
             steps, values = own["step"].to_numpy(), own["value"].to_numpy()
@@ -122,7 +122,7 @@ class SpikeDetector:
             ends = np.r_[starts[1:], len(x)]
             position = np.arange(len(x)) - starts[stretch]
             eligible = ~((position < self.burn_in) & (steps[starts][stretch] < self.early_step))
-            counts[attempt] = counts.get(attempt, 0) + int((eligible & ~np.isnan(z)).sum())
+            counts[attempt] = int((eligible & ~np.isnan(z)).sum())
             with np.errstate(invalid="ignore"):
                 hot = (z >= threshold) & eligible
             long_enough = (ends - starts) > self.guard_samples + 1  # where Megatron's guard can speak
@@ -137,7 +137,7 @@ class SpikeDetector:
         """Per attempt, how many points the detector could judge (a point needs a point before it in its stretch,
         and is not in the burn-in at the start of training): the chronicle says when that is none."""
         self.incidents(frames)
-        return dict(frames.memo.get(("judged", self.series or self.metric), {}))
+        return dict(frames.memo.get(("judged", repr(self)), {}))
 
     def _stretch_incidents(
         self, attempt: int, interval: int, threshold: float, steps: np.ndarray, values: np.ndarray, x: np.ndarray,
