@@ -448,17 +448,25 @@ def _with_event_kinds(others: pl.DataFrame) -> pl.DataFrame:
     """``kind`` (the first event pattern a line matches; null for other lines and the arguments block) and ``raw``
     (the pattern's group 1, as printed)."""
     kind: pl.Expr = pl.lit(None, dtype=pl.String)
-    raw: pl.Expr = pl.lit(None, dtype=pl.String)
     for name, rx in reversed(p.EVENT_PATTERNS):  # built inside out, so the first pattern wins
-        hit = pl.col("body").str.contains(rx)
-        value = pl.col("body").str.extract(rx, 1) if re.compile(rx).groups else pl.lit(None, dtype=pl.String)
-        kind = pl.when(hit).then(pl.lit(name)).otherwise(kind)
-        raw = pl.when(hit).then(value).otherwise(raw)
+        kind = pl.when(pl.col("body").str.contains(rx)).then(pl.lit(name)).otherwise(kind)
     # an argument's line is not an event ("exit_signal_handler ... False"); any other line is, even inside a block
     # (one whose end line is missing runs to the end of the file)
     argument = pl.col("in_args") & (pl.col("body").str.contains(p.ARGS_LINE) | pl.col("body").str.contains(p.ARGS_LONG_LINE))
     plain = ~argument & ~pl.col("is_args_start") & ~pl.col("is_args_end")
-    return others.with_columns(kind=pl.when(plain).then(kind), raw=pl.when(plain).then(raw))
+    out = others.with_columns(kind=pl.when(plain).then(kind))
+    # group 1 of the pattern that gave each line its kind, read on that kind's lines only
+    parts = []
+    for name in dict.fromkeys(n for n, rx in p.EVENT_PATTERNS if re.compile(rx).groups):
+        mine = out.filter(pl.col("kind") == name)
+        if mine.height:
+            value: pl.Expr = pl.lit(None, dtype=pl.String)
+            for rx in reversed([rx for n, rx in p.EVENT_PATTERNS if n == name]):
+                got = pl.col("body").str.extract(rx, 1) if re.compile(rx).groups else pl.lit(None, dtype=pl.String)
+                value = pl.when(pl.col("body").str.contains(rx)).then(got).otherwise(value)
+            parts.append(mine.select("line", raw=value))
+    raw = pl.concat(parts) if parts else pl.DataFrame(schema={"line": out.schema["line"], "raw": pl.String})
+    return out.join(raw, on="line", how="left", maintain_order="left")
 
 
 def _attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
@@ -470,7 +478,9 @@ def _attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
     """
     lines = iters["line"].cast(pl.Int64).to_numpy()
     steps = iters["step"].to_numpy()
-    marks = others.filter(pl.col("is_args_start") | pl.col("kind").is_not_null()).select(
+    # only the lines that can start or end a launch (not overflows or checkpoint saves: many, and they change nothing)
+    deciding = list(s.STARTUP_KINDS | s.ENDING_KINDS | s.FATAL_KINDS | {s.EV_TRACEBACK})
+    marks = others.filter(pl.col("is_args_start") | pl.col("kind").is_in(deciding)).select(
         pl.col("line").cast(pl.Int64), kind=pl.when("is_args_start").then(pl.lit(s.EV_PROCESS_START)).otherwise("kind")
     )
     starts, content = launch_starts(lines, steps, marks["line"].to_numpy(), marks["kind"].to_list())
