@@ -51,9 +51,8 @@ def print_summary(findings: Findings, written: list[Path], console: Console | No
     findings and suspected causes."""
     console = console or Console(highlight=False)
     for run in findings.runs:
-        headline = next((n for n in run.model.notes if n.startswith("this is a ~")), None)
-        if headline:
-            console.print(Text(headline, style="bold red"))
+        if run.model.size_headline:
+            console.print(Text(run.model.size_headline, style="bold red"))
         table = Table(title=f"{run.name}: attempts", title_justify="left")
         for col in ("#", "steps", "start", "what changed", "ended"):
             table.add_column(col)

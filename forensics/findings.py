@@ -207,6 +207,7 @@ class ModelCheck:
     parameters_logged: float | None = None
     parameters_stated: float | None = None
     parameters_logged_how: str = ""                    # how the program's count was put together, if not printed whole
+    size_headline: str = ""                            # "this is a ~58B model, not 104B: ..." (also notes[0]), if so
     shape: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)     # what is off in the setup, most telling first
     caveats: list[str] = field(default_factory=list)   # what the check could not see

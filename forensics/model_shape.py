@@ -188,6 +188,7 @@ def check_model(
             else:
                 headline += f" (computed from its shape: {ratio:.2f}x the size in its name)"
             check.notes.insert(0, headline)
+            check.size_headline = headline
     return check
 
 

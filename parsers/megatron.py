@@ -772,7 +772,7 @@ def typed_value(text: str) -> object:
     return text
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_ANSI = re.compile(p.ANSI)
 # where text another process printed into the line begins: DeepSpeed's op report ("[NO] ....... [OKAY]"), its dotted
 # leaders, its warnings, the install paths and versions of its environment report ("['/usr/lib/python3/torch']")
 _GLUED = re.compile(r"\s*(?:\.{3,}|\[(?:NO|YES|OKAY|WARNING|FAIL|FAILED|ERROR)\]).*$|(?<=\S)\['/.*$"
@@ -806,7 +806,7 @@ def argument_value(text: str | None) -> str | None:
 
 
 def _configs(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:
-    body = pl.col("body").str.replace_all(p.JUNK_ANSI, "")
+    body = pl.col("body").str.replace_all(p.ANSI, "")
     kv = others.filter("in_args").select(
         "attempt", g=body.str.extract_groups(p.ARGS_LINE), long=body.str.extract_groups(p.ARGS_LONG_LINE)
     ).select(

@@ -27,8 +27,8 @@ ITERATION_CORE = r"iteration\s+\d+\s*/\s*\d+\s*\|"
 ITERATION = r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|"
 COUNTER_CELL = r"iteration\s+(\d+)\s*/\s*(\d+)\s*$"  # the counter's cell of a line split at '|'
 # junk a damaged or coloured log leaves in front of a line: ANSI escapes, replacement characters, other non-ASCII
-JUNK = r"(?:\x1b\[[0-9;]*[A-Za-z]|[^\x00-\x7F])*"
-JUNK_ANSI = r"\x1b\[[0-9;]*[A-Za-z]"
+ANSI = r"\x1b\[[0-9;]*[A-Za-z]"  # a terminal colour or cursor code
+JUNK = rf"(?:{ANSI}|[^\x00-\x7F])*"
 LEADING = r"^" + JUNK + r"\s*(?:\[[^\]]*\])?"
 # a whole iteration line: junk, a timestamp, fields printed before the counter (GPT-NeoX), then the counter
 ITERATION_LINE_AFTER_PREFIX = LEADING[1:] + r"\s*(?:[^|\[\]]*?:[^|]*\|\s*)*" + ITERATION_CORE

@@ -66,8 +66,8 @@ def _failed(run: RunFindings) -> list[Attempt]:
 
 def _summary(run: RunFindings) -> list[str]:
     lines: list[str] = []
-    if run.setup and run.setup[0].startswith("this is a ~"):
-        lines.append(f"- **Model (setup finding):** {md(run.setup[0])}.")
+    if run.model.size_headline:
+        lines.append(f"- **Model (setup finding):** {md(run.model.size_headline)}.")
     no_loss = "loss" in run.coverage.get("missing", [])
     bad = _failed(run)
     if bad:
