@@ -67,6 +67,16 @@ def stretch_ids(steps: np.ndarray, interval: int) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(is_gap(np.diff(steps), interval))]).astype(np.int64)
 
 
+def stretches(own: pl.DataFrame, interval: int) -> list[pl.DataFrame]:
+    """The points of one attempt (``step`` in order) cut at its gaps: its stretches, in order.
+
+    >>> [p["step"].to_list() for p in stretches(pl.DataFrame({"step": [10, 20, 30, 500, 510]}), 10)]
+    [[10, 20, 30], [500, 510]]
+    """
+    ids = stretch_ids(own["step"].to_numpy(), interval)
+    return own.with_columns(_stretch=ids).partition_by("_stretch", maintain_order=True, include_key=False)
+
+
 def across_gap(gaps: list[Gap], attempt: int, a: int, b: int) -> bool:
     """Whether a hole in the log of this attempt lies between steps ``a`` and ``b`` (then nothing links them).
 

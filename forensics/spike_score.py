@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics.gaps import stretch_ids
+from forensics.gaps import stretches
 from forensics.timeline import metric_points
 
 WINDOW = 1000
@@ -51,8 +51,7 @@ def spike_scores(
     hits = scored = 0
     for attempt in points["attempt"].unique().sort().to_list():
         own = points.filter(pl.col("attempt") == attempt)
-        stretch = stretch_ids(own["step"].to_numpy(), (spacing or {}).get(attempt, 0)) if spacing else None
-        parts = [own] if stretch is None else [p for _, p in own.with_columns(_s=stretch).group_by("_s")]
+        parts = stretches(own, spacing.get(attempt, 0)) if spacing else [own]
         n = k = 0
         for part in parts:
             flags = spike_flags(part["value"])

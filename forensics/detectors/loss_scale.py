@@ -17,7 +17,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, shown
-from forensics.gaps import stretch_ids
+from forensics.gaps import stretches
 from forensics.timeline import runs_of_true
 from parsers import schema as s
 
@@ -35,8 +35,7 @@ class LossScaleCollapseDetector:
         spacing = frames.spacing()
         out = []
         for (attempt,), own in points.group_by("attempt", maintain_order=True):
-            stretch = stretch_ids(own["step"].to_numpy(), spacing.get(attempt, 1))
-            for _, part in own.with_columns(_stretch=stretch).group_by("_stretch", maintain_order=True):
+            for part in stretches(own, spacing.get(attempt, 1)):
                 out += self._stretch(int(attempt), part["step"].to_numpy(), part["value"].to_numpy())
         return out
 

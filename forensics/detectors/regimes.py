@@ -25,7 +25,7 @@ import polars as pl
 from forensics.changepoint import bic_penalty, pelt
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly
-from forensics.gaps import stretch_ids
+from forensics.gaps import stretches
 from parsers import schema as s
 
 MAX_BLOCKS = 2000
@@ -58,8 +58,7 @@ class RegimeShiftDetector:
             if whole.height < 3 * self.min_points:
                 continue
             block = max(1, math.ceil(whole.height / MAX_BLOCKS))  # the attempt's budget, shared by its stretches
-            stretch = stretch_ids(whole["step"].to_numpy(), spacing.get(attempt, 1))
-            for _, own in whole.with_columns(_stretch=stretch).group_by("_stretch", maintain_order=True):
+            for own in stretches(whole, spacing.get(attempt, 1)):
                 out += self._stretch(int(attempt), own, block, min_ratio, direction, meaning)
         return out
 
