@@ -733,8 +733,8 @@ def _shard_totals(ev: pl.DataFrame) -> pl.DataFrame:
     shards = (
         shards.with_columns(report=pl.col("text").str.extract_all(p.RANK_COUNT)).explode("report")
         .filter(pl.col("report").is_not_null())
-        .with_columns(rank=pl.col("report").str.extract(r"rank \(?([\d, ]+?)\)?\s*:", 1),
-                      value=pl.col("report").str.extract(r":\s*(\d+)$", 1).cast(pl.Float64, strict=False))
+        .with_columns(rank=pl.col("report").str.extract(r"rank (\([\d, ]+\)|\d+)", 1),
+                      value=pl.col("report").str.extract(r"(\d+)$", 1).cast(pl.Float64, strict=False))
         .drop("report")
     )
     totals = (

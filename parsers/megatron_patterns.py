@@ -140,7 +140,7 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
                    r"|Initializing TorchBackend in DeepSpeed|\[runner\.py:\d+:main\] cmd = "),
 ]
 # one rank's parameter report, as many times as a line holds them (ranks' output interleaves)
-RANK_COUNT = r"model parallel rank \(?[\d, ]+\)?\s*:\s*\d+"
+RANK_COUNT = r"model parallel rank (?:\([\d, ]+\)|\d+)\s*:?\s*\d+"  # "(0, 1): 805433344"; older: "0: 125262336"
 # the kinds whose group-1 value is an iteration number (the event's step)
 STEP_VALUED = frozenset({s.EV_CHECKPOINT_LOAD, s.EV_CHECKPOINT_SAVE, s.EV_SKIP_RANGE})
 # the group-1 value is in billions for these parameter-count patterns

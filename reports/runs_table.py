@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from forensics.configs import differing_keys, show_value
-from forensics.findings import RunFindings, shown
+from forensics.findings import RunFindings
 from parsers import schema as s
 from parsers.wandb_csv import RUNS_TABLE
 from reports.escape import md
@@ -18,7 +18,7 @@ _FIRST = ("seed", "lr", "global_batch_size", "micro_batch_size", "train_iters") 
 
 def _value(v: Any) -> str:
     """A value as the export holds it (floats with all their digits)."""
-    return md(shown(v) if isinstance(v, float) else show_value(v))
+    return md(show_value(v))
 
 
 def summary_only(run: RunFindings) -> bool:

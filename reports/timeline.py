@@ -93,8 +93,8 @@ def coverage_section(run: RunFindings) -> list[str]:
                    f"{role.replace('_', ' ')} metric).")
     others = cov.get("other_scalars", [])
     if others:
-        shown = ", ".join(md(o) for o in others[:12]) + (f" and {len(others) - 12} more" if len(others) > 12 else "")
-        out.append(f"- **Other scalars read** (checked for NaN/Inf only): {shown}.")
+        listed = ", ".join(md(o) for o in others[:12]) + (f" and {len(others) - 12} more" if len(others) > 12 else "")
+        out.append(f"- **Other scalars read** (checked for NaN/Inf only): {listed}.")
     for name in cov.get("missing", []):
         out.append(f"- **Not found:** {name.replace('_', ' ')}, so {NEEDED[name]} could not be checked.")
     if "loss" in cov.get("missing", []):

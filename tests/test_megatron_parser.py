@@ -126,6 +126,17 @@ def test_parameter_counts_summed_over_model_parallel_ranks():
     assert total == [4 * (1217086464 + 1132938240 * 2 + 1210807296)]
 
 
+def test_rank_counts_printed_without_a_colon_are_summed_too(tmp_path):
+    lines = ["------------------------ arguments ------------------------", "  seed ........ 1",
+             "-------------------- end of arguments ---------------------",
+             " > number of parameters on model parallel rank 0 62631168",
+             " > number of parameters on model parallel rank 1 62631168",
+             " iteration        1/     100 | lm loss: 1.000000E+01 |"]
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    total = load_run(tmp_path / "train.log").events.filter(pl.col("kind") == "parameter_count")["value"].to_list()
+    assert total == [2 * 62631168]
+
+
 def test_deepspeed_overflow_lines_and_wrapped_iteration_line():
     run = load_run(real("tr8b-104B"))
     overflow = run.events.filter(pl.col("kind") == "overflow")
