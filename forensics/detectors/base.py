@@ -42,9 +42,9 @@ class RunFrames:
 
     def sources(self) -> dict[int, frozenset[str]]:
         """Per attempt, the sources that logged its steps."""
-        return self.remember("sources", lambda: {
+        return self.remember("sources", lambda: {  # lazily: no copy of the two columns of millions of rows
             int(a): frozenset(src) for a, src in
-            self.metrics.select("attempt", "source").unique().group_by("attempt").agg("source").rows()})
+            self.metrics.lazy().group_by("attempt").agg(pl.col("source").unique().cast(pl.String)).collect().rows()})
 
     def spacing(self) -> dict[int, int]:
         """Per attempt, the usual step between logged points: what a gap is measured in."""
