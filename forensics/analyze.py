@@ -12,7 +12,7 @@ from forensics.config_effects import link_config_changes
 from forensics.configs import config_table, differing_keys, settings
 from forensics.coverage import assign_roles, coverage
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames, SpikeDetector
-from forensics.findings import Anomaly, Findings, RunFindings
+from forensics.findings import Anomaly, Blips, Findings, RunFindings
 from forensics.gaps import SETTINGS, discontinuities
 from forensics.log_entries import log_entries
 from forensics.model_shape import check_model
@@ -74,7 +74,8 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         config=settings(config),
         config_diffs=differing_keys({str(n): cfg for n, cfg in sorted(table.items())}) if len(table) > 1 else {},
         coverage=coverage(metrics, getattr(run, "tags", []), roles, [src.path for src in run.sources],
-                          judged={m: SpikeDetector(m).judged(frames) for m in (s.LOSS, s.GRAD_NORM)}),
+                          checks={m: spike_checks(SpikeDetector(m), frames) for m in (s.LOSS, s.GRAD_NORM)}),
+        blips=blips(frames, detectors),
         gaps=gaps,
         discontinuities=[d for d in discontinuities(curves, gaps, frames.steps(), frames.spacing())
                          if not as_configured(d, table.get(d.attempt_after, config))],
@@ -83,6 +84,32 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         setup=list(model.notes),
         summary={k: v for k, v in config.items() if k.startswith((s.SUMMARY_PREFIX, s.RUN_INFO_PREFIX))},
     )
+
+
+def blips(frames: RunFrames, detectors: tuple[Detector, ...] = DEFAULT_DETECTORS) -> list[Blips]:
+    """Per attempt and metric, the spike detectors' blips (lone points inside the noise tail), in attempt order."""
+    out = []
+    for d in detectors:
+        if not isinstance(d, SpikeDetector):
+            continue
+        per: dict[int, list] = {}
+        for b in d.blips(frames):
+            per.setdefault(b.attempt, []).append(b)
+        for attempt, found in per.items():
+            top = max(found, key=lambda b: b.value / b.baseline if b.baseline > 0 else 0.0)
+            out.append(Blips(attempt, d.series or d.metric, len(found),
+                             round(top.value / top.baseline, 4) if top.baseline > 0 else float("inf"), top.step,
+                             [b.step for b in found]))
+    return sorted(out, key=lambda b: (b.attempt, b.metric))
+
+
+def spike_checks(detector: SpikeDetector, frames: RunFrames) -> dict[int, dict]:
+    """Per attempt, how the spike detector could judge the metric: points judged against the noise, points with the
+    absolute checks only, and the thresholds (robust sigmas) a lone point and two points in a row had to reach."""
+    tails, unknown, judged = detector.tails(frames), detector.unknown(frames), detector.judged(frames)
+    return {a: {"statistical": judged.get(a, 0), "absolute_only": unknown.get(a, 0),
+                "tail": "fitted" if tail.fitted else "fixed t(3)", "lone_point_sigma": round(tail.thresholds[0], 2),
+                "two_in_a_row_sigma": round(tail.thresholds[1], 2)} for a, tail in sorted(tails.items())}
 
 
 def analyze(*runs: RunLike) -> Findings:

@@ -85,13 +85,14 @@ def assign_roles(metrics: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
 
 
 def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str, str],
-             sources: list[str], judged: dict[str, dict[int, int]] | None = None) -> dict[str, Any]:
+             sources: list[str], checks: dict[str, dict[int, dict[str, Any]]] | None = None) -> dict[str, Any]:
     """The coverage record of a run (its JSON form): ``metrics`` (per canonical metric: points, first_step,
     last_step, source_tags), ``by_source`` (the same per source), ``other_scalars`` (unrecognised names),
     ``roles`` (role -> the scalar that took it), ``missing`` (needed metrics not found), ``step_axis`` (per source,
-    the run's own step key when it was used instead of the logger's counter) and ``spikes_judged`` (per metric and
-    attempt, the points the spike detector could judge: not the burn-in at the start of training, not the first
-    point of a stretch)."""
+    the run's own step key when it was used instead of the logger's counter), ``spikes_judged`` (per metric and
+    attempt, the points the spike detector judged against the noise: not the burn-in at the start of training, not
+    the first 10 points of a stretch) and ``spike_checks`` (per metric and attempt: those points, the points that
+    had the absolute checks only, and the thresholds; see :func:`forensics.analyze.spike_checks`)."""
     stats = (
         metrics.lazy().select("source", "metric", "step").group_by("source", "metric")
         .agg(points=pl.len(), first_step=pl.col("step").min(), last_step=pl.col("step").max())
@@ -121,14 +122,16 @@ def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str,
         "roles": dict(roles),
         "missing": [m for m in NEEDED if m not in recognised],
         "step_axis": axis,
-        "spikes_judged": {m: {str(a): n for a, n in sorted(per.items())} for m, per in (judged or {}).items() if per},
-        "unjudged_losses": _unjudged(metrics, (judged or {}).get(s.LOSS, {})),
+        "spikes_judged": {m: {str(a): c["statistical"] for a, c in sorted(per.items())}
+                          for m, per in (checks or {}).items() if per},
+        "spike_checks": {m: {str(a): c for a, c in sorted(per.items())} for m, per in (checks or {}).items() if per},
+        "unjudged_losses": _unjudged(metrics, {a: c["statistical"] for a, c in (checks or {}).get(s.LOSS, {}).items()}),
     }
 
 
 def _unjudged(metrics: pl.DataFrame, judged: dict[int, int]) -> list[dict[str, Any]]:
-    """For each attempt whose loss the spike detector could not judge, what its loss did, as facts: its first,
-    highest and last logged values with their steps."""
+    """For each attempt whose loss the spike detector could not judge against its noise, what its loss did, as
+    facts: its first, highest and last logged values with their steps."""
     attempts = [a for a, n in judged.items() if n == 0]
     if not attempts:
         return []

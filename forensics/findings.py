@@ -100,6 +100,22 @@ class Anomaly:
 
 
 @dataclass
+class Blips:
+    """Lone points of one metric in one attempt that passed the spike screen but lie inside what the attempt's own
+    noise produces (:mod:`forensics.detectors.noise_tail`): counted, and in the OLMo spike score, never incidents."""
+
+    attempt: int
+    metric: str
+    count: int
+    largest: float        # the largest, as a multiple of the trailing median before it
+    largest_step: int
+    steps: list[int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class Attempt:
     """One launch of the training program, from its (re)start to where its log ends (or one stretch of a log whose
     step counter went back: a relaunch whose start-up was not logged)."""
@@ -278,6 +294,7 @@ class RunFindings:
     log_entries: list[LogEntry] = field(default_factory=list)  # errors, stops and scheduler notices, in order
     setup: list[str] = field(default_factory=list)  # setup findings: the model against its name, init, FFN width
     summary: dict[str, Any] = field(default_factory=dict)  # W&B summary values and runs-table columns of the run
+    blips: list[Blips] = field(default_factory=list)  # per attempt and metric: lone points inside the noise tail
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -287,6 +304,7 @@ class RunFindings:
             "sources": self.sources,
             "attempts": [a.to_dict() for a in self.attempts],
             "anomalies": [a.to_dict() for a in self.anomalies],
+            "blips": [b.to_dict() for b in self.blips],
             "model": self.model.to_dict(),
             "suspected_causes": [c.to_dict() for c in self.suspected_causes],
             "warnings": self.warnings,

@@ -60,7 +60,7 @@ def with_lineage(points: pl.DataFrame, attempt: int, resumed_from: int | None) -
 def trailing_robust_z(
     x: np.ndarray, window: int, floor: float, min_mad_points: int = 10, short: int = 8,
     floor_without_history: float | None = None, groups: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Robust z-score of each point against the points before it (the point itself excluded).
 
     The expected value is the median of the previous ``short`` points, which follows a falling loss closely; the
@@ -70,7 +70,9 @@ def trailing_robust_z(
     and the scale is ``floor_without_history`` (default: ``floor``).
     NaNs in ``x`` are skipped in the statistics and get z = NaN; the first point gets z = NaN. ``groups``: a label
     per point (stretches of the log between holes): no point is judged against another group's.
-    Returns (z, level, scale): level is the expected value the point is judged against.
+    Returns (z, level, scale, noise): level is the expected value the point is judged against; noise is the scale
+    without any floor (1.4826 x MAD of the residuals before the point, NaN with fewer than ``min_mad_points``), which
+    says how unusual a departure is, where the floored scale also says whether it is large enough to matter.
     """
     frame = pl.DataFrame({"x": pl.Series(x, dtype=pl.Float64).fill_nan(None),
                           "g": groups if groups is not None else np.zeros(len(x), dtype=np.int64)})
@@ -96,7 +98,9 @@ def trailing_robust_z(
         level=pl.col("recent") + pl.col("mid"),
     )
     z = ((frame["x"] - frame["level"]) / frame["scale"]).fill_null(float("nan")).to_numpy()
-    return z, frame["level"].fill_null(float("nan")).to_numpy(), frame["scale"].to_numpy()
+    noise = frame.select(pl.when(pl.col("history") >= min_mad_points).then(pl.col("mad") * 1.4826))
+    return (z, frame["level"].fill_null(float("nan")).to_numpy(), frame["scale"].to_numpy(),
+            noise.to_series().fill_null(float("nan")).to_numpy())
 
 
 def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:

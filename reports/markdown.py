@@ -8,7 +8,17 @@ import math
 from typing import Any
 
 from forensics.configs import differing_keys
-from forensics.findings import FAILED_ENDINGS, Anomaly, Attempt, EndReason, Findings, RunFindings, first_anomaly, shown
+from forensics.findings import (
+    FAILED_ENDINGS,
+    Anomaly,
+    Attempt,
+    Blips,
+    EndReason,
+    Findings,
+    RunFindings,
+    first_anomaly,
+    shown,
+)
 from parsers import schema as s
 from reports.escape import md
 from reports.runs_table import runs_table_section, summary_only
@@ -115,20 +125,29 @@ def _summary(run: RunFindings) -> list[str]:
         if top.check_next:
             lines.append(f"- **What to check next:** {md(top.check_next)}.")
     unjudged = run.coverage.get("unjudged_losses", [])
+    checks = run.coverage.get("spike_checks", {}).get(s.LOSS, {})
     judged_somewhere = any(n for n in run.coverage.get("spikes_judged", {}).get("loss", {}).values())
+    absolute = any(checks.get(str(u["attempt"]), {}).get("absolute_only") for u in unjudged)
     if not run.anomalies:
         lines.append("- **Anomalies:** none found in what could be checked (no loss metric)." if no_loss else
                      "- **Anomalies:** none found." if not unjudged else
                      "- **Anomalies:** none found where the loss could be judged." if judged_somewhere else
+                     "- **Anomalies:** none found by the absolute checks (too few points to know the loss's noise); "
+                     "the other checks (NaN, loss scale, skipped iterations, hangs) found nothing." if absolute else
                      "- **Anomalies:** no loss could be judged for spikes; the other checks (NaN, loss scale, "
                      "skipped iterations, hangs) found nothing.")
     for u in unjudged:
         (s0, v0), (s1, v1), (s2, v2) = u["first"], u["highest"], u["last"]
         path = (f"was {shown(v0)} at its first point (step {s0}), its highest" if s1 == s0 else
                 f"went from {shown(v0)} (step {s0}) to {shown(v1)} at its highest (step {s1})")
-        lines.append(f"- **Not judged:** attempt {u['attempt']}'s {u['points']} loss point(s) are too few for the spike "
-                     f"detectors (the start of training, or the first of a stretch); its loss {path}, and was "
-                     f"{shown(v2)} at its last step ({s2}).")
+        if checks.get(str(u["attempt"]), {}).get("absolute_only"):
+            lines.append(f"- **Absolute checks only:** attempt {u['attempt']}'s {u['points']} loss point(s) are too few "
+                         f"to know the noise (fewer than 10 before each in its stretch of the log); its loss {path}, "
+                         f"and was {shown(v2)} at its last step ({s2}).")
+        else:
+            lines.append(f"- **Not judged:** attempt {u['attempt']}'s {u['points']} loss point(s) are too few for the "
+                         f"spike detectors (the start of training, or the first of a stretch); its loss {path}, and "
+                         f"was {shown(v2)} at its last step ({s2}).")
     scores = [f"{m.replace('_', ' ')} {v['run']:.2f}%" for m, v in run.spike_scores.items() if v.get("run") is not None]
     if scores:
         lines.append("- **Spike score** (OLMo 2: share of points 7 sd or more from the mean of the previous 1,000): "
@@ -157,8 +176,25 @@ def _attempt_entry(run: RunFindings, a: Attempt) -> list[str]:
         out += ["\n".join("  " + part for part in _anomaly_line(x).split("\n")) for x in mine]
     elif a.start_step is not None:
         out.append("- **What happened:** no anomalies.")
+    line = blips_line([b for b in run.blips if b.attempt == a.index])
+    if line:
+        out.append(line)
     out += [f"- **How it ended:** {ending(a)}.", ""]
     return out
+
+
+def blips_line(blips: list[Blips]) -> str:
+    """One line for an attempt's blips (lone points inside its noise tail), or "" without any.
+
+    >>> print(blips_line([Blips(1, "loss", 31, 1.2, 14212, [])]))  # doctest: +NORMALIZE_WHITESPACE
+    - **Blips:** 31 single-step loss blips, largest 1.2x at step 14212, within the run's noise tail (in the spike
+    score; not incidents).
+    """
+    if not blips:
+        return ""
+    parts = [f"{b.count} single-step {b.metric.replace('_', ' ')} blip{'s' if b.count != 1 else ''}, largest "
+             f"{b.largest:.1f}x at step {b.largest_step}" for b in blips]
+    return f"- **Blips:** {'; '.join(parts)}, within the run's noise tail (in the spike score; not incidents)."
 
 
 def _causes(run: RunFindings) -> list[str]:

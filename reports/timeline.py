@@ -82,12 +82,29 @@ def coverage_section(run: RunFindings) -> list[str]:
     for source, key in cov.get("step_axis", {}).items():
         out.append(f"- **Steps** of {md(source)} are its own {md(key)}, as the run logged them (the logger's own "
                    "counter of log calls is not the training step).")
-    for metric, per in cov.get("spikes_judged", {}).items():
-        unjudged = [a for a, n in per.items() if n == 0]
+    for metric, per in cov.get("spike_checks", {}).items():
+        name = metric.replace("_", " ")
+        blind = [a for a, c in per.items() if not c["statistical"] and c["absolute_only"]]
+        unjudged = [a for a, c in per.items() if not c["statistical"] and not c["absolute_only"]]
+        if blind:
+            out.append(f"- **{name.capitalize()} spikes, absolute checks only:** attempt(s) {', '.join(blind)}: too few "
+                       "points to know the noise (fewer than 10 before each in its stretch of the log); checked for "
+                       + ("a loss 2x the lowest of the 8 points before it (1.5x for means over 10 or more iterations), "
+                          "Megatron's 10x rule, and a rise that lasts 3 points." if metric == s.LOSS else
+                          "a grad norm 10x the point before it, and a rise that lasts 3 points."))
         if unjudged:
-            out.append(f"- **Not judged for {metric.replace('_', ' ')} spikes:** attempt(s) {', '.join(unjudged)}: "
+            out.append(f"- **Not judged for {name} spikes:** attempt(s) {', '.join(unjudged)}: "
                        "every point is in the burn-in at the start of training (its first 10 points) or has no "
                        "point before it in its stretch of the log.")
+        limits = [f"attempt {a}: {c['lone_point_sigma']:.1f} / {c['two_in_a_row_sigma']:.1f} ("
+                  + (f"fitted on {c['statistical']:,} points" if c["tail"] == "fitted" else
+                     f"{c['statistical']:,} points: the fixed t(3) rule") + ")"
+                  for a, c in per.items() if c["statistical"]]
+        if limits:
+            shown_limits = limits if len(limits) <= 4 else [*limits[:3], f"... ({len(limits) - 3} more attempts)"]
+            out.append(f"- **{name.capitalize()} spike thresholds** (robust sigmas a lone point / two points in a row "
+                       "must reach: what the attempt's own noise reaches with 5% chance over the whole attempt): "
+                       + "; ".join(shown_limits) + ".")
     for role, tag in cov.get("roles", {}).items():
         out.append(f"- **Taken by its name:** the {role.replace('_', ' ')} is the scalar {md(tag)} (no recognised "
                    f"{role.replace('_', ' ')} metric).")

@@ -170,7 +170,7 @@ def test_real_tr8_spikes_pinned() -> None:
 def test_real_tr1_13b_spike_around_29050() -> None:
     run = forensics.analyze(load_run(real("tr1-13B"))).runs[0]
     spike = next(a for a in run.anomalies if a.kind == "loss_spike")
-    assert (spike.step, spike.end_step, spike.averaged_over) == (29050, 29070, 10)
+    assert (spike.step, spike.end_step, spike.averaged_over) == (29050, 29090, 10)  # still 2.5x its level at 29090
     # the excerpt stops at 29090 still high; the next one, at 33240, shows 2.72: what happened in between is not
     # in the log, so neither a recovery nor a divergence is claimed
     assert spike.recovered_step is None

@@ -115,20 +115,23 @@ def test_tr11_reshaping_replays_are_one_list_with_the_94768_difference():
                          "(attempt 6), 2.0429 (attempt 7)")
 
 
-def test_a_scheduler_time_limit_is_a_stop_and_unjudged_spikes_are_said_to_be():
+def test_a_scheduler_time_limit_is_a_stop_and_a_short_log_gets_the_absolute_checks():
     run = analyzed(real("pp64-1809655"))
     ended = run.attempts[0]
     assert (ended.end_reason, ended.end_kind) == (EndReason.STOPPED, "cancelled")
     assert not [c for c in run.suspected_causes if c.kind == "hardware"]
-    # six points, all in the burn-in at the start of training: the chronicle does not say "none found" alone
+    # five loss points at the start of training: too few to know the noise, so only the absolute checks ran, and
+    # they catch "lm loss: 1.412743E+01" at 20 -> "lm loss: 7.676836E+01" at 30 (5.4x)
     assert run.coverage["spikes_judged"]["loss"] == {"1": 0}
+    assert run.coverage["spike_checks"]["loss"]["1"]["absolute_only"] == 4
+    [spike] = [a for a in run.anomalies if a.kind == "loss_spike"]
+    assert (spike.step, spike.value, spike.baseline) == (30, 76.76836, 14.12743)
     summary = chronicle(real("pp64-1809655"))
-    assert ("- **Anomalies:** no loss could be judged for spikes; the other checks (NaN, loss scale, skipped "
-            "iterations, hangs) found nothing.") in summary
+    assert "- **First anomaly:** loss spike at step 30 (attempt 1)." in summary
     # what the loss did, as facts: 14.13 to 76.77 and still 16.97 at the end
-    assert ("- **Not judged:** attempt 1's 5 loss point(s) are too few for the spike detectors (the start of training, "
-            "or the first of a stretch); its loss went from 14.12743 (step 20) to 76.76836 at its highest (step 30), "
-            "and was 16.9694 at its last step (60).") in summary
+    assert ("- **Absolute checks only:** attempt 1's 5 loss point(s) are too few to know the noise (fewer than 10 "
+            "before each in its stretch of the log); its loss went from 14.12743 (step 20) to 76.76836 at its highest "
+            "(step 30), and was 16.9694 at its last step (60).") in summary
     # "number of skipped iterations: 10", 8, 1 at iterations 10-30 (lines 2049-2309): the schedule stood still on
     # them, so its LR at iteration 20 (3.750E-05) is step 2 of the 8-step warm-up, and the peak comes at 30
     assert ("- the LR curve peaks at step 30, after the config's warm-up end (step 8): the 19 iterations skipped "
@@ -293,9 +296,9 @@ def test_wandb_runs_end_as_their_console_says_and_step_on_iter():
     assert ("| 1 | 0–1250 | from the start of training | - | step 1330 as its console printed (1250 in its metrics) | "
             "interrupted by hand |") in lines
     # its loss peaked at its first point: said once, not as a climb "from 4.287 (step 0) to 4.287 (step 0)"
-    assert ("- **Not judged:** attempt 1's 6 loss point(s) are too few for the spike detectors (the start of training, "
-            "or the first of a stretch); its loss was 4.287383556365967 at its first point (step 0), its highest, and "
-            "was 1.2008771896362305 at its last step (1250).") in lines
+    assert ("- **Absolute checks only:** attempt 1's 6 loss point(s) are too few to know the noise (fewer than 10 "
+            "before each in its stretch of the log); its loss was 4.287383556365967 at its first point (step 0), its "
+            "highest, and was 1.2008771896362305 at its last step (1250).") in lines
 
 
 def test_a_notebook_wandb_run_of_successive_trainers_on_train_global_step():

@@ -1,28 +1,35 @@
-"""Upward spikes of loss or grad norm: a robust z-score on log values against the points before each one.
-
-Thresholds (documented here; measured on the labelled curves of :mod:`forensics.evaluation` and pinned on the
-real logs in ``tests/fixtures/real``):
+"""Upward spikes of loss or grad norm: a robust z-score on log values against the points before each one, judged
+against the run's own noise tail.
 
 * log values, because loss and grad-norm noise is multiplicative and their spikes are heavy-tailed;
 * expected value = median of the previous 8 points (it follows a falling loss), residual = value - expected,
   standardised by the median and 1.4826 x MAD of the previous ``window`` (100) residuals: the modified z-score of
-  Iglewicz & Hoaglin, made trend-proof. Flag at 6 robust sigma (OLMo 2 counts 7 sigma from a 1,000-value rolling
-  mean for its spike score, reported separately; Megatron logs often hold only hundreds of points);
+  Iglewicz & Hoaglin, made trend-proof;
 * a floor on the scale (``floor``, in log units): loss 0.003 (a 1.8% jump at 6 sigma) divided by the square root
   of the log interval, since a logged mean over k iterations is calmer; grad norm 0.25 (~4.5x), which is printed
   for the logged iteration alone; with fewer than 10 points of history the noise is unknown and the floor is
   0.02 for loss;
-* with one iteration per point, a lone flagged point with calm neighbours needs 8 sigma: a single hard batch is
-  not an instability (the OLMo spike score still counts it);
-* Megatron's spiky-loss rule as a coarse guard: a loss 10x the largest of the first 100 values is a spike
-  whatever the noise;
-* flagged points separated by at most ``merge_gap`` unflagged points form one incident; it has *recovered* at the
-  first later point back within max(3 sigma, 5%) of the level before it;
-* an incident's first point must also rise above each of the 8 points before it, so a steep early decline that
-  slows down (residuals jump up while the loss still falls) is not a spike;
+* **candidates**: points at or above the screen (``threshold``, 6 robust sigma), whose onset rises above each of
+  the 8 points before it (a steep early decline that slows down is not a spike); candidates separated by at most
+  ``merge_gap`` points are one;
+* **incident or blip** (:mod:`forensics.detectors.noise_tail`): a candidate is an *incident* when some run of k
+  consecutive points in it (k = 1, 2, 3, 5, 8, running on past its last candidate point) all reach the threshold
+  for k that the attempt's own noise would reach with probability 5% over the whole attempt (tail fitted to the
+  attempt's residuals, censored at the screen, so longer and noisier runs need larger or longer excursions); a
+  lone point inside that tail is a *blip*: counted (:meth:`SpikeDetector.blips`), and in the OLMo spike score, not
+  an incident. Significance is read on the z-score against the noise itself (no floor), materiality on the floored
+  one; a grad-norm blip at a loss incident or up to 20 points before it is part of that incident (two series at once
+  are not one hard batch);
+* **absolute checks**: Megatron's spiky-loss rule (a loss 10x the largest of the first 100 values) everywhere;
+  where a point has too little history to know the noise (fewer than 10 points before it in its stretch: an
+  excerpt, a short log, a run logged every few hundred steps), a loss at least 2x the lowest of the 8 points before
+  it (1.5x for a mean over 10 or more iterations) and a grad norm at least 10x the point before it
+  (:meth:`SpikeDetector.unknown` counts those points, and the report says they had only these checks); there, a
+  candidate that stays away from its level for three points or more is an incident too: lasting is the evidence;
+* recovered: at the first later point back within max(3 sigma, 5%) of the level before the incident;
 * burn-in: a log that starts at the beginning of training (first step below ``early_step``) has no baseline at
-  first, so its first ``burn_in`` points are never flagged; a log that starts mid-training (an excerpt, a resumed
-  job) is judged from its second point;
+  first, so its first ``burn_in`` points are never candidates; a log that starts mid-training (an excerpt, a
+  resumed job) is judged from its second point;
 * baselines never mix attempts or cross a gap in the log (:mod:`forensics.gaps`): each stretch of an attempt
   between gaps is judged on its own points. A spike not back to its level before a gap is "not seen again until
   step N, after a gap" when the first point after it is back; the baseline quoted is a logged value (the lower
@@ -38,12 +45,14 @@ import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
+from forensics.detectors.noise_tail import NoiseTail, fixed_tail, noise_tail
 from forensics.findings import Anomaly, Gap, shown
 from forensics.gaps import stretch_ids
 from forensics.timeline import runs_of_true, trailing_robust_z
 
 _DEFAULTS = {"loss": (100, 0.003, 6.0), "grad_norm": (100, 0.25, 6.0)}
 _AVERAGED = frozenset({"loss"})  # logged as a mean over the interval (grad norm is the logged iteration's own)
+_RESOLUTION = 1e-4  # log units: the noise is never taken as calmer than the printed digits of a value
 _FLOOR_WITHOUT_HISTORY = {"loss": 0.02, "grad_norm": 0.25}  # fewer than 10 points before: noise unknown
 
 
@@ -67,6 +76,49 @@ class SpikeIncident:
     level: float = float("nan")        # log of the level it is measured back against (the trailing centre)
 
 
+@dataclass(frozen=True)
+class Blip:
+    """A lone candidate point inside what the attempt's noise tail allows: counted, not an incident."""
+
+    attempt: int
+    step: int
+    value: float
+    baseline: float  # the lower median of the 8 logged values before it
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """One attempt's series as the spike detector reads it."""
+
+    attempt: int
+    interval: int
+    steps: np.ndarray
+    values: np.ndarray
+    x: np.ndarray          # log values
+    z: np.ndarray          # robust z with the scale floored: is it large enough to matter
+    zn: np.ndarray         # robust z against the noise itself, NaN where not judged: is it unusual
+    centre: np.ndarray
+    scale: np.ndarray
+    eligible: np.ndarray
+    absolute: np.ndarray   # points caught by an absolute check
+    blind: np.ndarray      # points whose noise is not known (too little history)
+    stretch: np.ndarray
+    ends: np.ndarray       # per stretch, the index after its last point
+    where: list[tuple[int, int]]  # the stretches worth judging (a candidate, or room for Megatron's guard)
+    judged_points: int
+    unknown_points: int
+
+    def inside(self, incidents: list[SpikeIncident]) -> np.ndarray:
+        """The points from each incident's onset to its recovery, or to the end of its stretch."""
+        out = np.zeros(self.steps.size, dtype=bool)
+        for inc in incidents:
+            at = int(np.searchsorted(self.steps, inc.onset))
+            stop = self.ends[self.stretch[at]] if inc.recovered_step is None else np.searchsorted(
+                self.steps, inc.recovered_step)
+            out[at:stop] = True
+        return out
+
+
 @dataclass
 class SpikeDetector:
     """Loss or grad-norm spikes: ``SpikeDetector("loss").detect(frames)``."""
@@ -75,13 +127,14 @@ class SpikeDetector:
     series: str | None = None  # read another series as evidence of this metric's spikes (a W&B chart's __max)
     window: int | None = None
     floor: float | None = None
-    threshold: float | None = None
+    threshold: float | None = None  # the screen: candidates are at least this many robust sigmas out
     merge_gap: int = 2
     burn_in: int = 10
     early_step: int = 100
-    isolated_threshold: float = 8.0
     guard_factor: float = 10.0
     guard_samples: int = 100
+    jump_factor: float = 2.0    # noise unknown: a loss at least this many times the lowest of the 8 before
+    neighbour_factor: float = 10.0  # noise unknown: a grad norm at least this many times the point before
 
     @property
     def name(self) -> str:
@@ -94,57 +147,134 @@ class SpikeDetector:
     def incidents(self, frames: RunFrames) -> list[SpikeIncident]:
         """Every spike incident with its baseline and whether (and when) the metric came back to it (computed once
         per run and settings: the divergence detector asks for the loss incidents too)."""
-        return frames.remember(("spike_incidents", repr(self)), lambda: self._incidents(frames))
+        return self._judge(frames)[0]
 
-    def _incidents(self, frames: RunFrames) -> list[SpikeIncident]:
-        window, floor, threshold = self._params()
+    def blips(self, frames: RunFrames) -> list[Blip]:
+        """Lone candidates inside the attempt's noise tail, in (attempt, step) order."""
+        return self._judge(frames)[1]
+
+    def tails(self, frames: RunFrames) -> dict[int, NoiseTail]:
+        """Per attempt, the noise tail its points were judged against (``fitted`` False: too few points)."""
+        return self._judge(frames)[2]
+
+    def judged(self, frames: RunFrames) -> dict[int, int]:
+        """Per attempt, how many points were judged against the noise (a point needs 10 points before it in its
+        stretch to know the noise, and is not in the burn-in at the start of training): the chronicle says when
+        that is none, and which points had the absolute checks only (:meth:`unknown`)."""
+        return self._judge(frames)[3]
+
+    def unknown(self, frames: RunFrames) -> dict[int, int]:
+        """Per attempt, the points whose noise could not be known (too little history before them): they had the
+        absolute checks only."""
+        return self._judge(frames)[4]
+
+    def _judge(self, frames: RunFrames) -> tuple[list[SpikeIncident], list[Blip], dict[int, NoiseTail], dict[int, int],
+                                                 dict[int, int]]:
+        return frames.remember(("spikes", repr(self)), lambda: self._incidents(frames))
+
+    def _incidents(self, frames: RunFrames) -> tuple[list[SpikeIncident], list[Blip], dict[int, NoiseTail],
+                                                     dict[int, int], dict[int, int]]:
         points = frames.points(self.series or self.metric).filter(
             pl.col("value").is_finite() & (pl.col("value") > 0)
         )
         found: list[SpikeIncident] = []
+        lone: list[SpikeIncident] = []
+        tails: dict[int, NoiseTail] = {}
+        counts: dict[int, int] = {}
+        unknown: dict[int, int] = {}
         intervals, spacing = frames.intervals(), frames.spacing()
         gaps = frames.gaps()
-        counts = frames.memo.setdefault(("judged", repr(self)), {})  # per settings, filled once with the incidents
         for (attempt,), own in points.group_by("attempt", maintain_order=True):
-            attempt, interval = int(attempt), intervals.get(int(attempt), 1)
-            steps, values = own["step"].to_numpy(), own["value"].to_numpy()
-            x = np.log(values)
-            stretch = stretch_ids(steps, spacing.get(attempt, 1))
-            averaged = self.metric in _AVERAGED and interval > 1
-            own_floor = floor / math.sqrt(interval) if averaged and self.floor is None else floor  # a mean is calmer
-            z, centre, scale = trailing_robust_z(
-                x, window, own_floor, groups=stretch,
-                floor_without_history=max(floor, _FLOOR_WITHOUT_HISTORY.get(self.metric, 0.1)),
-            )
-            # each stretch between holes is judged on its own: its first point has no history, and a stretch that
-            # starts at the beginning of training has its burn-in
-            starts = np.flatnonzero(np.r_[True, stretch[1:] != stretch[:-1]])
-            ends = np.r_[starts[1:], len(x)]
-            position = np.arange(len(x)) - starts[stretch]
-            eligible = ~((position < self.burn_in) & (steps[starts][stretch] < self.early_step))
-            counts[attempt] = int((eligible & ~np.isnan(z)).sum())
-            with np.errstate(invalid="ignore"):
-                hot = (z >= threshold) & eligible
-            long_enough = (ends - starts) > self.guard_samples + 1  # where Megatron's guard can speak
-            for k in np.flatnonzero(np.bincount(stretch[hot], minlength=len(starts)).astype(bool) | long_enough):
-                lo, hi = int(starts[k]), int(ends[k])
-                found += [_recovery_over(inc, own, gaps) for inc in self._stretch_incidents(
-                    attempt, interval, threshold, steps[lo:hi], values[lo:hi], x[lo:hi], z[lo:hi], centre[lo:hi],
-                    scale[lo:hi], eligible[lo:hi])]
-        return found
+            attempt = int(attempt)
+            series = self._scores(attempt, intervals.get(attempt, 1), own, spacing.get(attempt, 1))
+            counts[attempt], unknown[attempt] = series.judged_points, series.unknown_points
+            # what the fixed t(3) rule already calls an incident stays out of the fit of the run's own noise tail
+            first = [inc for inc, decisive in self._candidates(series, fixed_tail(series.zn, series.stretch))
+                     if decisive]
+            tail = tails[attempt] = noise_tail(np.where(series.inside(first), np.nan, series.zn), series.stretch)
+            judged = self._candidates(series, tail)
+            found += [_recovery_over(inc, own, gaps) for inc, decisive in judged if decisive]
+            lone += [inc for inc, decisive in judged if not decisive]
+        # a grad-norm point inside the noise tail that goes with a loss incident (at it or leading it) is part of it
+        if self.metric == "grad_norm" and self.series is None and lone:
+            loss = SpikeDetector("loss").incidents(frames)
+            lead = 20  # logged points, as forensics.precursors.LEAD_WINDOW
+            joined = [inc for inc in lone if any(
+                s.attempt == inc.attempt and s.onset - lead * s.interval <= inc.onset <= s.end for s in loss)]
+            found += [_recovery_over(inc, points.filter(pl.col("attempt") == inc.attempt), gaps) for inc in joined]
+            lone = [inc for inc in lone if inc not in joined]
+        found.sort(key=lambda inc: (inc.attempt, inc.onset))
+        blips = [Blip(inc.attempt, inc.onset, inc.peak, inc.baseline) for inc in lone]
+        return found, blips, tails, counts, unknown
 
-    def judged(self, frames: RunFrames) -> dict[int, int]:
-        """Per attempt, how many points the detector could judge (a point needs a point before it in its stretch,
-        and is not in the burn-in at the start of training): the chronicle says when that is none."""
-        self.incidents(frames)
-        return dict(frames.memo.get(("judged", repr(self)), {}))
+    def _scores(self, attempt: int, interval: int, own: pl.DataFrame, spacing: int) -> _Scored:
+        """One attempt's points with their z-scores, stretches, eligibility and absolute checks."""
+        window, floor, threshold = self._params()
+        steps, values = own["step"].to_numpy(), own["value"].to_numpy()
+        x = np.log(values)
+        stretch = stretch_ids(steps, spacing)
+        averaged = self.metric in _AVERAGED and interval > 1
+        own_floor = floor / math.sqrt(interval) if averaged and self.floor is None else floor  # a mean is calmer
+        z, centre, scale, noise = trailing_robust_z(
+            x, window, own_floor, groups=stretch,
+            floor_without_history=max(floor, _FLOOR_WITHOUT_HISTORY.get(self.metric, 0.1)),
+        )
+        # each stretch between holes is judged on its own: its first point has no history, and a stretch that
+        # starts at the beginning of training has its burn-in
+        starts = np.flatnonzero(np.r_[True, stretch[1:] != stretch[:-1]])
+        ends = np.r_[starts[1:], len(x)]
+        position = np.arange(len(x)) - starts[stretch]
+        eligible = ~((position < self.burn_in) & (steps[starts][stretch] < self.early_step))
+        judged = eligible & ~np.isnan(z)
+        # how unusual each point is, against the noise itself (the floored z also asks whether it matters)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            zn = np.where(judged, (x - centre) / np.maximum(noise, _RESOLUTION), np.nan)
+        absolute = self._absolute(x, stretch, interval) & np.isnan(noise)  # where the noise is not known
+        with np.errstate(invalid="ignore"):
+            candidate = ((z >= threshold) & eligible) | absolute
+        long_enough = (ends - starts) > self.guard_samples + 1  # where Megatron's guard can speak
+        where = [(int(starts[k]), int(ends[k])) for k in np.flatnonzero(
+            np.bincount(stretch[candidate], minlength=len(starts)).astype(bool) | long_enough)]
+        return _Scored(attempt, interval, steps, values, x, z, zn, centre, scale, eligible, absolute, np.isnan(noise),
+                       stretch, ends,
+                       where, int((judged & ~np.isnan(noise)).sum()), int((np.isnan(noise) & (position > 0)).sum()))
+
+    def _candidates(self, sc: _Scored, tail: NoiseTail) -> list[tuple[SpikeIncident, bool]]:
+        """Every candidate of the attempt, and whether it is an incident against ``tail``."""
+        if not sc.where:
+            return []
+        hot = tail.hot(sc.zn, sc.stretch)
+        threshold = self._params()[2]
+        return [got for lo, hi in sc.where for got in self._stretch_incidents(
+            sc.attempt, sc.interval, threshold, sc.steps[lo:hi], sc.values[lo:hi], sc.x[lo:hi], sc.z[lo:hi],
+            sc.centre[lo:hi], sc.scale[lo:hi], sc.eligible[lo:hi], hot[lo:hi], sc.absolute[lo:hi], sc.blind[lo:hi])]
+
+    def _absolute(self, x: np.ndarray, stretch: np.ndarray, interval: int) -> np.ndarray:
+        """Checks that need no statistics, for points with too little history to know the noise: a loss at least
+        ``jump_factor`` (2x) the lowest of the (up to 8) points before it in its stretch, 1.5x when each point is a
+        mean over 10 or more iterations (its noise is at least three times smaller); a grad norm at least
+        ``neighbour_factor`` (10x) the point before it."""
+        frame = pl.DataFrame({"x": x, "g": stretch})
+        if self.metric == "loss":
+            factor = min(self.jump_factor, 1.5) if interval >= 10 else self.jump_factor
+            low = frame.select(pl.col("x").shift(1).rolling_min(window_size=8, min_samples=1).over("g"))
+            limit = math.log(factor)
+        elif self.metric == "grad_norm":
+            low = frame.select(pl.col("x").shift(1).over("g"))
+            limit = math.log(self.neighbour_factor)
+        else:
+            return np.zeros(x.size, dtype=bool)
+        with np.errstate(invalid="ignore"):
+            return (x - low.to_series().fill_null(np.nan).to_numpy()) >= limit
 
     def _stretch_incidents(
         self, attempt: int, interval: int, threshold: float, steps: np.ndarray, values: np.ndarray, x: np.ndarray,
-        z: np.ndarray, centre: np.ndarray, scale: np.ndarray, eligible: np.ndarray,
-    ) -> list[SpikeIncident]:
-        """The incidents of one stretch between holes, from its z-scores (see :func:`trailing_robust_z`)."""
-        found: list[SpikeIncident] = []
+        z: np.ndarray, centre: np.ndarray, scale: np.ndarray, eligible: np.ndarray, hot: np.ndarray,
+        absolute: np.ndarray, blind: np.ndarray,
+    ) -> list[tuple[SpikeIncident, bool]]:
+        """Every candidate of one stretch between holes, from its z-scores (see :func:`trailing_robust_z`), and
+        whether it is an incident (beyond the noise tail, or an absolute check) rather than a blip."""
+        found: list[tuple[SpikeIncident, bool]] = []
         with np.errstate(invalid="ignore"):
             flagged = (z >= threshold) & eligible
         # an onset must rise above the recent values: a steep early decline that slows down is not a spike
@@ -152,14 +282,14 @@ class SpikeDetector:
         with np.errstate(invalid="ignore"):
             onset_ok = ~(x < recent_max)
         flagged = _from_first_rise(flagged, onset_ok)
-        if interval == 1:
-            flagged &= ~self._isolated(z, flagged)
-        flagged |= self._guard(x) & eligible
+        guard = self._guard(x) & eligible
+        decisive = hot | guard | absolute
+        flagged |= guard | absolute
         for start, end in _merge(runs_of_true(flagged), self.merge_gap):
+            before = np.sort(values[max(0, start - 8):start])  # a logged value: the lower median of the 8 before
             base = centre[start]
             back = np.flatnonzero(x[end + 1:] <= base + max(3 * scale[start], 0.05))
-            before = np.sort(values[max(0, start - 8):start])  # a logged value: the lower median of the 8 before
-            found.append(
+            found.append((
                 SpikeIncident(
                     attempt=attempt,
                     onset=int(steps[start]),
@@ -172,17 +302,12 @@ class SpikeDetector:
                     interval=interval,
                     points=end - start + 1,
                     level=float(base),
-                )
-            )
+                ),
+                # where the noise is not known, lasting (three points or more before it is back) is the evidence
+                bool(decisive[start:end + 1].any() or (blind[start] and end - start + 1 + (
+                    int(back[0]) if back.size else len(x) - end - 1) >= 3)),
+            ))
         return found
-
-    def _isolated(self, z: np.ndarray, flagged: np.ndarray) -> np.ndarray:
-        """Single flagged points with calm neighbours and z below ``isolated_threshold``: with one iteration per
-        point, a lone 6-8 sigma batch is more often a hard batch than an instability."""
-        with np.errstate(invalid="ignore"):
-            calm_before = np.r_[True, ~(z[:-1] >= 3.0)]
-            calm_after = np.r_[~(z[1:] >= 3.0), True]
-            return flagged & calm_before & calm_after & ~(z >= self.isolated_threshold)
 
     def _guard(self, x: np.ndarray) -> np.ndarray:
         """Megatron's spiky-loss check (``SPIKY_LOSS_FACTOR = 10``): at least 10x the largest of the first 100

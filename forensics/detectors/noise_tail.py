@@ -1,0 +1,164 @@
+"""How far a run's own noise reaches: the thresholds an excursion must pass before it is evidence of anything.
+
+Per-batch loss and grad-norm noise is heavy-tailed (Student-t-like), so a fixed "k robust sigma" rule is crossed by
+noise alone many times in a long run, and the longer the run the more often (``calibrated-detection.md``). The
+thresholds here come from the attempt's own residuals (the robust z-scores of :func:`forensics.timeline.
+trailing_robust_z`) and its length:
+
+* **Family-wise rate.** A threshold is set so that the attempt's noise alone would reach it with probability
+  ``alpha`` (5%) over the *whole* attempt: for ``n`` candidate points the per-point tail probability is
+  ``alpha / n``, so a run ten times longer needs a larger excursion.
+* **Persistence.** Real instabilities last; one hard batch does not. Each run length ``k`` in :data:`RUNS`
+  (1, 2, 3, 5, 8 consecutive points) gets its own threshold, read from the distribution of the run's own
+  *k-point minima* (the smallest z of each k consecutive points), so serial correlation (AR noise) is in the
+  estimate rather than assumed away. ``alpha`` is split evenly between the run lengths (Bonferroni).
+* **Tail fit.** The far quantile ``1 - alpha / (K n)`` lies beyond the data, so it is extrapolated with a
+  generalized Pareto distribution (peaks over threshold): the excesses of the k-point minima over their
+  ``1 - q`` empirical quantile ``u0`` (q = 5%, at most 20,000 excesses) are fitted by maximum likelihood with
+  shape ``xi`` in [0, 1] (``xi = 0``: an exponential tail; a negative, bounded tail is not trusted). The points of
+  possible incidents (z at or above the screen, 6) are *censored*: they count as "at least 6" without their
+  height, so a real spike cannot inflate the tail it is judged against. The threshold is
+  ``u0 + sigma / xi * ((q / p) ** xi - 1)`` (``u0 + sigma * log(q / p)`` at ``xi = 0``).
+* **Incidents out of the fit.** A divergence or a long spike would otherwise be most of the tail it is judged
+  against (on a short attempt it can be): the caller first judges the attempt with the fixed rule below
+  (:func:`fixed_tail`), which already allows noise as heavy as t(3), and leaves out of the fit the points from the
+  onset of each incident it finds to its recovery (NaN z-scores are left out).
+* **Too few points.** With fewer than :data:`MIN_FIT` minima the fit is unstable; the thresholds are those of
+  Student-t noise with 3 degrees of freedom (the heaviest tail seen in practice), in robust-sigma units, for the
+  attempt's length: conservative, and the report says so.
+
+Thresholds never fall below the screen (6 robust sigma) for a lone point, nor below 3 for a run of points.
+
+>>> import numpy as np
+>>> z = np.random.default_rng(0).standard_t(3, 100_000) / 1.134   # t(3) noise in robust-sigma units
+>>> tail = noise_tail(z)
+>>> tail.fitted, round(tail.thresholds[0]) > 20, tail.thresholds[1] < tail.thresholds[0]
+(True, True, True)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+ALPHA = 0.05          # family-wise: the chance that noise alone raises one incident in an attempt, per series
+RUNS = (1, 2, 3, 5, 8)  # run lengths scanned, each at its own threshold
+SCREEN = 6.0          # robust sigma: below this nothing is a candidate; points above it are censored in the fit
+RUN_FLOOR = 3.0       # a run of several points must still be this far out
+TAIL_SHARE = 0.05     # excesses over the 95th percentile are fitted
+MAX_EXCESSES = 20_000
+MIN_FIT = 400         # fewer k-point minima than this: the fixed t(3) rule
+_T3_ROBUST_SIGMA = 1.4826 * stats.t.ppf(0.75, 3)  # t(3)'s 1.4826 x MAD: robust z of t(3) noise is t / this
+
+
+@dataclass(frozen=True)
+class NoiseTail:
+    """Thresholds per run length (``thresholds[i]`` for ``RUNS[i]`` consecutive points), from ``points`` z-scores;
+    ``fitted`` is False when there were too few for a tail fit and the fixed t(3) rule was used."""
+
+    thresholds: tuple[float, ...]
+    points: int
+    fitted: bool
+
+    def hot(self, z: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:
+        """Points that belong to some run of k consecutive points (within one group) all at or above the
+        threshold for k: what the noise would not produce in the whole attempt."""
+        out = np.zeros(z.size, dtype=bool)
+        for k, limit in zip(RUNS, self.thresholds, strict=True):
+            lows = run_minima(z, k, groups)
+            with np.errstate(invalid="ignore"):
+                starts = np.flatnonzero(lows >= limit)
+            for j in range(k):  # mark every point of each such window
+                out[starts + j] = True
+        return out
+
+    def limit_for(self, points: int) -> float:
+        """The threshold for a run of ``points`` consecutive points (the longest scanned length at most that)."""
+        usable = [t for k, t in zip(RUNS, self.thresholds, strict=True) if k <= points]
+        return min(usable) if usable else self.thresholds[0]
+
+
+def run_minima(z: np.ndarray, k: int, groups: np.ndarray | None = None) -> np.ndarray:
+    """The smallest z of each k consecutive points (``len(z) - k + 1`` values; NaN where a window holds a NaN or
+    crosses into another group)."""
+    if z.size < k:
+        return np.empty(0)
+    if k == 1:
+        return z.astype(float, copy=True)
+    windows = np.lib.stride_tricks.sliding_window_view(z, k)
+    lows = windows.min(axis=1)  # NaN propagates
+    if groups is not None:
+        lows = np.where(groups[k - 1:] == groups[: groups.size - k + 1], lows, np.nan)
+    return lows
+
+
+def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = ALPHA) -> NoiseTail:
+    """The thresholds for one attempt's z-scores (see the module docstring)."""
+    z = np.asarray(z, dtype=float)
+    thresholds = []
+    fitted = True
+    for k in RUNS:
+        lows = run_minima(z, k, groups)
+        lows = lows[np.isfinite(lows)]
+        p = alpha / (len(RUNS) * max(lows.size, 1))
+        floor = SCREEN if k == 1 else RUN_FLOOR
+        if lows.size < MIN_FIT:
+            fitted = False
+            limit = _t3_threshold(k, max(lows.size, 1), alpha)
+        else:
+            limit = _gpd_quantile(lows, p)
+        thresholds.append(max(floor, limit))
+    return NoiseTail(tuple(thresholds), int(np.isfinite(z).sum()), fitted)
+
+
+def fixed_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = ALPHA) -> NoiseTail:
+    """The thresholds of t(3) noise for an attempt of this length, whatever its own residuals (see above)."""
+    z = np.asarray(z, dtype=float)
+    limits = []
+    for k in RUNS:
+        n = int(np.isfinite(run_minima(z, k, groups)).sum())
+        limits.append(max(SCREEN if k == 1 else RUN_FLOOR, _t3_threshold(k, max(n, 1), alpha)))
+    return NoiseTail(tuple(limits), int(np.isfinite(z).sum()), False)
+
+
+def _t3_threshold(k: int, n: int, alpha: float) -> float:
+    """Robust z that k consecutive independent t(3) points all reach with family-wise probability ``alpha``."""
+    p = (alpha / (len(RUNS) * n)) ** (1.0 / k)
+    return float(stats.t.isf(p, 3) / _T3_ROBUST_SIGMA)
+
+
+def _gpd_quantile(x: np.ndarray, p: float) -> float:
+    """The value exceeded with probability ``p``, from a censored generalized Pareto fit to the upper tail."""
+    share = min(TAIL_SHARE, MAX_EXCESSES / x.size)
+    u0 = float(np.quantile(x, 1.0 - share))
+    over = x[x > u0] - u0
+    if over.size < 10 or p >= share:
+        return float(np.quantile(x, 1.0 - min(p, 1.0)))
+    cut = max(SCREEN - u0, float(np.quantile(over, 0.5)))  # censor possible incidents, never the body of the tail
+    seen, censored = over[over < cut], int((over >= cut).sum())
+    xi, sigma = _fit(seen, censored, cut)
+    ratio = (over.size / x.size) / p
+    return u0 + (sigma * math.log(ratio) if xi < 1e-6 else sigma / xi * (ratio**xi - 1.0))
+
+
+def _fit(seen: np.ndarray, censored: int, cut: float) -> tuple[float, float]:
+    """Maximum-likelihood (xi, sigma) of a GPD with xi in [0, 1], ``censored`` excesses known only to be >= cut."""
+    mean = float(seen.mean()) if seen.size else cut
+
+    def nll(theta: np.ndarray) -> float:
+        xi, log_sigma = float(theta[0]), float(theta[1])
+        sigma = math.exp(log_sigma)
+        if xi < 1e-6:
+            logpdf = -log_sigma - seen / sigma
+            logsf = -cut / sigma
+        else:
+            logpdf = -log_sigma - (1.0 / xi + 1.0) * np.log1p(xi * seen / sigma)
+            logsf = -(1.0 / xi) * math.log1p(xi * cut / sigma)
+        return -(float(logpdf.sum()) + censored * logsf)
+
+    best = optimize.minimize(nll, x0=np.array([0.1, math.log(max(mean, 1e-6))]), method="L-BFGS-B",
+                             bounds=[(0.0, 1.0), (math.log(max(mean, 1e-6)) - 5, math.log(max(mean, 1e-6)) + 5)])
+    return float(best.x[0]), float(math.exp(best.x[1]))
