@@ -15,9 +15,10 @@ trailing_robust_z`) and its length:
 * **Tail fit.** The far quantile ``1 - alpha / (K n)`` lies beyond the data, so it is extrapolated with a
   generalized Pareto distribution (peaks over threshold): the excesses of the k-point minima over their
   ``1 - q`` empirical quantile ``u0`` (q = 5%, at most 20,000 excesses) are fitted by maximum likelihood with
-  shape ``xi`` in [0, 1] (``xi = 0``: an exponential tail; a negative, bounded tail is not trusted). The points of
-  possible incidents (z at or above the screen, 6) are *censored*: they count as "at least 6" without their
-  height, so a real spike cannot inflate the tail it is judged against. The threshold is
+  shape ``xi`` in [0, 0.5] (``xi = 0``: an exponential tail; a negative, bounded tail is not trusted; 0.5 is t(2),
+  the heaviest noise with a finite mean square: a few dozen excesses cannot tell anything heavier from a handful of
+  real incidents), then raised to its one-sided 95% upper bound (standard error ``(1 + xi) / sqrt(n)``): a shape
+  estimated a little too light would put the far quantile, and the false alarms, far off. The threshold is
   ``u0 + sigma / xi * ((q / p) ** xi - 1)`` (``u0 + sigma * log(q / p)`` at ``xi = 0``).
 * **Incidents out of the fit.** A divergence or a long spike would otherwise be most of the tail it is judged
   against (on a short attempt it can be): the caller first judges the attempt with the fixed rule below
@@ -46,10 +47,11 @@ from scipy import optimize, stats
 
 ALPHA = 0.05          # family-wise: the chance that noise alone raises one incident in an attempt, per series
 RUNS = (1, 2, 3, 5, 8)  # run lengths scanned, each at its own threshold
-SCREEN = 6.0          # robust sigma: below this nothing is a candidate; points above it are censored in the fit
+SCREEN = 6.0          # robust sigma: a lone point must be at least this far out
 RUN_FLOOR = 3.0       # a run of several points must still be this far out
 TAIL_SHARE = 0.05     # excesses over the 95th percentile are fitted
 MAX_EXCESSES = 20_000
+MAX_XI = 0.5          # the heaviest tail the fit may report (t(2))
 MIN_FIT = 400         # fewer k-point minima than this: the fixed t(3) rule
 _T3_ROBUST_SIGMA = 1.4826 * stats.t.ppf(0.75, 3)  # t(3)'s 1.4826 x MAD: robust z of t(3) noise is t / this
 
@@ -131,34 +133,29 @@ def _t3_threshold(k: int, n: int, alpha: float) -> float:
 
 
 def _gpd_quantile(x: np.ndarray, p: float) -> float:
-    """The value exceeded with probability ``p``, from a censored generalized Pareto fit to the upper tail."""
+    """The value exceeded with probability ``p``, from a generalized Pareto fit to the upper tail."""
     share = min(TAIL_SHARE, MAX_EXCESSES / x.size)
     u0 = float(np.quantile(x, 1.0 - share))
     over = x[x > u0] - u0
     if over.size < 10 or p >= share:
         return float(np.quantile(x, 1.0 - min(p, 1.0)))
-    cut = max(SCREEN - u0, float(np.quantile(over, 0.5)))  # censor possible incidents, never the body of the tail
-    seen, censored = over[over < cut], int((over >= cut).sum())
-    xi, sigma = _fit(seen, censored, cut)
+    xi, sigma = _fit(over)
+    xi = min(MAX_XI, xi + 1.645 * (1.0 + xi) / math.sqrt(over.size))  # the fit's one-sided 95% upper bound
     ratio = (over.size / x.size) / p
     return u0 + (sigma * math.log(ratio) if xi < 1e-6 else sigma / xi * (ratio**xi - 1.0))
 
 
-def _fit(seen: np.ndarray, censored: int, cut: float) -> tuple[float, float]:
-    """Maximum-likelihood (xi, sigma) of a GPD with xi in [0, 1], ``censored`` excesses known only to be >= cut."""
-    mean = float(seen.mean()) if seen.size else cut
+def _fit(excess: np.ndarray) -> tuple[float, float]:
+    """Maximum-likelihood (xi, sigma) of a generalized Pareto distribution with xi in [0, MAX_XI]."""
+    scale0 = math.log(max(float(excess.mean()), 1e-6))
 
     def nll(theta: np.ndarray) -> float:
         xi, log_sigma = float(theta[0]), float(theta[1])
         sigma = math.exp(log_sigma)
         if xi < 1e-6:
-            logpdf = -log_sigma - seen / sigma
-            logsf = -cut / sigma
-        else:
-            logpdf = -log_sigma - (1.0 / xi + 1.0) * np.log1p(xi * seen / sigma)
-            logsf = -(1.0 / xi) * math.log1p(xi * cut / sigma)
-        return -(float(logpdf.sum()) + censored * logsf)
+            return float(excess.size * log_sigma + excess.sum() / sigma)
+        return float(excess.size * log_sigma + (1.0 / xi + 1.0) * np.log1p(xi * excess / sigma).sum())
 
-    best = optimize.minimize(nll, x0=np.array([0.1, math.log(max(mean, 1e-6))]), method="L-BFGS-B",
-                             bounds=[(0.0, 1.0), (math.log(max(mean, 1e-6)) - 5, math.log(max(mean, 1e-6)) + 5)])
+    best = optimize.minimize(nll, x0=np.array([0.1, scale0]), method="L-BFGS-B",
+                             bounds=[(0.0, MAX_XI), (scale0 - 5, scale0 + 5)])
     return float(best.x[0]), float(math.exp(best.x[1]))

@@ -45,7 +45,7 @@ import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
-from forensics.detectors.noise_tail import NoiseTail, fixed_tail, noise_tail
+from forensics.detectors.noise_tail import RUN_FLOOR, NoiseTail, fixed_tail, noise_tail
 from forensics.findings import Anomaly, Gap, shown
 from forensics.gaps import stretch_ids
 from forensics.timeline import runs_of_true, trailing_robust_z
@@ -103,8 +103,9 @@ class _Scored:
     absolute: np.ndarray   # points caught by an absolute check
     blind: np.ndarray      # points whose noise is not known (too little history)
     stretch: np.ndarray
+    starts: np.ndarray     # per stretch, the index of its first point
     ends: np.ndarray       # per stretch, the index after its last point
-    where: list[tuple[int, int]]  # the stretches worth judging (a candidate, or room for Megatron's guard)
+    candidate: np.ndarray  # at or above the screen, or caught by an absolute check
     judged_points: int
     unknown_points: int
 
@@ -232,20 +233,20 @@ class SpikeDetector:
         absolute = self._absolute(x, stretch, interval) & np.isnan(noise)  # where the noise is not known
         with np.errstate(invalid="ignore"):
             candidate = ((z >= threshold) & eligible) | absolute
-        long_enough = (ends - starts) > self.guard_samples + 1  # where Megatron's guard can speak
-        where = [(int(starts[k]), int(ends[k])) for k in np.flatnonzero(
-            np.bincount(stretch[candidate], minlength=len(starts)).astype(bool) | long_enough)]
         return _Scored(attempt, interval, steps, values, x, z, zn, centre, scale, eligible, absolute, np.isnan(noise),
-                       stretch, ends,
-                       where, int((judged & ~np.isnan(noise)).sum()), int((np.isnan(noise) & (position > 0)).sum()))
+                       stretch, starts, ends, candidate, int((judged & ~np.isnan(noise)).sum()),
+                       int((np.isnan(noise) & (position > 0)).sum()))
 
     def _candidates(self, sc: _Scored, tail: NoiseTail) -> list[tuple[SpikeIncident, bool]]:
         """Every candidate of the attempt, and whether it is an incident against ``tail``."""
-        if not sc.where:
-            return []
         hot = tail.hot(sc.zn, sc.stretch)
+        with np.errstate(invalid="ignore"):
+            worth = sc.candidate | (hot & (sc.z >= RUN_FLOOR) & sc.eligible)
+        long_enough = (sc.ends - sc.starts) > self.guard_samples + 1  # where Megatron's guard can speak
+        where = [(int(sc.starts[k]), int(sc.ends[k])) for k in np.flatnonzero(
+            np.bincount(sc.stretch[worth], minlength=len(sc.starts)).astype(bool) | long_enough)]
         threshold = self._params()[2]
-        return [got for lo, hi in sc.where for got in self._stretch_incidents(
+        return [got for lo, hi in where for got in self._stretch_incidents(
             sc.attempt, sc.interval, threshold, sc.steps[lo:hi], sc.values[lo:hi], sc.x[lo:hi], sc.z[lo:hi],
             sc.centre[lo:hi], sc.scale[lo:hi], sc.eligible[lo:hi], hot[lo:hi], sc.absolute[lo:hi], sc.blind[lo:hi])]
 
@@ -281,6 +282,9 @@ class SpikeDetector:
         recent_max = pl.Series(x).shift(1).rolling_max(window_size=8, min_samples=1).to_numpy()
         with np.errstate(invalid="ignore"):
             onset_ok = ~(x < recent_max)
+        # a run of points beyond the noise tail is a candidate too, each point at least 3 floored sigmas out
+        with np.errstate(invalid="ignore"):
+            flagged |= hot & (z >= RUN_FLOOR) & eligible
         flagged = _from_first_rise(flagged, onset_ok)
         guard = self._guard(x) & eligible
         decisive = hot | guard | absolute

@@ -1,7 +1,9 @@
 """Evaluation harness: labelled curves (:mod:`.datasets`) and precision/recall with a margin (:mod:`.metrics`).
 
 >>> from forensics.evaluation import evaluate
->>> table = evaluate(["clean"], seeds=range(2), intervals=[1])   # doctest: +SKIP
+>>> [row] = evaluate(["clean"], seeds=range(2), intervals=[10], noise="t3")
+>>> row.curves, row.noise
+(2, 't3')
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from dataclasses import dataclass, field
 
 from forensics.analyze import detect
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames
-from forensics.evaluation.datasets import SCENARIOS, Curve, Truth, generate
+from forensics.evaluation.datasets import NOISES, SCENARIOS, Curve, Truth, generate
 from forensics.evaluation.metrics import Score, score
 
 KINDS = ("loss_spike", "grad_norm_spike", "divergence", "nan", "loss_scale_collapse", "changepoint", "loss_plateau")
@@ -26,7 +28,10 @@ class Row:
     curves: int = 0
     scores: dict[str, Score] = field(default_factory=dict)
     anomalies_on_clean: int = 0
+    clean_runs_with_incidents: int = 0   # clean curves with at least one anomaly
+    clean_steps: int = 0                 # steps of the clean curves (for a rate per 100k steps)
     lead_errors: list[int] = field(default_factory=list)
+    noise: str = "mixed"
 
 
 def margin_for(log_interval: int) -> int:
@@ -36,20 +41,23 @@ def margin_for(log_interval: int) -> int:
 
 def evaluate(
     scenarios: Iterable[str] = SCENARIOS, seeds: Iterable[int] = range(20), intervals: Iterable[int] = (1, 10),
-    detectors: tuple[Detector, ...] = DEFAULT_DETECTORS,
+    detectors: tuple[Detector, ...] = DEFAULT_DETECTORS, noise: str = "mixed", steps: int | None = None,
 ) -> list[Row]:
-    """Generate, detect and score: one row per (scenario, log interval)."""
+    """Generate, detect and score: one row per (scenario, log interval), for one noise family (see
+    :data:`forensics.evaluation.datasets.NOISES`)."""
     rows = []
     seeds = list(seeds)
     for scenario in scenarios:
         for k in intervals:
-            row = Row(scenario, k, scores={kind: Score(kind) for kind in KINDS})
+            row = Row(scenario, k, scores={kind: Score(kind) for kind in KINDS}, noise=noise)
             for seed in seeds:
-                curve = generate(scenario, seed, k)
+                curve = generate(scenario, seed, k, noise=noise, steps=steps)
                 found = detect(RunFrames(curve.metrics, curve.events), detectors)
                 row.curves += 1
                 if scenario == "clean":
                     row.anomalies_on_clean += len(found)
+                    row.clean_runs_with_incidents += bool(found)
+                    row.clean_steps += int(curve.metrics["step"].max() or 0)
                 for kind in KINDS:
                     got = score(kind, found, curve.truths, margin_for(k))
                     total = row.scores[kind]
@@ -74,4 +82,4 @@ def _lead_errors(curve: Curve, found: list) -> list[int]:
     return out
 
 
-__all__ = ["KINDS", "SCENARIOS", "Curve", "Row", "Score", "Truth", "evaluate", "generate", "margin_for", "score"]
+__all__ = ["KINDS", "NOISES", "SCENARIOS", "Curve", "Row", "Score", "Truth", "evaluate", "generate", "margin_for", "score"]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
+from scipy import signal
 
 from parsers import schema as s
 
@@ -36,6 +37,9 @@ SCENARIOS: tuple[str, ...] = (
     "clean", "spikes", "spikes_grad_lead", "divergence_nan", "divergence", "fp16_collapse", "regime_shift",
 )
 EXPERIMENTAL_SCENARIOS: tuple[str, ...] = ("plateau",)  # for the opt-in plateau detector
+# noise families of the loss and grad norm around their trends ("mixed": the original harness's mix of Gaussian,
+# mildly heavy-tailed and correlated noise with benign wiggles, 2k-30k steps; the others: 1k-200k steps)
+NOISES: tuple[str, ...] = ("gaussian", "t3", "t4", "t6", "ar1", "outliers", "wiggles")
 
 
 @dataclass(frozen=True)
@@ -66,15 +70,82 @@ class Curve:
 def _smooth_noise(rng: np.random.Generator, n: int, sigma: float, rho: float) -> np.ndarray:
     """AR(1) noise with stationary standard deviation ``sigma``."""
     white = rng.normal(0.0, sigma * math.sqrt(1 - rho * rho), n)
-    out = np.empty(n)
     acc = rng.normal(0.0, sigma)
-    for i in range(n):  # n <= 30,000: cheap, and only in the harness
-        acc = rho * acc + white[i]
-        out[i] = acc
+    return signal.lfilter([1.0], [1.0, -rho], white, zi=[rho * acc])[0]
+
+
+def _unit_t(rng: np.random.Generator, df: float, n: int) -> np.ndarray:
+    """Student-t draws scaled to unit standard deviation."""
+    return rng.standard_t(df, n) / math.sqrt(df / (df - 2))
+
+
+@dataclass(frozen=True)
+class NoiseModel:
+    """The batch-to-batch noise of one curve's loss and grad norm (log units) for one family of :data:`NOISES`:
+    redrawn at will, so the truth can ask how far this noise reaches over a run (:func:`noise_reach`)."""
+
+    family: str
+    sigma: float     # loss noise standard deviation
+    g_sigma: float   # grad-norm noise standard deviation
+    rho: float = 0.0   # ar1: lag-1 correlation
+    rate: float = 0.0  # outliers: the chance of a hard batch per step
+
+    @classmethod
+    def drawn(cls, rng: np.random.Generator, family: str, sigma: float) -> NoiseModel:
+        return cls(family, sigma, float(rng.uniform(0.03, 0.3)), float(rng.uniform(0.5, 0.95)),
+                   float(rng.uniform(1 / 3000, 1 / 500)))
+
+    def draw(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(loss noise, grad-norm noise) for ``n`` steps (the wiggles family's slow movements are not noise)."""
+        f = self.family
+        if f in ("gaussian", "wiggles"):
+            return self.sigma * rng.normal(0.0, 1.0, n), self.g_sigma * rng.normal(0.0, 1.0, n)
+        if f.startswith("t"):
+            df = float(f[1:])
+            return self.sigma * _unit_t(rng, df, n), self.g_sigma * _unit_t(rng, df, n)
+        if f == "ar1":  # serially correlated: a hard stretch of data lasts several batches
+            return (self.sigma * 0.5 * rng.normal(0.0, 1.0, n) + _smooth_noise(rng, n, self.sigma * 0.85, self.rho),
+                    self.g_sigma * 0.5 * rng.normal(0.0, 1.0, n) + _smooth_noise(rng, n, self.g_sigma * 0.85, self.rho))
+        if f == "outliers":  # Gaussian, and now and then one hard batch (loss up 4-10 sigma, grad norm 1.5-4x)
+            loss, grad = self.sigma * rng.normal(0.0, 1.0, n), self.g_sigma * rng.normal(0.0, 1.0, n)
+            hit = rng.random(n) < self.rate
+            loss[hit] += self.sigma * rng.uniform(4.0, 10.0, int(hit.sum()))
+            hit = rng.random(n) < self.rate
+            grad[hit] += np.log(rng.uniform(1.5, 4.0, int(hit.sum())))
+            return loss, grad
+        raise ValueError(f"unknown noise family {f!r}; choose from {NOISES}")
+
+
+RUN_LENGTHS = (1, 2, 3, 5, 8)
+
+
+def noise_reach(model: NoiseModel, n: int, k: int, metric: str, rng: np.random.Generator,
+                runs: int = 20) -> dict[int, float]:
+    """How far the noise alone reaches over a run of ``n`` steps logged every ``k``: per run length L, the 95th
+    percentile over ``runs`` fresh runs of the largest L-point minimum of the logged noise's residual from the
+    median of the 8 points before (what any detector sees), in units of that residual's robust sigma (1.4826 x MAD).
+    A spike is beyond the noise when it exceeds this, in the local robust sigma of the run's own residuals."""
+    runs = max(5, min(runs, 4_000_000 // max(n, 1)))
+    m = n // k
+    loss, grad = model.draw(rng, runs * m * k)
+    logged = np.log(np.exp(loss).reshape(-1, k).mean(axis=1)) if metric == s.LOSS else grad[k - 1::k]
+    x = logged[: runs * m].reshape(runs, m)
+    recent = pl.DataFrame(x.T).select(pl.all().shift(1).rolling_median(window_size=8, min_samples=1)).to_numpy().T
+    resid = x - recent
+    finite = resid[:, 1:][np.isfinite(resid[:, 1:])]
+    resid = resid / (1.4826 * float(np.median(np.abs(finite - np.median(finite)))))
+    out = {}
+    for length in RUN_LENGTHS:
+        if m < length + 1:
+            out[length] = float("inf")
+            continue
+        lows = np.lib.stride_tricks.sliding_window_view(resid[:, 1:], length, axis=1).min(axis=2)
+        out[length] = float(np.quantile(np.nanmax(lows, axis=1), 0.95))
     return out
 
 
-def _base_curves(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+def _base_curves(rng: np.random.Generator, n: int,
+                 family: str = "mixed") -> tuple[dict[str, np.ndarray], NoiseModel | None]:
     t = np.arange(n, dtype=float)
     final = rng.uniform(1.5, 3.5)
     alpha = rng.uniform(0.15, 0.6)
@@ -82,28 +153,45 @@ def _base_curves(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
     amp = (rng.uniform(9.0, 11.0) - final) * t0**alpha
     trend = final + amp * (t + t0) ** -alpha
     sigma = 10 ** rng.uniform(math.log10(0.003), math.log10(0.04))
-    df = rng.choice([np.inf, 30.0, 10.0])  # sometimes mildly heavy-tailed batch-to-batch noise
-    white = rng.standard_t(df, n) / math.sqrt(df / (df - 2)) if np.isfinite(df) else rng.normal(0.0, 1.0, n)
-    noise = sigma * 0.7 * white + _smooth_noise(rng, n, sigma * 0.7, rng.uniform(0.0, 0.9))
-    wiggle = np.zeros(n)
-    for _ in range(rng.integers(0, 4)):  # slow oscillations and data-mixture bumps: benign
-        period = rng.uniform(300, 4000)
-        wiggle += rng.uniform(0.002, 0.015) * np.sin(2 * math.pi * t / period + rng.uniform(0, 6.3))
-    for _ in range(rng.integers(0, 4)):
-        centre, width = rng.uniform(0.1, 0.95) * n, rng.uniform(150, 900)
-        wiggle += rng.uniform(0.01, 0.03) * np.exp(-0.5 * ((t - centre) / width) ** 2)
-    loss = trend * np.exp(noise + wiggle)
-    warm = max(10, int(n * rng.uniform(0.01, 0.1)))
+    if family == "mixed":
+        df = rng.choice([np.inf, 30.0, 10.0])  # sometimes mildly heavy-tailed batch-to-batch noise
+        white = rng.standard_t(df, n) / math.sqrt(df / (df - 2)) if np.isfinite(df) else rng.normal(0.0, 1.0, n)
+        noise = sigma * 0.7 * white + _smooth_noise(rng, n, sigma * 0.7, rng.uniform(0.0, 0.9))
+        wiggle = np.zeros(n)
+        for _ in range(rng.integers(0, 4)):  # slow oscillations and data-mixture bumps: benign
+            period = rng.uniform(300, 4000)
+            wiggle += rng.uniform(0.002, 0.015) * np.sin(2 * math.pi * t / period + rng.uniform(0, 6.3))
+        for _ in range(rng.integers(0, 4)):
+            centre, width = rng.uniform(0.1, 0.95) * n, rng.uniform(150, 900)
+            wiggle += rng.uniform(0.01, 0.03) * np.exp(-0.5 * ((t - centre) / width) ** 2)
+        loss = trend * np.exp(noise + wiggle)
+        warm = max(10, int(n * rng.uniform(0.01, 0.1)))
+    else:
+        warm = max(10, int(n * rng.uniform(0.01, 0.1)))
+        model = NoiseModel.drawn(rng, family, sigma)
+        noise, g_noise = model.draw(rng, n)
+        if family == "wiggles":  # slow oscillations, data-mixture bumps and a bump around the end of warm-up
+            for _ in range(int(rng.integers(1, 5))):
+                period = rng.uniform(300, 4000)
+                noise = noise + rng.uniform(0.002, 0.015) * np.sin(2 * math.pi * t / period + rng.uniform(0, 6.3))
+            for _ in range(int(rng.integers(1, 5))):
+                centre, width = rng.uniform(0.05, 0.95) * n, rng.uniform(150, 900)
+                noise = noise + rng.uniform(0.01, 0.03) * np.exp(-0.5 * ((t - centre) / width) ** 2)
+            noise = noise + rng.uniform(0.01, 0.04) * np.exp(-0.5 * ((t - warm) / max(warm * 0.3, 5.0)) ** 2)
+        loss = trend * np.exp(noise)
     peak = 10 ** rng.uniform(-4.5, -3)
     lr = np.where(t < warm, peak * (t + 1) / warm,
                   peak * (0.1 + 0.45 * (1 + np.cos(math.pi * np.clip((t - warm) / max(n - warm, 1), 0, 1)))))
     g_level = rng.uniform(0.15, 1.5)
     g_sigma = rng.uniform(0.03, 0.3)
     drift = np.exp(rng.uniform(-0.2, 0.2) * np.sin(2 * math.pi * t / rng.uniform(2000, 20000)))
-    grad = g_level * (1 + 8 * np.exp(-t / (warm * 0.7))) * drift * np.exp(
-        _smooth_noise(rng, n, g_sigma, rng.uniform(0.0, 0.7))
-    )
-    return {"trend": trend, "loss": loss, "lr": lr, "grad": grad, "warm": np.array([warm])}
+    g_shape = g_level * (1 + 8 * np.exp(-t / (warm * 0.7))) * drift
+    if family == "mixed":
+        grad = g_shape * np.exp(_smooth_noise(rng, n, g_sigma, rng.uniform(0.0, 0.7)))
+    else:
+        grad = g_shape * np.exp(g_noise)
+    out = {"trend": trend, "loss": loss, "lr": lr, "grad": grad, "warm": np.array([warm])}
+    return (out, None) if family == "mixed" else (out, model)
 
 
 def _logged_steps(n: int, k: int) -> np.ndarray:
@@ -127,8 +215,9 @@ def _spike_shape(n: int, onset: int, height: float, rise: int, back: int) -> np.
     return out
 
 
-def generate(scenario: str, seed: int, log_interval: int = 1) -> Curve:
-    """One labelled curve of a scenario (see :data:`SCENARIOS`).
+def generate(scenario: str, seed: int, log_interval: int = 1, noise: str = "mixed", steps: int | None = None) -> Curve:
+    """One labelled curve of a scenario (see :data:`SCENARIOS`) with noise of one family (see :data:`NOISES`;
+    ``steps``: its length, else drawn: 2k-30k steps for "mixed", 1k-200k log-uniform for the others).
 
     >>> curve = generate("spikes", seed=3, log_interval=10)
     >>> sorted({t.kind for t in curve.truths})
@@ -137,10 +226,14 @@ def generate(scenario: str, seed: int, log_interval: int = 1) -> Curve:
     known = SCENARIOS + EXPERIMENTAL_SCENARIOS
     if scenario not in known:
         raise ValueError(f"unknown scenario {scenario!r}; choose from {known}")
-    rng = np.random.default_rng([known.index(scenario), seed, log_interval])
+    if noise != "mixed" and noise not in NOISES:
+        raise ValueError(f"unknown noise family {noise!r}; choose from {NOISES}")
+    family = () if noise == "mixed" else (100 + NOISES.index(noise),)
+    rng = np.random.default_rng([known.index(scenario), seed, log_interval, *family])
     k = log_interval
-    n = int(rng.integers(2000, 30000)) // k * k
-    base = _base_curves(rng, n)
+    drawn = int(rng.integers(2000, 30000)) if noise == "mixed" else int(10 ** rng.uniform(3.0, math.log10(2e5)))
+    n = max(steps or drawn, 10 * k) // k * k
+    base, model = _base_curves(rng, n, noise)
     log_loss = np.log(base["loss"])
     log_grad = np.log(base["grad"])
     warm = int(base["warm"][0])
@@ -186,7 +279,7 @@ def generate(scenario: str, seed: int, log_interval: int = 1) -> Curve:
         climb = np.clip(np.arange(n) - onset, 0, None).astype(float)
         rate = rng.uniform(0.005, 0.05)
         log_loss += np.log1p(rate * climb) * rng.uniform(0.8, 2.0) + np.where(climb > 0, math.log(1.3), 0.0)
-        log_grad += np.where(climb > 0, math.log(rng.uniform(5, 50)), 0.0) + 0.02 * climb
+        log_grad += np.where(climb > 0, math.log(rng.uniform(5, 50)), 0.0) + 0.02 * np.minimum(climb, 500.0)
         if scenario in {"divergence_nan", "fp16_collapse"}:
             nan_at = onset + int(rng.integers(20, 250))
             end = min(n, (nan_at // k + 3) * k)
@@ -218,7 +311,7 @@ def generate(scenario: str, seed: int, log_interval: int = 1) -> Curve:
     if spikes:
         plain = _log(scenario, seed, k, np.exp(clean_loss), np.exp(clean_grad), base["lr"], scale, skipped, [],
                      iter_ms)
-        curve.truths.extend(_visible_spikes(curve, plain, spikes, k))
+        curve.truths.extend(_visible_spikes(curve, plain, spikes, k, model, rng))
     return curve
 
 
@@ -227,11 +320,17 @@ def _logged(curve: Curve, metric: str) -> tuple[np.ndarray, np.ndarray]:
     return rows["step"].to_numpy(), np.log(rows["value"].to_numpy())
 
 
-def _visible_spikes(curve: Curve, plain: Curve, spikes: list[tuple[int, int, int | None, int | None]],
-                    k: int) -> list[Truth]:
-    """Truth for injected spikes, judged on the logged series against the same run without them: a spike is
-    required when its logged excess is at least 8 noise sigmas and 5% (loss) or 3x (grad norm); fainter ones are
-    optional."""
+def _visible_spikes(curve: Curve, plain: Curve, spikes: list[tuple[int, int, int | None, int | None]], k: int,
+                    model: NoiseModel | None = None, rng: np.random.Generator | None = None) -> list[Truth]:
+    """Truth for injected spikes, judged on the logged series against the same run without them. With a noise
+    family, a spike is required when for some run length L its logged excess, as a detector sees it (against the
+    median of the 8 points before), stays over L consecutive points 1.25x above what the noise alone reaches over
+    such a run (:func:`noise_reach`, in the robust sigma of the 100 residuals before it) plus one sigma for the noise
+    riding on the spike, and is at least 5% (loss) or 3x (grad norm); below what the noise reaches it is optional
+    (a detector may not tell it from noise, and may not be blamed for finding it). With fewer than 30 points before
+    it the noise cannot be known from the log: only a spike an absolute check sees (loss 2x, 1.5x for a mean over
+    10 or more iterations; grad norm 10x) is required. The "mixed" harness keeps its original rule: at least 8
+    noise sigmas and 5% or 3x."""
     out = []
     for metric, kind, least in ((s.LOSS, "loss_spike", math.log(1.05)), (s.GRAD_NORM, "grad_norm_spike", math.log(3))):
         steps, with_spikes = _logged(curve, metric)
@@ -239,6 +338,11 @@ def _visible_spikes(curve: Curve, plain: Curve, spikes: list[tuple[int, int, int
         excess = with_spikes - without
         noise = np.diff(without[len(without) // 10:])
         sigma = float(np.median(np.abs(noise - np.median(noise)))) * 1.4826 / math.sqrt(2)
+        reach = noise_reach(model, plain.metrics["step"].max(), k, metric, rng) if model and rng else None
+        resid = without - pl.Series(without).shift(1).rolling_median(window_size=8, min_samples=1).to_numpy()
+        # the excess as a detector sees it: against the median of the 8 points before, which a lasting spike lifts
+        visible = with_spikes - pl.Series(with_spikes).shift(1).rolling_median(window_size=8, min_samples=1).to_numpy()
+        visible = visible - resid
         for onset, width, g_start, lead in spikes:
             start = onset if kind == "loss_spike" else g_start
             if start is None:
@@ -249,8 +353,21 @@ def _visible_spikes(curve: Curve, plain: Curve, spikes: list[tuple[int, int, int
                 continue
             first = int(steps[window][0])
             peak = float(excess[window].max())
+            if reach is None:
+                faint = peak < max(8 * sigma, least)
+            else:
+                at = int(np.flatnonzero(window)[0])
+                before = resid[max(1, at - 100):at]  # the local noise, as a detector sees it
+                if before.size < 30:  # too little history to know the noise: only what an absolute check sees
+                    faint = peak < (math.log(1.5 if k >= 10 else 2.0) if kind == "loss_spike" else math.log(10))
+                else:
+                    local = 1.4826 * float(np.median(np.abs(before - np.median(before))))
+                    seen = visible[window]
+                    beyond = any(seen.size >= length and float(np.nanmax(np.lib.stride_tricks.sliding_window_view(
+                        seen, length).min(axis=1))) >= (1.25 * limit + 1.0) * local for length, limit in reach.items())
+                    faint = peak < least or not beyond
             out.append(Truth(kind, first, int(steps[window][-1]), lead if kind == "loss_spike" else None,
-                             optional=peak < max(8 * sigma, least)))
+                             optional=faint))
     return out
 
 

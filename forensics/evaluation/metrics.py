@@ -12,7 +12,7 @@ from forensics.findings import Anomaly
 # a detection of one kind may rightly land on a truth of a related kind: a divergence starts with a loss spike
 RELATED: dict[str, frozenset[str]] = {
     "loss_spike": frozenset({"loss_spike", "divergence"}),
-    "grad_norm_spike": frozenset({"grad_norm_spike", "loss_spike", "divergence", "loss_scale_collapse"}),
+    "grad_norm_spike": frozenset({"grad_norm_spike", "loss_spike", "divergence", "loss_scale_collapse", "changepoint"}),
     "divergence": frozenset({"divergence"}),
     "nan": frozenset({"nan"}),
     "loss_scale_collapse": frozenset({"loss_scale_collapse"}),
@@ -33,11 +33,16 @@ class Score:
 
     @property
     def recall(self) -> float:
-        return self.found / self.truths if self.truths else 1.0
+        """Found / truths; with no truths there is nothing to recall, which is a sanity failure of the evaluation
+        (``ValueError``), never a perfect score."""
+        if not self.truths:
+            raise ValueError(f"no {self.kind} truths: recall is undefined (the evaluation set is missing them)")
+        return self.found / self.truths
 
     @property
     def precision(self) -> float:
-        return (self.detections - self.false) / self.detections if self.detections else 1.0
+        """Right detections / detections; nothing detected scores 0, as in ``ruptures.metrics.precision_recall``."""
+        return (self.detections - self.false) / self.detections if self.detections else 0.0
 
 
 def _near(anomaly: Anomaly, truth: Truth, margin: int) -> bool:
