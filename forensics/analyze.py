@@ -12,6 +12,7 @@ from forensics.config_effects import link_config_changes
 from forensics.configs import config_table, differing_keys, settings
 from forensics.coverage import assign_roles, coverage
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames, SpikeDetector
+from forensics.detectors.loss_scale import startup_searches
 from forensics.findings import Anomaly, Blips, Findings, RunFindings
 from forensics.gaps import SETTINGS, discontinuities
 from forensics.log_entries import log_entries
@@ -81,7 +82,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
                          if not as_configured(d, table.get(d.attempt_after, config))],
         replay_differences=replay_differences(metrics, attempts),
         log_entries=log_entries(run.events),
-        setup=list(model.notes),
+        setup=[*model.notes, *(x.sentence() for x in startup_searches(frames).values())],
         summary={k: v for k, v in config.items() if k.startswith((s.SUMMARY_PREFIX, s.RUN_INFO_PREFIX))},
     )
 

@@ -22,6 +22,65 @@ from forensics.timeline import runs_of_true
 from parsers import schema as s
 
 
+@dataclass(frozen=True)
+class StartupSearch:
+    """fp16's search for a first loss scale at the start of an attempt: the scale halving from its initial value with
+    iterations skipped, then holding. Normal, and never a collapse or an overflow storm."""
+
+    attempt: int
+    first_step: int
+    last_step: int          # the last logged point of the search
+    from_scale: float
+    to_scale: float
+    skipped: int            # iterations skipped during it
+    settled: bool           # False: the log of the attempt ends while it is still searching
+
+    def sentence(self) -> str:
+        """One line for the setup section."""
+        end = "where it held" if self.settled else "and the log of the attempt ends before it settled"
+        return (f"attempt {self.attempt}: fp16 start-up loss-scale search, the scale fell from {shown(self.from_scale)} "
+                f"to {shown(self.to_scale)} over steps {self.first_step}–{self.last_step} with {self.skipped} "
+                f"iteration{'s' if self.skipped != 1 else ''} skipped, {end} (normal: dynamic loss scaling looking for "
+                "its first scale, not a collapse)")
+
+
+def startup_searches(frames: RunFrames) -> dict[int, StartupSearch]:
+    """Per attempt, its start-up search when it has one: the leading logged points at which the loss scale fell (or,
+    at the first point, started above 1) with iterations skipped, up to the first point where the scale held or rose
+    with nothing skipped. The one rule the loss-scale and skipped-iteration detectors both leave out."""
+    return frames.remember("startup_searches", lambda: _searches(frames))
+
+
+def _searches(frames: RunFrames) -> dict[int, StartupSearch]:
+    wide = (
+        frames.metrics.filter(pl.col("metric").is_in([s.LOSS_SCALE, s.SKIPPED_ITERATIONS]))
+        .group_by("attempt", "step", "metric").agg(pl.col("value").max())
+        .pivot("metric", index=["attempt", "step"], values="value").sort("attempt", "step")
+    )
+    if wide.height == 0 or s.LOSS_SCALE not in wide.columns:
+        return {}
+    if s.SKIPPED_ITERATIONS not in wide.columns:
+        wide = wide.with_columns(pl.lit(None, dtype=pl.Float64).alias(s.SKIPPED_ITERATIONS))
+    out = {}
+    for (attempt,), own in wide.group_by("attempt", maintain_order=True):
+        scale = own[s.LOSS_SCALE].to_numpy()
+        skipped = own[s.SKIPPED_ITERATIONS].fill_null(0.0).to_numpy()
+        steps = own["step"].to_numpy()
+        ok = np.isfinite(scale)
+        if not ok[0] or not skipped[0] > 0 or not scale[0] > 1:
+            continue
+        # searching: skipping and the scale not rising; it ends at the first point that skips nothing
+        falling = np.r_[True, ~(scale[1:] > scale[:-1])] & (skipped > 0)
+        stop = int(np.argmin(falling)) if not falling.all() else len(falling)
+        last = stop - 1
+        settled = stop < len(falling)
+        out[int(attempt)] = StartupSearch(
+            attempt=int(attempt), first_step=int(steps[0]), last_step=int(steps[last]), from_scale=float(scale[0]),
+            to_scale=float(scale[stop] if settled else scale[last]), skipped=int(skipped[:stop].sum()), settled=settled,
+        )
+    return out
+
+
 @dataclass
 class LossScaleCollapseDetector:
     """``LossScaleCollapseDetector().detect(frames)``."""

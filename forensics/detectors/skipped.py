@@ -2,7 +2,9 @@
 
 A single skipped step now and then is how dynamic loss scaling works; ``min_total`` (3) or more skipped
 iterations with gaps of at most ``gap_steps`` between them form a burst. The start-up search for a loss scale
-(every attempt's first lines, until the first line with nothing skipped) is left out.
+(:func:`forensics.detectors.loss_scale.startup_searches`: the scale halving from its first value with iterations
+skipped, until the first line with nothing skipped) is left out; an attempt without loss-scale lines has its first
+lines up to the first with nothing skipped left out.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from forensics.detectors.base import RunFrames
+from forensics.detectors.loss_scale import startup_searches
 from forensics.findings import Anomaly
 from parsers import schema as s
 
@@ -37,6 +40,12 @@ class SkippedIterationsDetector:
         per_step = pl.concat([counters, overflows]).group_by("attempt", "step").agg(pl.col("skipped").max())
         per_step = per_step.sort("attempt", "step")
         clean = per_step.filter(pl.col("skipped") == 0).group_by("attempt").agg(first_clean=pl.col("step").min())
+        searches = startup_searches(frames)
+        if searches:  # the start-up search, as the loss-scale lines show it
+            clean = clean.join(pl.DataFrame({"attempt": list(searches), "search_end": [
+                x.last_step for x in searches.values()]}, schema={"attempt": pl.Int32, "search_end": pl.Int64}),
+                on="attempt", how="full", coalesce=True).with_columns(
+                first_clean=pl.max_horizontal("first_clean", "search_end")).drop("search_end")
         skips = (
             per_step.join(clean, on="attempt", how="left", maintain_order="left")
             .filter((pl.col("skipped") > 0) & (pl.col("step") > pl.col("first_clean").fill_null(-1)))
