@@ -20,6 +20,7 @@ from forensics.model_shape import check_model
 from forensics.precursors import annotate, consolidate
 from forensics.schedule import as_configured, schedule
 from forensics.spike_score import spike_scores
+from forensics.warning import BLOWUPS, warning_before
 from parsers import schema as s
 
 
@@ -38,11 +39,15 @@ class RunLike(Protocol):
 
 
 def detect(frames: RunFrames, detectors: tuple[Detector, ...] = DEFAULT_DETECTORS) -> list[Anomaly]:
-    """Run every detector, fold spikes that are part of a divergence into it, attach precursors, and return the
-    anomalies in (attempt, step, kind) order."""
+    """Run every detector, fold spikes that are part of a divergence into it, attach precursors and, to each
+    divergence and NaN, its earliest warning sign; return the anomalies in (attempt, step, kind) order."""
     found = consolidate([a for d in detectors for a in d.detect(frames)])
-    found = sorted(found, key=lambda a: (a.attempt, a.step, a.end_step, a.kind))
-    return annotate(found, frames)
+    found = annotate(sorted(found, key=lambda a: (a.attempt, a.step, a.end_step, a.kind)), frames)
+    seen = blips(frames, detectors)
+    for a in found:
+        if a.kind in BLOWUPS:
+            a.warning = warning_before(a, found, frames, seen)
+    return found
 
 
 def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTORS) -> RunFindings:

@@ -53,6 +53,11 @@ class EndReason(str, Enum):
 FAILED_ENDINGS: frozenset[EndReason] = frozenset({
     EndReason.NAN, EndReason.DIVERGED, EndReason.CRASHED, EndReason.FAILED_STARTUP, EndReason.HUNG, EndReason.KILLED,
 })
+# every kind of anomaly a detector may report (the contract test holds every detector to it)
+ANOMALY_KINDS: frozenset[str] = frozenset({
+    "loss_spike", "grad_norm_spike", "nan", "non_finite", "divergence", "loss_scale_collapse", "skipped_iterations",
+    "hang", "changepoint", "loss_plateau",
+})
 INSTABILITY_KINDS: frozenset[str] = frozenset({"loss_spike", "divergence", "nan"})  # what a run's trouble is
 
 
@@ -91,6 +96,7 @@ class Anomaly:
     grad_norm_lead: int | None = None   # loss spikes: steps by which a grad-norm spike led it (0: same step)
     averaged_over: int | None = None    # the log interval when each logged value is a mean over iterations
     precursors: list[str] = field(default_factory=list)  # what came before it, one plain sentence each
+    warning: dict[str, Any] | None = None  # divergence, NaN: the earliest warning sign (forensics.warning)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -66,7 +66,11 @@ def _anomaly_line(a: Anomaly) -> str:
     line = f"- {span}: **{a.kind.replace('_', ' ')}** ({md(a.metric)}): {md(a.detail)}"
     if a.averaged_over:
         line += f" *(each logged value is a mean over {a.averaged_over} iterations, so a short spike shows diluted)*"
-    return "\n".join([line, *(f"  - before it: {md(p)}" for p in a.precursors)])
+    lines = [line, *(f"  - before it: {md(p)}" for p in a.precursors)]
+    if a.warning:
+        w = a.warning
+        lines.append(f"  - **warning {w['lead_steps']} steps ahead:** " + "; ".join(md(x["detail"]) for x in w["signals"]))
+    return "\n".join(lines)
 
 
 def _failed(run: RunFindings) -> list[Attempt]:

@@ -11,14 +11,15 @@ trailing_robust_z`) and its length:
 * **Persistence.** Real instabilities last; one hard batch does not. Each run length ``k`` in :data:`RUNS`
   (1, 2, 3, 5, 8 consecutive points) gets its own threshold, read from the distribution of the run's own
   *k-point minima* (the smallest z of each k consecutive points), so serial correlation (AR noise) is in the
-  estimate rather than assumed away. ``alpha`` is split evenly between the run lengths (Bonferroni).
+  estimate rather than assumed away, and never below what k independent points of the single-point tail would
+  reach together (the k-point minima's own tail is fitted far from its asymptote). ``alpha`` is split evenly
+  between the run lengths (Bonferroni).
 * **Tail fit.** The far quantile ``1 - alpha / (K n)`` lies beyond the data, so it is extrapolated with a
   generalized Pareto distribution (peaks over threshold): the excesses of the k-point minima over their
   ``1 - q`` empirical quantile ``u0`` (q = 5%, at most 20,000 excesses) are fitted by maximum likelihood with
   shape ``xi`` in [0, 0.5] (``xi = 0``: an exponential tail; a negative, bounded tail is not trusted; 0.5 is t(2),
   the heaviest noise with a finite mean square: a few dozen excesses cannot tell anything heavier from a handful of
-  real incidents), then raised to its one-sided 95% upper bound (standard error ``(1 + xi) / sqrt(n)``): a shape
-  estimated a little too light would put the far quantile, and the false alarms, far off. The threshold is
+  real incidents). The threshold is
   ``u0 + sigma / xi * ((q / p) ** xi - 1)`` (``u0 + sigma * log(q / p)`` at ``xi = 0``).
 * **Incidents out of the fit.** A divergence or a long spike would otherwise be most of the tail it is judged
   against (on a short attempt it can be): the caller first judges the attempt with the fixed rule below
@@ -28,7 +29,8 @@ trailing_robust_z`) and its length:
   Student-t noise with 3 degrees of freedom (the heaviest tail seen in practice), in robust-sigma units, for the
   attempt's length: conservative, and the report says so.
 
-Thresholds never fall below the screen (6 robust sigma) for a lone point, nor below 3 for a run of points.
+Thresholds never fall below the screen (6 robust sigma) for a lone point, nor below 3 for a run of points, and
+never rise above the t(3) rule's.
 
 >>> import numpy as np
 >>> z = np.random.default_rng(0).standard_t(3, 100_000) / 1.134   # t(3) noise in robust-sigma units
@@ -102,6 +104,7 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
     z = np.asarray(z, dtype=float)
     thresholds = []
     fitted = True
+    single = z[np.isfinite(z)]
     for k in RUNS:
         lows = run_minima(z, k, groups)
         lows = lows[np.isfinite(lows)]
@@ -112,6 +115,11 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
             limit = _t3_threshold(k, max(lows.size, 1), alpha)
         else:
             limit = _gpd_quantile(lows, p)
+            if k > 1:  # never below what k independent points of the single-point tail reach together
+                limit = max(limit, _gpd_quantile(single, p ** (1.0 / k)))
+            # never above the t(3) rule: a tail that looks heavier than the heaviest noise seen in practice is a few
+            # points the fit cannot tell from incidents (or slow movements logged sparsely), not noise to allow for
+            limit = min(limit, _t3_threshold(k, lows.size, alpha))
         thresholds.append(max(floor, limit))
     return NoiseTail(tuple(thresholds), int(np.isfinite(z).sum()), fitted)
 
@@ -140,7 +148,6 @@ def _gpd_quantile(x: np.ndarray, p: float) -> float:
     if over.size < 10 or p >= share:
         return float(np.quantile(x, 1.0 - min(p, 1.0)))
     xi, sigma = _fit(over)
-    xi = min(MAX_XI, xi + 1.645 * (1.0 + xi) / math.sqrt(over.size))  # the fit's one-sided 95% upper bound
     ratio = (over.size / x.size) / p
     return u0 + (sigma * math.log(ratio) if xi < 1e-6 else sigma / xi * (ratio**xi - 1.0))
 

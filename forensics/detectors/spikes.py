@@ -230,7 +230,9 @@ class SpikeDetector:
         # how unusual each point is, against the noise itself (the floored z also asks whether it matters)
         with np.errstate(invalid="ignore", divide="ignore"):
             zn = np.where(judged, (x - centre) / np.maximum(noise, _RESOLUTION), np.nan)
-        absolute = self._absolute(x, stretch, interval) & np.isnan(noise)  # where the noise is not known
+        # where the noise is not known; a grad norm also waits out the burn-in (it swings widely as training starts,
+        # where a loss jumping 2x never is benign)
+        absolute = self._absolute(x, stretch, interval) & np.isnan(noise) & (eligible | (self.metric == "loss"))
         with np.errstate(invalid="ignore"):
             candidate = ((z >= threshold) & eligible) | absolute
         return _Scored(attempt, interval, steps, values, x, z, zn, centre, scale, eligible, absolute, np.isnan(noise),

@@ -13,7 +13,8 @@ What varies from curve to curve (seeded, so every curve can be rebuilt):
   hundreds of steps, grad-norm level drifts within a factor of 1.5;
 * recovered spikes: rise over 1-5 steps, height 10%-500% (never below 10 noise sigmas of the logged series),
   back within 1-80 steps; with a grad-norm spike that leads the loss by 1-15 steps, or at the same step, or none;
-* divergences: the loss leaves its trend and climbs, ending in NaN or not;
+* divergences: the loss leaves its trend and climbs, ending in NaN or not; with a noise family, 85% of them are
+  announced by a grad norm growing 2.5-6x over the 150-2,000 steps before (and, in fp16, by scattered overflows);
 * fp16 loss-scale collapse: overflows halve the scale down to 1 within tens of steps, iterations are skipped,
   then the loss explodes (the GLM-130B pattern);
 * plateaus: from 15%-25% of the run the loss stops improving (its trend frozen) while the learning rate is
@@ -39,6 +40,7 @@ SCENARIOS: tuple[str, ...] = (
 EXPERIMENTAL_SCENARIOS: tuple[str, ...] = ("plateau",)  # for the opt-in plateau detector
 # noise families of the loss and grad norm around their trends ("mixed": the original harness's mix of Gaussian,
 # mildly heavy-tailed and correlated noise with benign wiggles, 2k-30k steps; the others: 1k-200k steps)
+PRECURSOR_SHARE = 0.85  # noise families: divergences preceded by a growing grad norm (the rest come suddenly)
 NOISES: tuple[str, ...] = ("gaussian", "t3", "t4", "t6", "ar1", "outliers", "wiggles")
 
 
@@ -75,8 +77,9 @@ def _smooth_noise(rng: np.random.Generator, n: int, sigma: float, rho: float) ->
 
 
 def _unit_t(rng: np.random.Generator, df: float, n: int) -> np.ndarray:
-    """Student-t draws scaled to unit standard deviation."""
-    return rng.standard_t(df, n) / math.sqrt(df / (df - 2))
+    """Student-t draws scaled to unit standard deviation, clipped at 12: a t(3) sample of 100k points otherwise holds
+    draws of 50 and more, a 1e45 grad norm or a 9x loss from "noise", which no real run makes."""
+    return np.clip(rng.standard_t(df, n) / math.sqrt(df / (df - 2)), -12.0, 12.0)
 
 
 @dataclass(frozen=True)
@@ -276,6 +279,16 @@ def generate(scenario: str, seed: int, log_interval: int = 1, noise: str = "mixe
                 scale[st:] = 65536.0 / 2 ** (j + 1)
                 skipped[st] = True
             truths.append(Truth("loss_scale_collapse", logged_step(collapse_at), logged_step(onset)))
+        if noise != "mixed" and rng.random() < PRECURSOR_SHARE:
+            # most blow-ups announce themselves (OLMo 2): the grad norm grows for a while before the loss leaves
+            lead = int(min(rng.uniform(150, 2000), max(onset - 2 * warm, 0)))
+            if lead > 0:
+                grow = np.clip((np.arange(n) - (onset - lead)) / lead, 0.0, 1.0)
+                log_grad += grow * math.log(rng.uniform(2.5, 6.0))
+            if collapse_at is not None and lead > 0:  # and fp16 overflows come more often before the collapse
+                for st in np.sort(rng.choice(np.arange(onset - lead, collapse_at), size=min(8, max(
+                        collapse_at - onset + lead, 1)), replace=False)):
+                    skipped[st] = True
         climb = np.clip(np.arange(n) - onset, 0, None).astype(float)
         rate = rng.uniform(0.005, 0.05)
         log_loss += np.log1p(rate * climb) * rng.uniform(0.8, 2.0) + np.where(climb > 0, math.log(1.3), 0.0)

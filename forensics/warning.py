@@ -1,0 +1,123 @@
+"""The earliest warning sign before a blow-up (a divergence, or a NaN), and its lead time.
+
+Signals, each with the step it began at, read only from the points of the same attempt before the blow-up and
+after the last hole in the log before it (what lies across a gap is never a warning):
+
+* **grad-norm rise** (OLMo 2: slow growth of the gradient norm before instabilities): the rolling median of the
+  grad norm (over ``SMOOTH`` points) stands at least ``RISE`` (2x) above its lowest value in the look-back just
+  before the blow-up; the signal begins at the last point where it was still within 10% of that low (less half
+  the median's window, by which it lags);
+* **loss-scale overflows** (GLM-130B, OPT: the loss scale crashing before the loss): a skipped-iteration burst or a
+  loss-scale collapse in the look-back;
+* **spikes not back to their level**: a loss spike in the look-back that never came back before the blow-up;
+* **a rising spike rate**: at least three loss or grad-norm spikes or blips in the look-back, and more than twice as
+  many in its second half as in its first.
+
+The look-back is ``LOOKBACK`` (300) logged points or 3,000 steps, whichever is longer (at most 5,000 points). The
+warning is the earliest signal; its lead is the blow-up's step minus that signal's step (a signal begins before the
+blow-up: one at the same step would be no warning at all).
+
+>>> from forensics.findings import Anomaly
+>>> import polars as pl
+>>> from parsers import schema as s
+>>> steps = list(range(1, 401))
+>>> grad = [1.0] * 200 + [1.0 + (i - 200) * 0.02 for i in range(200, 400)]   # rises from step 201 (+10% by 206)
+>>> m = s.conform(pl.DataFrame({"run": "r", "source": "x", "attempt": 1, "step": steps, "metric": "grad_norm",
+...                             "value": grad, "wall_time": None}), s.METRICS_SCHEMA)
+>>> from forensics.detectors import RunFrames
+>>> blowup = Anomaly("divergence", "loss", 1, 400, 400, 9.0, 2.0)
+>>> w = warning_before(blowup, [blowup], RunFrames(m, s.empty(s.EVENTS_SCHEMA)))
+>>> (w["step"], w["lead_steps"], w["signals"][0]["kind"])
+(206, 194, 'grad_norm_rise')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from forensics.detectors.base import RunFrames
+from forensics.findings import Anomaly, shown
+from forensics.gaps import since_last_gap
+from parsers import schema as s
+
+LOOKBACK = 300   # logged points before the blow-up, and at least LOOKBACK_STEPS steps
+LOOKBACK_STEPS = 3000
+MAX_POINTS = 5000
+SMOOTH = 15      # points in the grad norm's rolling median
+RISE = 2.0       # how far the smoothed grad norm must stand above its low
+BLOWUPS = frozenset({"divergence", "nan"})
+
+
+def warning_before(blowup: Anomaly, anomalies: list[Anomaly], frames: RunFrames,
+                   blips: list[Any] | None = None) -> dict[str, Any] | None:
+    """``{"step", "lead_steps", "signals": [{"kind", "step", "detail"}, ...]}`` for the earliest warning sign before
+    ``blowup`` (signals in step order), or None when nothing warned."""
+    attempt, at = blowup.attempt, blowup.step
+    points = frames.points(s.GRAD_NORM).filter(
+        (pl.col("attempt") == attempt) & (pl.col("step") < at) & pl.col("value").is_finite() & (pl.col("value") > 0))
+    since = since_last_gap(frames.gaps(), attempt, at) or -1
+    interval = frames.intervals().get(attempt, 1)
+    start = max(since, at - max(LOOKBACK * interval, LOOKBACK_STEPS))
+    points = points.filter(pl.col("step") >= start).tail(MAX_POINTS)
+    start = int(points["step"][0]) if points.height else start
+    signals = []
+    rise = _grad_rise(points)
+    if rise:
+        signals.append(rise)
+    for a in anomalies:
+        if a.attempt != attempt or not start <= a.step < at or a is blowup:
+            continue
+        if a.kind == "skipped_iterations":
+            signals.append({"kind": "loss_scale_overflows", "step": a.step,
+                            "detail": f"loss-scale overflows from step {a.step} ({shown(a.value or 0)} iterations skipped)"})
+        elif a.kind == "loss_scale_collapse":
+            signals.append({"kind": "loss_scale_overflows", "step": a.step,
+                            "detail": f"the loss scale fell to {shown(a.value or 0)} from step {a.step}"})
+        elif a.kind == "loss_spike" and a.recovered_step is None:
+            signals.append({"kind": "unrecovered_spike", "step": a.step,
+                            "detail": f"a loss spike at step {a.step} that was not back to its level before it"})
+    rate = _spike_rate(attempt, start, at, anomalies, blips or [])
+    if rate:
+        signals.append(rate)
+    if not signals:
+        return None
+    signals.sort(key=lambda x: x["step"])
+    first = signals[0]
+    return {"step": first["step"], "lead_steps": at - first["step"], "signals": signals}
+
+
+def _grad_rise(points: pl.DataFrame) -> dict[str, Any] | None:
+    if points.height < 2 * SMOOTH:
+        return None
+    smooth = points["value"].rolling_median(window_size=SMOOTH, min_samples=SMOOTH).to_numpy()
+    steps = points["step"].to_numpy()
+    ok = np.isfinite(smooth)
+    low_at = int(np.nanargmin(np.where(ok, smooth, np.nan)))
+    low, end = float(smooth[low_at]), float(smooth[-1])
+    if not end >= RISE * low:
+        return None
+    near = np.flatnonzero(ok & (np.arange(len(smooth)) >= low_at) & (smooth <= 1.1 * low))
+    began = int(near[-1]) - SMOOTH // 2 if near.size else low_at  # the median lags by half its window
+    began = max(began, 0)
+    return {"kind": "grad_norm_rise", "step": int(steps[began]),
+            "detail": f"grad norm began rising at step {int(steps[began])} ({end / low:.1f}x its low by step "
+                      f"{int(steps[-1])}, rolling median of {SMOOTH} points)"}
+
+
+def _spike_rate(attempt: int, start: int, at: int, anomalies: list[Anomaly], blips: list[Any]) -> dict[str, Any] | None:
+    hits = sorted([a.step for a in anomalies if a.attempt == attempt and start <= a.step < at
+                   and a.kind in ("loss_spike", "grad_norm_spike")]
+                  + [b for x in blips if x.attempt == attempt for b in x.steps if start <= b < at])
+    if len(hits) < 3:
+        return None
+    middle = (start + at) / 2
+    early, late = sum(h < middle for h in hits), sum(h >= middle for h in hits)
+    if late <= 2 * early:
+        return None
+    first_late = next(h for h in hits if h >= middle)
+    return {"kind": "rising_spike_rate", "step": first_late,
+            "detail": f"spikes came faster: {late} from step {first_late} against {early} in the "
+                      f"{int(middle - start)} steps before"}

@@ -1,0 +1,159 @@
+"""Calibrated detection: thresholds from the run's own noise tail, blips, absolute checks on short logs, fp16's
+start-up search, warnings before a blow-up, and the contract every detector keeps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import forensics
+import reports
+from forensics.analyze import blips, detect
+from forensics.detectors import DEFAULT_DETECTORS, EXPERIMENTAL_DETECTORS, RunFrames
+from forensics.detectors.noise_tail import fixed_tail, noise_tail
+from forensics.evaluation import Score, generate
+from forensics.findings import ANOMALY_KINDS
+from parsers import load_run
+from parsers import schema as s
+from tests.conftest import real
+
+
+def frames_of(values: dict[str, np.ndarray], steps: np.ndarray) -> RunFrames:
+    parts = [pl.DataFrame({"step": steps, "value": v}).with_columns(metric=pl.lit(m)) for m, v in values.items()]
+    metrics = s.conform(pl.concat(parts).with_columns(run=pl.lit("t"), source=pl.lit("t"), attempt=pl.lit(1)),
+                        s.METRICS_SCHEMA)
+    return RunFrames(metrics, s.empty(s.EVENTS_SCHEMA))
+
+
+# --- thresholds ----------------------------------------------------------------------------------------------------
+def test_thresholds_grow_with_the_run_and_with_the_tail() -> None:
+    rng = np.random.default_rng(7)
+    t3 = rng.standard_t(3, 200_000) / 1.134
+    gauss = rng.normal(size=200_000)
+    short, long = noise_tail(t3[:10_000]), noise_tail(t3)
+    assert short.fitted and long.fitted
+    assert long.thresholds[0] > short.thresholds[0] > 20     # family-wise: a longer run needs a larger excursion
+    assert noise_tail(gauss).thresholds[0] < 10              # a light tail lets a lone 10-sigma point through
+    assert long.thresholds[1] < long.thresholds[0] / 3       # persistence: two in a row need far less
+    small = noise_tail(t3[:200])
+    assert not small.fitted and small == fixed_tail(t3[:200])  # too few points: the fixed t(3) rule
+
+
+def test_a_divergence_does_not_inflate_the_tail_it_is_judged_against() -> None:
+    """A sample run (generated Megatron log): attempt 1 ends in a long divergence; without leaving it out of the
+    fit, a lone point had to be 1,120 robust sigmas out."""
+    run = forensics.analyze(load_run(Path(__file__).parents[1] / "sample_logs" / "tr8-104B-sample")).runs[0]
+    loss = run.coverage["spike_checks"]["loss"]["1"]
+    assert loss["tail"] == "fitted" and loss["lone_point_sigma"] < 20
+    assert [a.step for a in run.anomalies if a.kind == "loss_spike" and a.attempt == 1] == [7010]
+
+
+# --- incidents and blips -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [1000, 1001])
+def test_heavy_tailed_clean_run_raises_no_incident(seed: int) -> None:
+    curve = generate("clean", seed, 1, noise="t3", steps=100_000)
+    assert detect(RunFrames(curve.metrics, curve.events)) == []
+
+
+def test_a_run_whose_only_alarms_are_blips() -> None:
+    rng = np.random.default_rng(3)
+    steps = np.arange(1000, 21000)
+    loss = 3.0 * np.exp(0.01 * rng.standard_t(3, steps.size))
+    loss[14000] *= np.exp(0.15)  # one hard batch: 1.16x, 15 sigma out, well inside t(3)'s reach over 20k steps
+    grad = np.exp(0.05 * rng.normal(size=steps.size))
+    frames = frames_of({"loss": loss, "grad_norm": grad}, steps)
+    assert detect(frames) == []
+    [b] = [b for b in blips(frames) if b.metric == "loss"]
+    assert 15000 in b.steps and b.largest_step in b.steps and b.count == len(b.steps)
+
+
+def test_blips_are_in_json_and_one_chronicle_line_not_anomalies(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    lines = []
+    loss = 3.0 * np.exp(0.01 * rng.standard_t(3, 6000))
+    loss[4000] *= np.exp(0.12)
+    for i, v in enumerate(loss, start=1001):
+        lines.append(f" iteration {i:8d}/  100000 | consumed samples: {i * 8:12d} | elapsed time per iteration (ms): "
+                     f"1000.0 | learning rate: 1.000E-04 | global batch size:     8 | lm loss: {v:.6E} | loss scale: "
+                     "1.0 | grad norm: 1.000 | number of skipped iterations:   0 | number of nan iterations:   0 |")
+    log = tmp_path / "blips.log"
+    log.write_text("\n".join(lines) + "\n")
+    findings = forensics.analyze(load_run(log))
+    data = json.loads(reports.render(findings, "json"))["runs"][0]
+    assert data["anomalies"] == []
+    [b] = data["blips"]
+    assert (b["attempt"], b["metric"]) == (1, "loss") and 5001 in b["steps"] and b["count"] == len(b["steps"])
+    text = reports.render(findings, "markdown")
+    assert text.count("- **Blips:** ") == 1
+    assert "single-step loss blip" in text and "within the run's noise tail (in the spike score; not incidents)" in text
+
+
+# --- fp16 start-up search ------------------------------------------------------------------------------------------
+def test_fp16_startup_search_on_a_real_log_is_a_setup_line() -> None:
+    """meg_gpt2_perf_n16.out: "loss scale: 4294967296.0 | number of skipped iterations:   1" at iteration 1, then
+    2147483648.0 and 1073741824.0, and the log ends: the search for a first scale, not an overflow storm."""
+    run = forensics.analyze(load_run(real("meg_gpt2_perf_n16.out"))).runs[0]
+    assert not [a for a in run.anomalies if a.kind in ("skipped_iterations", "loss_scale_collapse")]
+    assert not [c for c in run.suspected_causes if "fp16" in c.cause]
+    assert ("attempt 1: fp16 start-up loss-scale search, the scale fell from 4294967296 to 1073741824 over steps 1–3 "
+            "with 3 iterations skipped, and the log of the attempt ends before it settled (normal: dynamic loss "
+            "scaling looking for its first scale, not a collapse)") in run.setup
+
+
+def test_fp16_startup_search_then_a_real_collapse(tmp_path: Path) -> None:
+    scale, lines = 2.0**32, []
+    for i in range(1, 401):
+        skipped = 1 if i <= 6 or 300 <= i < 306 else 0
+        loss = "" if skipped else f"lm loss: {6.0 - i / 1000:.6E} | "
+        lines.append(f" iteration {i:8d}/    1000 | consumed samples: {i * 8:12d} | elapsed time per iteration (ms): "
+                     f"1000.0 | learning rate: 1.000E-04 | global batch size:     8 | {loss}loss scale: {scale:.1f} | "
+                     f"grad norm: 1.000 | number of skipped iterations: {skipped:3d} | number of nan iterations:   0 |")
+        if skipped:
+            scale /= 2
+    log = tmp_path / "fp16.log"
+    log.write_text("\n".join(lines) + "\n")
+    run = forensics.analyze(load_run(log)).runs[0]
+    assert [(a.kind, a.step) for a in run.anomalies if a.kind in ("skipped_iterations", "loss_scale_collapse")] == [
+        ("skipped_iterations", 300), ("loss_scale_collapse", 303)]
+    assert ("attempt 1: fp16 start-up loss-scale search, the scale fell from 4294967296 to 67108864 over steps 1–6 "
+            "with 6 iterations skipped, where it held (normal: dynamic loss scaling looking for its first scale, not "
+            "a collapse)") in run.setup
+
+
+# --- warning before the crash --------------------------------------------------------------------------------------
+def test_divergence_with_its_warning_lead_time() -> None:
+    curve = generate("divergence_nan", 1, 10, noise="t4")   # the grad norm grows for ~2,000 steps before
+    found = detect(RunFrames(curve.metrics, curve.events))
+    [div] = [a for a in found if a.kind == "divergence"]
+    assert div.step == 35020 and div.warning is not None
+    assert (div.warning["step"], div.warning["lead_steps"]) == (32940, 2080)
+    assert div.warning["signals"][0]["kind"] == "grad_norm_rise"
+    assert div.warning["signals"][0]["detail"].startswith("grad norm began rising at step 32940 (")
+    line = reports.markdown._anomaly_line(div)
+    assert "  - **warning 2080 steps ahead:** grad norm began rising at step 32940" in line
+
+
+# --- the contract every detector keeps -----------------------------------------------------------------------------
+DETECTORS = (*DEFAULT_DETECTORS, *EXPERIMENTAL_DETECTORS)
+
+
+@pytest.mark.parametrize("detector", DETECTORS, ids=lambda d: repr(d)[:60])
+def test_detector_contract(detector) -> None:
+    empty = RunFrames(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA))
+    assert detector.detect(empty) == []
+    for scenario in ("spikes_grad_lead", "fp16_collapse", "regime_shift", "divergence_nan"):
+        curve = generate(scenario, 2, 10, noise="t4")
+        found = detector.detect(RunFrames(curve.metrics, curve.events))
+        assert [(a.attempt, a.step) for a in found] == sorted((a.attempt, a.step) for a in found)
+        assert {a.kind for a in found} <= ANOMALY_KINDS
+        assert all(a.end_step >= a.step for a in found)
+
+
+def test_an_evaluation_without_truths_is_a_sanity_failure_not_a_score() -> None:
+    with pytest.raises(ValueError, match="no loss_spike truths"):
+        Score("loss_spike").recall  # noqa: B018
+    assert Score("loss_spike", detections=0).precision == 0.0
