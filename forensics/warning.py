@@ -4,7 +4,8 @@ Signals, each with the step it began at, read only from the points of the same a
 after the last hole in the log before it (what lies across a gap is never a warning):
 
 * **grad-norm rise** (OLMo 2: slow growth of the gradient norm before instabilities): the rolling median of the
-  grad norm (over ``SMOOTH`` points) stands at least ``RISE`` (2x) above its lowest value in the look-back just
+  grad norm (over ``SMOOTH`` (15) points, or a twentieth of the look-back's points when fewer, at least 5) stands
+  at least ``RISE`` (1.8x) above its lowest value in the look-back just
   before the blow-up; the signal begins at the last point where it was still within 10% of that low (less half
   the median's window, by which it lags);
 * **loss-scale overflows** (GLM-130B, OPT: the loss scale crashing before the loss): a skipped-iteration burst or a
@@ -47,7 +48,7 @@ LOOKBACK = 300   # logged points before the blow-up, and at least LOOKBACK_STEPS
 LOOKBACK_STEPS = 3000
 MAX_POINTS = 5000
 SMOOTH = 15      # points in the grad norm's rolling median
-RISE = 2.0       # how far the smoothed grad norm must stand above its low
+RISE = 1.8       # how far the smoothed grad norm must stand above its low (benign drifts stay within ~1.5x)
 BLOWUPS = frozenset({"divergence", "nan"})
 
 
@@ -90,9 +91,10 @@ def warning_before(blowup: Anomaly, anomalies: list[Anomaly], frames: RunFrames,
 
 
 def _grad_rise(points: pl.DataFrame) -> dict[str, Any] | None:
-    if points.height < 2 * SMOOTH:
+    width = int(np.clip(points.height // 20, 5, SMOOTH))  # a sparse log has few points to smooth over
+    if points.height < 2 * width:
         return None
-    smooth = points["value"].rolling_median(window_size=SMOOTH, min_samples=SMOOTH).to_numpy()
+    smooth = points["value"].rolling_median(window_size=width, min_samples=width).to_numpy()
     steps = points["step"].to_numpy()
     ok = np.isfinite(smooth)
     low_at = int(np.nanargmin(np.where(ok, smooth, np.nan)))
@@ -100,11 +102,11 @@ def _grad_rise(points: pl.DataFrame) -> dict[str, Any] | None:
     if not end >= RISE * low:
         return None
     near = np.flatnonzero(ok & (np.arange(len(smooth)) >= low_at) & (smooth <= 1.1 * low))
-    began = int(near[-1]) - SMOOTH // 2 if near.size else low_at  # the median lags by half its window
+    began = int(near[-1]) - width // 2 if near.size else low_at  # the median lags by half its window
     began = max(began, 0)
     return {"kind": "grad_norm_rise", "step": int(steps[began]),
             "detail": f"grad norm began rising at step {int(steps[began])} ({end / low:.1f}x its low by step "
-                      f"{int(steps[-1])}, rolling median of {SMOOTH} points)"}
+                      f"{int(steps[-1])}, rolling median of {width} points)"}
 
 
 def _spike_rate(attempt: int, start: int, at: int, anomalies: list[Anomaly], blips: list[Any]) -> dict[str, Any] | None:

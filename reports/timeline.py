@@ -103,7 +103,7 @@ def coverage_section(run: RunFindings) -> list[str]:
         if limits:
             shown_limits = limits if len(limits) <= 4 else [*limits[:3], f"... ({len(limits) - 3} more attempts)"]
             out.append(f"- **{name.capitalize()} spike thresholds** (robust sigmas a lone point / two points in a row "
-                       "must reach: what the attempt's own noise reaches with 5% chance over the whole attempt): "
+                       "must reach: what the attempt's own noise reaches with 2% chance over the whole attempt): "
                        + "; ".join(shown_limits) + ".")
     for role, tag in cov.get("roles", {}).items():
         out.append(f"- **Taken by its name:** the {role.replace('_', ' ')} is the scalar {md(tag)} (no recognised "

@@ -6,7 +6,7 @@ thresholds here come from the attempt's own residuals (the robust z-scores of :f
 trailing_robust_z`) and its length:
 
 * **Family-wise rate.** A threshold is set so that the attempt's noise alone would reach it with probability
-  ``alpha`` (5%) over the *whole* attempt: for ``n`` candidate points the per-point tail probability is
+  ``alpha`` (2%) over the *whole* attempt: for ``n`` candidate points the per-point tail probability is
   ``alpha / n``, so a run ten times longer needs a larger excursion.
 * **Persistence.** Real instabilities last; one hard batch does not. Each run length ``k`` in :data:`RUNS`
   (1, 2, 3, 5, 8 consecutive points) gets its own threshold, read from the distribution of the run's own
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
-ALPHA = 0.05          # family-wise: the chance that noise alone raises one incident in an attempt, per series
+ALPHA = 0.02          # family-wise: the chance that noise alone raises one incident in an attempt, per series
 RUNS = (1, 2, 3, 5, 8)  # run lengths scanned, each at its own threshold
 SCREEN = 6.0          # robust sigma: a lone point must be at least this far out
 RUN_FLOOR = 3.0       # a run of several points must still be this far out

@@ -14,7 +14,7 @@ against the run's own noise tail.
   ``merge_gap`` points are one;
 * **incident or blip** (:mod:`forensics.detectors.noise_tail`): a candidate is an *incident* when some run of k
   consecutive points in it (k = 1, 2, 3, 5, 8, running on past its last candidate point) all reach the threshold
-  for k that the attempt's own noise would reach with probability 5% over the whole attempt (tail fitted to the
+  for k that the attempt's own noise would reach with probability 2% over the whole attempt (tail fitted to the
   attempt's residuals, censored at the screen, so longer and noisier runs need larger or longer excursions); a
   lone point inside that tail is a *blip*: counted (:meth:`SpikeDetector.blips`), and in the OLMo spike score, not
   an incident. Significance is read on the z-score against the noise itself (no floor), materiality on the floored
@@ -25,7 +25,8 @@ against the run's own noise tail.
   excerpt, a short log, a run logged every few hundred steps), a loss at least 2x the lowest of the 8 points before
   it (1.5x for a mean over 10 or more iterations) and a grad norm at least 10x the point before it
   (:meth:`SpikeDetector.unknown` counts those points, and the report says they had only these checks); there, a
-  candidate that stays away from its level for three points or more is an incident too: lasting is the evidence;
+  candidate that stays away from its level for three points or more is an incident too: lasting is the evidence.
+  In an attempt too short for a tail fit, such a jump that also reaches the screen is an incident;
 * recovered: at the first later point back within max(3 sigma, 5%) of the level before the incident;
 * burn-in: a log that starts at the beginning of training (first step below ``early_step``) has no baseline at
   first, so its first ``burn_in`` points are never candidates; a log that starts mid-training (an excerpt, a
@@ -100,7 +101,8 @@ class _Scored:
     centre: np.ndarray
     scale: np.ndarray
     eligible: np.ndarray
-    absolute: np.ndarray   # points caught by an absolute check
+    absolute: np.ndarray   # points caught by an absolute check where the noise is not known
+    short_jump: np.ndarray  # an absolute check's jump at the screen: decisive where the tail could not be fitted
     blind: np.ndarray      # points whose noise is not known (too little history)
     stretch: np.ndarray
     starts: np.ndarray     # per stretch, the index of its first point
@@ -232,16 +234,21 @@ class SpikeDetector:
             zn = np.where(judged, (x - centre) / np.maximum(noise, _RESOLUTION), np.nan)
         # where the noise is not known; a grad norm also waits out the burn-in (it swings widely as training starts,
         # where a loss jumping 2x never is benign)
-        absolute = self._absolute(x, stretch, interval) & np.isnan(noise) & (eligible | (self.metric == "loss"))
+        jump = self._absolute(x, stretch, interval) & (eligible | (self.metric == "loss"))
+        absolute = jump & np.isnan(noise)
         with np.errstate(invalid="ignore"):
             candidate = ((z >= threshold) & eligible) | absolute
-        return _Scored(attempt, interval, steps, values, x, z, zn, centre, scale, eligible, absolute, np.isnan(noise),
+            # where the noise is known but too few points back a tail fit, a jump at the screen counts too
+            short_jump = jump & (z >= threshold) & eligible
+        return _Scored(attempt, interval, steps, values, x, z, zn, centre, scale, eligible, absolute, short_jump,
+                       np.isnan(noise),
                        stretch, starts, ends, candidate, int((judged & ~np.isnan(noise)).sum()),
                        int((np.isnan(noise) & (position > 0)).sum()))
 
     def _candidates(self, sc: _Scored, tail: NoiseTail) -> list[tuple[SpikeIncident, bool]]:
         """Every candidate of the attempt, and whether it is an incident against ``tail``."""
         hot = tail.hot(sc.zn, sc.stretch)
+        absolute = sc.absolute if tail.fitted else sc.absolute | sc.short_jump
         with np.errstate(invalid="ignore"):
             worth = sc.candidate | (hot & (sc.z >= RUN_FLOOR) & sc.eligible)
         long_enough = (sc.ends - sc.starts) > self.guard_samples + 1  # where Megatron's guard can speak
@@ -250,7 +257,7 @@ class SpikeDetector:
         threshold = self._params()[2]
         return [got for lo, hi in where for got in self._stretch_incidents(
             sc.attempt, sc.interval, threshold, sc.steps[lo:hi], sc.values[lo:hi], sc.x[lo:hi], sc.z[lo:hi],
-            sc.centre[lo:hi], sc.scale[lo:hi], sc.eligible[lo:hi], hot[lo:hi], sc.absolute[lo:hi], sc.blind[lo:hi])]
+            sc.centre[lo:hi], sc.scale[lo:hi], sc.eligible[lo:hi], hot[lo:hi], absolute[lo:hi], sc.blind[lo:hi])]
 
     def _absolute(self, x: np.ndarray, stretch: np.ndarray, interval: int) -> np.ndarray:
         """Checks that need no statistics, for points with too little history to know the noise: a loss at least

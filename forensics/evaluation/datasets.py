@@ -285,6 +285,9 @@ def generate(scenario: str, seed: int, log_interval: int = 1, noise: str = "mixe
             if lead > 0:
                 grow = np.clip((np.arange(n) - (onset - lead)) / lead, 0.0, 1.0)
                 log_grad += grow * math.log(rng.uniform(2.5, 6.0))
+                # a detector may rightly see the growing grad norm as a level shift or a spike: not required
+                truths += [Truth(kind, logged_step(onset - lead), logged_step(onset), optional=True)
+                           for kind in ("changepoint", "grad_norm_spike")]
             if collapse_at is not None and lead > 0:  # and fp16 overflows come more often before the collapse
                 for st in np.sort(rng.choice(np.arange(onset - lead, collapse_at), size=min(8, max(
                         collapse_at - onset + lead, 1)), replace=False)):
