@@ -1,7 +1,8 @@
 """Divergence: the loss leaves its level and does not come back within the attempt, or ends in NaN.
 
 A loss spike whose loss returns to within max(3 sigma, 5%) of the pre-spike trailing median is *recovered*; one that
-never does while the attempt goes on, or that is followed by NaN, is a *divergence* with the spike's onset.
+never does while the attempt goes on for at least three log intervals after its onset, or that is followed by NaN,
+is a *divergence* with the spike's onset (a log that ends sooner is too short to tell).
 Without a spike, a slow climb counts too: the smoothed loss (rolling median of 5 points) staying more than
 ``rise`` (20%) above its running minimum over the last ``tail_share`` (10%, at least 5 points) of the attempt's
 last stretch between gaps (:mod:`forensics.gaps`).
@@ -30,7 +31,7 @@ class DivergenceDetector:
     rise: float = 0.20
     tail_share: float = 0.10
     min_tail: int = 5
-    min_points_up: int = 3  # a spike that lasts to the end of the log over this many points has not recovered
+    min_points_up: int = 3  # log intervals from a spike's onset to the end of the log, still up: not recovered
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         losses = frames.points(s.LOSS).filter(pl.col("value").is_finite())
@@ -44,7 +45,7 @@ class DivergenceDetector:
             later_nan = nans.filter((pl.col("attempt") == inc.attempt) & (pl.col("step") >= inc.onset))
             if later_nan.height:
                 how = f"ends in NaN at step {later_nan['step'][0]}"
-            elif inc.points_after or inc.points >= self.min_points_up:
+            elif int(own["step"][-1]) - inc.onset >= self.min_points_up * inc.interval:
                 how = f"still {shown(own['value'][-1])} at step {own['step'][-1]}, the end of the attempt"
             else:  # the log ends on the spike: too soon to tell
                 continue

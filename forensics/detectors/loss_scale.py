@@ -31,17 +31,21 @@ class StartupSearch:
     first_step: int
     last_step: int          # the last logged point of the search
     from_scale: float
-    to_scale: float
+    to_scale: float         # the scale at its last point
     skipped: int            # iterations skipped during it
     settled: bool           # False: the log of the attempt ends while it is still searching
 
     def sentence(self) -> str:
         """One line for the setup section."""
-        end = "where it held" if self.settled else "and the log of the attempt ends before it settled"
+        end = "then nothing more skipped" if self.settled else "and the log of the attempt ends before it settled"
+        skipped = f"{self.skipped} iteration{'s' if self.skipped != 1 else ''} skipped"
+        normal = "(normal: dynamic loss scaling looking for its first scale, not a collapse)"
+        if self.first_step == self.last_step:  # the search happened inside the first logged interval
+            return (f"attempt {self.attempt}: fp16 start-up loss-scale search, {skipped} by step {self.last_step} "
+                    f"(the scale {shown(self.to_scale)} there), {end} {normal}")
         return (f"attempt {self.attempt}: fp16 start-up loss-scale search, the scale fell from {shown(self.from_scale)} "
-                f"to {shown(self.to_scale)} over steps {self.first_step}–{self.last_step} with {self.skipped} "
-                f"iteration{'s' if self.skipped != 1 else ''} skipped, {end} (normal: dynamic loss scaling looking for "
-                "its first scale, not a collapse)")
+                f"to {shown(self.to_scale)} over steps {self.first_step}–{self.last_step} with {skipped}, {end} "
+                f"{normal}")
 
 
 def startup_searches(frames: RunFrames) -> dict[int, StartupSearch]:
@@ -76,7 +80,7 @@ def _searches(frames: RunFrames) -> dict[int, StartupSearch]:
         settled = stop < len(falling)
         out[int(attempt)] = StartupSearch(
             attempt=int(attempt), first_step=int(steps[0]), last_step=int(steps[last]), from_scale=float(scale[0]),
-            to_scale=float(scale[stop] if settled else scale[last]), skipped=int(skipped[:stop].sum()), settled=settled,
+            to_scale=float(scale[last]), skipped=int(skipped[:stop].sum()), settled=settled,
         )
     return out
 

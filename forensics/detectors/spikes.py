@@ -23,7 +23,8 @@ against the run's own noise tail.
 * **absolute checks**: Megatron's spiky-loss rule (a loss 10x the largest of the first 100 values) everywhere;
   where a point has too little history to know the noise (fewer than 10 points before it in its stretch: an
   excerpt, a short log, a run logged every few hundred steps), a loss at least 2x the lowest of the 8 points before
-  it (1.5x for a mean over 10 or more iterations) and a grad norm at least 10x the point before it
+  it (1.5x for a mean over 10 or more iterations) and three times their median step-to-step move, and a grad norm
+  at least 10x the point before it
   (:meth:`SpikeDetector.unknown` counts those points, and the report says they had only these checks); there, a
   candidate that stays away from its level for three points or more is an incident too: lasting is the evidence.
   In an attempt too short for a tail fit, such a jump that also reaches the screen is an incident;
@@ -262,20 +263,25 @@ class SpikeDetector:
     def _absolute(self, x: np.ndarray, stretch: np.ndarray, interval: int) -> np.ndarray:
         """Checks that need no statistics, for points with too little history to know the noise: a loss at least
         ``jump_factor`` (2x) the lowest of the (up to 8) points before it in its stretch, 1.5x when each point is a
-        mean over 10 or more iterations (its noise is at least three times smaller); a grad norm at least
-        ``neighbour_factor`` (10x) the point before it."""
+        mean over 10 or more iterations (its noise is at least three times smaller), and at least three times their
+        median step-to-step move (a loss that swings 2x from step to step is noisy, not spiking); a grad norm at
+        least ``neighbour_factor`` (10x) the point before it."""
         frame = pl.DataFrame({"x": x, "g": stretch})
-        if self.metric == "loss":
-            factor = min(self.jump_factor, 1.5) if interval >= 10 else self.jump_factor
-            low = frame.select(pl.col("x").shift(1).rolling_min(window_size=8, min_samples=1).over("g"))
-            limit = math.log(factor)
-        elif self.metric == "grad_norm":
-            low = frame.select(pl.col("x").shift(1).over("g"))
-            limit = math.log(self.neighbour_factor)
-        else:
+        if self.metric == "grad_norm":
+            before = frame.select(pl.col("x").shift(1).over("g")).to_series().fill_null(np.nan).to_numpy()
+            with np.errstate(invalid="ignore"):
+                return (x - before) >= math.log(self.neighbour_factor)
+        if self.metric != "loss":
             return np.zeros(x.size, dtype=bool)
+        factor = min(self.jump_factor, 1.5) if interval >= 10 else self.jump_factor
+        prev = pl.col("x").shift(1)
+        steps = (pl.col("x") - prev).abs().over("g").shift(1)  # the step-to-step moves before the point
+        edges = frame.select(low=prev.rolling_min(window_size=8, min_samples=1).over("g"),
+                             swing=steps.rolling_median(window_size=7, min_samples=1).over("g"))
+        low, swing = (edges[c].fill_null(np.nan).to_numpy() for c in ("low", "swing"))
+        rise = x - low
         with np.errstate(invalid="ignore"):
-            return (x - low.to_series().fill_null(np.nan).to_numpy()) >= limit
+            return (rise >= math.log(factor)) & ~(rise < 3 * swing)
 
     def _stretch_incidents(
         self, attempt: int, interval: int, threshold: float, steps: np.ndarray, values: np.ndarray, x: np.ndarray,
