@@ -12,11 +12,12 @@ from forensics.config_effects import link_config_changes
 from forensics.configs import config_table, differing_keys, settings
 from forensics.coverage import assign_roles, coverage
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames, SpikeDetector
+from forensics.detectors.chance import LossAboveChanceDetector
 from forensics.detectors.loss_scale import startup_searches
 from forensics.findings import Anomaly, Blips, Findings, RunFindings
 from forensics.gaps import SETTINGS, discontinuities
 from forensics.log_entries import log_entries
-from forensics.model_shape import check_model
+from forensics.model_shape import check_model, vocabulary
 from forensics.precursors import annotate, consolidate
 from forensics.schedule import as_configured, schedule
 from forensics.spike_score import spike_scores
@@ -54,11 +55,12 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     """Analyze one loaded run (see :func:`parsers.load_run`)."""
     metrics, roles = assign_roles(run.metrics)
     frames = RunFrames(metrics=metrics, events=run.events)
-    anomalies = detect(frames, detectors)
     table = config_table(run.configs)
+    config = table[max(table)] if table else {}
+    vocab = vocabulary(config, run.events)  # known: a loss above chance is an absolute check
+    anomalies = detect(frames, (*detectors, LossAboveChanceDetector(vocab)) if vocab else detectors)
     attempts = build_attempts(metrics, run.events, table, anomalies, frames.steps(), frames.spacing())
     link_config_changes(attempts, anomalies, frames, table)
-    config = table[max(table)] if table else {}
     model = check_model(config, run.events, run.name, run.path)
     # the settings' curves, read once from the (possibly millions of) points for the schedule and the discontinuities
     curves = metrics.filter(pl.col("metric").is_in([*SETTINGS, s.CONSUMED_SAMPLES, s.SKIPPED_ITERATIONS]))

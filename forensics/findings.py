@@ -56,7 +56,7 @@ FAILED_ENDINGS: frozenset[EndReason] = frozenset({
 # every kind of anomaly a detector may report (the contract test holds every detector to it)
 ANOMALY_KINDS: frozenset[str] = frozenset({
     "loss_spike", "grad_norm_spike", "nan", "non_finite", "divergence", "loss_scale_collapse", "skipped_iterations",
-    "hang", "changepoint", "loss_plateau",
+    "hang", "changepoint", "loss_plateau", "loss_above_chance",
 })
 INSTABILITY_KINDS: frozenset[str] = frozenset({"loss_spike", "divergence", "nan"})  # what a run's trouble is
 

@@ -139,14 +139,20 @@ def logged_parameters_how(events: pl.DataFrame, cfg: dict[str, Any]) -> str:
     return how
 
 
+def vocabulary(cfg: dict[str, Any], events: pl.DataFrame) -> int | None:
+    """The vocabulary size: the padded size the program printed, else the config's ``padded_vocab_size`` or
+    ``vocab_size``; None when unknown."""
+    vocab_events = events.filter(pl.col("kind") == s.EV_PADDED_VOCAB).drop_nulls("value")
+    return int(vocab_events["value"][-1]) if vocab_events.height else (
+        _int(cfg, "padded_vocab_size") or _int(cfg, "vocab_size")
+    )
+
+
 def check_model(
     cfg: dict[str, Any], events: pl.DataFrame, run_name: str, run_path: str
 ) -> ModelCheck:
     """Compare the three sizes and the shape's proportions; notes say what is off, in plain words."""
-    vocab_events = events.filter(pl.col("kind") == s.EV_PADDED_VOCAB).drop_nulls("value")
-    vocab = int(vocab_events["value"][-1]) if vocab_events.height else (
-        _int(cfg, "padded_vocab_size") or _int(cfg, "vocab_size")
-    )
+    vocab = vocabulary(cfg, events)
     from_shape, shape = parameters_from_shape(cfg, vocab)
     check = ModelCheck(
         parameters_from_shape=from_shape,

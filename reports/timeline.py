@@ -89,8 +89,10 @@ def coverage_section(run: RunFindings) -> list[str]:
         if blind:
             out.append(f"- **{name.capitalize()} spikes, absolute checks only:** attempt(s) {', '.join(blind)}: too few "
                        "points to know the noise (fewer than 10 before each in its stretch of the log); checked for "
-                       + ("a loss 2x the lowest of the 8 points before it (1.5x for means over 10 or more iterations), "
-                          "Megatron's 10x rule, and a rise that lasts 3 points." if metric == s.LOSS else
+                       + ("a loss 2x the lowest of the 8 points before it (1.5x for means over 10 or more iterations) "
+                          "and three times their step-to-step moves, Megatron's 10x rule, a rise that lasts 3 points, "
+                          "and, when the vocabulary is known, a loss above ln(vocabulary) + 1 nat."
+                          if metric == s.LOSS else
                           "a grad norm 10x the point before it, and a rise that lasts 3 points."))
         if unjudged:
             out.append(f"- **Not judged for {name} spikes:** attempt(s) {', '.join(unjudged)}: "

@@ -14,6 +14,7 @@ import forensics
 import reports
 from forensics.analyze import blips, detect
 from forensics.detectors import DEFAULT_DETECTORS, EXPERIMENTAL_DETECTORS, RunFrames
+from forensics.detectors.chance import LossAboveChanceDetector
 from forensics.detectors.noise_tail import fixed_tail, noise_tail
 from forensics.evaluation import Score, generate
 from forensics.findings import ANOMALY_KINDS
@@ -138,7 +139,7 @@ def test_divergence_with_its_warning_lead_time() -> None:
 
 
 # --- the contract every detector keeps -----------------------------------------------------------------------------
-DETECTORS = (*DEFAULT_DETECTORS, *EXPERIMENTAL_DETECTORS)
+DETECTORS = (*DEFAULT_DETECTORS, *EXPERIMENTAL_DETECTORS, LossAboveChanceDetector(50304))
 
 
 @pytest.mark.parametrize("detector", DETECTORS, ids=lambda d: repr(d)[:60])
