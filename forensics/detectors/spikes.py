@@ -54,6 +54,7 @@ from forensics.timeline import runs_of_true, trailing_robust_z
 
 _DEFAULTS = {"loss": (100, 0.003, 6.0), "grad_norm": (100, 0.25, 6.0)}
 _AVERAGED = frozenset({"loss"})  # logged as a mean over the interval (grad norm is the logged iteration's own)
+_SETTLED = 50  # points into a stretch before its residuals enter the noise-tail fit
 _RESOLUTION = 1e-4  # log units: the noise is never taken as calmer than the printed digits of a value
 _FLOOR_WITHOUT_HISTORY = {"loss": 0.02, "grad_norm": 0.25}  # fewer than 10 points before: noise unknown
 
@@ -111,6 +112,7 @@ class _Scored:
     candidate: np.ndarray  # at or above the screen, or caught by an absolute check
     judged_points: int
     unknown_points: int
+    position: np.ndarray   # each point's index in its stretch
 
     def inside(self, incidents: list[SpikeIncident]) -> np.ndarray:
         """The points from each incident's onset to its recovery, or to the end of its stretch."""
@@ -195,7 +197,9 @@ class SpikeDetector:
             # what the fixed t(3) rule already calls an incident stays out of the fit of the run's own noise tail
             first = [inc for inc, decisive in self._candidates(series, fixed_tail(series.zn, series.stretch))
                      if decisive]
-            tail = tails[attempt] = noise_tail(np.where(series.inside(first), np.nan, series.zn), series.stretch)
+            # the fit also leaves out each stretch's first points, whose noise is estimated from too few residuals
+            sample = np.where(series.inside(first) | (series.position < _SETTLED), np.nan, series.zn)
+            tail = tails[attempt] = noise_tail(sample, series.stretch)
             judged = self._candidates(series, tail)
             found += [_recovery_over(inc, own, gaps) for inc, decisive in judged if decisive]
             lone += [inc for inc, decisive in judged if not decisive]
@@ -244,7 +248,7 @@ class SpikeDetector:
         return _Scored(attempt, interval, steps, values, x, z, zn, centre, scale, eligible, absolute, short_jump,
                        np.isnan(noise),
                        stretch, starts, ends, candidate, int((judged & ~np.isnan(noise)).sum()),
-                       int((np.isnan(noise) & (position > 0)).sum()))
+                       int((np.isnan(noise) & (position > 0)).sum()), position)
 
     def _candidates(self, sc: _Scored, tail: NoiseTail) -> list[tuple[SpikeIncident, bool]]:
         """Every candidate of the attempt, and whether it is an incident against ``tail``."""
