@@ -108,7 +108,8 @@ class Anomaly:
 @dataclass
 class Blips:
     """Lone points of one metric in one attempt that passed the spike screen but lie inside what the attempt's own
-    noise produces (:mod:`forensics.detectors.noise_tail`): counted, and in the OLMo spike score, never incidents."""
+    noise produces (:mod:`forensics.detectors.noise_tail`): counted, never incidents (the OLMo spike score is computed
+    on every point, these included)."""
 
     attempt: int
     metric: str

@@ -191,14 +191,14 @@ def blips_line(blips: list[Blips]) -> str:
     """One line for an attempt's blips (lone points inside its noise tail), or "" without any.
 
     >>> print(blips_line([Blips(1, "loss", 31, 1.2, 14212, [])]))  # doctest: +NORMALIZE_WHITESPACE
-    - **Blips:** 31 single-step loss blips, largest 1.2x at step 14212, within the run's noise tail (in the spike
-    score; not incidents).
+    - **Blips:** 31 single-step loss blips, largest 1.2x at step 14212, within the run's noise tail, so not
+    incidents.
     """
     if not blips:
         return ""
     parts = [f"{b.count} single-step {b.metric.replace('_', ' ')} blip{'s' if b.count != 1 else ''}, largest "
              f"{b.largest:.1f}x at step {b.largest_step}" for b in blips]
-    return f"- **Blips:** {'; '.join(parts)}, within the run's noise tail (in the spike score; not incidents)."
+    return f"- **Blips:** {'; '.join(parts)}, within the run's noise tail, so not incidents."
 
 
 def _causes(run: RunFindings) -> list[str]:

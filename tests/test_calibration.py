@@ -90,7 +90,7 @@ def test_blips_are_in_json_and_one_chronicle_line_not_anomalies(tmp_path: Path) 
     assert (b["attempt"], b["metric"]) == (1, "loss") and 5001 in b["steps"] and b["count"] == len(b["steps"])
     text = reports.render(findings, "markdown")
     assert text.count("- **Blips:** ") == 1
-    assert "single-step loss blip" in text and "within the run's noise tail (in the spike score; not incidents)" in text
+    assert "single-step loss blip" in text and "within the run's noise tail, so not incidents." in text
 
 
 # --- fp16 start-up search ------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ against the run's own noise tail.
   consecutive points in it (k = 1, 2, 3, 5, 8, running on past its last candidate point) all reach the threshold
   for k that the attempt's own noise would reach with probability 2% over the whole attempt (tail fitted to the
   attempt's residuals, censored at the screen, so longer and noisier runs need larger or longer excursions); a
-  lone point inside that tail is a *blip*: counted (:meth:`SpikeDetector.blips`), and in the OLMo spike score, not
+  lone point inside that tail is a *blip*: counted (:meth:`SpikeDetector.blips`; the OLMo spike score reads every point), not
   an incident. Significance is read on the z-score against the noise itself (no floor), materiality on the floored
   one; a grad-norm blip at a loss incident or up to 20 points before it is part of that incident (two series at once
   are not one hard batch);
