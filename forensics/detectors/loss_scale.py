@@ -56,15 +56,12 @@ def startup_searches(frames: RunFrames) -> dict[int, StartupSearch]:
 
 
 def _searches(frames: RunFrames) -> dict[int, StartupSearch]:
-    wide = (
-        frames.metrics.filter(pl.col("metric").is_in([s.LOSS_SCALE, s.SKIPPED_ITERATIONS]))
-        .group_by("attempt", "step", "metric").agg(pl.col("value").max())
-        .pivot("metric", index=["attempt", "step"], values="value").sort("attempt", "step")
-    )
-    if wide.height == 0 or s.LOSS_SCALE not in wide.columns:
+    scales = frames.points(s.LOSS_SCALE)
+    if scales.height == 0:
         return {}
-    if s.SKIPPED_ITERATIONS not in wide.columns:
-        wide = wide.with_columns(pl.lit(None, dtype=pl.Float64).alias(s.SKIPPED_ITERATIONS))
+    skips = frames.points(s.SKIPPED_ITERATIONS).select("attempt", "step", pl.col("value").alias(s.SKIPPED_ITERATIONS))
+    wide = (scales.select("attempt", "step", pl.col("value").alias(s.LOSS_SCALE))
+            .join(skips, on=["attempt", "step"], how="left").sort("attempt", "step"))
     out = {}
     for (attempt,), own in wide.group_by("attempt", maintain_order=True):
         scale = own[s.LOSS_SCALE].to_numpy()

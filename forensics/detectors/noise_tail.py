@@ -71,8 +71,7 @@ class NoiseTail:
         """Points that belong to some run of k consecutive points (within one group) all at or above the
         threshold for k: what the noise would not produce in the whole attempt."""
         out = np.zeros(z.size, dtype=bool)
-        for k, limit in zip(RUNS, self.thresholds, strict=True):
-            lows = run_minima(z, k, groups)
+        for (k, lows), limit in zip(all_run_minima(z, groups).items(), self.thresholds, strict=True):
             with np.errstate(invalid="ignore"):
                 starts = np.flatnonzero(lows >= limit)
             for j in range(k):  # mark every point of each such window
@@ -88,15 +87,27 @@ class NoiseTail:
 def run_minima(z: np.ndarray, k: int, groups: np.ndarray | None = None) -> np.ndarray:
     """The smallest z of each k consecutive points (``len(z) - k + 1`` values; NaN where a window holds a NaN or
     crosses into another group)."""
-    if z.size < k:
-        return np.empty(0)
-    if k == 1:
-        return z.astype(float, copy=True)
-    windows = np.lib.stride_tricks.sliding_window_view(z, k)
-    lows = windows.min(axis=1)  # NaN propagates
-    if groups is not None:
-        lows = np.where(groups[k - 1:] == groups[: groups.size - k + 1], lows, np.nan)
-    return lows
+    return all_run_minima(z, groups, (k,))[k]
+
+
+def all_run_minima(z: np.ndarray, groups: np.ndarray | None = None,
+                   lengths: tuple[int, ...] = RUNS) -> dict[int, np.ndarray]:
+    """:func:`run_minima` for every length in ``lengths`` (increasing), in one pass of shifted minima."""
+    z = np.asarray(z, dtype=float)
+    out: dict[int, np.ndarray] = {}
+    lows, k = z.copy(), 1
+    for length in lengths:
+        while k < length and lows.size:
+            lows = np.minimum(lows[:-1], z[k:])  # NaN propagates
+            k += 1
+        if z.size < length:
+            out[length] = np.empty(0)
+            continue
+        if groups is not None and length > 1:
+            out[length] = np.where(groups[length - 1:] == groups[: groups.size - length + 1], lows, np.nan)
+        else:
+            out[length] = lows.copy()
+    return out
 
 
 def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = ALPHA) -> NoiseTail:
@@ -104,9 +115,8 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
     z = np.asarray(z, dtype=float)
     thresholds = []
     fitted = True
-    single = z[np.isfinite(z)]
-    for k in RUNS:
-        lows = run_minima(z, k, groups)
+    single = _Tail.of(z[np.isfinite(z)])
+    for k, lows in all_run_minima(z, groups).items():
         lows = lows[np.isfinite(lows)]
         p = alpha / (len(RUNS) * max(lows.size, 1))
         floor = SCREEN if k == 1 else RUN_FLOOR
@@ -114,9 +124,9 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
             fitted = False
             limit = _t3_threshold(k, max(lows.size, 1), alpha)
         else:
-            limit = _gpd_quantile(lows, p)
+            limit = (single if k == 1 else _Tail.of(lows)).quantile(p)
             if k > 1:  # never below what k independent points of the single-point tail reach together
-                limit = max(limit, _gpd_quantile(single, p ** (1.0 / k)))
+                limit = max(limit, single.quantile(p ** (1.0 / k)))
             # never above the t(3) rule: a tail that looks heavier than the heaviest noise seen in practice is a few
             # points the fit cannot tell from incidents (or slow movements logged sparsely), not noise to allow for
             limit = min(limit, _t3_threshold(k, lows.size, alpha))
@@ -128,8 +138,8 @@ def fixed_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
     """The thresholds of t(3) noise for an attempt of this length, whatever its own residuals (see above)."""
     z = np.asarray(z, dtype=float)
     limits = []
-    for k in RUNS:
-        n = int(np.isfinite(run_minima(z, k, groups)).sum())
+    for k, lows in all_run_minima(z, groups).items():
+        n = int(np.isfinite(lows).sum())
         limits.append(max(SCREEN if k == 1 else RUN_FLOOR, _t3_threshold(k, max(n, 1), alpha)))
     return NoiseTail(tuple(limits), int(np.isfinite(z).sum()), False)
 
@@ -140,16 +150,32 @@ def _t3_threshold(k: int, n: int, alpha: float) -> float:
     return float(stats.t.isf(p, 3) / _T3_ROBUST_SIGMA)
 
 
-def _gpd_quantile(x: np.ndarray, p: float) -> float:
-    """The value exceeded with probability ``p``, from a generalized Pareto fit to the upper tail."""
-    share = min(TAIL_SHARE, MAX_EXCESSES / x.size)
-    u0 = float(np.quantile(x, 1.0 - share))
-    over = x[x > u0] - u0
-    if over.size < 10 or p >= share:
-        return float(np.quantile(x, 1.0 - min(p, 1.0)))
-    xi, sigma = _fit(over)
-    ratio = (over.size / x.size) / p
-    return u0 + (sigma * math.log(ratio) if xi < 1e-6 else sigma / xi * (ratio**xi - 1.0))
+@dataclass(frozen=True)
+class _Tail:
+    """A sample's upper tail: its ``1 - share`` quantile ``u0`` and a generalized Pareto fit to the excesses."""
+
+    x: np.ndarray
+    share: float
+    u0: float
+    xi: float
+    sigma: float
+    excesses: int
+
+    @classmethod
+    def of(cls, x: np.ndarray) -> _Tail:
+        share = min(TAIL_SHARE, MAX_EXCESSES / max(x.size, 1))
+        u0 = float(np.quantile(x, 1.0 - share)) if x.size else math.nan
+        over = x[x > u0] - u0
+        xi, sigma = _fit(over) if over.size >= 10 else (math.nan, math.nan)
+        return cls(x, share, u0, xi, sigma, int(over.size))
+
+    def quantile(self, p: float) -> float:
+        """The value exceeded with probability ``p``: empirical inside the sample's body, extrapolated beyond."""
+        if self.excesses < 10 or p >= self.share:
+            return float(np.quantile(self.x, 1.0 - min(p, 1.0)))
+        ratio = (self.excesses / self.x.size) / p
+        return self.u0 + (self.sigma * math.log(ratio) if self.xi < 1e-6 else
+                          self.sigma / self.xi * (ratio**self.xi - 1.0))
 
 
 def _fit(excess: np.ndarray) -> tuple[float, float]:

@@ -28,9 +28,7 @@ class SkippedIterationsDetector:
     gap_steps: int = 20
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
-        counters = frames.metrics.filter(pl.col("metric") == s.SKIPPED_ITERATIONS).select(
-            "attempt", "step", skipped=pl.col("value")
-        )
+        counters = frames.points(s.SKIPPED_ITERATIONS).select("attempt", "step", skipped=pl.col("value"))
         overflows = (
             frames.events.filter((pl.col("kind") == s.EV_OVERFLOW) & pl.col("step").is_not_null())
             .select("attempt", "step")

@@ -47,7 +47,7 @@ import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
-from forensics.detectors.noise_tail import RUN_FLOOR, NoiseTail, fixed_tail, noise_tail
+from forensics.detectors.noise_tail import MIN_FIT, RUN_FLOOR, NoiseTail, fixed_tail, noise_tail
 from forensics.findings import Anomaly, Gap, shown
 from forensics.gaps import stretch_ids
 from forensics.timeline import runs_of_true, trailing_robust_z
@@ -239,8 +239,14 @@ class SpikeDetector:
             zn = np.where(judged, (x - centre) / np.maximum(noise, _RESOLUTION), np.nan)
         # where the noise is not known; a grad norm also waits out the burn-in (it swings widely as training starts,
         # where a loss jumping 2x never is benign)
-        jump = self._absolute(x, stretch, interval) & (eligible | (self.metric == "loss"))
-        absolute = jump & np.isnan(noise)
+        blind = np.isnan(noise)
+        if len(x) > 2 * MIN_FIT:  # a tail fit is coming: jumps matter only where the noise is unknown, the first
+            jump = np.zeros(len(x), dtype=bool)  # points of each stretch (their points before are such points too)
+            jump[blind] = self._absolute(x[blind], stretch[blind], interval)
+        else:
+            jump = self._absolute(x, stretch, interval)
+        jump &= eligible | (self.metric == "loss")
+        absolute = jump & blind
         with np.errstate(invalid="ignore"):
             candidate = ((z >= threshold) & eligible) | absolute
             # where the noise is known but too few points back a tail fit, a jump at the screen counts too
