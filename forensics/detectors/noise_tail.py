@@ -24,7 +24,8 @@ trailing_robust_z`) and its length:
 * **Incidents out of the fit.** A divergence or a long spike would otherwise be most of the tail it is judged
   against (on a short attempt it can be): the caller first judges the attempt with the fixed rule below
   (:func:`fixed_tail`), which already allows noise as heavy as t(3), and leaves out of the fit the points from the
-  onset of each incident it finds to its recovery (NaN z-scores are left out).
+  onset of each incident it finds until it is over (back to its level and within 3 sigmas; NaN z-scores are left
+  out).
 * **Too few points.** With fewer than :data:`MIN_FIT` minima the fit is unstable; the thresholds are those of
   Student-t noise with 3 degrees of freedom (the heaviest tail seen in practice), in robust-sigma units, for the
   attempt's length: conservative, and the report says so.

@@ -115,13 +115,16 @@ class _Scored:
     position: np.ndarray   # each point's index in its stretch
 
     def inside(self, incidents: list[SpikeIncident]) -> np.ndarray:
-        """The points from each incident's onset to its recovery, or to the end of its stretch."""
+        """The points from each incident's onset until it is over: back to its level and back inside 3 sigmas of the
+        noise (a recovery to within 5% can still be far out in a calm series), or the end of its stretch."""
         out = np.zeros(self.steps.size, dtype=bool)
         for inc in incidents:
             at = int(np.searchsorted(self.steps, inc.onset))
-            stop = self.ends[self.stretch[at]] if inc.recovered_step is None else np.searchsorted(
-                self.steps, inc.recovered_step)
-            out[at:stop] = True
+            end = int(self.ends[self.stretch[at]])
+            stop = end if inc.recovered_step is None else int(np.searchsorted(self.steps, inc.recovered_step))
+            with np.errstate(invalid="ignore"):
+                calm = np.flatnonzero(~(self.zn[stop:end] >= RUN_FLOOR))
+            out[at:stop + int(calm[0]) if calm.size else end] = True
         return out
 
 
