@@ -68,32 +68,24 @@ class NoiseTail:
     points: int
     fitted: bool
 
-    def hot(self, z: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:
+    def hot(self, z: np.ndarray, groups: np.ndarray | None = None,
+            minima: dict[int, np.ndarray] | None = None) -> np.ndarray:
         """Points that belong to some run of k consecutive points (within one group) all at or above the
-        threshold for k: what the noise would not produce in the whole attempt."""
+        threshold for k: what the noise would not produce in the whole attempt. ``minima``: the
+        :func:`all_run_minima` of ``z``, when already known."""
         out = np.zeros(z.size, dtype=bool)
-        for (k, lows), limit in zip(all_run_minima(z, groups).items(), self.thresholds, strict=True):
+        for (k, lows), limit in zip((minima or all_run_minima(z, groups)).items(), self.thresholds, strict=True):
             with np.errstate(invalid="ignore"):
                 starts = np.flatnonzero(lows >= limit)
             for j in range(k):  # mark every point of each such window
                 out[starts + j] = True
         return out
 
-    def limit_for(self, points: int) -> float:
-        """The threshold for a run of ``points`` consecutive points (the longest scanned length at most that)."""
-        usable = [t for k, t in zip(RUNS, self.thresholds, strict=True) if k <= points]
-        return min(usable) if usable else self.thresholds[0]
-
-
-def run_minima(z: np.ndarray, k: int, groups: np.ndarray | None = None) -> np.ndarray:
-    """The smallest z of each k consecutive points (``len(z) - k + 1`` values; NaN where a window holds a NaN or
-    crosses into another group)."""
-    return all_run_minima(z, groups, (k,))[k]
-
 
 def all_run_minima(z: np.ndarray, groups: np.ndarray | None = None,
                    lengths: tuple[int, ...] = RUNS) -> dict[int, np.ndarray]:
-    """:func:`run_minima` for every length in ``lengths`` (increasing), in one pass of shifted minima."""
+    """Per length k in ``lengths`` (increasing), the smallest z of each k consecutive points (``len(z) - k + 1``
+    values; NaN where a window holds a NaN or crosses into another group), in one pass of shifted minima."""
     z = np.asarray(z, dtype=float)
     out: dict[int, np.ndarray] = {}
     lows, k = z.copy(), 1
@@ -135,11 +127,12 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
     return NoiseTail(tuple(thresholds), int(np.isfinite(z).sum()), fitted)
 
 
-def fixed_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = ALPHA) -> NoiseTail:
+def fixed_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = ALPHA,
+               minima: dict[int, np.ndarray] | None = None) -> NoiseTail:
     """The thresholds of t(3) noise for an attempt of this length, whatever its own residuals (see above)."""
     z = np.asarray(z, dtype=float)
     limits = []
-    for k, lows in all_run_minima(z, groups).items():
+    for k, lows in (minima or all_run_minima(z, groups)).items():
         n = int(np.isfinite(lows).sum())
         limits.append(max(SCREEN if k == 1 else RUN_FLOOR, _t3_threshold(k, max(n, 1), alpha)))
     return NoiseTail(tuple(limits), int(np.isfinite(z).sum()), False)

@@ -47,7 +47,7 @@ import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
-from forensics.detectors.noise_tail import MIN_FIT, RUN_FLOOR, NoiseTail, fixed_tail, noise_tail
+from forensics.detectors.noise_tail import MIN_FIT, RUN_FLOOR, NoiseTail, all_run_minima, fixed_tail, noise_tail
 from forensics.findings import Anomaly, Gap, shown
 from forensics.gaps import stretch_ids
 from forensics.timeline import runs_of_true, trailing_robust_z
@@ -113,6 +113,8 @@ class _Scored:
     judged_points: int
     unknown_points: int
     position: np.ndarray   # each point's index in its stretch
+    onset_ok: np.ndarray   # at or above the 8 points before it: where a spike may start
+    minima: dict[int, np.ndarray]  # the run minima of zn (noise_tail.all_run_minima), for every tail's judging
 
     def inside(self, incidents: list[SpikeIncident]) -> np.ndarray:
         """The points from each incident's onset until it is over: back to its level and back inside 3 sigmas of the
@@ -198,8 +200,8 @@ class SpikeDetector:
             series = self._scores(attempt, intervals.get(attempt, 1), own, spacing.get(attempt, 1))
             counts[attempt], unknown[attempt] = series.judged_points, series.unknown_points
             # what the fixed t(3) rule already calls an incident stays out of the fit of the run's own noise tail
-            first = [inc for inc, decisive in self._candidates(series, fixed_tail(series.zn, series.stretch))
-                     if decisive]
+            first = [inc for inc, decisive in self._candidates(series, fixed_tail(
+                series.zn, series.stretch, minima=series.minima)) if decisive]
             # the fit also leaves out each stretch's first points, whose noise is estimated from too few residuals
             sample = np.where(series.inside(first) | (series.position < _SETTLED), np.nan, series.zn)
             tail = tails[attempt] = noise_tail(sample, series.stretch)
@@ -254,24 +256,27 @@ class SpikeDetector:
             candidate = ((z >= threshold) & eligible) | absolute
             # where the noise is known but too few points back a tail fit, a jump at the screen counts too
             short_jump = jump & (z >= threshold) & eligible
+        # an onset must rise above the recent values: a steep early decline that slows down is not a spike
+        recent_max = pl.DataFrame({"x": x, "g": stretch}).select(
+            pl.col("x").shift(1).rolling_max(window_size=8, min_samples=1).over("g")).to_series()
+        with np.errstate(invalid="ignore"):
+            onset_ok = ~(x < recent_max.fill_null(np.nan).to_numpy())
         return _Scored(attempt, interval, steps, values, x, z, zn, centre, scale, eligible, absolute, short_jump,
                        np.isnan(noise),
                        stretch, starts, ends, candidate, int((judged & ~np.isnan(noise)).sum()),
-                       int((np.isnan(noise) & (position > 0)).sum()), position)
+                       int((np.isnan(noise) & (position > 0)).sum()), position, onset_ok,
+                       all_run_minima(zn, stretch))
 
     def _candidates(self, sc: _Scored, tail: NoiseTail) -> list[tuple[SpikeIncident, bool]]:
         """Every candidate of the attempt, and whether it is an incident against ``tail``."""
-        hot = tail.hot(sc.zn, sc.stretch)
+        hot = tail.hot(sc.zn, sc.stretch, sc.minima)
         absolute = sc.absolute if tail.fitted else sc.absolute | sc.short_jump
         with np.errstate(invalid="ignore"):
             worth = sc.candidate | (hot & (sc.z >= RUN_FLOOR) & sc.eligible)
         long_enough = (sc.ends - sc.starts) > self.guard_samples + 1  # where Megatron's guard can speak
-        where = [(int(sc.starts[k]), int(sc.ends[k])) for k in np.flatnonzero(
-            np.bincount(sc.stretch[worth], minlength=len(sc.starts)).astype(bool) | long_enough)]
-        threshold = self._params()[2]
-        return [got for lo, hi in where for got in self._stretch_incidents(
-            sc.attempt, sc.interval, threshold, sc.steps[lo:hi], sc.values[lo:hi], sc.x[lo:hi], sc.z[lo:hi],
-            sc.centre[lo:hi], sc.scale[lo:hi], sc.eligible[lo:hi], hot[lo:hi], absolute[lo:hi], sc.blind[lo:hi])]
+        return [got for k in np.flatnonzero(np.bincount(sc.stretch[worth], minlength=len(sc.starts)).astype(bool)
+                                            | long_enough)
+                for got in self._stretch_incidents(sc, int(sc.starts[k]), int(sc.ends[k]), hot, absolute)]
 
     def _absolute(self, x: np.ndarray, stretch: np.ndarray, interval: int) -> np.ndarray:
         """Checks that need no statistics, for points with too little history to know the noise: a loss at least
@@ -296,24 +301,18 @@ class SpikeDetector:
         with np.errstate(invalid="ignore"):
             return (rise >= math.log(factor)) & ~(rise < 3 * swing)
 
-    def _stretch_incidents(
-        self, attempt: int, interval: int, threshold: float, steps: np.ndarray, values: np.ndarray, x: np.ndarray,
-        z: np.ndarray, centre: np.ndarray, scale: np.ndarray, eligible: np.ndarray, hot: np.ndarray,
-        absolute: np.ndarray, blind: np.ndarray,
-    ) -> list[tuple[SpikeIncident, bool]]:
-        """Every candidate of one stretch between holes, from its z-scores (see :func:`trailing_robust_z`), and
-        whether it is an incident (beyond the noise tail, or an absolute check) rather than a blip."""
+    def _stretch_incidents(self, sc: _Scored, lo: int, hi: int, hot: np.ndarray,
+                           absolute: np.ndarray) -> list[tuple[SpikeIncident, bool]]:
+        """Every candidate of the stretch ``lo:hi`` of the attempt, and whether it is an incident (beyond the noise
+        tail, or an absolute check) rather than a blip."""
+        steps, values, x, z = sc.steps[lo:hi], sc.values[lo:hi], sc.x[lo:hi], sc.z[lo:hi]
+        centre, scale, eligible, blind = sc.centre[lo:hi], sc.scale[lo:hi], sc.eligible[lo:hi], sc.blind[lo:hi]
+        hot, absolute = hot[lo:hi], absolute[lo:hi]
         found: list[tuple[SpikeIncident, bool]] = []
+        # candidates: at the screen, or a run of points beyond the noise tail, each at least 3 floored sigmas out
         with np.errstate(invalid="ignore"):
-            flagged = (z >= threshold) & eligible
-        # an onset must rise above the recent values: a steep early decline that slows down is not a spike
-        recent_max = pl.Series(x).shift(1).rolling_max(window_size=8, min_samples=1).to_numpy()
-        with np.errstate(invalid="ignore"):
-            onset_ok = ~(x < recent_max)
-        # a run of points beyond the noise tail is a candidate too, each point at least 3 floored sigmas out
-        with np.errstate(invalid="ignore"):
-            flagged |= hot & (z >= RUN_FLOOR) & eligible
-        flagged = _from_first_rise(flagged, onset_ok)
+            flagged = ((z >= self._params()[2]) | (hot & (z >= RUN_FLOOR))) & eligible
+        flagged = _from_first_rise(flagged, sc.onset_ok[lo:hi])
         guard = self._guard(x) & eligible
         decisive = hot | guard | absolute
         flagged |= guard | absolute
@@ -323,7 +322,7 @@ class SpikeDetector:
             back = np.flatnonzero(x[end + 1:] <= base + max(3 * scale[start], 0.05))
             found.append((
                 SpikeIncident(
-                    attempt=attempt,
+                    attempt=sc.attempt,
                     onset=int(steps[start]),
                     end=int(steps[end]),
                     peak=float(values[start:end + 1].max()),
@@ -331,7 +330,7 @@ class SpikeDetector:
                     recovered_step=int(steps[end + 1 + back[0]]) if back.size else None,
                     points_after=len(x) - end - 1,
                     scale=float(scale[start]),
-                    interval=interval,
+                    interval=sc.interval,
                     points=end - start + 1,
                     level=float(base),
                 ),
