@@ -116,7 +116,7 @@ def spike_checks(detector: SpikeDetector, frames: RunFrames) -> dict[int, dict]:
     absolute checks only, and the thresholds (robust sigmas) a lone point and two points in a row had to reach."""
     tails, unknown, judged = detector.tails(frames), detector.unknown(frames), detector.judged(frames)
     return {a: {"statistical": judged.get(a, 0), "absolute_only": unknown.get(a, 0),
-                "tail": "fitted" if tail.fitted else "fixed t(3)", "lone_point_sigma": round(tail.thresholds[0], 2),
+                "tail": tail.rule, "lone_point_sigma": round(tail.thresholds[0], 2),
                 "two_in_a_row_sigma": round(tail.thresholds[1], 2)} for a, tail in sorted(tails.items())}
 
 

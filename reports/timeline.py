@@ -100,7 +100,8 @@ def coverage_section(run: RunFindings) -> list[str]:
                        "point before it in its stretch of the log.")
         limits = [f"attempt {a}: {c['lone_point_sigma']:.1f} / {c['two_in_a_row_sigma']:.1f} ("
                   + (f"fitted on {c['statistical']:,} points" if c["tail"] == "fitted" else
-                     f"{c['statistical']:,} points: the fixed t(3) rule") + ")"
+                     f"{c['statistical']:,} points, too few for a tail fit: Student-{c['tail']} noise, the heaviest "
+                     "their body allows") + ")"
                   for a, c in per.items() if c["statistical"]]
         if limits:
             shown_limits = limits if len(limits) <= 4 else [*limits[:3], f"... ({len(limits) - 3} more attempts)"]

@@ -13,9 +13,9 @@ import pytest
 import forensics
 import reports
 from forensics.analyze import blips, detect
-from forensics.detectors import DEFAULT_DETECTORS, EXPERIMENTAL_DETECTORS, RunFrames
+from forensics.detectors import DEFAULT_DETECTORS, EXPERIMENTAL_DETECTORS, RunFrames, SpikeDetector
 from forensics.detectors.chance import LossAboveChanceDetector
-from forensics.detectors.noise_tail import fixed_tail, noise_tail
+from forensics.detectors.noise_tail import noise_tail
 from forensics.evaluation import Score, generate
 from forensics.findings import ANOMALY_KINDS
 from parsers import load_run
@@ -40,8 +40,10 @@ def test_thresholds_grow_with_the_run_and_with_the_tail() -> None:
     assert long.thresholds[0] > short.thresholds[0] > 20     # family-wise: a longer run needs a larger excursion
     assert noise_tail(gauss).thresholds[0] < 10              # a light tail lets a lone 10-sigma point through
     assert long.thresholds[1] < long.thresholds[0] / 3       # persistence: two in a row need far less
-    small = noise_tail(t3[:200])
-    assert not small.fitted and small == fixed_tail(t3[:200])  # too few points: the fixed t(3) rule
+    # too few points for a tail fit: the heaviest Student-t the body of the residuals allows
+    small, light = noise_tail(t3[:300]), noise_tail(gauss[:300])
+    assert not small.fitted and small.df == 3.0 and small.rule == "t(3)"
+    assert not light.fitted and light.df >= 6 and light.thresholds[0] < small.thresholds[0] / 2
 
 
 def test_a_divergence_does_not_inflate_the_tail_it_is_judged_against() -> None:
@@ -51,6 +53,30 @@ def test_a_divergence_does_not_inflate_the_tail_it_is_judged_against() -> None:
     loss = run.coverage["spike_checks"]["loss"]["1"]
     assert loss["tail"] == "fitted" and loss["lone_point_sigma"] < 20
     assert [a.step for a in run.anomalies if a.kind == "loss_spike" and a.attempt == 1] == [7010]
+
+
+def test_a_spike_several_points_wide_is_read_against_the_level_it_left() -> None:
+    """Generated Gaussian run: a loss spike at steps 13921-13926 (peak 1.25x) drags the median of the 8 points before
+    each point up behind it, so point by point only 13924 passes the screen, a lone point inside the noise tail. Read
+    against the level at its onset, three points in a row stand 6.6 sigmas out: an incident."""
+    curve = generate("spikes", 0, 1, noise="gaussian")
+    found = [a for a in detect(RunFrames(curve.metrics, curve.events)) if a.kind == "loss_spike"]
+    assert [a.step for a in found if 13900 <= a.step <= 13940] == [13923]
+
+
+@pytest.mark.parametrize(("noise", "incident"), [("gaussian", True), ("t3", False)])
+def test_a_short_series_is_judged_by_the_tail_its_body_shows(noise: str, incident: bool) -> None:
+    """300 points logged every 100 steps, too few for a tail fit, and one point 12 robust sigmas out: with a light
+    body it is an incident, with a t(3) body it may be that noise's own tail (a blip)."""
+    rng = np.random.default_rng(3)
+    draw = rng.normal(size=300) if noise == "gaussian" else rng.standard_t(3, 300) / 1.134
+    x = 0.004 * draw
+    x[200] = 0.004 * 12
+    steps = np.arange(1, 301) * 100 + 5_000
+    frames = frames_of({"loss": np.exp(1.0 + x)}, steps)
+    tail = SpikeDetector("loss").tails(frames)[1]
+    assert not tail.fitted and (tail.df >= 6) == incident
+    assert [a.step for a in detect(frames) if a.kind == "loss_spike"] == ([int(steps[200])] if incident else [])
 
 
 # --- incidents and blips -------------------------------------------------------------------------------------------

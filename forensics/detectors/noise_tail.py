@@ -10,10 +10,11 @@ trailing_robust_z`) and its length:
   ``alpha / n``, so a run ten times longer needs a larger excursion.
 * **Persistence.** Real instabilities last; one hard batch does not. Each run length ``k`` in :data:`RUNS`
   (1, 2, 3, 5, 8 consecutive points) gets its own threshold, read from the distribution of the run's own
-  *k-point minima* (the smallest z of each k consecutive points), so serial correlation (AR noise) is in the
-  estimate rather than assumed away, and never below what k independent points of the single-point tail would
-  reach together (the k-point minima's own tail is fitted far from its asymptote). ``alpha`` is split evenly
-  between the run lengths (Bonferroni).
+  *k-point minima* (the smallest z of each k consecutive points, each measured against the level at the window's
+  first point, :func:`held_run_minima`: a spike several points wide lifts the trailing median behind it), so serial
+  correlation (AR noise) is in the estimate rather than assumed away, and never below what k independent points of
+  the single-point tail would reach together (the k-point minima's own tail is fitted far from its asymptote).
+  ``alpha`` is split evenly between the run lengths (Bonferroni).
 * **Tail fit.** The far quantile ``1 - alpha / (K n)`` lies beyond the data, so it is extrapolated with a
   generalized Pareto distribution (peaks over threshold): the excesses of the k-point minima over their
   ``1 - q`` empirical quantile ``u0`` (q = 5%, at most 20,000 excesses) are fitted by maximum likelihood with
@@ -26,12 +27,17 @@ trailing_robust_z`) and its length:
   (:func:`fixed_tail`), which already allows noise as heavy as t(3), and leaves out of the fit the points from the
   onset of each incident it finds until it is over (back to its level and within 3 sigmas; NaN z-scores are left
   out).
-* **Too few points.** With fewer than :data:`MIN_FIT` minima the fit is unstable; the thresholds are those of
-  Student-t noise with 3 degrees of freedom (the heaviest tail seen in practice), in robust-sigma units, for the
-  attempt's length: conservative, and the report says so.
+* **Too few points.** With fewer than :data:`MIN_FIT` minima the far tail cannot be fitted, but the body of the
+  residuals still tells how heavy it is: a Student-t distribution is fitted to them for each degree of freedom in
+  :data:`LADDER` (by maximum likelihood, the 1% at each end censored so that the spikes being looked for do not
+  decide it), and the *heaviest* one the data do not reject (log-likelihood within 1.92 of the best: a 95% likelihood
+  ratio test) sets the thresholds, k points taken as independent: t(3), the heaviest tail seen in practice, unless the
+  residuals show a lighter one (a loss logged as a mean over many iterations is close to Gaussian). The report names
+  the distribution used.
 
 Thresholds never fall below the screen (6 robust sigma) for a lone point, nor below 3 for a run of points, and
-never rise above the t(3) rule's.
+never rise above the t(3) rule's (for a run of serially correlated residuals, :func:`serially_correlated`, above the
+lone point's).
 
 >>> import numpy as np
 >>> z = np.random.default_rng(0).standard_t(3, 100_000) / 1.134   # t(3) noise in robust-sigma units
@@ -55,18 +61,28 @@ RUN_FLOOR = 3.0       # a run of several points must still be this far out
 TAIL_SHARE = 0.05     # excesses over the 95th percentile are fitted
 MAX_EXCESSES = 20_000
 MAX_XI = 0.5          # the heaviest tail the fit may report (t(2))
-MIN_FIT = 400         # fewer k-point minima than this: the fixed t(3) rule
+MIN_FIT = 400         # fewer k-point minima than this: a Student-t from the body of the residuals
+LADDER = (3.0, 4.0, 6.0, 10.0, 30.0)  # degrees of freedom tried for a short series, heaviest first
+MIN_BODY = 30         # fewer residuals than this: t(3), nothing tried
+MAX_BODY = 5_000      # residuals the body is fitted on, at most (evenly spaced)
 _T3_ROBUST_SIGMA = 1.4826 * stats.t.ppf(0.75, 3)  # t(3)'s 1.4826 x MAD: robust z of t(3) noise is t / this
 
 
 @dataclass(frozen=True)
 class NoiseTail:
     """Thresholds per run length (``thresholds[i]`` for ``RUNS[i]`` consecutive points), from ``points`` z-scores;
-    ``fitted`` is False when there were too few for a tail fit and the fixed t(3) rule was used."""
+    ``fitted`` is False when there were too few for a tail fit and Student-t noise with ``df`` degrees of freedom
+    (from the body of the residuals, :data:`LADDER`) was used."""
 
     thresholds: tuple[float, ...]
     points: int
     fitted: bool
+    df: float = 3.0
+
+    @property
+    def rule(self) -> str:
+        """How the thresholds were set, in words: ``"fitted"``, or the Student-t used (``"t(3)"``)."""
+        return "fitted" if self.fitted else f"t({self.df:g})"
 
     def hot(self, z: np.ndarray, groups: np.ndarray | None = None,
             minima: dict[int, np.ndarray] | None = None) -> np.ndarray:
@@ -103,28 +119,104 @@ def all_run_minima(z: np.ndarray, groups: np.ndarray | None = None,
     return out
 
 
-def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = ALPHA) -> NoiseTail:
-    """The thresholds for one attempt's z-scores (see the module docstring)."""
+def held_run_minima(x: np.ndarray, centre: np.ndarray, noise: np.ndarray, groups: np.ndarray | None = None,
+                    lengths: tuple[int, ...] = RUNS) -> dict[int, np.ndarray]:
+    """Per length k, the smallest z of each k consecutive points measured against the level (``centre``) and noise
+    of the window's *first* point: a spike several points wide drags a trailing median up behind it, so its later
+    points are read against the level it left, as a reader of the curve reads them. NaN wherever ``x``, ``centre``
+    or ``noise`` is (a point left out), or a window crosses into another group. At k = 1 this is the plain z."""
+    with np.errstate(invalid="ignore"):
+        masked = np.where(np.isfinite(centre) & np.isfinite(noise), x, np.nan)
+    out = {}
+    for k, lows in all_run_minima(masked, groups, lengths).items():
+        m = lows.size
+        with np.errstate(invalid="ignore"):
+            out[k] = (lows - centre[:m]) / noise[:m]
+    return out
+
+
+def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = ALPHA,
+               minima: dict[int, np.ndarray] | None = None) -> NoiseTail:
+    """The thresholds for one attempt's z-scores (see the module docstring); ``minima``: their run minima when not
+    :func:`all_run_minima` of ``z`` (e.g. :func:`held_run_minima`)."""
     z = np.asarray(z, dtype=float)
     thresholds = []
     fitted = True
-    single = _Tail.of(z[np.isfinite(z)])
-    for k, lows in all_run_minima(z, groups).items():
+    finite = z[np.isfinite(z)]
+    single = _Tail.of(finite)
+    body: tuple[float, float, float] | None = None
+    correlated: bool | None = None
+    for k, lows in (minima or all_run_minima(z, groups)).items():
         lows = lows[np.isfinite(lows)]
         p = alpha / (len(RUNS) * max(lows.size, 1))
         floor = SCREEN if k == 1 else RUN_FLOOR
         if lows.size < MIN_FIT:
             fitted = False
-            limit = _t3_threshold(k, max(lows.size, 1), alpha)
+            df, loc, scale = body = body or student_body(finite)
+            limit = loc + scale * float(stats.t.isf(p ** (1.0 / k), df))
         else:
             limit = (single if k == 1 else _Tail.of(lows)).quantile(p)
             if k > 1:  # never below what k independent points of the single-point tail reach together
                 limit = max(limit, single.quantile(p ** (1.0 / k)))
             # never above the t(3) rule: a tail that looks heavier than the heaviest noise seen in practice is a few
             # points the fit cannot tell from incidents (or slow movements logged sparsely), not noise to allow for
-            limit = min(limit, _t3_threshold(k, lows.size, alpha))
-        thresholds.append(max(floor, limit))
-    return NoiseTail(tuple(thresholds), int(np.isfinite(z).sum()), fitted)
+            # (for a run of serially correlated residuals, the lone point's: k independent t(3) points understate
+            # how often correlated noise stays up)
+            cap = _t3_threshold(k, lows.size, alpha)
+            if k > 1:
+                correlated = correlated if correlated is not None else serially_correlated(z, groups)
+                cap = max(cap, thresholds[0]) if correlated else cap
+            limit = min(limit, cap)
+        thresholds.append(float(max(floor, limit)))
+    return NoiseTail(tuple(thresholds), int(np.isfinite(z).sum()), fitted, body[0] if body else 3.0)
+
+
+def serially_correlated(z: np.ndarray, groups: np.ndarray | None = None) -> bool:
+    """Whether consecutive residuals (within one group) are positively rank-correlated beyond chance (and beyond
+    0.1): a hard stretch of data that lasts several batches, as opposed to independent noise.
+
+    >>> rng = np.random.default_rng(0)
+    >>> serially_correlated(rng.normal(size=5000)), serially_correlated(np.cumsum(rng.normal(size=5000)))
+    (False, True)
+    """
+    z = np.asarray(z, dtype=float)
+    a, b = z[:-1], z[1:]
+    keep = np.isfinite(a) & np.isfinite(b)
+    if groups is not None:
+        keep &= groups[:-1] == groups[1:]
+    if keep.sum() < MIN_BODY:
+        return False
+    rho = float(stats.spearmanr(a[keep], b[keep]).statistic)
+    return rho > max(0.1, 3.0 / math.sqrt(float(keep.sum())))
+
+
+def student_body(z: np.ndarray) -> tuple[float, float, float]:
+    """(df, loc, scale) of the heaviest Student-t in :data:`LADDER` that the residuals ``z`` (robust-sigma units) do
+    not reject, fitted with their lowest and highest 1% censored; t(3) in robust-sigma units below :data:`MIN_BODY`.
+
+    >>> rng = np.random.default_rng(0)
+    >>> student_body(rng.normal(size=300))[0], student_body(rng.standard_t(3, 300))[0]
+    (10.0, 3.0)
+    """
+    z = np.asarray(z, dtype=float)
+    if z.size < MIN_BODY:
+        return 3.0, 0.0, 1.0 / _T3_ROBUST_SIGMA
+    if z.size > MAX_BODY:  # the body's shape does not need more points than this
+        z = z[:: -(-z.size // MAX_BODY)]
+    lo, hi = np.quantile(z, [0.01, 0.99])
+    inside, below, above = z[(z >= lo) & (z <= hi)], int((z < lo).sum()), int((z > hi).sum())
+    loc = float(np.median(z))
+    fits = []
+    for df in LADDER:
+        def nll(log_scale: float, df: float = df) -> float:
+            scale = math.exp(log_scale)
+            return -float(stats.t.logpdf(inside, df, loc, scale).sum() + below * stats.t.logcdf(lo, df, loc, scale)
+                          + above * stats.t.logsf(hi, df, loc, scale))
+        best = optimize.minimize_scalar(nll, bounds=(-5.0, 5.0), method="bounded")
+        fits.append((df, float(-best.fun), math.exp(float(best.x))))
+    top = max(ll for _, ll, _ in fits)
+    df, _, scale = next(f for f in fits if f[1] >= top - 1.92)  # the heaviest not rejected
+    return df, loc, scale
 
 
 def fixed_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = ALPHA,
@@ -134,7 +226,7 @@ def fixed_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
     limits = []
     for k, lows in (minima or all_run_minima(z, groups)).items():
         n = int(np.isfinite(lows).sum())
-        limits.append(max(SCREEN if k == 1 else RUN_FLOOR, _t3_threshold(k, max(n, 1), alpha)))
+        limits.append(float(max(SCREEN if k == 1 else RUN_FLOOR, _t3_threshold(k, max(n, 1), alpha))))
     return NoiseTail(tuple(limits), int(np.isfinite(z).sum()), False)
 
 

@@ -47,7 +47,7 @@ import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
-from forensics.detectors.noise_tail import MIN_FIT, RUN_FLOOR, NoiseTail, all_run_minima, fixed_tail, noise_tail
+from forensics.detectors.noise_tail import MIN_FIT, RUN_FLOOR, NoiseTail, fixed_tail, held_run_minima, noise_tail
 from forensics.findings import Anomaly, Gap, shown
 from forensics.gaps import stretch_ids
 from forensics.timeline import runs_of_true, trailing_robust_z
@@ -114,7 +114,9 @@ class _Scored:
     unknown_points: int
     position: np.ndarray   # each point's index in its stretch
     onset_ok: np.ndarray   # at or above the 8 points before it: where a spike may start
-    minima: dict[int, np.ndarray]  # the run minima of zn (noise_tail.all_run_minima), for every tail's judging
+    minima: dict[int, np.ndarray]  # the run minima of zn, each run against its first point's level (held_run_minima)
+    held: np.ndarray       # the centre where the point is judged, NaN elsewhere
+    noise: np.ndarray      # the noise scale (no floor but the printed digits)
 
     def inside(self, incidents: list[SpikeIncident]) -> np.ndarray:
         """The points from each incident's onset until it is over: back to its level and back inside 3 sigmas of the
@@ -203,8 +205,10 @@ class SpikeDetector:
             first = [inc for inc, decisive in self._candidates(series, fixed_tail(
                 series.zn, series.stretch, minima=series.minima)) if decisive]
             # the fit also leaves out each stretch's first points, whose noise is estimated from too few residuals
-            sample = np.where(series.inside(first) | (series.position < _SETTLED), np.nan, series.zn)
-            tail = tails[attempt] = noise_tail(sample, series.stretch)
+            left_out = series.inside(first) | (series.position < _SETTLED)
+            sample = np.where(left_out, np.nan, series.zn)
+            tail = tails[attempt] = noise_tail(sample, series.stretch, minima=held_run_minima(
+                series.x, np.where(left_out, np.nan, series.held), series.noise, series.stretch))
             judged = self._candidates(series, tail)
             found += [_recovery_over(inc, own, gaps) for inc, decisive in judged if decisive]
             lone += [inc for inc, decisive in judged if not decisive]
@@ -240,8 +244,10 @@ class SpikeDetector:
         eligible = ~((position < self.burn_in) & (steps[starts][stretch] < self.early_step))
         judged = eligible & ~np.isnan(z)
         # how unusual each point is, against the noise itself (the floored z also asks whether it matters)
+        held = np.where(judged, centre, np.nan)  # the level each point (and each run starting at it) is read against
+        noise = np.maximum(noise, _RESOLUTION)
         with np.errstate(invalid="ignore", divide="ignore"):
-            zn = np.where(judged, (x - centre) / np.maximum(noise, _RESOLUTION), np.nan)
+            zn = (x - held) / noise
         # where the noise is not known; a grad norm also waits out the burn-in (it swings widely as training starts,
         # where a loss jumping 2x never is benign)
         blind = np.isnan(noise)
@@ -265,7 +271,7 @@ class SpikeDetector:
                        np.isnan(noise),
                        stretch, starts, ends, candidate, int((judged & ~np.isnan(noise)).sum()),
                        int((np.isnan(noise) & (position > 0)).sum()), position, onset_ok,
-                       all_run_minima(zn, stretch))
+                       held_run_minima(x, held, noise, stretch), held, noise)
 
     def _candidates(self, sc: _Scored, tail: NoiseTail) -> list[tuple[SpikeIncident, bool]]:
         """Every candidate of the attempt, and whether it is an incident against ``tail``."""
