@@ -79,6 +79,20 @@ def test_a_short_series_is_judged_by_the_tail_its_body_shows(noise: str, inciden
     assert [a.step for a in detect(frames) if a.kind == "loss_spike"] == ([int(steps[200])] if incident else [])
 
 
+def test_run_thresholds_allow_for_serial_correlation_only_where_the_residuals_show_it() -> None:
+    """Real Hugging Face SFT run: independent, very heavy-tailed grad norms (lone blips up to 2,507x), and a grad norm
+    36x its level for three steps (1562-1564): capped at what three independent t(3) points reach, that is an
+    incident. A clean run with AR(1) noise (lag-1 correlation 0.5-0.95) stays up for several points by itself: its run
+    thresholds are its own, and it raises nothing."""
+    run = load_run(Path(__file__).parent / "fixtures" / "real" / "tensorboard" / "fyh2001_megatron-sft-recipes_fsdp2")
+    frames = RunFrames(run.metrics, run.events)
+    grad = [(a.step, a.end_step) for a in detect(frames) if a.kind == "grad_norm_spike"]
+    assert grad == [(1562, 1564)]
+    for seed in (0, 1, 2):
+        curve = generate("clean", seed, 1, noise="ar1")
+        assert detect(RunFrames(curve.metrics, curve.events)) == []
+
+
 # --- incidents and blips -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("seed", [1000, 1001])
 def test_heavy_tailed_clean_run_raises_no_incident(seed: int) -> None:
