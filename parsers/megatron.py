@@ -19,14 +19,16 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from parsers import megatron_patterns as p
 from parsers import schema as s
+from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
-from parsers.textfile import SEPARATOR, TextFile, read_blocks, scan_blocks
+from parsers.textfile import SEPARATOR, TextFile, inspect_text, read_blocks, scan_blocks
 
 DETECT = re.compile(rb"iteration\s+\d+\s*/\s*\d+\s*\||-{8,} arguments -{8,}")
 PDSH_CMD = re.compile(p.PDSH_CMD)
@@ -38,6 +40,27 @@ _SAMPLE_LINES = 256  # iteration lines the layout is learned from
 _SAMPLE_BLOCKS = 4  # blocks of the file's head searched for them
 _CORE = re.compile(p.ITERATION_CORE.encode())
 _COUNTER_CELL = re.compile(p.COUNTER_CELL)
+
+
+FORMAT = "megatron"
+
+
+def sniff(head: bytes, name: str) -> bool:
+    """Any text file: a Megatron log may print its first iteration line after megabytes of start-up, so the whole
+    file is looked at when it is read (this reader is asked last)."""
+    return b"\x00" not in head[:8192]
+
+
+def read(path: Path, context: ReadContext) -> list[Piece]:
+    """A Megatron-family log; a text file without iteration lines or an arguments block is not one."""
+    text = inspect_text(path, context.shown, {"megatron": DETECT}, head_patterns={"pdsh": PDSH_CMD})
+    if text.binary:
+        raise NotThisFormat(f"{context.shown}: binary file, not a text log")
+    if text.blank:
+        raise NotThisFormat(f"{context.shown}: empty file", empty=True)
+    if text.matches["megatron"] is None:
+        raise NotThisFormat(f"{context.shown}: no Megatron iteration lines or arguments block")
+    return [Piece(path, FORMAT, parse_megatron(text, run=context.run, source=context.shown))]
 
 
 def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:

@@ -16,26 +16,15 @@ from pathlib import Path
 
 import polars as pl
 
+from parsers import registry
 from parsers import schema as s
 from parsers.config_names import canonical_configs
-from parsers.megatron import DETECT, PDSH_CMD, ParsedLog, parse_megatron
-from parsers.tensorboard import is_event_file, parse_event_file
-from parsers.textfile import InputError, TextFile, inspect_text, scan_blocks
-from parsers.wandb_csv import CHART, HISTORY, RUNS_TABLE, csv_kind, header_of, read_chart_export, read_runs_table
-from parsers.wandb_history import config_frame, history_log, read_history_file, sampling_note, wide_to_long
-from parsers.wandb_log import is_wandb_log
-from parsers.wandb_run import (
-    WandbRun,
-    attach_configs,
-    is_wandb_config,
-    read_config_yaml,
-    read_summary_json,
-    read_wandb_run,
-    summary_values,
-)
+from parsers.reader import NotThisFormat, Piece, ReadContext
+from parsers.schema import ParsedLog
+from parsers.textfile import InputError
+from parsers.wandb_csv import CHART, HISTORY, RUNS_TABLE
 
 WANDB_LOG = "wandb"
-_SIDECARS = {"config.yaml": "config", "wandb-summary.json": "summary"}
 _TEXT_SUFFIXES = {".log", ".out", ".err", ".txt"}
 
 
@@ -89,18 +78,6 @@ def _display(path: Path, root: Path) -> str:
     return str(path) if path == root else str(path.relative_to(root))
 
 
-@dataclass
-class Piece:
-    """One parsed input: its frames, the run it names (None: the directory's run) and how it joins the others."""
-
-    file: Path
-    fmt: str
-    log: ParsedLog
-    run: str | None = None
-    sampled: bool = False
-    config_only: bool = False
-
-
 def load_runs(path: str | Path, name: str | None = None) -> list[Run]:
     """Read a run directory (every log in it, recognised by content) or a single file into one run per training
     run it holds (see the module docstring for when that is more than one).
@@ -114,26 +91,9 @@ def load_runs(path: str | Path, name: str | None = None) -> list[Run]:
     if not root.exists():
         raise InputError(f"{root}: no such file or directory")
     dir_name = name or (root.resolve().name if root.is_dir() else root.stem)
-    warnings: list[str] = []
-    skipped: list[str] = []
-    files = _candidate_files(root)
-    wandb_runs, consumed, run_dirs = _read_wandb_logs(files, root, warnings)
-    pieces = [Piece(r.file, WANDB_LOG, r.log, r.name) for r in wandb_runs]
-    for file in files:
-        if file in consumed or _wandb_housekeeping(file, run_dirs):
-            continue
-        shown = _display(file, root)
-        try:
-            found = _read_file(file, shown, dir_name, root.is_file(), skipped, warnings)
-        except InputError as exc:
-            if root.is_file():
-                raise
-            warnings.append(str(exc))
-            continue
-        hint = next((run_dirs[d] for d in file.parents if d in run_dirs), None)
-        for piece in found:
-            piece.run = piece.run or hint
-        pieces.extend(found)
+    context = ReadContext(shown=str(root), run=dir_name, single=root.is_file(), root=root)
+    pieces = _read_all(_candidate_files(root), context)
+    warnings, skipped = context.warnings, context.skipped
     if not any(not p.config_only or p.fmt == RUNS_TABLE for p in pieces):
         if root.is_file():
             reason = (warnings + skipped)[0].split(": ", 1)[-1] if warnings + skipped else "unreadable"
@@ -175,178 +135,61 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
     return runs[0]
 
 
-def _read_wandb_logs(
-    files: list[Path], root: Path, warnings: list[str]
-) -> tuple[list[WandbRun], set[Path], dict[Path, str]]:
-    """Every ``.wandb`` log with its run directory's config/summary files; which files they used; and each run
-    directory's run name (for the other files in it, such as ``files/output.log``)."""
-    runs: list[WandbRun] = []
-    consumed: set[Path] = set()
-    run_dirs: dict[Path, str] = {}
+def _read_all(files: list[Path], context: ReadContext) -> list[Piece]:
+    """Every file read by the first reader that takes it (see :mod:`parsers.registry`): each head is read once;
+    readers marked ``FIRST`` read before the others (they claim sidecar files and name their directory's run)."""
+    chosen = []
     for file in files:
-        if not _is_wandb_log(file):
-            continue
-        sidecars = {kind: file.parent / "files" / fname for fname, kind in _SIDECARS.items()}
-        sidecars = {k: p for k, p in sidecars.items() if p.is_file()}
-        consumed.update({file, *sidecars.values()})
-        try:
-            run = read_wandb_run(file, _display(file, root), sidecars)
-        except InputError as exc:
-            if root.is_file():
-                raise
-            warnings.append(str(exc))
-            continue
-        console = file.parent / "files" / "output.log"
-        if console.is_file() and _console_events(run, console, _display(console, root), warnings):
-            consumed.add(console)
-        runs.append(run)
-    _distinct_names(runs)
-    run_dirs.update({r.file.parent: r.name for r in runs})
-    runs.sort(key=lambda r: (r.start_time is None, r.start_time or 0.0))
-    for run_name in dict.fromkeys(r.name for r in runs):
-        attach_configs([r for r in runs if r.name == run_name])
-    return runs, consumed, run_dirs
+        head = registry.head_of(file)
+        chosen.append((file, head, registry.reader_for(head, file.name)))
+    pieces: list[Piece] = []
+    for first in (True, False):
+        by_reader: dict[int, list[Piece]] = {}
+        kinds = {id(reader): reader for _, _, reader in chosen}
+        for file, head, reader in chosen:
+            if bool(getattr(reader, "FIRST", False)) != first or file in context.consumed:
+                continue
+            if not first and any(getattr(r, "ignores", None) and r.ignores(file, context.owners)
+                                 for r in registry.readers()):
+                continue
+            found = _read_one(file, head, reader, context)
+            for piece in found:
+                piece.run = piece.run or next((context.owners[d] for d in file.parents if d in context.owners), None)
+            by_reader.setdefault(id(reader), []).extend(found)
+        for key, group in by_reader.items():
+            if combine := getattr(kinds[key], "combine", None):
+                by_reader[key] = combine(group, context)
+        for group in by_reader.values():
+            pieces.extend(group)
+    return pieces
 
 
-def _distinct_names(runs: list[WandbRun]) -> None:
-    """Runs are told apart by their W&B id (a resume keeps it): runs that share a display name but not an id get
-    the id beside the name."""
-    ids: dict[str, set[str]] = {}
-    for r in runs:
-        ids.setdefault(r.name, set()).add(r.run_id)
-    for r in runs:
-        if len(ids[r.name]) > 1:
-            r.name = f"{r.name} ({r.run_id})"
-            r.log.metrics = r.log.metrics.with_columns(run=pl.lit(r.name, dtype=s.METRICS_SCHEMA["run"]))
-            r.log.events = r.log.events.with_columns(run=pl.lit(r.name))
-            r.log.configs = r.log.configs.with_columns(run=pl.lit(r.name))
-
-
-def _console_events(run: WandbRun, console: Path, shown: str, warnings: list[str]) -> bool:
-    """A W&B run's ``files/output.log`` (what the program printed) read for its errors, stops and tracebacks, which
-    join the run's last attempt, so its end is told by what the program said, not by its exit code alone. A console
-    that holds a Megatron log is left to the text reader (it is a full source). Returns whether it was read here."""
+def _read_one(file: Path, head: bytes, reader: object, context: ReadContext) -> list[Piece]:
+    """The pieces one file contributes (none when it is not a training log: then ``context.skipped`` says why,
+    or a warning where damage or an empty log is worth one)."""
+    shown = context.display(file)
+    if reader is None:
+        context.skipped.append(f"{shown}: {registry.looks_like(head, file.name)}")
+        return []
+    here = ReadContext(shown=shown, run=context.run, single=context.single, root=context.root,
+                       warnings=context.warnings, skipped=context.skipped, consumed=context.consumed,
+                       owners=context.owners)
     try:
-        text = inspect_text(console, shown, {"megatron": DETECT}, head_patterns={"pdsh": PDSH_CMD})
+        return reader.read(file, here)  # type: ignore[attr-defined]
+    except NotThisFormat as exc:
+        if exc.empty:
+            (context.warnings if context.single or file.suffix in _TEXT_SUFFIXES else context.skipped).append(str(exc))
+        elif reader is registry.BUILTIN[-1]:  # the last resort found nothing: say what the file looks like
+            said = registry.looks_like(head, file.name)
+            context.skipped.append(str(exc) if said.startswith(("text without", "binary")) else f"{shown}: {said}")
+        else:
+            context.skipped.append(str(exc))
+        return []
     except InputError as exc:
-        warnings.append(str(exc))
-        return False
-    if text.binary or text.matches.get("megatron") is not None:
-        return False
-    if text.blank:
-        return True
-    printed = parse_megatron(text, run=run.name, source=shown)
-    warnings.extend(printed.warnings)
-    if printed.events.height:
-        # each line's step is the last one the program printed before it ("iter 1330: loss ..."), when the run
-        # logged its own step to W&B (else its steps count log calls, and the console's are on another axis)
-        own_axis = s.STEP_AXIS in run.log.tags.values()
-        progress = console_steps(text) if own_axis else pl.DataFrame(schema={"line": pl.Int64, "printed_step": pl.Int64})
-        events = printed.events.sort("line").join_asof(progress, on="line", strategy="backward").with_columns(
-            step=pl.coalesce("step", "printed_step"), attempt=pl.lit(run.log.n_attempts, dtype=pl.Int32))
-        run.log.events = pl.concat([run.log.events, events.select(run.log.events.columns)], how="vertical_relaxed")
-    return True
-
-
-CONSOLE_STEP = r"^\s*(?i:iter|iteration|step)\s+(\d+)\s*[:|,/]"  # "iter 1330: loss 1.8209", "step 40 | loss"
-
-
-def console_steps(text: TextFile) -> pl.DataFrame:
-    """``line``, ``printed_step``: the lines of a console that say which step the training is at, in order."""
-    found = [
-        block.filter(pl.col("text").str.contains(CONSOLE_STEP))
-        .select(pl.col("line").cast(pl.Int64), printed_step=pl.col("text").str.extract(CONSOLE_STEP, 1).cast(pl.Int64))
-        .collect()
-        for block in scan_blocks(text)
-    ]
-    return pl.concat(found) if found else pl.DataFrame(schema={"line": pl.Int64, "printed_step": pl.Int64})
-
-
-def _wandb_housekeeping(file: Path, run_dirs: dict[Path, str]) -> bool:
-    """W&B's own files beside the logs (debug logs, requirements.txt, metadata): not evidence of the training.
-    ``files/output.log`` (the console) is kept, since it may hold the Megatron log."""
-    if any(d in run_dirs for d in file.parents):
-        return file.name != "output.log" and file.suffix != ".wandb"
-    return file.name.startswith("debug") and file.suffix == ".log" and any(d.parent == file.parent for d in run_dirs)
-
-
-def _is_wandb_log(file: Path) -> bool:
-    """A ``.wandb`` file (a wrong header is reported when it is read), or any file with the W&B log header."""
-    if file.suffix == ".wandb":
-        return True
-    try:
-        with file.open("rb") as handle:
-            return is_wandb_log(handle.read(7))
-    except OSError:
-        return False  # reported as unreadable by the text path
-
-
-def _head(file: Path) -> bytes:
-    try:
-        with file.open("rb") as handle:
-            return handle.read(65536)
-    except OSError:
-        return b""
-
-
-def _read_file(
-    file: Path, shown: str, run_name: str, single: bool, skipped: list[str], warnings: list[str]
-) -> list[Piece]:
-    """The pieces one file contributes (none when it is not a training log: then ``skipped`` says why)."""
-    if is_event_file(file):
-        return [Piece(file, "tensorboard", parse_event_file(file, shown, run_name))]
-    head = _head(file)
-    wandb = _read_wandb_export(file, shown, head, run_name, warnings)
-    if wandb is not None:
-        return wandb
-    text = inspect_text(file, shown, {"megatron": DETECT}, head_patterns={"pdsh": PDSH_CMD})
-    if text.binary:
-        skipped.append(f"{shown}: binary file, not a text log")
+        if context.single:
+            raise
+        context.warnings.append(str(exc))
         return []
-    if text.blank:
-        (warnings if single or file.suffix in _TEXT_SUFFIXES else skipped).append(f"{shown}: empty file")
-        return []
-    if text.matches["megatron"] is None:
-        skipped.append(f"{shown}: no Megatron iteration lines or arguments block")
-        return []
-    return [Piece(file, "megatron", parse_megatron(text, run=run_name, source=shown))]
-
-
-def _read_wandb_export(
-    file: Path, shown: str, head: bytes, run_name: str, warnings: list[str]
-) -> list[Piece] | None:
-    """A W&B export recognised by content, or None when the file is something else."""
-    if file.name in _SIDECARS and (file.name == "wandb-summary.json" or is_wandb_config(file)):
-        values = (read_config_yaml(file, shown) if file.suffix == ".yaml"
-                  else summary_values(read_summary_json(file, shown)))
-        prefix = s.SUMMARY_PREFIX if file.suffix == ".json" else ""
-        log = ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA),
-                        config_frame(values, run=run_name, source=shown, prefix=prefix))
-        return [Piece(file, "wandb-" + _SIDECARS[file.name], log, config_only=True)]
-    is_parquet = head.startswith(b"PAR1")
-    is_json = file.suffix.lower() in {".json", ".jsonl", ".ndjson"} and b'"_step"' in head
-    kind = HISTORY if is_parquet or is_json else csv_kind(header_of(head.decode("utf-8", errors="replace")))
-    if kind is None:
-        return None
-    if kind == CHART:
-        series, notes = read_chart_export(file, shown)
-        warnings.extend(notes)
-        return [Piece(file, CHART, x.log, x.name, sampled=any("sampled" in w for w in x.log.warnings))
-                for x in series]
-    if kind == RUNS_TABLE:
-        return [Piece(file, RUNS_TABLE, ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA), configs),
-                      run, config_only=True) for run, configs in read_runs_table(file, shown, warnings)]
-    long = wide_to_long(read_history_file(file, shown, warnings), shown)
-    # dumps of run.history() come in no particular order; JSON lines are written as logged (a step going back
-    # there is a restart)
-    in_order = file.suffix.lower() in {".jsonl", ".ndjson"}
-    log = history_log(long, run=run_name, source=shown, sort=not in_order)
-    note = sampling_note(long["step"], shown)
-    if file.suffix.lower() == ".csv":
-        log.warnings.append(f"{shown}: pandas writes NaN as an empty cell, so a NaN here reads as 'not logged'")
-    if note:
-        log.warnings.append(note)
-    return [Piece(file, HISTORY, log, sampled=note is not None)]
 
 
 def _assemble(name: str, root: Path, pieces: list[Piece]) -> Run:

@@ -17,6 +17,7 @@ import polars as pl
 from parsers import schema as s
 from parsers.megatron import typed_value
 from parsers.metric_names import SECONDS_TAGS, canonical
+from parsers.reader import Piece, ReadContext
 from parsers.schema import ParsedLog
 from parsers.textfile import InputError, read_all
 from parsers.tfrecord import walk
@@ -26,9 +27,21 @@ _SCALAR_DTYPES = {1: "<f4", 2: "<f8", 3: "<i4", 9: "<i8", 19: "<f2"}  # TensorPr
 _DT_BFLOAT16 = 14
 
 
+FORMAT = "tensorboard"
+
+
 def is_event_file(path: Path) -> bool:
     """Event files are recognised by name (``*tfevents*``), as TensorBoard itself does."""
     return "tfevents" in path.name
+
+
+def sniff(head: bytes, name: str) -> bool:
+    """An event file: recognised by name (``*tfevents*``), as TensorBoard itself does."""
+    return "tfevents" in Path(name).name
+
+
+def read(path: Path, context: ReadContext) -> list[Piece]:
+    return [Piece(path, FORMAT, parse_event_file(path, context.shown, context.run))]
 
 
 # --- numpy helpers ------------------------------------------------------------------------------------------------

@@ -16,9 +16,11 @@ import polars as pl
 import yaml
 
 from parsers import schema as s
-from parsers.textfile import InputError
+from parsers.megatron import DETECT, PDSH_CMD, parse_megatron
+from parsers.reader import Piece, ReadContext
+from parsers.textfile import InputError, TextFile, inspect_text, scan_blocks
 from parsers.wandb_history import config_frame, flatten, history_log
-from parsers.wandb_log import config_values, read_wandb_log
+from parsers.wandb_log import config_values, is_wandb_log, read_wandb_log
 
 _SUMMARY_META = ("_step", "_runtime", "_timestamp", "_wandb")
 
@@ -168,3 +170,101 @@ def is_wandb_config(path: Path) -> bool:
     except OSError:
         return False
     return head.startswith(b"wandb_version") or b"\n_wandb:" in head or head.startswith(b"_wandb:")
+
+
+# --- the reader of a W&B run directory (parsers.reader interface) ---------------------------------------------------
+FORMAT = "wandb"
+FIRST = True  # a run directory's .wandb log claims its sidecars and console, and names the run of its directory
+_SIDECARS = {"config.yaml": "config", "wandb-summary.json": "summary"}
+
+
+def sniff(head: bytes, name: str) -> bool:
+    """A ``.wandb`` file (a wrong header is reported when it is read), or any file with the W&B log header."""
+    return name.endswith(".wandb") or is_wandb_log(head)
+
+
+def read(path: Path, context: ReadContext) -> list[Piece]:
+    """The ``.wandb`` log with its run directory's ``files/config.yaml``, ``files/wandb-summary.json`` and, for its
+    errors and stops, ``files/output.log`` (the console)."""
+    sidecars = {kind: path.parent / "files" / fname for fname, kind in _SIDECARS.items()}
+    sidecars = {k: p for k, p in sidecars.items() if p.is_file()}
+    context.consumed.update(sidecars.values())
+    run = read_wandb_run(path, context.shown, sidecars)
+    console = path.parent / "files" / "output.log"
+    if console.is_file() and _console_events(run, console, context.display(console), context.warnings):
+        context.consumed.add(console)
+    return [Piece(path, FORMAT, run.log, run.name, meta=run)]
+
+
+def combine(pieces: list[Piece], context: ReadContext) -> list[Piece]:
+    """The runs of every ``.wandb`` file read: told apart by id, in start order, configs merged across resumes;
+    each run directory's other files belong to its run."""
+    runs: list[WandbRun] = [p.meta for p in pieces]  # type: ignore[misc]
+    _distinct_names(runs)
+    context.owners.update({r.file.parent: r.name for r in runs})
+    runs.sort(key=lambda r: (r.start_time is None, r.start_time or 0.0))
+    for run_name in dict.fromkeys(r.name for r in runs):
+        attach_configs([r for r in runs if r.name == run_name])
+    return [Piece(r.file, FORMAT, r.log, r.name) for r in runs]
+
+
+def ignores(path: Path, owners: dict[Path, str]) -> bool:
+    """W&B's own files beside the logs (debug logs, requirements.txt, metadata): not evidence of the training.
+    ``files/output.log`` (the console) is kept, since it may hold the Megatron log."""
+    if any(d in owners for d in path.parents):
+        return path.name != "output.log" and path.suffix != ".wandb"
+    return path.name.startswith("debug") and path.suffix == ".log" and any(d.parent == path.parent for d in owners)
+
+
+def _distinct_names(runs: list[WandbRun]) -> None:
+    """Runs are told apart by their W&B id (a resume keeps it): runs that share a display name but not an id get
+    the id beside the name."""
+    ids: dict[str, set[str]] = {}
+    for r in runs:
+        ids.setdefault(r.name, set()).add(r.run_id)
+    for r in runs:
+        if len(ids[r.name]) > 1:
+            r.name = f"{r.name} ({r.run_id})"
+            r.log.metrics = r.log.metrics.with_columns(run=pl.lit(r.name, dtype=s.METRICS_SCHEMA["run"]))
+            r.log.events = r.log.events.with_columns(run=pl.lit(r.name))
+            r.log.configs = r.log.configs.with_columns(run=pl.lit(r.name))
+
+
+def _console_events(run: WandbRun, console: Path, shown: str, warnings: list[str]) -> bool:
+    """A W&B run's ``files/output.log`` (what the program printed) read for its errors, stops and tracebacks, which
+    join the run's last attempt, so its end is told by what the program said, not by its exit code alone. A console
+    that holds a Megatron log is left to the text reader (it is a full source). Returns whether it was read here."""
+    try:
+        text = inspect_text(console, shown, {"megatron": DETECT}, head_patterns={"pdsh": PDSH_CMD})
+    except InputError as exc:
+        warnings.append(str(exc))
+        return False
+    if text.binary or text.matches.get("megatron") is not None:
+        return False
+    if text.blank:
+        return True
+    printed = parse_megatron(text, run=run.name, source=shown)
+    warnings.extend(printed.warnings)
+    if printed.events.height:
+        # each line's step is the last one the program printed before it ("iter 1330: loss ..."), when the run
+        # logged its own step to W&B (else its steps count log calls, and the console's are on another axis)
+        own_axis = s.STEP_AXIS in run.log.tags.values()
+        progress = console_steps(text) if own_axis else pl.DataFrame(schema={"line": pl.Int64, "printed_step": pl.Int64})
+        events = printed.events.sort("line").join_asof(progress, on="line", strategy="backward").with_columns(
+            step=pl.coalesce("step", "printed_step"), attempt=pl.lit(run.log.n_attempts, dtype=pl.Int32))
+        run.log.events = pl.concat([run.log.events, events.select(run.log.events.columns)], how="vertical_relaxed")
+    return True
+
+
+CONSOLE_STEP = r"^\s*(?i:iter|iteration|step)\s+(\d+)\s*[:|,/]"  # "iter 1330: loss 1.8209", "step 40 | loss"
+
+
+def console_steps(text: TextFile) -> pl.DataFrame:
+    """``line``, ``printed_step``: the lines of a console that say which step the training is at, in order."""
+    found = [
+        block.filter(pl.col("text").str.contains(CONSOLE_STEP))
+        .select(pl.col("line").cast(pl.Int64), printed_step=pl.col("text").str.extract(CONSOLE_STEP, 1).cast(pl.Int64))
+        .collect()
+        for block in scan_blocks(text)
+    ]
+    return pl.concat(found) if found else pl.DataFrame(schema={"line": pl.Int64, "printed_step": pl.Int64})

@@ -1,0 +1,86 @@
+"""The one interface every format's reader keeps: ``FORMAT``, ``sniff`` and ``read``.
+
+A reader is any object (a module is one) with:
+
+* ``FORMAT``: the format's name, as the run's sources list it (``"tensorboard"``);
+* ``sniff(head: bytes, name: str) -> bool``: whether the file is this format, from its first bytes (up to
+  :data:`HEAD_BYTES`) and its name alone;
+* ``read(path: Path, context: ReadContext) -> list[Piece]``: the pieces the file contributes to its run. A reader
+  that finds on reading that the file is not its format after all raises :class:`NotThisFormat` with the reason.
+
+Optional: ``FIRST = True`` (read before every other file: a W&B run directory's ``.wandb`` log, which claims its
+sidecar files and names the run of everything in its directory), ``combine(pieces, context) -> list[Piece]`` (the
+reader's pieces of one input, once all are read: W&B runs told apart, configs merged across resumes) and
+``ignores(path, owners) -> bool`` (a file beside a claimed run that is not evidence of the training, such as W&B's
+debug logs).
+
+:mod:`parsers.registry` lists the readers, built-in ones first, then those of the ``forensics.readers``
+entry-point group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from parsers.schema import ParsedLog
+
+HEAD_BYTES = 65536
+
+
+class NotThisFormat(Exception):
+    """Raised by ``read`` when the file turns out not to be the reader's format; the message says what it is.
+    ``empty``: the file holds nothing at all (worth a warning where a log was expected)."""
+
+    def __init__(self, message: str, *, empty: bool = False) -> None:
+        super().__init__(message)
+        self.empty = empty
+
+
+@dataclass
+class Piece:
+    """One parsed input: its frames, the run it names (None: the directory's run) and how it joins the others."""
+
+    file: Path
+    fmt: str
+    log: ParsedLog
+    run: str | None = None
+    sampled: bool = False
+    config_only: bool = False
+    meta: object = None  # what the reader keeps for its ``combine`` step
+
+
+@dataclass
+class ReadContext:
+    """What a reader is told about the file it reads, and where it reports back.
+
+    ``shown``: the file's name as messages show it; ``run``: the name of the run it belongs to unless it names one;
+    ``single``: the file was given on its own (not found in a directory). ``warnings`` (damage: read anyway) and
+    ``skipped`` (not a training log) collect one-line messages; ``consumed`` (other files this read used, not to be
+    read again) and ``owners`` (directories whose files belong to a named run) are for readers that read a run
+    directory's files together."""
+
+    shown: str
+    run: str
+    single: bool = False
+    root: Path = Path(".")
+    warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    consumed: set[Path] = field(default_factory=set)
+    owners: dict[Path, str] = field(default_factory=dict)
+
+    def display(self, path: Path) -> str:
+        """How messages name another file of the same input."""
+        return str(path) if path == self.root else str(path.relative_to(self.root))
+
+
+@runtime_checkable
+class Reader(Protocol):
+    """What :mod:`parsers.registry` asks of a reader (see the module docstring)."""
+
+    FORMAT: str
+
+    def sniff(self, head: bytes, name: str) -> bool: ...
+
+    def read(self, path: Path, context: ReadContext) -> list[Piece]: ...
