@@ -83,16 +83,16 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
     warnings = text.damage()  # complete now that every line has been read
     iters, others, cut = _repair_wrapped(iters, others, text, prefix, layout, warnings)
     iters = _read_odd_lines(iters, prefix)
-    others = _with_event_kinds(others)
-    bounds = _attempt_bounds(iters, others)
-    iters, others = (_with_attempt(f, bounds) for f in (iters, others))
+    others = with_event_kinds(others)
+    bounds = attempt_bounds(iters, others)
+    iters, others = (with_attempt(f, bounds) for f in (iters, others))
 
     extra = pl.concat([_log_interval(iters), _validation_metrics(others, iters)], how="diagonal_relaxed")
     values = _long_metrics(iters)
     # same dtypes, so the millions of value rows are not cast or copied
     metrics = pl.concat([values, s.conform(extra, s.METRICS_SCHEMA).select(values.columns)], rechunk=False)
     events = pl.concat(
-        [_line_events(others, iters), _iteration_events(iters, cut, text, prefix), _process_starts(others)],
+        [line_events(others, iters), _iteration_events(iters, cut, text, prefix), _process_starts(others)],
         how="diagonal_relaxed",
     )
     configs = _configs(others, iters)
@@ -467,7 +467,7 @@ def _repair_wrapped(
 
 
 # --- attempts ---------------------------------------------------------------------------------------------------
-def _with_event_kinds(others: pl.DataFrame) -> pl.DataFrame:
+def with_event_kinds(others: pl.DataFrame) -> pl.DataFrame:
     """``kind`` (the first event pattern a line matches; null for other lines and the arguments block) and ``raw``
     (the pattern's group 1, as printed)."""
     kind: pl.Expr = pl.lit(None, dtype=pl.String)
@@ -492,7 +492,7 @@ def _with_event_kinds(others: pl.DataFrame) -> pl.DataFrame:
     return out.join(raw, on="line", how="left", maintain_order="left")
 
 
-def _attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
+def attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
     """Where each attempt (one launch of the program, or a stretch whose counter went back) begins: ``start`` line.
 
     See :func:`launch_starts` for the launches; within one, a counter that goes back starts another attempt (a
@@ -608,7 +608,7 @@ def launch_starts(
     return np.array(starts, dtype=np.int64), np.array(content, dtype=bool)
 
 
-def _with_attempt(frame: pl.DataFrame, bounds: pl.DataFrame) -> pl.DataFrame:
+def with_attempt(frame: pl.DataFrame, bounds: pl.DataFrame) -> pl.DataFrame:
     if bounds["attempt"].n_unique() == 1:
         return frame.with_columns(attempt=pl.lit(bounds["attempt"][0], dtype=pl.Int32))
     at = bounds["start"].cast(pl.UInt32).search_sorted(frame["line"].cast(pl.UInt32), side="right")
@@ -720,7 +720,7 @@ def _iteration_events(iters: pl.DataFrame, cut: pl.DataFrame, text: TextFile, pr
 
 
 # --- other lines --------------------------------------------------------------------------------------------------
-def _line_events(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:
+def line_events(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:
     candidates = others.filter(pl.col("kind").is_not_null())
     if candidates.height == 0:
         return pl.DataFrame()

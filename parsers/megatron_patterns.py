@@ -121,6 +121,9 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_OOM, r"(?i)out of memory|OutOfMemoryError|oom-kill"),
     (s.EV_NCCL_ERROR, r"NCCL error|nccl(?:Internal|System|UnhandledCuda|InvalidUsage)Error|NCCL communicator was aborted"
                       r"|Watchdog caught collective operation timeout|ProcessGroupNCCL.*[Tt]imed? ?out"),
+    # a cuBLAS / cuDNN status error is a library call failing (bad shapes, NaN inputs, memory), not evidence of
+    # the hardware
+    (s.EV_ERROR, r"\[?(?i:cuBLAS|cuDNN|CUBLAS_STATUS|CUDNN_STATUS)\w*[ _:]+(?i:error)"),
     (s.EV_CUDA_ERROR, r"CUDA error|cudaError\w*|c10::CUDAError|(?i:uncorrectable ECC|ECC error)|\bXid\b"),
     # the launcher's word on a process (DeepSpeed): a wrapper's exit code, which only speaks when nothing printed does
     (s.EV_EXIT_CODE, r"exits with return code = (-?\d+)"),

@@ -18,10 +18,11 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from parsers import megatron, tensorboard, wandb_export, wandb_run
+from parsers.console import llmc, nanogpt
 from parsers.reader import HEAD_BYTES, Reader
 
 ENTRY_POINT_GROUP = "forensics.readers"
-BUILTIN: tuple[Reader, ...] = (wandb_run, tensorboard, wandb_export, megatron)  # type: ignore[assignment]
+BUILTIN: tuple[Reader, ...] = (wandb_run, tensorboard, wandb_export, nanogpt, llmc, megatron)  # type: ignore[assignment]
 
 
 @cache

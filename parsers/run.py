@@ -196,7 +196,9 @@ def _assemble(name: str, root: Path, pieces: list[Piece]) -> Run:
     """One run from its pieces: text logs first, then full-resolution scalars over them, then what only a sampled
     export holds; config-only pieces (runs table, lone config/summary files) join the last attempt."""
     full = [p for p in pieces if not p.sampled and not p.config_only]
-    order = ("megatron", WANDB_LOG, HISTORY, "tensorboard", CHART)  # base first, then what overlays it
+    # text logs (Megatron, consoles) are the base; full-resolution scalars overlay them
+    overlays = (WANDB_LOG, HISTORY, "tensorboard", CHART)
+    order = (*dict.fromkeys(p.fmt for p in full if p.fmt not in overlays), *overlays)
     layers = [
         _join(name, root, group, parallel=fmt == CHART)
         for fmt in order

@@ -1,0 +1,188 @@
+"""Console logs whose metrics lines are one regex away: nanoGPT, llm.c, torchtitan, nanotron, MLX LM, the Hugging
+Face Trainer's printed dicts, fairseq. Each format is a :class:`LineFormat`: rules that pick its metrics lines and
+read the step and each field from them; everything else (errors, tracebacks, kills, start-up lines, launches and
+restarts) is read as in a Megatron log (:mod:`parsers.megatron`), so every console tells its story the same way.
+
+The lines are read a block at a time as Polars frames (:mod:`parsers.textfile`); each rule is one vectorised
+``extract`` per field, so a log of millions of lines never passes through Python line by line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from parsers import megatron_patterns as p
+from parsers import schema as s
+from parsers.megatron import attempt_bounds, line_events, with_attempt, with_event_kinds
+from parsers.reader import NotThisFormat, Piece, ReadContext
+from parsers.schema import ParsedLog
+from parsers.textfile import TextFile, inspect_text, scan_blocks
+
+_ANY_EVENT = "|".join(f"(?:{rx})" for _, rx in p.EVENT_PATTERNS)
+_ANSI = p.ANSI
+_NUMBER = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|-?inf|-?Inf)"
+_STAMP = r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Lines matching ``line`` are metrics lines; group 1 of ``line`` is the step (``None``: the step of the last
+    metrics line of another rule printed before, e.g. llm.c's ``val loss 3.91`` after its step line).
+    ``fields``: metric -> regex whose group 1 is the value, searched anywhere in the line; ``scale``: metric ->
+    factor (seconds -> ms). A restart shows as the step of the ``per_step`` lines going back."""
+
+    line: str
+    fields: dict[str, str]
+    step: bool = True
+    scale: dict[str, float] = field(default_factory=dict)
+    per_step: bool = True  # the training step's own line (False: an evaluation line, which repeats a step)
+
+
+@dataclass(frozen=True)
+class LineFormat:
+    """A console format: ``FORMAT`` name, ``detect`` (bytes regex found in the file's head: :meth:`sniff`),
+    ``rules``, and ``events``: (event kind, regex) of the format's own lifecycle lines (nanoGPT's "saving
+    checkpoint to out"), looked at after the Megatron patterns."""
+
+    FORMAT: str
+    detect: re.Pattern[bytes]
+    rules: tuple[Rule, ...]
+    events: tuple[tuple[str, str], ...] = ()
+
+    def sniff(self, head: bytes, name: str) -> bool:
+        return b"\x00" not in head[:8192] and self.detect.search(head) is not None
+
+    def read(self, path: Path, context: ReadContext) -> list[Piece]:
+        text = inspect_text(path, context.shown)
+        if text.binary or text.blank:
+            raise NotThisFormat(f"{context.shown}: {'binary' if text.binary else 'empty'} file", empty=text.blank)
+        log = self.parse(text, run=context.run, source=context.shown)
+        if log.metrics.height == 0 and log.events.height == 0:
+            raise NotThisFormat(f"{context.shown}: no {self.FORMAT} metrics lines")
+        return [Piece(path, self.FORMAT, log)]
+
+    def parse(self, text: TextFile, run: str, source: str) -> ParsedLog:
+        """The log's metrics, events and attempts."""
+        rows, others = [], []
+        for block in scan_blocks(text):
+            found = self._block(block).collect(engine="streaming")
+            rows.append(found.filter(pl.col("rule").is_not_null()))
+            others.append(found.filter(pl.col("rule").is_null()))
+        warnings = text.damage()
+        lines = pl.concat(rows) if rows else pl.DataFrame()
+        other = pl.concat(others) if others else pl.DataFrame()
+        if not text.ends_with_newline and lines.height and other.height + lines.height:
+            last = max(int(lines["line"].max() or 0), int(other["line"].max() or 0) if other.height else 0)
+            if int(lines["line"].max() or 0) == last:  # a number cut by the end of the file is not a value
+                lines = lines.filter(pl.col("line") != last)
+                warnings.append(f"{source}: the last line is cut short (line {last}); its values were not used")
+        metrics, iters = self._metrics(lines)
+        others_frame = self._others(other)
+        bounds = attempt_bounds(iters, others_frame)
+        iters = with_attempt(iters, bounds)
+        metrics = with_attempt(metrics, bounds)
+        others_frame = with_attempt(others_frame, bounds)
+        events = line_events(others_frame, iters)
+
+        def finish(frame: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+            labels = {name: pl.lit(value, dtype=schema["run"]) for name, value in (("run", run), ("source", source))}
+            return s.conform(frame.with_columns(**labels), schema)
+
+        return ParsedLog(
+            metrics=finish(metrics, s.METRICS_SCHEMA).sort("attempt", "metric", "step", maintain_order=True),
+            events=finish(events, s.EVENTS_SCHEMA).sort("line", maintain_order=True)
+            if events.height else s.empty(s.EVENTS_SCHEMA),
+            configs=s.empty(s.CONFIGS_SCHEMA),
+            warnings=warnings,
+            n_attempts=max(int(bounds["attempt"].max() or 0), 1),  # type: ignore[arg-type]
+            tags={name: name for rule in self.rules for name in rule.fields},
+        )
+
+    # --- per block --------------------------------------------------------------------------------------------------
+    def _block(self, block: pl.LazyFrame) -> pl.LazyFrame:
+        """Each line: which rule it matches (null: none), its step, its fields (``f:<rule>:<metric>`` as text),
+        and for the other lines that may be events, their text."""
+        clean = pl.col("text").fill_null("").str.replace_all(_ANSI, "")
+        which: pl.Expr = pl.lit(None, dtype=pl.Int32)
+        for n, rule in reversed(list(enumerate(self.rules))):
+            which = pl.when(clean.str.contains(rule.line)).then(pl.lit(n, dtype=pl.Int32)).otherwise(which)
+        values = {}
+        for n, rule in enumerate(self.rules):
+            mine = pl.when(pl.col("rule") == n).then(pl.col("clean"))
+            if rule.step:
+                values[f"s:{n}"] = mine.str.extract(rule.line, 1)
+            for metric, rx in rule.fields.items():
+                values[f"f:{n}:{metric}"] = mine.str.extract(rx, 1)
+        extra = "|".join(f"(?:{rx})" for _, rx in self.events)
+        maybe_event = pl.col("clean").str.contains(_ANY_EVENT + (f"|{extra}" if extra else ""))
+        return (
+            block.with_columns(clean=clean)
+            .with_columns(rule=which)
+            .filter(pl.col("rule").is_not_null() | maybe_event)
+            .with_columns(**values, wall_time=pl.col("clean").str.extract(_STAMP, 1))
+            .with_columns(text=pl.when(pl.col("rule").is_null()).then(pl.col("text") + ""))
+            .drop("clean")
+        )
+
+    def _metrics(self, lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """Long metrics rows (line, step, metric, value, wall_time) and one row per step line (line, step)."""
+        schema = {"line": pl.Int64, "step": pl.Int64, "metric": pl.String, "value": pl.Float64, "wall_time": pl.Float64}
+        if lines.height == 0:
+            return pl.DataFrame(schema=schema), pl.DataFrame(schema={"line": pl.Int64, "step": pl.Int64})
+        lines = lines.with_columns(pl.col("line").cast(pl.Int64), wall_time=_epoch(pl.col("wall_time")))
+        stepped = [n for n, r in enumerate(self.rules) if r.step]
+        step = pl.coalesce(*[pl.when(pl.col("rule") == n).then(pl.col(f"s:{n}")) for n in stepped]) if stepped else None
+        lines = lines.with_columns(step=step.str.replace_all(",", "").cast(pl.Int64, strict=False)
+                                   if step is not None else pl.lit(None, dtype=pl.Int64))
+        stepped_lines = lines.filter(pl.col("step").is_not_null()).select("line", "step")
+        # the per-step lines number the steps: a restart is their step going back (an evaluation line shares the
+        # step of the iteration line after it)
+        primary = [n for n, r in enumerate(self.rules) if r.per_step]
+        first = lines.filter(pl.col("step").is_not_null() & pl.col("rule").is_in(primary)).select("line", "step")
+        iters = first if first.height else stepped_lines
+        # a rule without a step takes the last step printed before it
+        lines = lines.sort("line").join_asof(stepped_lines.rename({"step": "_before"}), on="line",
+                                             strategy="backward")
+        lines = lines.with_columns(step=pl.coalesce("step", "_before"))
+        parts = []
+        for n, rule in enumerate(self.rules):
+            mine = lines.filter(pl.col("rule") == n)
+            for metric in rule.fields:
+                value = (pl.col(f"f:{n}:{metric}").str.replace_all(",", "").str.strip_chars()
+                         .cast(pl.Float64, strict=False) * rule.scale.get(metric, 1.0))
+                parts.append(mine.filter(pl.col(f"f:{n}:{metric}").is_not_null()).select(
+                    "line", "step", metric=pl.lit(metric), value=value, wall_time="wall_time"))
+        metrics = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
+        return metrics.filter(pl.col("step").is_not_null()), iters
+
+    def _others(self, other: pl.DataFrame) -> pl.DataFrame:
+        """The other kept lines with their event kinds: the Megatron patterns first, then the format's own."""
+        frame = (other if other.height else pl.DataFrame(schema={"line": pl.UInt32, "text": pl.String,
+                                                                "wall_time": pl.String}))
+        frame = frame.select(
+            pl.col("line").cast(pl.Int64), "text", body=pl.col("text").fill_null("").str.replace_all(_ANSI, ""),
+            wall_time=_epoch(pl.col("wall_time")), in_args=pl.lit(False), is_args_start=pl.lit(False),
+            is_args_end=pl.lit(False),
+        )
+        frame = with_event_kinds(frame)
+        for kind, rx in self.events:
+            frame = frame.with_columns(
+                kind=pl.when(pl.col("kind").is_null() & pl.col("body").str.contains(rx)).then(pl.lit(kind))
+                .otherwise("kind"),
+                raw=pl.when(pl.col("kind").is_null() & pl.col("body").str.contains(rx))
+                .then(pl.col("body").str.extract(rx, 1) if re.compile(rx).groups else pl.lit(None, dtype=pl.String))
+                .otherwise("raw"),
+            )
+        return frame
+
+
+def _epoch(stamp: pl.Expr) -> pl.Expr:
+    ts = stamp.str.replace(",", ".").str.replace("T", " ")
+    return ts.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us").dt.epoch("us") / 1e6
+
+
+NUMBER = _NUMBER

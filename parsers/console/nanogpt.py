@@ -1,0 +1,34 @@
+"""nanoGPT's stdout: ``iter 100: loss 4.1172, time 118.20ms, mfu 37.9%`` each log interval and
+``step 2000: train loss 3.9100, val loss 3.9700`` at each evaluation (its train loss there is an estimate over
+``eval_iters`` batches, kept as ``train_loss_eval``).
+
+>>> from pathlib import Path
+>>> from parsers.reader import ReadContext
+>>> log = read(Path("tests/fixtures/real/nanogpt/ChenZihua-cn_nanoGPT_train.log"), ReadContext("train.log", "r"))[0].log
+>>> log.metrics.filter(metric="loss").select("step", "value").row(1)
+(5, 4.2082)
+"""
+
+from __future__ import annotations
+
+import re
+
+from parsers import schema as s
+from parsers.console.engine import NUMBER, LineFormat, Rule
+
+_FORMAT = LineFormat(
+    FORMAT="nanogpt",
+    detect=re.compile(rb"\biter \d+: loss [-+\w.]+, time |\bstep \d+: train loss [-+\w.]+, val loss "),
+    rules=(
+        Rule(r"\biter (\d+): loss ", {s.LOSS: rf"\biter \d+: loss ({NUMBER})",
+                                      s.ITERATION_TIME_MS: rf", time ({NUMBER})ms"}),
+        Rule(r"\bstep (\d+): train loss ", {"train_loss_eval": rf"train loss ({NUMBER})",
+                                            s.VAL_LOSS: rf"val loss ({NUMBER})"}, per_step=False),
+    ),
+    events=(
+        (s.EV_CHECKPOINT_SAVE, r"^\W*saving checkpoint to "),
+        (s.EV_CHECKPOINT_LOAD, r"^\W*Resuming training from "),
+        (s.EV_STARTUP, r"^\W*(?:tokens per iteration will be|Initializing a new model from scratch)"),
+    ),
+)
+FORMAT, sniff, read, parse = _FORMAT.FORMAT, _FORMAT.sniff, _FORMAT.read, _FORMAT.parse
