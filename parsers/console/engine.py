@@ -25,7 +25,10 @@ from parsers.textfile import TextFile, inspect_text, scan_blocks
 _ANY_EVENT = "|".join(f"(?:{rx})" for _, rx in p.EVENT_PATTERNS)
 _ANSI = p.ANSI
 _NUMBER = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|-?inf|-?Inf)"
+_SUFFIXED = _NUMBER + r"[KMGT]?"  # nanotron's 16.4K, 1.02K, 25.2G
 _STAMP = r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
+_US_STAMP = r"(\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2})"  # nanotron's 01/27/2025 15:50:16
+_MULTIPLIERS = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,7 @@ class LineFormat:
             raise NotThisFormat(f"{context.shown}: {'binary' if text.binary else 'empty'} file", empty=text.blank)
         log = self.parse(text, run=context.run, source=context.shown)
         if log.metrics.height == 0 and log.events.height == 0:
-            raise NotThisFormat(f"{context.shown}: no {self.FORMAT} metrics lines")
+            raise NotThisFormat(f"{context.shown}: {self.FORMAT} log without metrics lines, errors or stops")
         return [Piece(path, self.FORMAT, log)]
 
     def parse(self, text: TextFile, run: str, source: str) -> ParsedLog:
@@ -123,7 +126,10 @@ class LineFormat:
             block.with_columns(clean=clean)
             .with_columns(rule=which)
             .filter(pl.col("rule").is_not_null() | maybe_event)
-            .with_columns(**values, wall_time=pl.col("clean").str.extract(_STAMP, 1))
+            .with_columns(**values, wall_time=pl.coalesce(
+                pl.col("clean").str.extract(_STAMP, 1),
+                pl.col("clean").str.extract(_US_STAMP, 1).str.strptime(pl.Datetime("us"), "%m/%d/%Y %H:%M:%S",
+                                                                       strict=False).dt.to_string("%Y-%m-%d %H:%M:%S")))
             .with_columns(text=pl.when(pl.col("rule").is_null()).then(pl.col("text") + ""))
             .drop("clean")
         )
@@ -152,8 +158,7 @@ class LineFormat:
         for n, rule in enumerate(self.rules):
             mine = lines.filter(pl.col("rule") == n)
             for metric in rule.fields:
-                value = (pl.col(f"f:{n}:{metric}").str.replace_all(",", "").str.strip_chars()
-                         .cast(pl.Float64, strict=False) * rule.scale.get(metric, 1.0))
+                value = _value(pl.col(f"f:{n}:{metric}")) * rule.scale.get(metric, 1.0)
                 parts.append(mine.filter(pl.col(f"f:{n}:{metric}").is_not_null()).select(
                     "line", "step", metric=pl.lit(metric), value=value, wall_time="wall_time"))
         metrics = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
@@ -186,3 +191,12 @@ def _epoch(stamp: pl.Expr) -> pl.Expr:
 
 
 NUMBER = _NUMBER
+SUFFIXED = _SUFFIXED
+
+
+def _value(text: pl.Expr) -> pl.Expr:
+    """A printed number as a float: thousands separators dropped, a K/M/G/T suffix applied, "nan" and "inf" kept."""
+    plain = text.str.replace_all(",", "").str.strip_chars()
+    suffix = plain.str.extract(r"([KMGT])$", 1)
+    factor = suffix.replace_strict(_MULTIPLIERS, default=1.0, return_dtype=pl.Float64).fill_null(1.0)
+    return plain.str.strip_chars_end("KMGT").cast(pl.Float64, strict=False) * factor

@@ -1,0 +1,36 @@
+"""OLMo's console (``olmo.train``): a header line ``[step=100/739328]`` (``[step=2/739328,epoch=0]``), then one
+indented ``name=value`` line per metric: ``train/CrossEntropyLoss=11.25``, ``optim/total_grad_norm=0.87``; OLMo-core
+names them ``train/CE loss``, ``optim/total grad norm``, ``optim/LR (group 0)``.
+
+>>> from pathlib import Path
+>>> from parsers.reader import ReadContext
+>>> log = read(Path("tests/fixtures/real/olmo/issue692_ce_loss_zero_excerpt.txt"), ReadContext("692.txt", "r"))[0].log
+>>> log.metrics.filter(metric="loss").select("step", "value").rows()[:2]
+[(1, 12.18), (2, 1.7872662283480167e-06)]
+"""
+
+from __future__ import annotations
+
+import re
+
+from parsers import schema as s
+from parsers.console.engine import NUMBER, LineFormat, Rule
+
+
+def _metric_line(names: str, metric: str) -> Rule:
+    return Rule(rf"^\s+(?:{names})\s*=", {metric: rf"=\s*({NUMBER})\s*$"}, step=False, per_step=False)
+
+
+_FORMAT = LineFormat(
+    FORMAT="olmo",
+    detect=re.compile(rb"\[step=\d+/\d+[\],][^\n]*\n\s+[\w/ ()-]+="),
+    rules=(
+        Rule(r"\[step=(\d+)/\d+[\],]", {}),
+        _metric_line(r"train/CrossEntropyLoss|train/CE loss", s.LOSS),
+        _metric_line(r"train/ZLoss|train/Z loss", "z_loss"),
+        _metric_line(r"optim/total_grad_norm|optim/total grad norm", s.GRAD_NORM),
+        _metric_line(r"optim/learning_rate_group0|optim/LR \(group 0\)", s.LR),
+        _metric_line(r"throughput/total_tokens", s.CONSUMED_TOKENS),
+    ),
+)
+FORMAT, sniff, read, parse = _FORMAT.FORMAT, _FORMAT.sniff, _FORMAT.read, _FORMAT.parse

@@ -1,0 +1,28 @@
+"""torchtitan's console: ``[rank0]:[titan] 2025-06-16 22:30:50,322 - root - INFO - step: 200  loss:  6.1384
+grad_norm: 0.87  memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu: 34.29%`` (coloured with ANSI codes on a
+terminal; ``grad_norm`` in newer versions).
+
+>>> from pathlib import Path
+>>> from parsers.reader import ReadContext
+>>> path = Path("tests/fixtures/real/torchtitan/autoresearch_run214_ansi_color.log")
+>>> read(path, ReadContext("run214.log", "r"))[0].log.metrics.filter(metric="loss").select("step", "value").row(0)
+(1, 12.54527)
+"""
+
+from __future__ import annotations
+
+import re
+
+from parsers import schema as s
+from parsers.console.engine import NUMBER, LineFormat, Rule
+
+_FORMAT = LineFormat(
+    FORMAT="torchtitan",
+    # a step line (its words may be coloured), or the logger's "[titan]" prefix (a run that crashed before step 1)
+    detect=re.compile(rb"step:\s*\d+\s+(?:\x1b\[[0-9;]*m)?loss:\s*[-+\w.]+\s|\[titan\] \d{4}-\d{2}-\d{2} "),
+    rules=(
+        Rule(r"\bstep:\s*(\d+)\s+loss:", {s.LOSS: rf"\bloss:\s*({NUMBER})", s.GRAD_NORM: rf"\bgrad_norm:\s*({NUMBER})",
+                                          "tokens_per_second": rf"\btps:\s*({NUMBER})"}),
+    ),
+)
+FORMAT, sniff, read, parse = _FORMAT.FORMAT, _FORMAT.sniff, _FORMAT.read, _FORMAT.parse

@@ -1,0 +1,100 @@
+"""Console logs of nanoGPT, llm.c, torchtitan, nanotron, OLMo and fairseq/metaseq: real files from public
+repositories (see fixtures/real/SOURCES.md) with values pinned from their lines, and generated edge cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import forensics
+from parsers import load_run
+from parsers.textfile import InputError
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+
+
+@pytest.mark.parametrize(("path", "fmt", "metric", "first", "last", "n"), [
+    # "iter 0: loss 4.2709, time 10268.08ms, mfu -100.00%" ... "iter 450: loss nan, ..."
+    ("nanogpt/ChenZihua-cn_nanoGPT_train.log", "nanogpt", "loss", (0, 4.2709), (450, float("nan")), 91),
+    ("nanogpt/ChenZihua-cn_nanoGPT_train.log", "nanogpt", "val_loss", (0, 4.2475), (400, 3.3687), 5),
+    # "step    1/19560 | loss 11.010252 (+nanz)| norm 15.3874 (+nanz)| lr 8.57e-07 | ..."
+    ("llmc/HectorFCardenas_gpt2_train.11672114.log", "llm.c", "loss", (1, 11.010252), (750, 4.763922), 750),
+    ("llmc/SiddanthEmani_log124M_main.log", "llm.c", "loss", (0, 11.0116), (19551, 3.2813), 19552),
+    ("llmc/SiddanthEmani_log124M_main.log", "llm.c", "val_loss", (0, 11.0095), (19552, 3.2731), 80),
+    # "step:  1  loss: 12.54527  grad_norm: 20.6250 ..." with ANSI colours around every field
+    ("torchtitan/autoresearch_run214_ansi_color.log", "torchtitan", "loss", (1, 12.54527), (10, 6.73165), 10),
+    ("torchtitan/autoresearch_run214_ansi_color.log", "torchtitan", "grad_norm", (1, 20.625), None, 10),
+    # "iteration: 1 / 120000 | ... elapsed_time_per_iteration_ms: 13.8K | ... | lm_loss: 14.5 | lr: 5e-08 | ..."
+    ("nanotron/exp6b1_console.log", "nanotron", "loss", (1, 14.5), (51, 13.9), 51),
+    ("nanotron/exp6b1_console.log", "nanotron", "iteration_time_ms", (1, 13800.0), None, 51),
+    ("nanotron/exp6b1_console.log", "nanotron", "consumed_tokens", (1, 16400.0), None, 51),
+    # "[step=2/739328,epoch=0]" then "    train/CrossEntropyLoss=1.7872662283480167e-06"; the loss reaches 0.0
+    ("olmo/issue692_ce_loss_zero_excerpt.txt", "olmo", "loss", (1, 12.18), (3, 0.0), 3),
+    ("olmo/issue692_ce_loss_zero_excerpt.txt", "olmo", "grad_norm", (1, 231.7), None, 3),
+    # train_inner {... "loss": "25.22", ..., "num_updates": "3", "lr": "6e-05", "gnorm": "131.281", "loss_scale": "1"}
+    ("fairseq/fairseq_fsdp_README.md", "fairseq", "grad_norm", (1, 20.751), None, 20),
+    ("fairseq/metaseq_issue419_restart_excerpt.txt", "fairseq", "loss", (46001, 3.269), None, 1),
+])
+def test_real_console_values(path: str, fmt: str, metric: str, first: tuple, last: tuple | None, n: int) -> None:
+    run = load_run(REAL / path)
+    assert [src.format for src in run.sources] == [fmt]
+    rows = run.metrics.filter(metric=metric).select("step", "value").rows()
+    assert len(rows) == n and rows[0] == first
+    if last is not None:
+        assert rows[-1][0] == last[0] and (rows[-1][1] == last[1] or (rows[-1][1] != rows[-1][1] and last[1] != last[1]))
+
+
+def test_nanogpt_nan_is_found_at_the_step_it_began() -> None:
+    """nanoGPT prints "iter 425: loss nan"; the chronicle says NaN from step 425."""
+    run = forensics.analyze(load_run(REAL / "nanogpt" / "ChenZihua-cn_nanoGPT_train.log")).runs[0]
+    nan = [a for a in run.anomalies if a.kind == "nan"]
+    assert [(a.step, a.end_step) for a in nan] == [(425, 450)]
+    assert [(a.start_step, a.end_step, a.end_reason) for a in run.attempts] == [(0, 450, "nan")]
+
+
+def test_torchtitan_oom_before_step_one_is_a_start_up_failure() -> None:
+    run = load_run(REAL / "torchtitan" / "autoresearch_run111_oom.log")
+    assert run.metrics.height == 0
+    oom = run.events.filter(kind="out_of_memory")
+    assert oom.height == 9 and "CUDA out of memory. Tried to allocate 1.45 GiB" in oom["text"][0]
+
+
+def test_llmc_cublas_error_is_a_program_error_not_hardware() -> None:
+    run = load_run(REAL / "llmc" / "HectorFCardenas_gpt2_train.11679004.log")
+    assert run.events.select("kind", "text").rows() == [("error", "[cuBLAS ERROR]: 13 llmc/matmul.cuh 216")]
+
+
+def test_olmo_concatenated_runs_are_attempts_and_metaseq_checkpoint_saves_are_events() -> None:
+    assert load_run(REAL / "olmo" / "ai_on_aks_olmo1b_results.md").attempts == list(range(1, 10))
+    saved = load_run(REAL / "fairseq" / "metaseq_pr499_checkpoint_save_excerpt.txt").events.filter(kind="checkpoint_save")
+    assert saved.select("step", "value").rows() == [(10, 10.0)]
+
+
+def test_a_console_without_metrics_says_what_it_is() -> None:
+    with pytest.raises(InputError, match="torchtitan log without metrics lines, errors or stops"):
+        load_run(REAL / "torchtitan" / "issue_pr3393_resume_excerpt_part2.txt")
+
+
+# --- generated edge cases ---------------------------------------------------------------------------------------------
+def _nanogpt(lines: list[str]) -> str:
+    return "".join(f"{line}\n" for line in lines)
+
+
+def test_restart_cut_line_nan_and_empty(tmp_path: Path) -> None:
+    iters = [f"iter {i}: loss {4 - i / 100:.4f}, time 100.00ms, mfu 1.00%" for i in range(0, 50, 10)]
+    again = [f"iter {i}: loss {4 - i / 100:.4f}, time 100.00ms, mfu 1.00%" for i in range(30, 60, 10)]
+    log = tmp_path / "train.log"
+    log.write_text(_nanogpt([*iters, "Resuming training from out", *again, "iter 60: loss nan, time 1.00ms, mfu 1%"])
+                   + "iter 70: loss 2")  # cut by the end of the file: "2" is not the value
+    run = load_run(log)
+    loss = run.metrics.filter(metric="loss")
+    assert run.attempts == [1, 2]
+    assert loss.filter(attempt=2).select("step").to_series().to_list() == [30, 40, 50, 60]
+    assert 70 not in loss["step"].to_list() and loss.filter(step=60)["value"].is_nan().all()
+    assert any("the last line is cut short (line 11)" in w for w in run.warnings)
+    assert run.events.filter(kind="checkpoint_load").height == 1
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    with pytest.raises(InputError, match="empty file"):
+        load_run(empty)
