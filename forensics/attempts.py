@@ -87,7 +87,10 @@ def build_attempts(
         resumed, inferred = _resume_point(ev, start, interval)
         resume_at = resumed if resumed is not None else 0
         # a rollback resumes from a checkpoint behind the furthest step logged; a start from scratch is a new run
-        rollback = furthest is not None and resumed is not None and resume_at < furthest
+        # (an inferred resume point is only known to within a log interval: there, the attempt must log a step
+        # again that was logged before)
+        rollback = furthest is not None and resumed is not None and (
+            start is not None and start <= furthest if inferred else resume_at < furthest)
         this_cfg = cfg.get(n)
         changes = config_changes(previous_cfg, this_cfg) if previous_cfg and this_cfg else {}
         train_iters = (this_cfg or {}).get("train_iters")

@@ -17,13 +17,13 @@ from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from parsers import megatron, tensorboard, wandb_export, wandb_run
+from parsers import lightning, megatron, mlflow_store, tensorboard, wandb_export, wandb_run
 from parsers.console import fairseq, llmc, mlx_lm, nanogpt, nanotron, olmo, torchtitan
 from parsers.reader import HEAD_BYTES, Reader
 
 ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
-    wandb_run, tensorboard, wandb_export,
+    wandb_run, mlflow_store, tensorboard, lightning, wandb_export,
     nanogpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm,
     megatron,
 )  # type: ignore[assignment]

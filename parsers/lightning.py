@@ -1,0 +1,99 @@
+"""PyTorch Lightning's ``CSVLogger``: ``lightning_logs/version_N/metrics.csv`` (one row per ``log`` call, sparse
+columns such as ``train_loss_step``, ``train_loss_epoch``, ``val_loss``, with ``epoch`` and ``step``) and
+``hparams.yaml`` beside it (the config). Each ``version_N`` is one launch: the run's attempts in version order.
+
+A ``*_step`` column is the per-step value of a metric logged with ``on_step`` (``train_loss_step`` is the loss); a
+``*_epoch`` column its epoch mean, kept under its own name.
+
+>>> from pathlib import Path
+>>> from parsers.reader import ReadContext
+>>> path = Path("tests/fixtures/real/lightning/0Xero7_slm_training/lightning_logs/version_5/metrics.csv")
+>>> log = read(path, ReadContext("version_5/metrics.csv", "slm"))[0].log
+>>> log.metrics.filter(metric="loss").select("step", "value").row(0)
+(140749, 3.708270311355591)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import yaml
+
+from parsers import schema as s
+from parsers.metric_names import canonical
+from parsers.reader import NotThisFormat, Piece, ReadContext
+from parsers.schema import ParsedLog
+from parsers.textfile import InputError
+from parsers.wandb_history import config_frame
+
+FORMAT = "lightning"
+_AXES = ("step", "epoch")
+
+
+def _in_version_dir(name: str) -> bool:
+    return Path(name).parent.name.startswith("version_")
+
+
+def sniff(head: bytes, name: str) -> bool:
+    """``metrics.csv`` whose header has a ``step`` column (in a ``version_N`` folder or not), or the
+    ``hparams.yaml`` of a ``version_N`` folder."""
+    base = Path(name).name
+    if base == "hparams.yaml":
+        return _in_version_dir(name)
+    header = head.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip().split(",")
+    return base == "metrics.csv" and "step" in header
+
+
+def read(path: Path, context: ReadContext) -> list[Piece]:
+    hparams = path.parent / "hparams.yaml"
+    configs = s.empty(s.CONFIGS_SCHEMA)
+    if hparams.is_file():
+        context.consumed.add(hparams)
+        configs = config_frame(_hparams(hparams, context.display(hparams)), run=context.run,
+                               source=context.display(hparams))
+    if path.name == "hparams.yaml":  # a version that logged no metrics (it stopped before its first log call)
+        return [Piece(path, FORMAT, ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA), configs,
+                                              n_attempts=1), config_only=True)]
+    try:
+        wide = pl.read_csv(path, infer_schema_length=0)  # every column as text: values are read below
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise InputError(f"{context.shown}: cannot read CSV ({str(exc).splitlines()[0]})") from None
+    if "step" not in wide.columns:
+        raise NotThisFormat(f"{context.shown}: a metrics.csv without a step column")
+    values = [c for c in wide.columns if c not in _AXES]
+    long = (
+        wide.with_row_index("row")
+        .unpivot(index=["row", "step"], on=values, variable_name="name", value_name="text")
+        .filter(pl.col("text").is_not_null() & (pl.col("text") != ""))
+        .with_columns(step=pl.col("step").cast(pl.Int64, strict=False),
+                      value=pl.col("text").cast(pl.Float64, strict=False))
+        .filter(pl.col("step").is_not_null())
+    )
+    names = {n: _metric(n) for n in values}
+    metrics = long.with_columns(metric=pl.col("name").replace_strict(names, return_dtype=pl.String)).sort("row")
+    frame = s.conform(metrics.with_columns(run=pl.lit(context.run), source=pl.lit(context.shown), attempt=pl.lit(1),
+                                           wall_time=pl.lit(None, dtype=pl.Float64)), s.METRICS_SCHEMA)
+    log = ParsedLog(frame, s.empty(s.EVENTS_SCHEMA), configs, n_attempts=1,
+                    tags={n: m for n, m in names.items() if n in set(long["name"].unique())})
+    return [Piece(path, FORMAT, log)]
+
+
+def _metric(column: str) -> str:
+    """``train_loss_step`` -> ``loss``; ``val_loss`` -> ``val_loss``; an epoch mean keeps its own name."""
+    if column.endswith("_epoch"):
+        return column
+    if column.startswith("lr-"):  # LearningRateMonitor: lr-<optimizer>[/pg<group>]
+        return s.LR if "/pg" not in column or column.endswith("/pg1") else column
+    base = column.removesuffix("_step")
+    name, _ = canonical(base.replace("_", "/", 1) if base.startswith(("train_", "val_")) else base)
+    return name if name != base.replace("_", "/", 1) else column
+
+
+def _hparams(path: Path, shown: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"{shown}: cannot read hparams ({str(exc).splitlines()[0]})") from None
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,98 @@
+"""The reader interface: one registry, plug-ins from the ``forensics.readers`` entry-point group, a one-line reason
+for a file no reader takes; and the readers of Lightning CSVLogger folders and MLflow file stores (real files)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import forensics
+from parsers import load_run, load_runs, registry
+from parsers.reader import Reader
+from parsers.textfile import InputError
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+
+
+def test_every_builtin_reader_keeps_the_interface() -> None:
+    assert all(isinstance(r, Reader) for r in registry.BUILTIN)
+    assert [r.FORMAT for r in registry.BUILTIN][-1] == "megatron"  # the catch-all for text files is asked last
+    assert len({r.FORMAT for r in registry.BUILTIN}) == len(registry.BUILTIN)
+
+
+@pytest.mark.parametrize(("content", "name", "reason"), [
+    (b'{"log_history": [{"loss": 2.3}], "best_metric": null}', "state.json",
+     "JSON with keys `log_history`, `best_metric` (no reader for this layout)"),
+    (b"step,train_loss_step,val_loss\n1,2.0,\n", "results.csv",
+     "CSV with columns `step`, `train_loss_step`, `val_loss` (no reader for this layout)"),
+    (b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 12345\n", "events.out.bin",
+     "Git LFS pointer, not the file (run `git lfs pull`)"),
+])
+def test_a_file_no_reader_takes_says_what_it_looks_like(tmp_path: Path, content: bytes, name: str, reason: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(InputError) as err:
+        load_run(path)
+    assert str(err.value) == f"{path}: not a recognised training log: {reason}"
+
+
+def test_a_plugin_reader_installed_from_a_package_is_used(tmp_path: Path) -> None:
+    """A package that declares a reader under the ``forensics.readers`` entry-point group, installed into a fresh
+    virtual environment that sees this project: its format is read, and the built-in ones still are."""
+    pkg = tmp_path / "pkg"
+    (pkg / "tinylog").mkdir(parents=True)
+    (pkg / "pyproject.toml").write_text(
+        '[project]\nname = "tinylog"\nversion = "0.1"\n[project.entry-points."forensics.readers"]\n'
+        'tinylog = "tinylog"\n[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
+    (pkg / "tinylog" / "__init__.py").write_text(Path(__file__).with_name("plugin_reader.py").read_text())
+    site = tmp_path / "site"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(pkg)],
+                         capture_output=True, text=True)
+    if pip.returncode:
+        pytest.skip(f"pip cannot build a package here: {pip.stderr.strip().splitlines()[-1]}")
+    log = tmp_path / "run.tiny"
+    log.write_text("TINY\n1 3.5\n2 3.25\n3 9.0\n")
+    script = ("from parsers import load_run, registry; import sys; r = load_run(sys.argv[1]); "
+              "print(r.sources[0].format, r.metrics.filter(metric='loss')['value'].to_list(), "
+              "[x.FORMAT for x in registry.readers()][-2:])")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(Path(__file__).parents[1])])}
+    out = subprocess.run([sys.executable, "-c", script, str(log)], check=True, capture_output=True, text=True,
+                         env=env, cwd=tmp_path).stdout
+    assert out.strip() == "tinylog [3.5, 3.25, 9.0] ['tinylog', 'megatron']"  # asked before the text catch-all
+
+
+# --- Lightning CSVLogger -------------------------------------------------------------------------------------------
+def test_lightning_versions_are_attempts_with_their_hparams() -> None:
+    run = load_run(REAL / "lightning" / "0Xero7_slm_training")
+    assert [src.format for src in run.sources][:1] == ["lightning"] and run.attempts == [1, 2, 3, 4]
+    loss = run.metrics.filter(metric="loss")
+    # version_0/metrics.csv line 2: "0,,49,,,7.628580570220947,,2056.12939453125,,,"
+    assert loss.filter(attempt=1).select("step", "value").row(0) == (49, 7.628580570220947)
+    assert loss.filter(attempt=2).select("step", "value").row(0) == (140749, 3.708270311355591)
+    # val_loss and the epoch means keep their own rows ("0,,14073,,,,,,62.33803176879883,4.132571697235107,...")
+    assert run.metrics.filter(metric="val_loss", attempt=1).select("step", "value").row(0) == (14073, 4.132571697235107)
+    cfg = run.configs.filter(key="num_epochs").select("attempt", "value").rows()
+    assert cfg == [(1, "10"), (2, "20"), (3, "1"), (4, "1")]
+
+
+def test_lightning_resume_one_interval_on_is_not_called_a_rollback() -> None:
+    """version_5 starts logging at step 140749, after version_0's last step 140739: the resume point is inferred,
+    so nothing says it went back."""
+    attempts = forensics.analyze(load_run(REAL / "lightning" / "0Xero7_slm_training")).runs[0].attempts
+    assert [a.rollback for a in attempts] == [False, False, False, False]
+
+
+# --- MLflow file store ---------------------------------------------------------------------------------------------
+def test_mlflow_run_directory_is_one_run() -> None:
+    runs = load_runs(REAL / "mlflow" / "swahili_stt_keras")
+    assert [r.name for r in runs] == ["ed05f9cd599442fe9a0c9222184710b8"]
+    run = runs[0]
+    # metrics/loss: "1628697792090 332.6841735839844 0"
+    assert run.metrics.filter(metric="loss").select("step", "value", "wall_time").row(0) == (
+        0, 332.6841735839844, pytest.approx(1628697792.09))
+    assert run.configs.filter(key="opt_learning_rate")["value"].to_list() == ["0.002"]
+    assert run.skipped == ["mlruns/0/meta.yaml: an MLflow experiment with no runs"]
