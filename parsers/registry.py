@@ -17,14 +17,14 @@ from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from parsers import lightning, megatron, mlflow_store, tensorboard, wandb_export, wandb_run
-from parsers.console import fairseq, llmc, mlx_lm, nanogpt, nanotron, olmo, torchtitan
+from parsers import hf_trainer_state, lightning, megatron, mlflow_store, tensorboard, wandb_export, wandb_run
+from parsers.console import fairseq, hf_trainer, llmc, mlx_lm, nanogpt, nanotron, olmo, torchtitan
 from parsers.reader import HEAD_BYTES, Reader
 
 ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
-    wandb_run, mlflow_store, tensorboard, lightning, wandb_export,
-    nanogpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm,
+    wandb_run, mlflow_store, tensorboard, hf_trainer_state, lightning, wandb_export,
+    nanogpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, hf_trainer,
     megatron,
 )  # type: ignore[assignment]
 

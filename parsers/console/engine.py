@@ -43,6 +43,8 @@ class Rule:
     step: bool = True
     scale: dict[str, float] = field(default_factory=dict)
     per_step: bool = True  # the training step's own line (False: an evaluation line, which repeats a step)
+    step_at: tuple[str, ...] = ()  # regexes whose group 1 is the step (the last match on the line), instead of ``line``
+    ordinal: bool = False  # with no step anywhere, number these lines 1, 2, ... (and say so)
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,9 @@ class LineFormat:
             if int(lines["line"].max() or 0) == last:  # a number cut by the end of the file is not a value
                 lines = lines.filter(pl.col("line") != last)
                 warnings.append(f"{source}: the last line is cut short (line {last}); its values were not used")
-        metrics, iters = self._metrics(lines)
+        notes: list[str] = []
+        metrics, iters = self._metrics(lines, notes)
+        warnings += [f"{source}: {note}" for note in notes]
         others_frame = self._others(other)
         bounds = attempt_bounds(iters, others_frame)
         iters = with_attempt(iters, bounds)
@@ -116,7 +120,10 @@ class LineFormat:
         values = {}
         for n, rule in enumerate(self.rules):
             mine = pl.when(pl.col("rule") == n).then(pl.col("clean"))
-            if rule.step:
+            if rule.step_at:
+                values[f"s:{n}"] = pl.coalesce(*[mine.str.extract_all(rx).list.last().str.extract(rx, 1)
+                                                 for rx in rule.step_at])
+            elif rule.step:
                 values[f"s:{n}"] = mine.str.extract(rule.line, 1)
             for metric, rx in rule.fields.items():
                 values[f"f:{n}:{metric}"] = mine.str.extract(rx, 1)
@@ -134,16 +141,23 @@ class LineFormat:
             .drop("clean")
         )
 
-    def _metrics(self, lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    def _metrics(self, lines: pl.DataFrame, notes: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
         """Long metrics rows (line, step, metric, value, wall_time) and one row per step line (line, step)."""
         schema = {"line": pl.Int64, "step": pl.Int64, "metric": pl.String, "value": pl.Float64, "wall_time": pl.Float64}
         if lines.height == 0:
             return pl.DataFrame(schema=schema), pl.DataFrame(schema={"line": pl.Int64, "step": pl.Int64})
         lines = lines.with_columns(pl.col("line").cast(pl.Int64), wall_time=_epoch(pl.col("wall_time")))
-        stepped = [n for n, r in enumerate(self.rules) if r.step]
+        stepped = [n for n, r in enumerate(self.rules) if r.step or r.step_at]
         step = pl.coalesce(*[pl.when(pl.col("rule") == n).then(pl.col(f"s:{n}")) for n in stepped]) if stepped else None
         lines = lines.with_columns(step=step.str.replace_all(",", "").cast(pl.Int64, strict=False)
                                    if step is not None else pl.lit(None, dtype=pl.Int64))
+        counted = [n for n, r in enumerate(self.rules) if r.ordinal]
+        if counted and lines.filter(pl.col("rule").is_in(counted) & pl.col("step").is_not_null()).height == 0:
+            mine = pl.col("rule").is_in(counted) & self._per_step()
+            lines = lines.sort("line").with_columns(
+                step=pl.when(mine).then(mine.cast(pl.Int64).cum_sum()).otherwise("step"))
+            notes.append("it prints no step: steps here count its printed metrics lines (times the logging"
+                         " interval, they are the training steps)")
         stepped_lines = lines.filter(pl.col("step").is_not_null()).select("line", "step")
         # the per-step lines number the steps: a restart is their step going back (an evaluation line shares the
         # step of the iteration line after it)
@@ -163,6 +177,9 @@ class LineFormat:
                     "line", "step", metric=pl.lit(metric), value=value, wall_time="wall_time"))
         metrics = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
         return metrics.filter(pl.col("step").is_not_null()), iters
+
+    def _per_step(self) -> pl.Expr:
+        return pl.col("rule").is_in([n for n, r in enumerate(self.rules) if r.per_step])
 
     def _others(self, other: pl.DataFrame) -> pl.DataFrame:
         """The other kept lines with their event kinds: the Megatron patterns first, then the format's own."""

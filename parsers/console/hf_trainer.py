@@ -1,0 +1,38 @@
+"""The Hugging Face Trainer's printed logs: one dict per logging step, ``{'loss': 2.3104, 'grad_norm': 5.125,
+'learning_rate': 1e-05, 'epoch': 0.02}`` (newer versions quote every value: ``{'loss': '19.85', ...}``), evaluation
+dicts ``{'eval_loss': ...}``; ms-swift adds ``'global_step/max_steps': '12/500'`` (its step) and writes the same
+dicts to ``logging.jsonl`` with double quotes. The plain Trainer prints no step: its dicts are numbered in order,
+and the report says so.
+
+>>> from pathlib import Path
+>>> from parsers.reader import ReadContext
+>>> path = Path("tests/fixtures/real/hf_trainer/mswift_qwen3_17b_effective.train.log")
+>>> read(path, ReadContext("train.log", "r"))[0].log.metrics.filter(metric="loss").select("step", "value").row(0)
+(1, 7.948)
+"""
+
+from __future__ import annotations
+
+import re
+
+from parsers import schema as s
+from parsers.console.engine import NUMBER, LineFormat, Rule
+
+
+def _key(name: str) -> str:
+    return rf"['\"]{re.escape(name)}['\"]:\s*['\"]?({NUMBER})['\"]?"
+
+
+_STEP = r"['\"]global_step/max_steps['\"]:\s*['\"](\d+)/\d+['\"]"
+
+_FORMAT = LineFormat(
+    FORMAT="hf-trainer",
+    detect=re.compile(rb"\{'(?:loss|eval_loss)': |['\"]global_step/max_steps['\"]: ['\"]\d+/\d+['\"]"),
+    rules=(
+        Rule(r"^[^{]*\{['\"](?:loss|grad_norm)['\"]:", {
+            s.LOSS: _key("loss"), s.GRAD_NORM: _key("grad_norm"), s.LR: _key("learning_rate"), "epoch": _key("epoch")},
+            step_at=(_STEP,), ordinal=True),
+        Rule(r"^[^{]*\{['\"]eval_loss['\"]:", {s.VAL_LOSS: _key("eval_loss")}, step_at=(_STEP,), per_step=False),
+    ),
+)
+FORMAT, sniff, read, parse = _FORMAT.FORMAT, _FORMAT.sniff, _FORMAT.read, _FORMAT.parse

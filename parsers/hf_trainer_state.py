@@ -1,0 +1,144 @@
+"""The Hugging Face Trainer's ``trainer_state.json``: ``log_history`` (one entry per logging step: ``loss``,
+``grad_norm``, ``learning_rate``, ``epoch``, ``step``; evaluation entries with ``eval_*``; a last summary entry
+with ``train_runtime`` and ``train_loss``) and the run's settings (``max_steps``, ``logging_steps``, ...).
+
+An output directory holds one in each ``checkpoint-N/`` folder too: each is the history up to its step. They are one
+run: the most complete history is read, and a checkpoint whose history disagrees with it (the run went back to an
+earlier checkpoint and trained again from there) is said so. The Trainer writes ``NaN`` for a NaN loss (not JSON);
+it is read as NaN.
+
+>>> from pathlib import Path
+>>> from parsers.reader import ReadContext
+>>> path = Path("tests/fixtures/real/hf_trainer_state/subro608_Deep_learning_Bert_project2/checkpoint-500/"
+...             "trainer_state.json")
+>>> log = read(path, ReadContext("trainer_state.json", "r"))[0].log
+>>> log.metrics.filter(metric="loss").select("step", "value").row(0)
+(100, 1.3676)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from parsers import schema as s
+from parsers.reader import NotThisFormat, Piece, ReadContext
+from parsers.schema import ParsedLog
+from parsers.textfile import InputError, read_all
+from parsers.wandb_history import config_frame
+
+FORMAT = "hf-trainer-state"
+_NAMES = {"loss": s.LOSS, "grad_norm": s.GRAD_NORM, "learning_rate": s.LR, "eval_loss": s.VAL_LOSS}
+_SUMMARY = ("train_runtime", "train_loss", "train_samples_per_second", "train_steps_per_second", "total_flos")
+# Python's json writes NaN and Infinity, which are not JSON: read them through stand-ins no real value takes
+_NONFINITE = re.compile(rb"(?<=[:\[,] )(NaN|-Infinity|Infinity)(?=[,\]}\s])")
+_STAND_IN = {b"NaN": -1.7976931348623155e308, b"Infinity": 1.7976931348623155e308,
+             b"-Infinity": -1.7976931348623153e308}
+
+
+def sniff(head: bytes, name: str) -> bool:
+    return Path(name).name == "trainer_state.json" or (
+        Path(name).suffix == ".json" and b'"log_history"' in head and b'"global_step"' in head)
+
+
+def read(path: Path, context: ReadContext) -> list[Piece]:
+    raw = read_all(path)
+    if not raw.strip():
+        raise NotThisFormat(f"{context.shown}: empty file", empty=True)
+    state, history = _load(raw, context.shown)
+    if history.height == 0 or "step" not in history.columns:
+        raise NotThisFormat(f"{context.shown}: a trainer_state.json with an empty log_history")
+    summary = history.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in _SUMMARY if c in history.columns)) \
+        if any(c in history.columns for c in _SUMMARY) else history.clear()
+    rows = history.join(summary.select("step"), on="step", how="anti") if summary.height else history
+    values = [c for c in rows.columns if c not in ("step", *_SUMMARY) and rows.schema[c].is_numeric()]
+    long = (rows.with_row_index("row").unpivot(index=["row", "step"], on=values, variable_name="key",
+                                               value_name="value")
+            .filter(pl.col("value").is_not_null())
+            .with_columns(value=pl.col("value").cast(pl.Float64), step=pl.col("step").cast(pl.Int64))
+            .with_columns(value=_finite(pl.col("value"))))
+    names = {k: _NAMES.get(k, k) for k in values}
+    metrics = long.with_columns(metric=pl.col("key").replace_strict(names, return_dtype=pl.String)).sort("row")
+    frame = s.conform(metrics.with_columns(run=pl.lit(context.run), source=pl.lit(context.shown), attempt=pl.lit(1)),
+                      s.METRICS_SCHEMA)
+    settings = {k: v for k, v in state.items() if k != "log_history" and not isinstance(v, dict | list)}
+    configs = config_frame(settings, run=context.run, source=context.shown)
+    if summary.height:
+        last = {k: v for k, v in summary.row(-1, named=True).items() if v is not None and k != "step"}
+        configs = pl.concat([configs, config_frame(last, run=context.run, source=context.shown,
+                                                   prefix=s.SUMMARY_PREFIX)])
+    events = s.empty(s.EVENTS_SCHEMA)
+    if summary.height:  # the Trainer writes its summary entry when train() returns
+        done = summary.row(-1, named=True)
+        events = s.conform(pl.DataFrame({
+            "kind": [s.EV_TRAINING_DONE], "step": [int(done["step"])], "attempt": [1], "run": [context.run],
+            "source": [context.shown],
+            "text": [f"training finished: the Trainer's summary (train_runtime {done.get('train_runtime')} s, "
+                     f"train_loss {done.get('train_loss')})"]}), s.EVENTS_SCHEMA)
+    log = ParsedLog(frame, events, configs, n_attempts=1,
+                    tags={k: v for k, v in names.items() if k in set(long["key"].unique())})
+    return [Piece(path, FORMAT, log)]
+
+
+def combine(pieces: list[Piece], context: ReadContext) -> list[Piece]:
+    """One history per output directory: the most complete; a checkpoint's history that disagrees with it is said."""
+    groups: dict[Path, list[Piece]] = {}
+    for piece in pieces:
+        folder = piece.file.parent
+        groups.setdefault(folder.parent if folder.name.startswith("checkpoint-") else folder, []).append(piece)
+    out = []
+    for group in groups.values():
+        def reach(p: Piece) -> tuple[int, bool]:
+            return int(p.log.metrics["step"].max() or 0), not p.file.parent.name.startswith("checkpoint-")
+        best = max(group, key=reach)
+        final = best.log.metrics.filter(metric=s.LOSS).select("step", "value")
+        for other in group:
+            if other is best:
+                continue
+            mine = other.log.metrics.filter(metric=s.LOSS).select("step", "value")
+            differ = mine.join(final, on="step", suffix="_final").filter(
+                (pl.col("value") != pl.col("value_final")) & ~(pl.col("value").is_nan() & pl.col("value_final").is_nan()))
+            if differ.height:
+                context.warnings.append(
+                    f"{context.display(other.file)}: its loss history differs from "
+                    f"{context.display(best.file)}'s from step {differ['step'].min()}: training went back to an "
+                    "earlier checkpoint and ran again from there")
+        out.append(best)
+    return out
+
+
+def _load(raw: bytes, shown: str) -> tuple[dict[str, Any], pl.DataFrame]:
+    """The settings and the history as a frame (polars' JSON reader; Python's for what it refuses)."""
+    text = _NONFINITE.sub(lambda m: repr(_STAND_IN[m.group(1)]).encode(), raw)
+    try:
+        frame = pl.read_json(io.BytesIO(text), infer_schema_length=None)
+        if "log_history" in frame.columns and frame.height == 1:
+            history = frame.select(pl.col("log_history").explode()).unnest("log_history")
+            state = {c: frame[c][0] for c in frame.columns if c != "log_history" and not frame.schema[c].is_nested()}
+            return state, history.filter(pl.col("step").is_not_null()) if "step" in history.columns else history
+    except (pl.exceptions.PolarsError, TypeError, ValueError):
+        pass
+    try:
+        state = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"{shown}: not valid JSON ({str(exc).splitlines()[0]})") from None
+    if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
+        raise NotThisFormat(f"{shown}: JSON without a log_history list")
+    entries = [e for e in state["log_history"] if isinstance(e, dict) and isinstance(e.get("step"), int)]
+    flat = [{k: float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+             for k, v in e.items()} | {"step": e["step"]} for e in entries]
+    return state, pl.DataFrame(flat, infer_schema_length=None) if flat else pl.DataFrame()
+
+
+def _finite(value: pl.Expr) -> pl.Expr:
+    """The stand-ins back to NaN and +-Infinity."""
+    out = value
+    for token, stand_in in _STAND_IN.items():
+        real = {b"NaN": float("nan"), b"Infinity": float("inf"), b"-Infinity": float("-inf")}[token]
+        out = pl.when(value == stand_in).then(pl.lit(real)).otherwise(out)
+    return out

@@ -1,0 +1,86 @@
+"""Hugging Face Trainer output (its printed dicts, ms-swift's logging.jsonl, trainer_state.json in an output
+directory) and MLX LM's console: real files (fixtures/real/SOURCES.md) with values pinned, and generated cases."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import forensics
+from parsers import load_run
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+
+
+@pytest.mark.parametrize(("path", "fmt", "metric", "rows"), [
+    # ms-swift: "Train:   1%| | 1/120 [...]   {'loss': '7.948', ..., 'global_step/max_steps': '1/120', ...}"
+    ("hf_trainer/mswift_qwen3_17b_effective.train.log", "hf-trainer", "loss", [(1, 7.948), (2, 7.886)]),
+    # "{'loss': 0.2051, 'grad_norm': nan, 'learning_rate': 9.774074342405685e-06, 'epoch': 0.53}"
+    ("hf_trainer/modernbert_issue233_gradnorm_nan.txt", "hf-trainer", "loss", [(1, 0.2051), (2, 0.0), (3, 0.0)]),
+    # MLX LM: "Iter 10: Train loss 10.986, Learning Rate 1.000e-05, ..." and "Iter 1: Val loss 14.555, Val took ..."
+    ("mlx_lm/filipw_phi35_mlx_lm_lora_readme.txt", "mlx-lm", "loss", [(10, 10.986), (20, 5.275)]),
+    ("mlx_lm/filipw_phi35_mlx_lm_lora_readme.txt", "mlx-lm", "val_loss", [(1, 14.555)]),
+])
+def test_real_printed_values(path: str, fmt: str, metric: str, rows: list[tuple[int, float]]) -> None:
+    run = load_run(REAL / path)
+    assert [src.format for src in run.sources] == [fmt]
+    assert run.metrics.filter(metric=metric).select("step", "value").rows()[:len(rows)] == rows
+
+
+def test_quoted_values_and_eval_dicts(tmp_path: Path) -> None:
+    """transformers 5 quotes every value; an eval dict takes the step of the train dict printed before it."""
+    log = tmp_path / "train.log"
+    log.write_text("{'loss': '19.85', 'grad_norm': '0.05444', 'learning_rate': '8.571e-05', 'epoch': '0.2941'}\n"
+                   " 17% 34/204 [01:03<05:30,  1.94s/it]\n"
+                   "{'loss': '19.84', 'grad_norm': 'nan', 'learning_rate': '0.0001913', 'epoch': '0.8824'}\n"
+                   "{'eval_loss': '9.86', 'eval_runtime': '4.061', 'epoch': '1'}\n")
+    run = load_run(log)
+    assert run.metrics.filter(metric="loss").select("step", "value").rows() == [(1, 19.85), (2, 19.84)]
+    assert math.isnan(run.metrics.filter(metric="grad_norm", step=2)["value"][0])
+    assert run.metrics.filter(metric="val_loss").select("step", "value").rows() == [(2, 9.86)]
+
+
+def test_plain_trainer_stdout_says_its_steps_are_counts() -> None:
+    run = load_run(REAL / "hf_trainer" / "modernbert_issue233_gradnorm_nan.txt")
+    assert any("it prints no step: steps here count its printed metrics lines" in w for w in run.warnings)
+    assert all(math.isnan(v) for v in run.metrics.filter(metric="grad_norm")["value"])
+    assert load_run(REAL / "hf_trainer" / "mswift_qwen3_17b_effective.train.log").warnings == []  # it has its step
+
+
+def test_mswift_logging_jsonl() -> None:
+    run = load_run(REAL / "hf_trainer" / "mswift_logging_jsonl" / "qwen3_17b_text_effective")
+    # {"loss": 7.94849682, "grad_norm": 18.01929855, ..., "global_step/max_steps": "1/120", ...}
+    assert run.metrics.filter(metric="grad_norm").select("step", "value").row(0) == (1, 18.01929855)
+    assert run.metrics.filter(metric="loss").height == 121 - 1  # 120 steps; the summary row is not a step
+
+
+def test_trainer_state_output_directory_is_one_run_completed() -> None:
+    path = REAL / "hf_trainer_state" / "syGOAT_Mistral-v0.2-Translator-bf16"
+    run = load_run(path)
+    assert [src.path for src in run.sources] == ["trainer_state.json"]  # the most complete of the three
+    # {"epoch": 0.004618937644341801, "grad_norm": 11.009225845336914, "learning_rate": 5.773672055427253e-07,
+    #  "loss": 2.4977, "step": 10}
+    assert run.metrics.filter(metric="grad_norm").select("step", "value").row(0) == (10, 11.009225845336914)
+    assert run.configs.filter(key="summary/train_runtime")["value"].to_list() == ["20387.7129"]
+    attempt = forensics.analyze(run).runs[0].attempts[0]
+    assert attempt.end_reason == "completed"
+
+
+def test_trainer_state_nan_and_a_checkpoint_that_went_back(tmp_path: Path) -> None:
+    def state(losses: dict[int, float]) -> str:
+        history = [{"epoch": k / 100, "grad_norm": 1.0, "learning_rate": 1e-4, "loss": v, "step": k}
+                   for k, v in losses.items()]
+        return json.dumps({"global_step": max(losses), "log_history": history, "max_steps": 1000})  # NaN as Python
+
+    out = tmp_path / "out"
+    (out / "checkpoint-30").mkdir(parents=True)
+    (out / "checkpoint-30" / "trainer_state.json").write_text(state({10: 3.0, 20: 2.9, 30: 2.8}))
+    (out / "trainer_state.json").write_text(state({10: 3.0, 20: 2.9, 30: 2.75, 40: float("nan")}))
+    run = load_run(out)
+    loss = run.metrics.filter(metric="loss").select("step", "value").rows()
+    assert loss[:3] == [(10, 3.0), (20, 2.9), (30, 2.75)] and math.isnan(loss[3][1])
+    assert run.warnings == ["checkpoint-30/trainer_state.json: its loss history differs from trainer_state.json's "
+                            "from step 30: training went back to an earlier checkpoint and ran again from there"]
