@@ -74,12 +74,12 @@ class LineFormat:
         """The log's metrics, events and attempts."""
         rows, others = [], []
         for block in scan_blocks(text):
-            found = self._block(block).collect(engine="streaming")
-            rows.append(found.filter(pl.col("rule").is_not_null()))
-            others.append(found.filter(pl.col("rule").is_null()))
+            lines, other = self._block(block)
+            rows.append(lines)
+            others.append(other)
         warnings = text.damage()
-        lines = pl.concat(rows) if rows else pl.DataFrame()
-        other = pl.concat(others) if others else pl.DataFrame()
+        lines = pl.concat(rows, how="diagonal_relaxed") if rows else pl.DataFrame()
+        other = pl.concat(others, how="diagonal_relaxed") if others else pl.DataFrame()
         if not text.ends_with_newline and lines.height and other.height + lines.height:
             last = max(int(lines["line"].max() or 0), int(other["line"].max() or 0) if other.height else 0)
             if int(lines["line"].max() or 0) == last:  # a number cut by the end of the file is not a value
@@ -110,36 +110,34 @@ class LineFormat:
         )
 
     # --- per block --------------------------------------------------------------------------------------------------
-    def _block(self, block: pl.LazyFrame) -> pl.LazyFrame:
-        """Each line: which rule it matches (null: none), its step, its fields (``f:<rule>:<metric>`` as text),
-        and for the other lines that may be events, their text."""
-        clean = pl.col("text").fill_null("").str.replace_all(_ANSI, "")
+    def _block(self, block: pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The block's metrics lines (which rule, its step and fields as text: ``s:<rule>``, ``f:<rule>:<metric>``)
+        and its other lines that may be events (with their text). Only the lines a regex can concern are searched
+        with it: ANSI codes where an escape byte is, event patterns on lines that are not metrics lines."""
+        lines = block.with_columns(clean=pl.col("text").fill_null("")).collect()
+        if lines.select(pl.col("clean").str.contains("\x1b", literal=True).any()).item():  # coloured output
+            lines = lines.with_columns(clean=pl.col("clean").str.replace_all(_ANSI, ""))
         which: pl.Expr = pl.lit(None, dtype=pl.Int32)
         for n, rule in reversed(list(enumerate(self.rules))):
-            which = pl.when(clean.str.contains(rule.line)).then(pl.lit(n, dtype=pl.Int32)).otherwise(which)
+            which = pl.when(pl.col("clean").str.contains(rule.line)).then(pl.lit(n, dtype=pl.Int32)).otherwise(which)
+        lines = lines.with_columns(rule=which)
+        mine = lines.filter(pl.col("rule").is_not_null())
         values = {}
         for n, rule in enumerate(self.rules):
-            mine = pl.when(pl.col("rule") == n).then(pl.col("clean"))
+            own = pl.when(pl.col("rule") == n).then(pl.col("clean"))
             if rule.step_at:
-                values[f"s:{n}"] = pl.coalesce(*[mine.str.extract_all(rx).list.last().str.extract(rx, 1)
+                values[f"s:{n}"] = pl.coalesce(*[own.str.extract_all(rx).list.last().str.extract(rx, 1)
                                                  for rx in rule.step_at])
             elif rule.step:
-                values[f"s:{n}"] = mine.str.extract(rule.line, 1)
+                values[f"s:{n}"] = own.str.extract(rule.line, 1)
             for metric, rx in rule.fields.items():
-                values[f"f:{n}:{metric}"] = mine.str.extract(rx, 1)
+                values[f"f:{n}:{metric}"] = own.str.extract(rx, 1)
+        mine = mine.with_columns(**values, wall_time=_stamp(mine)).drop("clean", "text")
         extra = "|".join(f"(?:{rx})" for _, rx in self.events)
-        maybe_event = pl.col("clean").str.contains(_ANY_EVENT + (f"|{extra}" if extra else ""))
-        return (
-            block.with_columns(clean=clean)
-            .with_columns(rule=which)
-            .filter(pl.col("rule").is_not_null() | maybe_event)
-            .with_columns(**values, wall_time=pl.coalesce(
-                pl.col("clean").str.extract(_STAMP, 1),
-                pl.col("clean").str.extract(_US_STAMP, 1).str.strptime(pl.Datetime("us"), "%m/%d/%Y %H:%M:%S",
-                                                                       strict=False).dt.to_string("%Y-%m-%d %H:%M:%S")))
-            .with_columns(text=pl.when(pl.col("rule").is_null()).then(pl.col("text") + ""))
-            .drop("clean")
-        )
+        rest = lines.filter(pl.col("rule").is_null())
+        rest = rest.filter(pl.col("clean").str.contains(_ANY_EVENT + (f"|{extra}" if extra else "")))
+        rest = rest.with_columns(wall_time=_stamp(rest), text=pl.col("text") + "").drop("clean")
+        return mine, rest
 
     def _metrics(self, lines: pl.DataFrame, notes: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
         """Long metrics rows (line, step, metric, value, wall_time) and one row per step line (line, step)."""
@@ -172,9 +170,9 @@ class LineFormat:
         for n, rule in enumerate(self.rules):
             mine = lines.filter(pl.col("rule") == n)
             for metric in rule.fields:
-                value = _value(pl.col(f"f:{n}:{metric}")) * rule.scale.get(metric, 1.0)
-                parts.append(mine.filter(pl.col(f"f:{n}:{metric}").is_not_null()).select(
-                    "line", "step", metric=pl.lit(metric), value=value, wall_time="wall_time"))
+                got = mine.filter(pl.col(f"f:{n}:{metric}").is_not_null())
+                parts.append(got.select("line", "step", metric=pl.lit(metric), wall_time="wall_time",
+                                        value=_values(got[f"f:{n}:{metric}"]) * rule.scale.get(metric, 1.0)))
         metrics = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
         return metrics.filter(pl.col("step").is_not_null()), iters
 
@@ -209,6 +207,27 @@ def _epoch(stamp: pl.Expr) -> pl.Expr:
 
 NUMBER = _NUMBER
 SUFFIXED = _SUFFIXED
+
+
+def _values(text: pl.Series) -> pl.Series:
+    """Printed numbers as floats: a plain cast where it works (nearly always), :func:`_value` for the rest."""
+    fast = text.cast(pl.Float64, strict=False)
+    odd = fast.is_null() & text.is_not_null()
+    if not odd.any():
+        return fast
+    return pl.select(pl.when(odd).then(_value(pl.lit(text))).otherwise(fast)).to_series()
+
+
+def _stamp(frame: pl.DataFrame) -> pl.Series:
+    """Each line's time stamp as text (``YYYY-MM-DD HH:MM:SS``), when the lines carry one (looked for on the first
+    lines only: a log that starts without stamps has none)."""
+    if frame.height == 0 or not frame.head(64).select(
+            pl.col("clean").str.contains(_STAMP) | pl.col("clean").str.contains(_US_STAMP)).to_series().any():
+        return pl.Series("wall_time", [None] * frame.height, dtype=pl.String)
+    return frame.select(pl.coalesce(
+        pl.col("clean").str.extract(_STAMP, 1),
+        pl.col("clean").str.extract(_US_STAMP, 1).str.strptime(pl.Datetime("us"), "%m/%d/%Y %H:%M:%S", strict=False)
+        .dt.to_string("%Y-%m-%d %H:%M:%S"))).to_series().alias("wall_time")
 
 
 def _value(text: pl.Expr) -> pl.Expr:
