@@ -34,6 +34,9 @@ DETECT = re.compile(rb"iteration\s+\d+\s*/\s*\d+\s*\||-{8,} arguments -{8,}")
 PDSH_CMD = re.compile(p.PDSH_CMD)
 _COUNTERS = "number of skipped iterations"
 _ANY_EVENT = "|".join(f"(?:{rx})" for _, rx in p.EVENT_PATTERNS)
+# a field printed without a colon: its name, then its value (a number, NaN or Inf in any case)
+_BARE_KEY = r"^\s*([A-Za-z][A-Za-z _()/-]*?)\s+([-+]?(?:\d|\.\d|(?i:nan|inf))\S*)\s*$"
+_BARE_FIELD = re.compile(r"(\s*([A-Za-z][A-Za-z _()/-]*?)\s+)(?=[-+]?(?:\d|\.\d|(?i:nan|inf)))")
 _LINES_SCHEMA = {"line": pl.UInt32, "text": pl.String}
 _VALUE = "metric:"  # the wide iteration rows hold each metric in a column named "metric:<name>"
 _SAMPLE_LINES = 256  # iteration lines the layout is learned from
@@ -148,6 +151,10 @@ def layout_of(line: str, prefix: str = "^") -> Layout | None:
         # the first cell's key starts after launcher prefixes, escape codes and a timestamp, as field by field
         start = re.match(prefix + p.LEADING[1:], cell).end() if n == 0 else 0  # type: ignore[union-attr]
         colon = cell.find(":", start)
+        bare = _BARE_FIELD.match(cell, start) if colon < 0 and n != counter else None
+        if bare:  # the oldest Megatron: "learning rate 1.500E-04 | lm loss 7.124311E+00 |", no colons
+            heads.append((cell[: bare.end(1)], bare.group(2)))
+            continue
         heads.append((cell[: colon + 1], cell[start:colon].strip()) if colon >= 0 and n != counter else None)
     return Layout(counter, tuple(heads))
 
@@ -327,8 +334,13 @@ def _odd_fields(odd: pl.DataFrame, prefix: str) -> pl.DataFrame:
             key=halves.struct.field("field_0").str.strip_chars(),
             raw=halves.struct.field("field_1").str.strip_chars(),
         )
-        .drop_nulls("raw")  # a cell with no ':'
     )
+    bare = cells.filter(pl.col("raw").is_null()).select(  # a cell with no ':' (the oldest Megatron's fields)
+        "line",
+        key=pl.col("key").str.extract(_BARE_KEY, 1).str.strip_chars(),
+        raw=pl.col("key").str.extract(_BARE_KEY, 2),
+    )
+    cells = pl.concat([cells.drop_nulls("raw"), bare.drop_nulls("raw")])
     names = _metric_names(cells["key"].unique().to_list())
     raw = pl.col("raw")
     leading = raw.str.extract(r"^([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)").cast(pl.Float64, strict=False)
@@ -449,6 +461,13 @@ def _repair_wrapped(
             cut[line_no] = bool(re.search(r"loss scale:|grad norm:|number of skipped", texts.get(line_no, "")))
             last = line_no == int(iters["line"].max()) and not text.ends_with_newline  # type: ignore[arg-type]
             where = "last line" if last else f"line {line_no}"
+            said = texts.get(line_no, "")
+            if last and "|" in said and said[said.rfind("|") + 1:].strip():
+                # the end of the file fell inside a field: its value may be cut too ("lm loss: 2" of 2.4E+00)
+                patches[line_no] = said[: said.rfind("|") + 1]
+                warnings.append(f"{text.shown}: {where}: iteration line cut short by the end of the file; the field "
+                                f"it cut ({said[said.rfind('|') + 1:].strip()[:40]!r}) and those after it are missing")
+                continue
             warnings.append(f"{text.shown}: {where}: iteration line cut short; fields after the cut are missing")
     cut_frame = pl.DataFrame(
         {"line": list(cut), "past": list(cut.values()), "cut_text": [texts.get(n) for n in cut]}, schema=no_cut.schema

@@ -11,6 +11,9 @@ from parsers import schema as s
 # host is stripped when the log names it in its "cmd = pdsh ... -w h1,h2" line, or when it looks like a host name
 # (letters then a digit somewhere: "sd-2", "r7i4n1", "jean-zay-iam01"); words like "WARNING: " are never stripped.
 SRUN_OR_TORCHRUN = r"\d+: |\[[A-Za-z_]+\d+\]: ?"
+# what a paste into an issue or a doc puts in front of an iteration line: quote markers, a stray back-tick, a shell
+# prompt (other lines keep theirs: Megatron prints "> building train, validation, and test datasets ...")
+PASTE_MARKS = r"(?:\s*>+ ?|`+|\$ )*"
 HOST_LIKE = r"[A-Za-z][\w-]*\d[\w.-]*: "  # pdsh writes "host: " (one space): the indentation after it is the line's
 PDSH_CMD = rb"cmd = pdsh [^\n]*?-w\s+(\S+)"
 
@@ -29,7 +32,7 @@ COUNTER_CELL = r"iteration\s+(\d+)\s*/\s*(\d+)\s*$"  # the counter's cell of a l
 # junk a damaged or coloured log leaves in front of a line: ANSI escapes, replacement characters, other non-ASCII
 ANSI = r"\x1b\[[0-9;]*[A-Za-z]"  # a terminal colour or cursor code
 JUNK = rf"(?:{ANSI}|[^\x00-\x7F])*"
-LEADING = r"^" + JUNK + r"\s*(?:\[[^\]]*\])?"
+LEADING = r"^" + PASTE_MARKS + JUNK + r"\s*(?:\[[^\]]*\])?"
 # a whole iteration line: junk, a timestamp, fields printed before the counter (GPT-NeoX), then the counter
 ITERATION_LINE_AFTER_PREFIX = LEADING[1:] + r"\s*(?:[^|\[\]]*?:[^|]*\|\s*)*" + ITERATION_CORE
 # groups: step, which set (the text naming it), key, value, PPL; "validation loss at iteration 20 on 320-sample

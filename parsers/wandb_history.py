@@ -21,6 +21,7 @@ HISTORY_META = ("_step", "_runtime", "_timestamp")
 STEP_KEYS = ("trainer/global_step", "train/global_step", "global_step", "iter", "iteration")
 # sample sizes W&B uses when it thins a series: run.history() 500, UI charts 1,000 / 1,500, old UI 5,000
 _SAMPLE_SIZES = frozenset({500, 1000, 1500, 5000, 10000})
+_FEWEST_SAMPLED = 200  # below this many points an export is not a sample (the smallest sample W&B takes is 500)
 
 
 def metric_names(keys: list[str]) -> dict[str, str]:
@@ -74,6 +75,12 @@ def sampling_note(steps: pl.Series, shown: str, chart: bool = False) -> str | No
     gaps = unique.diff().drop_nulls()
     span = int(unique[-1] - unique[0])
     if gaps.n_unique() == 1 and n not in _SAMPLE_SIZES:
+        return None
+    # W&B thins a history only when it has more points than its sample size: a short one that is regular but for
+    # a hole or two (steps that were not logged, each a whole number of log intervals) is whole
+    usual = int(gaps.mode().min())
+    odd = gaps.filter(gaps != usual)
+    if n < _FEWEST_SAMPLED and odd.len() <= 2 and usual > 0 and (odd % usual == 0).all():
         return None
     kind = "chart export" if chart else "history dump"
     return (f"{shown}: sampled {kind}: {n:,} points over {span:,} steps; single-step spikes may be missing "

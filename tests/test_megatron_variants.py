@@ -1,0 +1,61 @@
+"""Megatron lines as older versions printed them and as pastes carry them, a value cut by the end of the file, and
+a short W&B chart export with a hole (not a sample)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import polars as pl
+
+from parsers import load_run
+from parsers.wandb_history import sampling_note
+
+# Megatron-LM 1.x (DeepSpeedExamples' Megatron-LM): fields without colons; "lm loss NAN" on the one bad interval
+_OLD_LINE = (" iteration {:8d}/     300 | elapsed time per iteration (ms): {} | learning rate {} | lm loss {} | "
+             "loss scale {} |\n")
+OLD = "".join(_OLD_LINE.format(*row) for row in [
+    (100, "1048.5", "1.258E-04", "4.799004E+00", "32768.0"),
+    (200, "1020.9", "5.257E-05", "NAN", "16384.0"),
+    (300, "1018.4", "1.806E-06", "4.669175E-03", "16384.0"),
+])
+
+
+def _wide(path: Path) -> list[tuple]:
+    return load_run(path).metrics.pivot(on="metric", index="step", values="value", aggregate_function="first") \
+        .select("step", "lr", "loss", "loss_scale").rows()
+
+
+def test_oldest_megatron_fields_without_colons(tmp_path: Path) -> None:
+    log = tmp_path / "old.log"
+    log.write_text(OLD)
+    rows = _wide(log)
+    assert rows[0] == (100, 1.258e-04, 4.799004, 32768.0) and rows[2] == (300, 1.806e-06, 4.669175e-03, 16384.0)
+    assert rows[1][0] == 200 and math.isnan(rows[1][2]) and rows[1][3] == 16384.0  # only that interval is NaN
+
+
+def test_pasted_lines_with_quote_markers_backticks_and_prompts(tmp_path: Path) -> None:
+    line = (" iteration {:8d}/     500 | consumed samples: {} | learning rate: 1.500E-04 | lm loss: {:.6E} | "
+            "loss scale: 128.0 |")
+    marks = ["> ", "> > ", "`", "$ "]
+    log = tmp_path / "issue.txt"
+    log.write_text("".join(f"{m}{line.format(100 * (k + 1), 100 * (k + 1), 7 - k / 10)}\n" for k, m in enumerate(marks)))
+    assert [(step, loss) for step, _, loss, _ in _wide(log)] == [(100, 7.0), (200, 6.9), (300, 6.8), (400, 6.7)]
+
+
+def test_a_number_cut_by_the_end_of_the_file_is_not_a_value(tmp_path: Path) -> None:
+    log = tmp_path / "cut.log"
+    log.write_text(" iteration      100/     500 | learning rate: 1.5E-04 | lm loss: 7.12E+00 | loss scale: 128.0 |\n"
+                   " iteration      200/     500 | learning rate: 1.5E-04 | lm loss: 2")
+    run = load_run(log)
+    loss = run.metrics.filter(metric="loss").select("step", "value").rows()
+    assert loss == [(100, 7.12)]
+    assert run.metrics.filter(metric="lr", step=200)["value"].to_list() == [1.5e-04]  # the fields before the cut
+    assert any("cut short by the end of the file; the field it cut ('lm loss: 2')" in w for w in run.warnings)
+
+
+def test_a_short_chart_export_with_one_missing_step_is_not_sampled() -> None:
+    steps = pl.Series([s for s in range(150) if s != 77])
+    assert sampling_note(steps, "chart.csv", chart=True) is None
+    thinned = pl.Series(sorted(set(range(0, 20_000, 7)) | {3, 5}))
+    assert sampling_note(thinned, "history.csv").startswith("history.csv: sampled history dump: 2,860 points")
