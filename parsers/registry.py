@@ -90,8 +90,13 @@ def looks_like(head: bytes, name: str) -> str:
             keys = list(whole) if isinstance(whole, dict) else keys
         kind = "JSON lines" if stripped.count("\n{") > 1 else "JSON"
         return f"{kind} with keys {_listed(list(dict.fromkeys(keys)))} (no reader for this layout)"
-    first = stripped.splitlines()[0] if stripped else ""
-    if Path(name).suffix.lower() in {".csv", ".tsv"} or (first.count(",") >= 2 and "\n" in stripped):
+    lines = stripped.splitlines()[:5]
+    first = lines[0] if lines else ""
+    commas = {line.count(",") for line in lines[:-1] or lines}  # (the last line of the head may be cut)
+    header = [c.strip().strip('"') for c in first.split(",")]
+    named = all(re.fullmatch(r"[\w .:/()%-]{1,64}", c) for c in header)  # column names, not log text
+    if Path(name).suffix.lower() in {".csv", ".tsv"} or (
+            named and len(lines) > 2 and len(commas) == 1 and min(commas) >= 2):
         columns = [c.strip().strip('"') for c in first.split("\t" if "\t" in first else ",")]
         return f"CSV with columns {_listed(columns)} (no reader for this layout)"
     return "text without lines of any known training-log format"

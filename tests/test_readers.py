@@ -96,3 +96,11 @@ def test_mlflow_run_directory_is_one_run() -> None:
         0, 332.6841735839844, pytest.approx(1628697792.09))
     assert run.configs.filter(key="opt_learning_rate")["value"].to_list() == ["0.002"]
     assert run.skipped == ["mlruns/0/meta.yaml: an MLflow experiment with no runs"]
+
+
+def test_a_text_log_of_no_known_format_is_not_called_csv() -> None:
+    """GLM-130B's pasted DeepSpeed overflow lines have two commas each, like a CSV; they are text."""
+    path = REAL / "megatron" / "issue__THUDM+GLM__issue32.txt"
+    with pytest.raises(InputError) as err:
+        load_run(path)
+    assert str(err.value) == f"{path}: not a recognised training log: no Megatron iteration lines or arguments block"
