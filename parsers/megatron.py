@@ -55,14 +55,24 @@ def sniff(head: bytes, name: str) -> bool:
 
 
 def read(path: Path, context: ReadContext) -> list[Piece]:
-    """A Megatron-family log; a text file without iteration lines or an arguments block is not one."""
-    text = inspect_text(path, context.shown, {"megatron": DETECT}, head_patterns={"pdsh": PDSH_CMD})
+    """A Megatron-family log; a text file without iteration lines or an arguments block is not one. A console of
+    another format whose first metrics line lies beyond the head the readers were shown (a long start-up) is found
+    here, in the same pass, and read by its own reader."""
+    from parsers.registry import console_formats  # (the registry imports this module)
+
+    consoles = console_formats()
+    patterns = {FORMAT: DETECT, **{name: fmt.detect for name, fmt in consoles.items()}}
+    text = inspect_text(path, context.shown, patterns, head_patterns={"pdsh": PDSH_CMD}, first_of=True)
     if text.binary:
         raise NotThisFormat(f"{context.shown}: binary file, not a text log")
     if text.blank:
         raise NotThisFormat(f"{context.shown}: empty file", empty=True)
-    if text.matches["megatron"] is None:
+    found = sorted((m.start(), name) for name, m in text.matches.items() if m is not None and name in patterns)
+    if not found:
         raise NotThisFormat(f"{context.shown}: no Megatron iteration lines or arguments block")
+    name = found[0][1]
+    if name != FORMAT:
+        return [Piece(path, name, consoles[name].parse(text, run=context.run, source=context.shown))]
     return [Piece(path, FORMAT, parse_megatron(text, run=context.run, source=context.shown))]
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from parsers import hf_trainer_state, lightning, megatron, mlflow_store, tensorboard, wandb_export, wandb_run
 from parsers.console import fairseq, hf_trainer, llmc, mlx_lm, nanogpt, nanotron, olmo, torchtitan
+from parsers.console.engine import LineFormat
 from parsers.reader import HEAD_BYTES, Reader
 
 ENTRY_POINT_GROUP = "forensics.readers"
@@ -43,6 +44,11 @@ def readers() -> tuple[Reader, ...]:
             extra.append(found)
     # plug-ins are asked before the Megatron reader, which takes any text file
     return (*BUILTIN[:-1], *extra, BUILTIN[-1])
+
+
+def console_formats() -> dict[str, LineFormat]:
+    """The console formats among the readers (the Megatron reader looks for them beyond the head)."""
+    return {r.FORMAT: r.SPEC for r in readers() if isinstance(getattr(r, "SPEC", None), LineFormat)}
 
 
 def head_of(path: Path) -> bytes:

@@ -93,11 +93,13 @@ def inspect_text(
     shown: str,
     patterns: dict[str, re.Pattern[bytes]] | None = None,
     head_patterns: dict[str, re.Pattern[bytes]] | None = None,
+    first_of: bool = False,
 ) -> TextFile:
     """Look at ``path`` until every pattern is found: binary or blank, and the first match of each pattern.
 
-    ``patterns`` are looked for in the whole file (reading stops once all are found), ``head_patterns`` in its
-    first block (a few MB) only. A file with NUL bytes near its start is taken as binary and not read further.
+    ``patterns`` are looked for in the whole file (reading stops once all are found, or with ``first_of`` once
+    any is: the matches then all lie in one block), ``head_patterns`` in its first block (a few MB) only. A file
+    with NUL bytes near its start is taken as binary and not read further.
     """
     info = TextFile(path=path, shown=shown)
     pending = dict(patterns or {})
@@ -111,7 +113,7 @@ def inspect_text(
             if found := rx.search(block):
                 info.matches[name] = found
                 pending.pop(name, None)
-        if not pending and not info.blank:
+        if (not pending or (first_of and len(pending) < len(patterns or {}))) and not info.blank:
             break
     return info
 

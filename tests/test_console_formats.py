@@ -98,3 +98,14 @@ def test_restart_cut_line_nan_and_empty(tmp_path: Path) -> None:
     empty.write_text("")
     with pytest.raises(InputError, match="empty file"):
         load_run(empty)
+
+
+def test_a_console_whose_first_metrics_line_is_past_the_head_is_still_read(tmp_path: Path) -> None:
+    """A long start-up (warnings, a model summary) pushes nanoGPT's first iter line past the 64 KB every reader is
+    shown first; the last-resort text reader finds it in its one pass and hands the file to the nanoGPT reader."""
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"UserWarning: a noisy start-up line number {i} of the model summary\n" for i in range(2000))
+                   + "".join(f"iter {i}: loss {4 - i / 1000:.4f}, time 100.00ms, mfu 1.00%\n" for i in range(0, 100, 10)))
+    run = load_run(log)
+    assert [src.format for src in run.sources] == ["nanogpt"]
+    assert run.metrics.filter(metric="loss").select("step", "value").row(-1) == (90, 3.91)

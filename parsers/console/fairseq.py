@@ -23,7 +23,7 @@ def _key(name: str) -> str:
     return rf'"{name}": "?({NUMBER})"?'
 
 
-_FORMAT = LineFormat(
+SPEC = LineFormat(
     FORMAT="fairseq",
     detect=re.compile(rb'\| (?:train_inner|valid) \| \{"epoch": |\| INFO \| (?:metaseq|fairseq)[\w.]* \| '),
     rules=(
@@ -38,4 +38,4 @@ _FORMAT = LineFormat(
         (s.EV_CHECKPOINT_LOAD, r"[Ll]oaded checkpoint .*?\(epoch \d+ @ (\d+) updates\)"),
     ),
 )
-FORMAT, sniff, read, parse = _FORMAT.FORMAT, _FORMAT.sniff, _FORMAT.read, _FORMAT.parse
+FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse

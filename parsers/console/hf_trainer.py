@@ -25,7 +25,7 @@ def _key(name: str) -> str:
 
 _STEP = r"['\"]global_step/max_steps['\"]:\s*['\"](\d+)/\d+['\"]"
 
-_FORMAT = LineFormat(
+SPEC = LineFormat(
     FORMAT="hf-trainer",
     detect=re.compile(rb"\{'(?:loss|eval_loss)': |['\"]global_step/max_steps['\"]: ['\"]\d+/\d+['\"]"),
     rules=(
@@ -35,4 +35,4 @@ _FORMAT = LineFormat(
         Rule(r"^[^{]*\{['\"]eval_loss['\"]:", {s.VAL_LOSS: _key("eval_loss")}, step_at=(_STEP,), per_step=False),
     ),
 )
-FORMAT, sniff, read, parse = _FORMAT.FORMAT, _FORMAT.sniff, _FORMAT.read, _FORMAT.parse
+FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse

@@ -16,7 +16,7 @@ import re
 from parsers import schema as s
 from parsers.console.engine import NUMBER, LineFormat, Rule
 
-_FORMAT = LineFormat(
+SPEC = LineFormat(
     FORMAT="llm.c",
     detect=re.compile(rb"step\s+\d+/\d+ \| (?:train )?loss |(?:^|\n)s:\d+ (?:trl|tel):"
                       rb"|\| Parameter\s+\| Value\s+\|\n\+-+\+-+\+\n\| train data pattern "),
@@ -29,4 +29,4 @@ _FORMAT = LineFormat(
         Rule(r"^s:(\d+) tel:", {s.VAL_LOSS: rf"tel:({NUMBER})"}, per_step=False),
     ),
 )
-FORMAT, sniff, read, parse = _FORMAT.FORMAT, _FORMAT.sniff, _FORMAT.read, _FORMAT.parse
+FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse

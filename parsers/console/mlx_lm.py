@@ -8,7 +8,7 @@ import re
 from parsers import schema as s
 from parsers.console.engine import NUMBER, LineFormat, Rule
 
-_FORMAT = LineFormat(
+SPEC = LineFormat(
     FORMAT="mlx-lm",
     detect=re.compile(rb"\bIter \d+: (?:Train|Val) loss [-+\w.]+"),
     rules=(
@@ -17,4 +17,4 @@ _FORMAT = LineFormat(
         Rule(r"\bIter (\d+): Val loss ", {s.VAL_LOSS: rf"Val loss ({NUMBER})"}, per_step=False),
     ),
 )
-FORMAT, sniff, read, parse = _FORMAT.FORMAT, _FORMAT.sniff, _FORMAT.read, _FORMAT.parse
+FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse

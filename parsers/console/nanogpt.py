@@ -16,7 +16,7 @@ import re
 from parsers import schema as s
 from parsers.console.engine import NUMBER, LineFormat, Rule
 
-_FORMAT = LineFormat(
+SPEC = LineFormat(
     FORMAT="nanogpt",
     detect=re.compile(rb"\biter \d+: loss [-+\w.]+, time |\bstep \d+: train loss [-+\w.]+, val loss "),
     rules=(
@@ -31,4 +31,4 @@ _FORMAT = LineFormat(
         (s.EV_STARTUP, r"^\W*(?:tokens per iteration will be|Initializing a new model from scratch)"),
     ),
 )
-FORMAT, sniff, read, parse = _FORMAT.FORMAT, _FORMAT.sniff, _FORMAT.read, _FORMAT.parse
+FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse

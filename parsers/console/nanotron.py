@@ -16,7 +16,7 @@ import re
 from parsers import schema as s
 from parsers.console.engine import SUFFIXED, LineFormat, Rule
 
-_FORMAT = LineFormat(
+SPEC = LineFormat(
     FORMAT="nanotron",
     detect=re.compile(rb"iteration: \d+ / \d+ \| consumed_tokens: "),
     rules=(
@@ -27,4 +27,4 @@ _FORMAT = LineFormat(
         }),
     ),
 )
-FORMAT, sniff, read, parse = _FORMAT.FORMAT, _FORMAT.sniff, _FORMAT.read, _FORMAT.parse
+FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse

@@ -21,7 +21,7 @@ def _metric_line(names: str, metric: str) -> Rule:
     return Rule(rf"^\s+(?:{names})\s*=", {metric: rf"=\s*({NUMBER})\s*$"}, step=False, per_step=False)
 
 
-_FORMAT = LineFormat(
+SPEC = LineFormat(
     FORMAT="olmo",
     detect=re.compile(rb"\[step=\d+/\d+[\],][^\n]*\n\s+[\w/ ()-]+="),
     rules=(
@@ -33,4 +33,4 @@ _FORMAT = LineFormat(
         _metric_line(r"throughput/total_tokens", s.CONSUMED_TOKENS),
     ),
 )
-FORMAT, sniff, read, parse = _FORMAT.FORMAT, _FORMAT.sniff, _FORMAT.read, _FORMAT.parse
+FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse

@@ -16,7 +16,7 @@ import re
 from parsers import schema as s
 from parsers.console.engine import NUMBER, LineFormat, Rule
 
-_FORMAT = LineFormat(
+SPEC = LineFormat(
     FORMAT="torchtitan",
     # a step line (its words may be coloured), or the logger's "[titan]" prefix (a run that crashed before step 1)
     detect=re.compile(rb"step:\s*\d+\s+(?:\x1b\[[0-9;]*m)?loss:\s*[-+\w.]+\s|\[titan\] \d{4}-\d{2}-\d{2} "),
@@ -25,4 +25,4 @@ _FORMAT = LineFormat(
                                           "tokens_per_second": rf"\btps:\s*({NUMBER})"}),
     ),
 )
-FORMAT, sniff, read, parse = _FORMAT.FORMAT, _FORMAT.sniff, _FORMAT.read, _FORMAT.parse
+FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
