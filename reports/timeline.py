@@ -74,6 +74,11 @@ def coverage_section(run: RunFindings) -> list[str]:
     out = ["## What was read and checked", ""]
     fmt = {src["path"]: src["format"] for src in run.sources}
     for source, metrics in cov.get("by_source", {}).items():
+        if not metrics and cov.get("overlaid", {}).get(source):
+            names = ", ".join(m.replace("_", " ") for m in cov["overlaid"][source])
+            out.append(f"- {md(source)} ({md(fmt.get(source, '?'))}): {md(names)} at the same steps as a "
+                       "full-resolution source below, whose values were used.")
+            continue
         if not metrics:
             out.append(f"- {md(source)} ({md(fmt.get(source, '?'))}): no training metric recognised.")
             continue

@@ -84,3 +84,14 @@ def test_trainer_state_nan_and_a_checkpoint_that_went_back(tmp_path: Path) -> No
     assert loss[:3] == [(10, 3.0), (20, 2.9), (30, 2.75)] and math.isnan(loss[3][1])
     assert run.warnings == ["checkpoint-30/trainer_state.json: its loss history differs from trainer_state.json's "
                             "from step 30: training went back to an earlier checkpoint and ran again from there"]
+
+
+def test_an_output_directory_with_checkpoints_logging_and_event_files_is_one_run() -> None:
+    """ms-swift's output directory: checkpoint-40/80/120 trainer states, logging.jsonl and the Trainer's
+    runs/<date>_<host>/ event file. The event file is the full-resolution source; the others are said to be at
+    the same steps, not "no metric recognised"."""
+    run = forensics.analyze(load_run(REAL / "hf_output_dir" / "zhl-2022_x-algorithm_qwen3_17b_text_effective")).runs[0]
+    assert [a.end_reason for a in run.attempts] == ["completed"]
+    assert run.coverage["overlaid"] == {"checkpoint-120/trainer_state.json": ["grad_norm", "loss", "lr"],
+                                        "logging.jsonl": ["grad_norm", "loss", "lr"]}
+    assert run.coverage["metrics"]["loss"]["points"] == 120

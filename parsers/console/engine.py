@@ -106,7 +106,7 @@ class LineFormat:
             configs=s.empty(s.CONFIGS_SCHEMA),
             warnings=warnings,
             n_attempts=max(int(bounds["attempt"].max() or 0), 1),  # type: ignore[arg-type]
-            tags={name: name for rule in self.rules for name in rule.fields},
+            tags={name: name for name in metrics["metric"].unique().to_list()},
         )
 
     # --- per block --------------------------------------------------------------------------------------------------
