@@ -16,16 +16,14 @@ A ``*_step`` column is the per-step value of a metric logged with ``on_step`` (`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import polars as pl
-import yaml
 
 from parsers import schema as s
 from parsers.metric_names import canonical
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
-from parsers.textfile import InputError
+from parsers.textfile import InputError, read_yaml_mapping
 from parsers.wandb_history import config_frame
 
 FORMAT = "lightning"
@@ -51,7 +49,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     configs = s.empty(s.CONFIGS_SCHEMA)
     if hparams.is_file():
         context.consumed.add(hparams)
-        configs = config_frame(_hparams(hparams, context.display(hparams)), run=context.run,
+        configs = config_frame(read_yaml_mapping(hparams, context.display(hparams), "hparams"), run=context.run,
                                source=context.display(hparams))
     if path.name == "hparams.yaml":  # a version that logged no metrics (it stopped before its first log call)
         return [Piece(path, FORMAT, ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA), configs,
@@ -89,11 +87,3 @@ def _metric(column: str) -> str:
     base = column.removesuffix("_step")
     name, _ = canonical(base.replace("_", "/", 1) if base.startswith(("train_", "val_")) else base)
     return name if name != base.replace("_", "/", 1) else column
-
-
-def _hparams(path: Path, shown: str) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"{shown}: cannot read hparams ({str(exc).splitlines()[0]})") from None
-    return data if isinstance(data, dict) else {}

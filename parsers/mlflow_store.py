@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import yaml
 
 from parsers import schema as s
 from parsers.metric_names import canonical
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
-from parsers.textfile import InputError
+from parsers.textfile import read_yaml_mapping
 from parsers.wandb_history import config_frame
 
 FORMAT = "mlflow"
@@ -40,7 +39,7 @@ def sniff(head: bytes, name: str) -> bool:
 
 def read(path: Path, context: ReadContext) -> list[Piece]:
     root = path.parent
-    meta = _yaml(path, context.shown)
+    meta = read_yaml_mapping(path, context.shown, "MLflow meta.yaml")
     if not meta.get("run_id"):  # an experiment: its runs are read from their own meta.yaml
         if any((d / "meta.yaml").is_file() for d in root.iterdir() if d.is_dir()):
             return []
@@ -94,14 +93,6 @@ def _events(meta: dict[str, Any], run: str, source: str, metrics: pl.DataFrame, 
                      "text": f"MLflow run status {status}"})
     frame = pl.DataFrame(rows, schema={"kind": pl.String, "step": pl.Int64, "wall_time": pl.Float64, "text": pl.String})
     return s.conform(frame.with_columns(run=pl.lit(run), source=pl.lit(source), attempt=pl.lit(1)), s.EVENTS_SCHEMA)
-
-
-def _yaml(path: Path, shown: str) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"{shown}: cannot read MLflow meta.yaml ({str(exc).splitlines()[0]})") from None
-    return data if isinstance(data, dict) else {}
 
 
 def _text(path: Path) -> str | None:

@@ -62,6 +62,19 @@ def _oserror(path: Path | str, exc: OSError) -> InputError:
     return InputError(f"{path}: cannot read ({exc.strerror or exc})")
 
 
+def read_yaml_mapping(path: Path, shown: str, what: str) -> dict:
+    """A YAML file that holds a mapping (safe loader; anything else reads as empty), errors as one line naming
+    ``what`` the file is ("hparams", "MLflow meta.yaml")."""
+    import yaml  # (only the readers of YAML files need it)
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, yaml.YAMLError, RecursionError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{shown}: cannot read {what} ({reason})") from None
+    return data if isinstance(data, dict) else {}
+
+
 def read_all(path: Path) -> bytes:
     """The whole file (for binary formats that are decoded in one piece), OS errors as one-line messages."""
     try:
