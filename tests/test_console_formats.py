@@ -109,3 +109,10 @@ def test_a_console_whose_first_metrics_line_is_past_the_head_is_still_read(tmp_p
     run = load_run(log)
     assert [src.format for src in run.sources] == ["nanogpt"]
     assert run.metrics.filter(metric="loss").select("step", "value").row(-1) == (90, 3.91)
+
+
+def test_a_cancel_glued_to_progress_output_is_quoted_from_where_it_begins() -> None:
+    """llm.c's HellaSwag progress has no newlines; slurm's cancel notice lands at the end of that line."""
+    run = load_run(REAL / "llmc" / "HectorFCardenas_gpt2_train.11672114.log")
+    cancelled = run.events.filter(kind="cancelled")
+    assert cancelled.select("step", "text").rows() == [(750, "CANCELLED AT 2024-10-10T00:43:56 DUE TO TIME LIMIT ***")]

@@ -28,6 +28,7 @@ _NUMBER = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|N
 _SUFFIXED = _NUMBER + r"[KMGT]?"  # nanotron's 16.4K, 1.02K, 25.2G
 _STAMP = r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
 _US_STAMP = r"(\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2})"  # nanotron's 01/27/2025 15:50:16
+_LONG_LINE = 300  # characters: a longer event line is quoted from where the event begins
 _MULTIPLIERS = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
@@ -136,7 +137,11 @@ class LineFormat:
         extra = "|".join(f"(?:{rx})" for _, rx in self.events)
         rest = lines.filter(pl.col("rule").is_null())
         rest = rest.filter(pl.col("clean").str.contains(_ANY_EVENT + (f"|{extra}" if extra else "")))
-        rest = rest.with_columns(wall_time=_stamp(rest), text=pl.col("text") + "").drop("clean")
+        # a long line is mostly progress output glued in front of what it says ("evaluating HellaSwag: 10/1256...
+        # slurmstepd: error: *** JOB ... CANCELLED"): it is kept from where the event begins
+        said = pl.col("text").str.extract(f"((?:{_ANY_EVENT}{'|' + extra if extra else ''}).*)$", 1)
+        rest = rest.with_columns(wall_time=_stamp(rest), text=pl.when(pl.col("text").str.len_chars() > _LONG_LINE)
+                                 .then(pl.coalesce(said, pl.col("text"))).otherwise(pl.col("text")) + "").drop("clean")
         return mine, rest
 
     def _metrics(self, lines: pl.DataFrame, notes: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
