@@ -46,6 +46,7 @@ class Rule:
     per_step: bool = True  # the training step's own line (False: an evaluation line, which repeats a step)
     step_at: tuple[str, ...] = ()  # regexes whose group 1 is the step (the last match on the line), instead of ``line``
     ordinal: bool = False  # with no step anywhere, number these lines 1, 2, ... (and say so)
+    layout: str | None = None  # the usual line in one regex, groups named ``step`` and after metrics (a fast path)
 
 
 @dataclass(frozen=True)
@@ -123,17 +124,12 @@ class LineFormat:
             which = pl.when(pl.col("clean").str.contains(rule.line)).then(pl.lit(n, dtype=pl.Int32)).otherwise(which)
         lines = lines.with_columns(rule=which)
         mine = lines.filter(pl.col("rule").is_not_null())
-        values = {}
-        for n, rule in enumerate(self.rules):
-            own = pl.when(pl.col("rule") == n).then(pl.col("clean"))
-            if rule.step_at:
-                values[f"s:{n}"] = pl.coalesce(*[own.str.extract_all(rx).list.last().str.extract(rx, 1)
-                                                 for rx in rule.step_at])
-            elif rule.step:
-                values[f"s:{n}"] = own.str.extract(rule.line, 1)
-            for metric, rx in rule.fields.items():
-                values[f"f:{n}:{metric}"] = own.str.extract(rx, 1)
-        mine = mine.with_columns(**values, wall_time=_stamp(mine)).drop("clean", "text")
+        parts = [self._fields(mine.filter(pl.col("rule") == n), n, rule) for n, rule in enumerate(self.rules)]
+        mine = pl.concat([part for part in parts if part.height] or [mine.clear()], how="diagonal_relaxed")
+        columns = [c for n, r in enumerate(self.rules)
+                   for c in ([f"s:{n}"] if r.step or r.step_at else []) + [f"f:{n}:{m}" for m in r.fields]]
+        mine = mine.with_columns(**{c: pl.lit(None, dtype=pl.String) for c in columns if c not in mine.columns})
+        mine = mine.sort("line").with_columns(wall_time=_stamp(mine.sort("line"))).drop("clean", "text")
         extra = "|".join(f"(?:{rx})" for _, rx in self.events)
         rest = lines.filter(pl.col("rule").is_null())
         rest = rest.filter(pl.col("clean").str.contains(_ANY_EVENT + (f"|{extra}" if extra else "")))
@@ -143,6 +139,29 @@ class LineFormat:
         rest = rest.with_columns(wall_time=_stamp(rest), text=pl.when(pl.col("text").str.len_chars() > _LONG_LINE)
                                  .then(pl.coalesce(said, pl.col("text"))).otherwise(pl.col("text")) + "").drop("clean")
         return mine, rest
+
+    @staticmethod
+    def _fields(own: pl.DataFrame, n: int, rule: Rule) -> pl.DataFrame:
+        """One rule's lines with their step (``s:<n>``) and fields (``f:<n>:<metric>``) as text: the usual layout
+        in one pass where the rule has one, each field on its own for the lines that do not fit it."""
+        if own.height == 0:
+            return own
+        names = {"step": f"s:{n}", **{metric: f"f:{n}:{metric}" for metric in rule.fields}}
+        fitted = own.clear()
+        if rule.layout:
+            got = own.with_columns(_g=pl.col("clean").str.extract_groups(rule.layout)).unnest("_g").rename(
+                {k: v for k, v in names.items() if k in re.compile(rule.layout).groupindex})
+            fitted, own = got.filter(pl.col(f"s:{n}").is_not_null()), got.filter(pl.col(f"s:{n}").is_null()).select(
+                own.columns)
+        values = {}
+        text = pl.col("clean")
+        if rule.step_at:
+            values[f"s:{n}"] = pl.coalesce(*[text.str.extract_all(rx).list.last().str.extract(rx, 1)
+                                             for rx in rule.step_at])
+        elif rule.step:
+            values[f"s:{n}"] = text.str.extract(rule.line, 1)
+        values |= {f"f:{n}:{metric}": text.str.extract(rx, 1) for metric, rx in rule.fields.items()}
+        return pl.concat([fitted, own.with_columns(**values)], how="diagonal_relaxed")
 
     def _metrics(self, lines: pl.DataFrame, notes: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
         """Long metrics rows (line, step, metric, value, wall_time) and one row per step line (line, step)."""

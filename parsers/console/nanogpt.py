@@ -21,7 +21,8 @@ SPEC = LineFormat(
     detect=re.compile(rb"\biter \d+: loss [-+\w.]+, time |\bstep \d+: train loss [-+\w.]+, val loss "),
     rules=(
         Rule(r"\biter (\d+): loss ", {s.LOSS: rf"\biter \d+: loss ({NUMBER})",
-                                      s.ITERATION_TIME_MS: rf", time ({NUMBER})ms"}),
+                                      s.ITERATION_TIME_MS: rf", time ({NUMBER})ms"},
+             layout=r"\biter (?P<step>\d+): loss (?P<loss>[^,\s]+), time (?P<iteration_time_ms>[\d.]+)ms"),
         Rule(r"\bstep (\d+): train loss ", {"train_loss_eval": rf"train loss ({NUMBER})",
                                             s.VAL_LOSS: rf"val loss ({NUMBER})"}, per_step=False),
     ),
