@@ -39,8 +39,12 @@ def analyze_path(path: str | Path, fmt: str = "markdown") -> tuple[Findings, str
 
 
 def _inside(child: Path, parent: Path) -> bool:
+    """Whether writing ``child`` would write into ``parent``: inside it when it is a directory; a file given on its
+    own is only that file (a report beside a log in ~/Downloads writes nothing that was read)."""
+    if not parent.is_dir():
+        return child.resolve() == parent.resolve()
     try:
-        child.resolve().relative_to(parent.resolve() if parent.is_dir() else parent.resolve().parent)
+        child.resolve().relative_to(parent.resolve())
     except ValueError:
         return False
     return True
@@ -98,7 +102,7 @@ def analyze(
     if fmt not in reports.FORMATS:
         raise InputError(f"--format {fmt}: unknown format (choose from {', '.join(reports.FORMATS)})")
     if output is not None and run_dir.exists() and _inside(output, run_dir):
-        raise InputError(f"{output}: inside the run directory {run_dir}; forensics never writes into what it reads")
+        raise InputError(f"{output}: inside {run_dir}, the run being read; forensics never writes into what it reads")
     runs = load_runs(run_dir)
     findings = forensics.analyze(*runs)
     if output is None:
@@ -170,7 +174,7 @@ def export(
     Example: ``forensics export runs/tr8-104B -o frames/`` then ``pl.read_parquet("frames/0.metrics.parquet")``
     """
     if run_dir.exists() and _inside(output, run_dir):
-        raise InputError(f"{output}: inside the run directory {run_dir}; forensics never writes into what it reads")
+        raise InputError(f"{output}: inside {run_dir}, the run being read; forensics never writes into what it reads")
     runs = load_runs(run_dir)
     try:
         written = write_frames(runs, output)

@@ -123,6 +123,18 @@ def test_never_writes_into_the_run_directory(tmp_path):
     assert sorted(p.name for p in run_dir.iterdir()) == ["train.log"]
 
 
+def test_a_single_log_gets_its_report_beside_it_but_never_over_it(tmp_path):
+    log = tmp_path / "train.log"
+    shutil.copy(SAMPLES / "clean-1.3B" / "train.log", log)
+    before = log.read_bytes()
+    over = run_cli("analyze", str(log), "-o", str(log))
+    assert over.returncode == 2 and over.stderr.strip() == (
+        f"forensics: error: {log}: inside {log}, the run being read; forensics never writes into what it reads")
+    beside = run_cli("analyze", str(log), "--no-plots", "-o", str(tmp_path / "report.md"))
+    assert beside.returncode == 0 and (tmp_path / "report.md").read_text().startswith("# Incident chronicle: train")
+    assert log.read_bytes() == before
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
