@@ -71,6 +71,17 @@ def test_olmo_concatenated_runs_are_attempts_and_metaseq_checkpoint_saves_are_ev
     assert saved.select("step", "value").rows() == [(10, 10.0)]
 
 
+def test_a_cut_that_falls_in_a_field_not_read_keeps_the_values_before_it(tmp_path: Path) -> None:
+    """nanotron cut by the end of the file inside "model_tflops_per_gpu": the loss and lr before it are whole."""
+    text = (REAL / "nanotron" / "exp6b1_console.log").read_text()
+    at = text.index("iteration: 30 /")
+    log = tmp_path / "cut.log"
+    log.write_text(text[: text.index("model_tflops", at) + len("model_tflops")])
+    run = load_run(log)
+    assert run.metrics.filter(step=30, metric="loss")["value"].to_list() == [14.4]
+    assert run.metrics.filter(step=30, metric="grad_norm").height == 0  # printed after the cut
+
+
 def test_a_console_without_metrics_says_what_it_is() -> None:
     with pytest.raises(InputError, match="torchtitan log without metrics lines, errors or stops"):
         load_run(REAL / "torchtitan" / "issue_pr3393_resume_excerpt_part2.txt")
@@ -92,7 +103,8 @@ def test_restart_cut_line_nan_and_empty(tmp_path: Path) -> None:
     assert run.attempts == [1, 2]
     assert loss.filter(attempt=2).select("step").to_series().to_list() == [30, 40, 50, 60]
     assert 70 not in loss["step"].to_list() and loss.filter(step=60)["value"].is_nan().all()
-    assert any("the last line is cut short (line 11)" in w for w in run.warnings)
+    assert "train.log: the last line is cut short (line 11); what the end of the file cut ('2') was not used" in [
+        w.replace(str(tmp_path) + "/", "") for w in run.warnings]
     assert run.events.filter(kind="checkpoint_load").height == 1
     empty = tmp_path / "empty.log"
     empty.write_text("")

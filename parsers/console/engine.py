@@ -85,8 +85,10 @@ class LineFormat:
         if not text.ends_with_newline and lines.height and other.height + lines.height:
             last = max(int(lines["line"].max() or 0), int(other["line"].max() or 0) if other.height else 0)
             if int(lines["line"].max() or 0) == last:  # a number cut by the end of the file is not a value
-                lines = lines.filter(pl.col("line") != last)
-                warnings.append(f"{source}: the last line is cut short (line {last}); its values were not used")
+                lines, cut = _without_cut_values(lines, last, _last_line(text.path))
+                warnings.append(f"{source}: the last line is cut short (line {last}); "
+                                + (f"what the end of the file cut ({cut!r}) was not used" if cut
+                                   else "its values were not used"))
         notes: list[str] = []
         metrics, iters = self._metrics(lines, notes)
         warnings += [f"{source}: {note}" for note in notes]
@@ -231,6 +233,28 @@ def _epoch(stamp: pl.Expr) -> pl.Expr:
 
 NUMBER = _NUMBER
 SUFFIXED = _SUFFIXED
+
+
+def _last_line(path: Path) -> str:
+    """The file's last line (it has no newline after it), as text."""
+    with path.open("rb") as handle:
+        handle.seek(max(0, handle.seek(0, 2) - 65536))
+        return handle.read().rsplit(b"\n", 1)[-1].decode("utf-8", errors="replace").replace("\x00", "")
+
+
+def _without_cut_values(lines: pl.DataFrame, last: int, said: str) -> tuple[pl.DataFrame, str | None]:
+    """The metrics lines without what the end of the file cut: on the last line, the field whose value runs to the
+    end (its digits may be cut); the whole line when that is its step; nothing when the cut fell in a field not
+    read. Returns the cut text too."""
+    row = lines.filter(pl.col("line") == last)
+    end = said.rstrip()
+    cut = [c for c in row.columns if c.startswith(("s:", "f:")) and row[c][0] is not None and end.endswith(row[c][0])]
+    if not cut:  # the cut fell in a field not read: every value read is whole
+        return lines, end.rsplit(" ", 1)[-1][-40:] or None
+    if any(c.startswith("s:") for c in cut):
+        return lines.filter(pl.col("line") != last), end[-40:] or None
+    nulled = row.with_columns(**{c: pl.lit(None, dtype=row.schema[c]) for c in cut})
+    return pl.concat([lines.filter(pl.col("line") != last), nulled]), end.rsplit(" ", 1)[-1][-40:]
 
 
 def _values(text: pl.Series) -> pl.Series:
