@@ -95,11 +95,15 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
 
 
 def blips(frames: RunFrames, detectors: tuple[Detector, ...] = DEFAULT_DETECTORS) -> list[Blips]:
-    """Per attempt and metric, the spike detectors' blips (lone points inside the noise tail), in attempt order."""
+    """Per attempt and metric, the spike detectors' blips (lone points inside the noise tail), in attempt order
+    (computed once per run: the warnings and the findings both use them)."""
+    spikes = tuple(d for d in detectors if isinstance(d, SpikeDetector))
+    return frames.remember(("blips", tuple(repr(d) for d in spikes)), lambda: _blips(frames, spikes))
+
+
+def _blips(frames: RunFrames, spikes: tuple[SpikeDetector, ...]) -> list[Blips]:
     out = []
-    for d in detectors:
-        if not isinstance(d, SpikeDetector):
-            continue
+    for d in spikes:
         per: dict[int, list] = {}
         for b in d.blips(frames):
             per.setdefault(b.attempt, []).append(b)

@@ -51,6 +51,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     if not raw.strip():
         raise NotThisFormat(f"{context.shown}: empty file", empty=True)
     state, history = _load(raw, context.shown)
+    stood_in = b"NaN" in raw or b"Infinity" in raw  # (only then can a value be a stand-in)
     if history.height == 0 or "step" not in history.columns:
         raise NotThisFormat(f"{context.shown}: a trainer_state.json with an empty log_history")
     summary = history.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in _SUMMARY if c in history.columns)) \
@@ -61,7 +62,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
                                                value_name="value")
             .filter(pl.col("value").is_not_null())
             .with_columns(value=pl.col("value").cast(pl.Float64), step=pl.col("step").cast(pl.Int64))
-            .with_columns(value=_finite(pl.col("value"))))
+            .with_columns(value=_finite(pl.col("value")) if stood_in else pl.col("value")))
     names = {k: _NAMES.get(k, k) for k in values}
     metrics = long.with_columns(metric=pl.col("key").replace_strict(names, return_dtype=pl.String)).sort("row")
     frame = s.conform(metrics.with_columns(run=pl.lit(context.run), source=pl.lit(context.shown), attempt=pl.lit(1)),

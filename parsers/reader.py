@@ -56,15 +56,16 @@ class ReadContext:
     """What a reader is told about the file it reads, and where it reports back.
 
     ``shown``: the file's name as messages show it; ``run``: the name of the run it belongs to unless it names one;
-    ``single``: the file was given on its own (not found in a directory). ``warnings`` (damage: read anyway) and
-    ``skipped`` (not a training log) collect one-line messages; ``consumed`` (other files this read used, not to be
-    read again) and ``owners`` (directories whose files belong to a named run) are for readers that read a run
-    directory's files together."""
+    ``single``: the file was given on its own (not found in a directory); ``head``: its first bytes, already read.
+    ``warnings`` (damage: read anyway) and ``skipped`` (not a training log) collect one-line messages; ``consumed``
+    (other files this read used, not to be read again) and ``owners`` (directories whose files belong to a named
+    run) are for readers that read a run directory's files together."""
 
     shown: str
     run: str
     single: bool = False
     root: Path = Path(".")
+    head: bytes = b""  # the file's first HEAD_BYTES, as the readers were shown them
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     consumed: set[Path] = field(default_factory=set)

@@ -171,7 +171,7 @@ def _read_one(file: Path, head: bytes, reader: object, context: ReadContext) -> 
     if reader is None:
         context.skipped.append(f"{shown}: {registry.looks_like(head, file.name)}")
         return []
-    here = ReadContext(shown=shown, run=context.run, single=context.single, root=context.root,
+    here = ReadContext(shown=shown, run=context.run, single=context.single, root=context.root, head=head,
                        warnings=context.warnings, skipped=context.skipped, consumed=context.consumed,
                        owners=context.owners)
     try:

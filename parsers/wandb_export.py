@@ -41,8 +41,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         log = ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA),
                         config_frame(values, run=run_name, source=shown, prefix=prefix))
         return [Piece(path, "wandb-" + SIDECARS[path.name], log, config_only=True)]
-    with path.open("rb") as handle:
-        kind = _kind(handle.read(65536), path.name)
+    kind = _kind(context.head, path.name)
     if kind == CHART:
         series, notes = read_chart_export(path, shown)
         context.warnings.extend(notes)
