@@ -50,8 +50,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     raw = read_all(path)
     if not raw.strip():
         raise NotThisFormat(f"{context.shown}: empty file", empty=True)
-    state, history = _load(raw, context.shown)
-    stood_in = b"NaN" in raw or b"Infinity" in raw  # (only then can a value be a stand-in)
+    state, history, stood_in = _load(raw, context.shown)
     if history.height == 0 or "step" not in history.columns:
         raise NotThisFormat(f"{context.shown}: a trainer_state.json with an empty log_history")
     summary = history.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in _SUMMARY if c in history.columns)) \
@@ -113,16 +112,18 @@ def combine(pieces: list[Piece], context: ReadContext) -> list[Piece]:
     return out
 
 
-def _load(raw: bytes, shown: str) -> tuple[dict[str, Any], pl.DataFrame]:
-    """The settings and the history as a frame (polars' JSON reader; Python's for what it refuses)."""
-    text = _NONFINITE.sub(lambda m: repr(_STAND_IN[m.group(1)]).encode(), raw) if (
-        b"NaN" in raw or b"Infinity" in raw) else raw  # (a byte search first: the regex pass costs more)
+def _load(raw: bytes, shown: str) -> tuple[dict[str, Any], pl.DataFrame, bool]:
+    """The settings, the history as a frame (polars' JSON reader; Python's for what it refuses) and whether
+    stand-ins for NaN and Infinity were put in (a byte search first: the regex pass costs more)."""
+    stood_in = b"NaN" in raw or b"Infinity" in raw
+    text = _NONFINITE.sub(lambda m: repr(_STAND_IN[m.group(1)]).encode(), raw) if stood_in else raw
     try:
         frame = pl.read_json(io.BytesIO(text), infer_schema_length=None)
         if "log_history" in frame.columns and frame.height == 1:
             history = frame.select(pl.col("log_history").explode()).unnest("log_history")
             state = {c: frame[c][0] for c in frame.columns if c != "log_history" and not frame.schema[c].is_nested()}
-            return state, history.filter(pl.col("step").is_not_null()) if "step" in history.columns else history
+            return state, (history.filter(pl.col("step").is_not_null()) if "step" in history.columns
+                           else history), stood_in
     except (pl.exceptions.PolarsError, TypeError, ValueError):
         pass
     try:
@@ -134,7 +135,7 @@ def _load(raw: bytes, shown: str) -> tuple[dict[str, Any], pl.DataFrame]:
     entries = [e for e in state["log_history"] if isinstance(e, dict) and isinstance(e.get("step"), int)]
     flat = [{k: float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
              for k, v in e.items()} | {"step": e["step"]} for e in entries]
-    return state, pl.DataFrame(flat, infer_schema_length=None) if flat else pl.DataFrame()
+    return state, pl.DataFrame(flat, infer_schema_length=None) if flat else pl.DataFrame(), False
 
 
 def _finite(value: pl.Expr) -> pl.Expr:

@@ -45,6 +45,8 @@ def sniff(head: bytes, name: str) -> bool:
 
 
 def read(path: Path, context: ReadContext) -> list[Piece]:
+    if path.name == "hparams.yaml" and (path.parent / "metrics.csv").is_file():
+        return []  # read with its metrics.csv, as that version's config
     hparams = path.parent / "hparams.yaml"
     configs = s.empty(s.CONFIGS_SCHEMA)
     if hparams.is_file():

@@ -11,7 +11,7 @@ only metrics that no full-resolution source holds.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
@@ -141,7 +141,8 @@ def _read_all(files: list[Path], context: ReadContext) -> list[Piece]:
     chosen = []
     for file in files:
         head = registry.head_of(file)
-        chosen.append((file, head, registry.reader_for(head, file.name)))
+        # a reader is shown the path inside the input (a Lightning hparams.yaml is known by its version_N folder)
+        chosen.append((file, head, registry.reader_for(head, context.display(file))))
     pieces: list[Piece] = []
     for first in (True, False):
         by_reader: dict[int, list[Piece]] = {}
@@ -171,9 +172,7 @@ def _read_one(file: Path, head: bytes, reader: object, context: ReadContext) -> 
     if reader is None:
         context.skipped.append(f"{shown}: {registry.looks_like(head, file.name)}")
         return []
-    here = ReadContext(shown=shown, run=context.run, single=context.single, root=context.root, head=head,
-                       warnings=context.warnings, skipped=context.skipped, consumed=context.consumed,
-                       owners=context.owners)
+    here = replace(context, shown=shown, head=head)  # (the same lists and sets: what it reports is kept)
     try:
         return reader.read(file, here)  # type: ignore[attr-defined]
     except NotThisFormat as exc:

@@ -30,11 +30,6 @@ _DT_BFLOAT16 = 14
 FORMAT = "tensorboard"
 
 
-def is_event_file(path: Path) -> bool:
-    """Event files are recognised by name (``*tfevents*``), as TensorBoard itself does."""
-    return "tfevents" in path.name
-
-
 def sniff(head: bytes, name: str) -> bool:
     """An event file: recognised by name (``*tfevents*``), as TensorBoard itself does."""
     return "tfevents" in Path(name).name

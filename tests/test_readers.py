@@ -77,6 +77,8 @@ def test_lightning_versions_are_attempts_with_their_hparams() -> None:
     assert run.metrics.filter(metric="val_loss", attempt=1).select("step", "value").row(0) == (14073, 4.132571697235107)
     cfg = run.configs.filter(key="num_epochs").select("attempt", "value").rows()
     assert cfg == [(1, "10"), (2, "20"), (3, "1"), (4, "1")]
+    # version_3 stopped before its first log call: its hparams.yaml is known by its folder, not skipped as text
+    assert run.skipped == [] and "lightning_logs/version_3/hparams.yaml" in [src.path for src in run.sources]
 
 
 def test_lightning_resume_one_interval_on_is_not_called_a_rollback() -> None:
