@@ -583,7 +583,7 @@ def launch_starts(
     [1]
     """
     forward = np.diff(steps)[np.diff(steps) > 0] if steps.size > 1 else np.array([])
-    usual = float(np.percentile(forward, 25)) if forward.size else 1.0  # the log interval, whatever the gaps
+    usual = _quartile(forward) if forward.size else 1.0  # the log interval, whatever the gaps
     starts: list[int] = [1]
     content: list[bool] = []
     state = {"start": 1, "marked": False, "args": False, "ended": None, "traceback": None}
@@ -635,6 +635,15 @@ def launch_starts(
     content.append(bool(state["marked"] or state["ended"] is not None
                         or iterations_between(state["start"], int(lines[-1]) + 1 if lines.size else 0)))
     return np.array(starts, dtype=np.int64), np.array(content, dtype=bool)
+
+
+def _quartile(values: np.ndarray) -> float:
+    """The first quartile (as ``np.percentile(values, 25)``, linear), by partition: no sort, no slow first call."""
+    at = 0.25 * (values.size - 1)
+    lo = int(at)
+    hi = min(lo + 1, values.size - 1)
+    part = np.partition(values, [lo, hi])
+    return float(part[lo] + (part[hi] - part[lo]) * (at - lo))
 
 
 def with_attempt(frame: pl.DataFrame, bounds: pl.DataFrame) -> pl.DataFrame:

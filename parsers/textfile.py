@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 SEPARATOR = "\x1f"  # a control byte that does not occur in logs: each line becomes one CSV field
@@ -38,6 +37,7 @@ class TextFile:
     has_nul: bool = False
     first_bad_utf8: int | None = None
     ends_with_newline: bool = True
+    lines: int = 0  # how many lines :func:`scan_blocks` read
 
     def damage(self) -> list[str]:
         """Warnings about the damage found so far (complete once the lines have been read)."""
@@ -153,7 +153,7 @@ def scan_blocks(info: TextFile, block_bytes: int = _SCAN_BLOCK_BYTES) -> Iterato
         ends_with_newline = block.endswith(b"\n")
         if b"\x00" in block or SEPARATOR.encode() in block:
             block = block.replace(b"\x00", b"").replace(SEPARATOR.encode(), b" ")
-        n_lines = int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == 10)) + (not block.endswith(b"\n"))
+        n_lines = block.count(b"\n") + (not block.endswith(b"\n"))
         if block:
             yield pl.scan_csv(
                 block,
@@ -165,3 +165,4 @@ def scan_blocks(info: TextFile, block_bytes: int = _SCAN_BLOCK_BYTES) -> Iterato
             ).with_row_index("line", offset=first)
         first += n_lines
     info.ends_with_newline = ends_with_newline
+    info.lines = first - 1

@@ -74,21 +74,20 @@ class LineFormat:
 
     def parse(self, text: TextFile, run: str, source: str) -> ParsedLog:
         """The log's metrics, events and attempts."""
-        rows, others = [], []
+        rows, others, last = [], [], pl.DataFrame()
         for block in scan_blocks(text):
-            lines, other = self._block(block)
-            rows.append(lines)
+            last, other = self._block(block)
+            rows.append(self._numeric(last))  # numbers per block: the text of the lines is not kept
             others.append(other)
         warnings = text.damage()
-        lines = pl.concat(rows, how="diagonal_relaxed") if rows else pl.DataFrame()
+        lines = pl.concat(rows, how="diagonal_relaxed") if rows else self._numeric(pl.DataFrame())
         other = pl.concat(others, how="diagonal_relaxed") if others else pl.DataFrame()
-        if not text.ends_with_newline and lines.height and other.height + lines.height:
-            last = max(int(lines["line"].max() or 0), int(other["line"].max() or 0) if other.height else 0)
-            if int(lines["line"].max() or 0) == last:  # a number cut by the end of the file is not a value
-                lines, cut = _without_cut_values(lines, last, _last_line(text.path))
-                warnings.append(f"{source}: the last line is cut short (line {last}); "
-                                + (f"what the end of the file cut ({cut!r}) was not used" if cut
-                                   else "its values were not used"))
+        if not text.ends_with_newline and lines.height and int(lines["line"].max() or 0) == text.lines:
+            # the last line is a metrics line cut by the end of the file: a number it cut is not a value
+            lines, cut = _without_cut_values(lines, last, text.lines, _last_line(text.path))
+            warnings.append(f"{source}: the last line is cut short (line {text.lines}); "
+                            + (f"what the end of the file cut ({cut!r}) was not used" if cut
+                               else "its values were not used"))
         notes: list[str] = []
         metrics, iters = self._metrics(lines, notes)
         warnings += [f"{source}: {note}" for note in notes]
@@ -121,40 +120,48 @@ class LineFormat:
         lines = block.with_columns(clean=pl.col("text").fill_null("")).collect()
         if lines.select(pl.col("clean").str.contains("\x1b", literal=True).any()).item():  # coloured output
             lines = lines.with_columns(clean=pl.col("clean").str.replace_all(_ANSI, ""))
+        stamped = _has_stamps(lines)
+        fitted, lines = self._first_layout(lines)
         which: pl.Expr = pl.lit(None, dtype=pl.Int32)
         for n, rule in reversed(list(enumerate(self.rules))):
             which = pl.when(pl.col("clean").str.contains(rule.line)).then(pl.lit(n, dtype=pl.Int32)).otherwise(which)
         lines = lines.with_columns(rule=which)
         mine = lines.filter(pl.col("rule").is_not_null())
-        parts = [self._fields(mine.filter(pl.col("rule") == n), n, rule) for n, rule in enumerate(self.rules)]
+        parts = [fitted, *(self._fields(mine.filter(pl.col("rule") == n), n, rule) for n, rule in enumerate(self.rules))]
         mine = pl.concat([part for part in parts if part.height] or [mine.clear()], how="diagonal_relaxed")
         columns = [c for n, r in enumerate(self.rules)
                    for c in ([f"s:{n}"] if r.step or r.step_at else []) + [f"f:{n}:{m}" for m in r.fields]]
         mine = mine.with_columns(**{c: pl.lit(None, dtype=pl.String) for c in columns if c not in mine.columns})
-        mine = mine.sort("line").with_columns(wall_time=_stamp(mine.sort("line"))).drop("clean", "text")
+        mine = mine.with_columns(wall_time=_stamp(stamped)).drop("clean", "text")
         extra = "|".join(f"(?:{rx})" for _, rx in self.events)
         rest = lines.filter(pl.col("rule").is_null())
         rest = rest.filter(pl.col("clean").str.contains(_ANY_EVENT + (f"|{extra}" if extra else "")))
         # a long line is mostly progress output glued in front of what it says ("evaluating HellaSwag: 10/1256...
         # slurmstepd: error: *** JOB ... CANCELLED"): it is kept from where the event begins
         said = pl.col("text").str.extract(f"((?:{_ANY_EVENT}{'|' + extra if extra else ''}).*)$", 1)
-        rest = rest.with_columns(wall_time=_stamp(rest), text=pl.when(pl.col("text").str.len_chars() > _LONG_LINE)
+        rest = rest.with_columns(wall_time=_stamp(stamped), text=pl.when(pl.col("text").str.len_chars() > _LONG_LINE)
                                  .then(pl.coalesce(said, pl.col("text"))).otherwise(pl.col("text")) + "").drop("clean")
         return mine, rest
 
+    def _first_layout(self, lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The lines that start with the first rule's usual layout, read in one anchored pass, and the other lines
+        (each classified by the rules' ``line`` regexes and read field by field)."""
+        rule = self.rules[0]
+        if not rule.layout:
+            return lines.clear().with_columns(rule=pl.lit(None, dtype=pl.Int32)), lines
+        anchored = "^" + rule.layout.removeprefix(r"\b")
+        names = {"step": "s:0", **{metric: f"f:0:{metric}" for metric in rule.fields}}
+        got = lines.with_columns(_g=pl.col("clean").str.extract_groups(anchored)).unnest("_g").rename(
+            {k: v for k, v in names.items() if k in re.compile(anchored).groupindex})
+        fitted = got.filter(pl.col("s:0").is_not_null()).with_columns(rule=pl.lit(0, dtype=pl.Int32))
+        return fitted, got.filter(pl.col("s:0").is_null()).select(lines.columns)
+
     @staticmethod
     def _fields(own: pl.DataFrame, n: int, rule: Rule) -> pl.DataFrame:
-        """One rule's lines with their step (``s:<n>``) and fields (``f:<n>:<metric>``) as text: the usual layout
-        in one pass where the rule has one, each field on its own for the lines that do not fit it."""
+        """One rule's lines with their step (``s:<n>``) and fields (``f:<n>:<metric>``) as text, each field on its
+        own."""
         if own.height == 0:
             return own
-        names = {"step": f"s:{n}", **{metric: f"f:{n}:{metric}" for metric in rule.fields}}
-        fitted = own.clear()
-        if rule.layout:
-            got = own.with_columns(_g=pl.col("clean").str.extract_groups(rule.layout)).unnest("_g").rename(
-                {k: v for k, v in names.items() if k in re.compile(rule.layout).groupindex})
-            fitted, own = got.filter(pl.col(f"s:{n}").is_not_null()), got.filter(pl.col(f"s:{n}").is_null()).select(
-                own.columns)
         values = {}
         text = pl.col("clean")
         if rule.step_at:
@@ -163,43 +170,49 @@ class LineFormat:
         elif rule.step:
             values[f"s:{n}"] = text.str.extract(rule.line, 1)
         values |= {f"f:{n}:{metric}": text.str.extract(rx, 1) for metric, rx in rule.fields.items()}
-        return pl.concat([fitted, own.with_columns(**values)], how="diagonal_relaxed")
+        return own.with_columns(**values)
+
+    def _numeric(self, mine: pl.DataFrame) -> pl.DataFrame:
+        """The metrics lines as numbers, in line order: ``line``, ``rule``, ``step`` (null where the line prints
+        none), ``wall_time`` (seconds) and ``v:<rule>:<metric>`` for each field."""
+        schema = {"line": pl.Int64, "rule": pl.Int32, "step": pl.Int64, "wall_time": pl.Float64,
+                  **{f"v:{n}:{m}": pl.Float64 for n, r in enumerate(self.rules) for m in r.fields}}
+        if mine.height == 0:
+            return pl.DataFrame(schema=schema)
+        stepped = [n for n, r in enumerate(self.rules) if r.step or r.step_at]
+        step = (pl.coalesce(*[pl.when(pl.col("rule") == n).then(pl.col(f"s:{n}")) for n in stepped])
+                if stepped else pl.lit(None, dtype=pl.String))
+        out = mine.select(pl.col("line").cast(pl.Int64), "rule", step=step, wall_time=_epoch(pl.col("wall_time")))
+        plain = out["step"].cast(pl.Int64, strict=False)
+        if (plain.is_null() & out["step"].is_not_null()).any():  # thousands separators: 12,000
+            plain = plain.fill_null(out["step"].str.replace_all(",", "").cast(pl.Int64, strict=False))
+        values = {f"v:{n}:{m}": _values(mine[f"f:{n}:{m}"]) * r.scale.get(m, 1.0)
+                  for n, r in enumerate(self.rules) for m in r.fields}
+        return out.with_columns(step=plain, **values).sort("line")
 
     def _metrics(self, lines: pl.DataFrame, notes: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
         """Long metrics rows (line, step, metric, value, wall_time) and one row per step line (line, step)."""
-        schema = {"line": pl.Int64, "step": pl.Int64, "metric": pl.String, "value": pl.Float64, "wall_time": pl.Float64}
-        if lines.height == 0:
-            return pl.DataFrame(schema=schema), pl.DataFrame(schema={"line": pl.Int64, "step": pl.Int64})
-        lines = lines.with_columns(pl.col("line").cast(pl.Int64), wall_time=_epoch(pl.col("wall_time")))
-        stepped = [n for n, r in enumerate(self.rules) if r.step or r.step_at]
-        step = pl.coalesce(*[pl.when(pl.col("rule") == n).then(pl.col(f"s:{n}")) for n in stepped]) if stepped else None
-        lines = lines.with_columns(step=step.str.replace_all(",", "").cast(pl.Int64, strict=False)
-                                   if step is not None else pl.lit(None, dtype=pl.Int64))
         counted = [n for n, r in enumerate(self.rules) if r.ordinal]
         if counted and lines.filter(pl.col("rule").is_in(counted) & pl.col("step").is_not_null()).height == 0:
             mine = pl.col("rule").is_in(counted) & self._per_step()
-            lines = lines.sort("line").with_columns(
-                step=pl.when(mine).then(mine.cast(pl.Int64).cum_sum()).otherwise("step"))
-            notes.append("it prints no step: steps here count its printed metrics lines (times the logging"
-                         " interval, they are the training steps)")
+            lines = lines.with_columns(step=pl.when(mine).then(mine.cast(pl.Int64).cum_sum()).otherwise("step"))
+            if lines.filter(mine).height:
+                notes.append("it prints no step: steps here count its printed metrics lines (times the logging"
+                             " interval, they are the training steps)")
         stepped_lines = lines.filter(pl.col("step").is_not_null()).select("line", "step")
         # the per-step lines number the steps: a restart is their step going back (an evaluation line shares the
         # step of the iteration line after it)
         primary = [n for n, r in enumerate(self.rules) if r.per_step]
         first = lines.filter(pl.col("step").is_not_null() & pl.col("rule").is_in(primary)).select("line", "step")
         iters = first if first.height else stepped_lines
-        # a rule without a step takes the last step printed before it
-        lines = lines.sort("line").join_asof(stepped_lines.rename({"step": "_before"}), on="line",
-                                             strategy="backward")
-        lines = lines.with_columns(step=pl.coalesce("step", "_before"))
-        parts = []
-        for n, rule in enumerate(self.rules):
-            mine = lines.filter(pl.col("rule") == n)
-            for metric in rule.fields:
-                got = mine.filter(pl.col(f"f:{n}:{metric}").is_not_null())
-                parts.append(got.select("line", "step", metric=pl.lit(metric), wall_time="wall_time",
-                                        value=_values(got[f"f:{n}:{metric}"]) * rule.scale.get(metric, 1.0)))
-        metrics = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
+        if lines["step"].null_count():  # a line without a step takes the last step printed before it
+            lines = lines.join_asof(stepped_lines.rename({"step": "_before"}), on="line", strategy="backward")
+            lines = lines.with_columns(step=pl.coalesce("step", "_before"))
+        parts = [lines.filter((pl.col("rule") == n) & pl.col(f"v:{n}:{metric}").is_not_null()).select(
+                     "line", "step", metric=pl.lit(metric), wall_time="wall_time", value=f"v:{n}:{metric}")
+                 for n, rule in enumerate(self.rules) for metric in rule.fields]
+        metrics = pl.concat(parts) if parts else pl.DataFrame(schema={
+            "line": pl.Int64, "step": pl.Int64, "metric": pl.String, "wall_time": pl.Float64, "value": pl.Float64})
         return metrics.filter(pl.col("step").is_not_null()), iters
 
     def _per_step(self) -> pl.Expr:
@@ -242,19 +255,21 @@ def _last_line(path: Path) -> str:
         return handle.read().rsplit(b"\n", 1)[-1].decode("utf-8", errors="replace").replace("\x00", "")
 
 
-def _without_cut_values(lines: pl.DataFrame, last: int, said: str) -> tuple[pl.DataFrame, str | None]:
+def _without_cut_values(lines: pl.DataFrame, said: pl.DataFrame, last: int, end: str
+                        ) -> tuple[pl.DataFrame, str | None]:
     """The metrics lines without what the end of the file cut: on the last line, the field whose value runs to the
     end (its digits may be cut); the whole line when that is its step; nothing when the cut fell in a field not
-    read. Returns the cut text too."""
-    row = lines.filter(pl.col("line") == last)
-    end = said.rstrip()
+    read. ``said``: the last block's metrics lines as text. Returns the cut text too."""
+    row = said.filter(pl.col("line") == last)
+    end = end.rstrip()
     cut = [c for c in row.columns if c.startswith(("s:", "f:")) and row[c][0] is not None and end.endswith(row[c][0])]
     if not cut:  # the cut fell in a field not read: every value read is whole
         return lines, end.rsplit(" ", 1)[-1][-40:] or None
     if any(c.startswith("s:") for c in cut):
         return lines.filter(pl.col("line") != last), end[-40:] or None
-    nulled = row.with_columns(**{c: pl.lit(None, dtype=row.schema[c]) for c in cut})
-    return pl.concat([lines.filter(pl.col("line") != last), nulled]), end.rsplit(" ", 1)[-1][-40:]
+    at_end = pl.col("line") == last
+    return (lines.with_columns(**{"v" + c[1:]: pl.when(~at_end).then(pl.col("v" + c[1:])) for c in cut}),
+            end.rsplit(" ", 1)[-1][-40:])
 
 
 def _values(text: pl.Series) -> pl.Series:
@@ -266,16 +281,20 @@ def _values(text: pl.Series) -> pl.Series:
     return pl.select(pl.when(odd).then(_value(pl.lit(text))).otherwise(fast)).to_series()
 
 
-def _stamp(frame: pl.DataFrame) -> pl.Series:
-    """Each line's time stamp as text (``YYYY-MM-DD HH:MM:SS``), when the lines carry one (looked for on the first
-    lines only: a log that starts without stamps has none)."""
-    if frame.height == 0 or not frame.head(64).select(
-            pl.col("clean").str.contains(_STAMP) | pl.col("clean").str.contains(_US_STAMP)).to_series().any():
-        return pl.Series("wall_time", [None] * frame.height, dtype=pl.String)
-    return frame.select(pl.coalesce(
+def _has_stamps(lines: pl.DataFrame) -> bool:
+    """Whether the lines carry time stamps (looked for on the block's first lines only)."""
+    return bool(lines.height) and lines.head(64).select(
+        (pl.col("clean").str.contains(_STAMP) | pl.col("clean").str.contains(_US_STAMP)).any()).item()
+
+
+def _stamp(stamped: bool) -> pl.Expr:
+    """Each line's time stamp as text (``YYYY-MM-DD HH:MM:SS``) where the lines carry them."""
+    if not stamped:
+        return pl.lit(None, dtype=pl.String)
+    return pl.coalesce(
         pl.col("clean").str.extract(_STAMP, 1),
         pl.col("clean").str.extract(_US_STAMP, 1).str.strptime(pl.Datetime("us"), "%m/%d/%Y %H:%M:%S", strict=False)
-        .dt.to_string("%Y-%m-%d %H:%M:%S"))).to_series().alias("wall_time")
+        .dt.to_string("%Y-%m-%d %H:%M:%S"))
 
 
 def _value(text: pl.Expr) -> pl.Expr:
