@@ -14,14 +14,14 @@ from forensics.coverage import assign_roles, coverage
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames, SpikeDetector
 from forensics.detectors.chance import LossAboveChanceDetector
 from forensics.detectors.loss_scale import startup_searches
-from forensics.findings import Anomaly, Blips, Findings, RunFindings
+from forensics.findings import BLOWUP_KINDS, Anomaly, Blips, Findings, RunFindings
 from forensics.gaps import SETTINGS, discontinuities
 from forensics.log_entries import log_entries
 from forensics.model_shape import check_model, vocabulary
 from forensics.precursors import annotate, consolidate
 from forensics.schedule import as_configured, schedule
 from forensics.spike_score import spike_scores
-from forensics.warning import BLOWUPS, warning_before
+from forensics.warning import warning_before
 from parsers import schema as s
 
 
@@ -46,7 +46,7 @@ def detect(frames: RunFrames, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     found = annotate(sorted(found, key=lambda a: (a.attempt, a.step, a.end_step, a.kind)), frames)
     seen = blips(frames, detectors)
     for a in found:
-        if a.kind in BLOWUPS:
+        if a.kind in BLOWUP_KINDS:
             a.warning = warning_before(a, found, frames, seen)
     return found
 

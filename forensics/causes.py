@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt, Cause, ModelCheck, Schedule, first_trouble
+from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt, Cause, Kind, ModelCheck, Schedule, first_trouble
 from forensics.infra import infrastructure, memory, program_errors, stops
 from forensics.resumes import optimizer_state_lost, recurrence, skipped_batches
 from forensics.timeline import log_intervals
@@ -130,7 +130,7 @@ def lr_causes(
 def loss_scale_collapse(anomalies: list[Anomaly], troubles: list[Anomaly]) -> list[Cause]:
     """fp16 loss scale falling to its floor with overflows skipping steps; stronger when trouble follows it.
     Against it: trouble that began before the first collapse (the overflows then follow the trouble)."""
-    collapses = [a for a in anomalies if a.kind in {"loss_scale_collapse", "skipped_iterations"}]
+    collapses = [a for a in anomalies if a.kind in {Kind.LOSS_SCALE_COLLAPSE, Kind.SKIPPED_ITERATIONS}]
     if not collapses:
         return []
     first = first_trouble(troubles)

@@ -14,7 +14,7 @@ from rich.text import Text
 import forensics
 import reports
 from forensics.compare import compare_runs, discover
-from forensics.findings import Findings, first_trouble
+from forensics.findings import Findings, Outcome, first_trouble
 from parsers import InputError, load_runs
 from parsers.cache import default_cache_dir, write_frames
 
@@ -55,7 +55,7 @@ def print_summary(findings: Findings, written: list[Path], console: Console | No
     findings and suspected causes."""
     console = console or Console(highlight=False)
     for run in findings.runs:
-        if run.model.size_headline:
+        if run.model.size_mismatch:
             console.print(Text(run.model.size_headline, style="bold red"))
         table = Table(title=f"{run.name}: attempts", title_justify="left")
         for col in ("#", "steps", "start", "what changed", "ended"):
@@ -147,7 +147,7 @@ def compare(
         task = bar.add_task("runs", total=len(found))
         comparison, overlay = compare_runs(runs, baseline=baseline, jobs=jobs, cache_dir=where,
                                            progress=lambda _: bar.advance(task))
-    if all(r.outcome == "unreadable" for r in comparison.rows):
+    if all(r.outcome == Outcome.UNREADABLE for r in comparison.rows):
         raise InputError("no readable runs: " + "; ".join(r.error or r.name for r in comparison.rows))
     if output is None:
         text = reports.render_compare_json(comparison) if fmt == "json" else reports.render_compare_markdown(comparison)

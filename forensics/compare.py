@@ -21,6 +21,7 @@ import polars as pl
 import parsers.cache as cache_module
 from forensics.analyze import analyze_run
 from forensics.comparison import Comparison, RunRow, compare_rows, summarize
+from forensics.findings import Outcome
 from forensics.timeline import by_step, step_bins
 from parsers import InputError, load_runs
 from parsers import schema as s
@@ -125,7 +126,7 @@ def ingest(name: str, path: Path, cache_dir: Path | None = None) -> RunResult:
 
 def _ingest_and_cache(name: str, path: Path, cache_dir: Path | None) -> RunResult:
     result = ingest(name, path, cache_dir)
-    if cache_dir is not None and result.row.outcome != "unreadable":
+    if cache_dir is not None and result.row.outcome != Outcome.UNREADABLE:
         _write_result(_result_path(cache_dir, path), result)
     return result
 

@@ -16,20 +16,28 @@ from typing import Any
 import polars as pl
 
 from forensics.configs import differing_keys, show_value
-from forensics.findings import SCHEMA_VERSION, EndReason, RunFindings, finite_or_none, first_anomaly
+from forensics.findings import (
+    FAILED_OUTCOMES,
+    NOT_WHY_CAUSES,
+    SCHEMA_VERSION,
+    EndReason,
+    Kind,
+    Outcome,
+    RunFindings,
+    finite_or_none,
+    first_anomaly,
+)
 from forensics.timeline import by_step
 from parsers import schema as s
 
 # the run's final state, from how its last attempt ended
-OUTCOMES: dict[EndReason, str] = {
-    EndReason.COMPLETED: "completed", EndReason.NAN: "nan", EndReason.DIVERGED: "diverged",
-    EndReason.CRASHED: "crashed", EndReason.FAILED_STARTUP: "crashed", EndReason.KILLED: "crashed",
-    EndReason.HUNG: "crashed", EndReason.RUNNING: "running", EndReason.UNKNOWN: "running",
-    EndReason.NO_TRAINING: "running", EndReason.EXITED: "stopped", EndReason.STOPPED: "stopped",
-    EndReason.INTERRUPTED: "stopped",
+OUTCOMES: dict[EndReason, Outcome] = {
+    EndReason.COMPLETED: Outcome.COMPLETED, EndReason.NAN: Outcome.NAN, EndReason.DIVERGED: Outcome.DIVERGED,
+    EndReason.CRASHED: Outcome.CRASHED, EndReason.FAILED_STARTUP: Outcome.CRASHED, EndReason.KILLED: Outcome.CRASHED,
+    EndReason.HUNG: Outcome.CRASHED, EndReason.RUNNING: Outcome.RUNNING, EndReason.UNKNOWN: Outcome.RUNNING,
+    EndReason.NO_TRAINING: Outcome.RUNNING, EndReason.EXITED: Outcome.STOPPED, EndReason.STOPPED: Outcome.STOPPED,
+    EndReason.INTERRUPTED: Outcome.STOPPED,
 }
-_NOT_WHY = frozenset({"stopped", "interrupted"})  # causes that say how a run was stopped, not why it failed
-FAILED = frozenset({"nan", "diverged", "crashed"})
 # keys that differ between runs without being a plausible cause: seeds, logging and checkpoint cadence
 NOT_SEPARATING = frozenset({"seed", "data_seed", "log_interval", "save_interval", "eval_interval", "eval_iters",
                             "exit_interval", "tensorboard_log_interval", "train_iters", "train_samples"})
@@ -90,7 +98,7 @@ class RunRow:
     name: str
     path: str = ""
     sources: list[dict[str, Any]] = field(default_factory=list)
-    outcome: str = "unreadable"
+    outcome: Outcome = Outcome.UNREADABLE
     outcome_step: int | None = None
     steps_reached: int | None = None
     first_anomaly_step: int | None = None
@@ -107,8 +115,12 @@ class RunRow:
     error: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.outcome = Outcome(self.outcome)
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out["outcome"] = str(self.outcome)
         for key in ("spike_score", "min_loss", "final_loss", "initial_loss"):
             out[key] = finite_or_none(out[key])
         del out["config"]
@@ -126,12 +138,12 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
     """A comparison row from one run's findings and metrics (``config_diff`` and ``stability_diff`` are filled by
     :func:`compare_rows`)."""
     last = run.attempts[-1] if run.attempts else None
-    outcome = OUTCOMES.get(last.end_reason, "running") if last else "running"
+    outcome = OUTCOMES.get(last.end_reason, Outcome.RUNNING) if last else Outcome.RUNNING
     steps = [a.end_step for a in run.attempts if a.end_step is not None]
     if last is None:
         outcome_step = None
-    elif outcome in {"nan", "diverged"}:
-        kind = "nan" if outcome == "nan" else "divergence"
+    elif outcome in {Outcome.NAN, Outcome.DIVERGED}:
+        kind = Kind.NAN if outcome == Outcome.NAN else Kind.DIVERGENCE
         outcome_step = next((a.step for a in run.anomalies if a.attempt == last.index and a.kind == kind),
                             last.end_step)
     else:
@@ -144,12 +156,12 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
         steps_reached=max(steps) if steps else None,
         first_anomaly_step=first.step if first else None,
         first_anomaly=f"{first.kind.replace('_', ' ')} at step {first.step}" if first else None,
-        spikes=sum(a.kind == "loss_spike" for a in run.anomalies),
+        spikes=sum(a.kind == Kind.LOSS_SPIKE for a in run.anomalies),
         spike_score=score,
         min_loss=float(loss.min()) if len(loss) else None,  # type: ignore[arg-type]
         final_loss=float(loss[-1]) if len(loss) else None,
         initial_loss=float(loss[0]) if len(loss) else None,
-        top_cause=next((c.cause for c in run.suspected_causes if c.kind not in _NOT_WHY), None),
+        top_cause=next((c.cause for c in run.suspected_causes if c.kind not in NOT_WHY_CAUSES), None),
         setup=run.setup[0] if run.setup else None,
         config=run.config,
     )
@@ -158,13 +170,13 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
 def healthy(row: RunRow) -> bool:
     """Completed, stopped on purpose, or still running (healthy up to its last step) without NaN, divergence or a
     crash."""
-    return row.outcome in {"completed", "running", "stopped"}
+    return row.outcome in {Outcome.COMPLETED, Outcome.RUNNING, Outcome.STOPPED}
 
 
 def choose_baseline(rows: list[RunRow], name: str | None = None) -> RunRow | None:
     """The named run, else the healthy readable run with a config that got furthest (a run without a config has
     nothing to diff against; among equals, the fullest config, then the first), else the first readable run."""
-    readable = [r for r in rows if r.outcome != "unreadable"]
+    readable = [r for r in rows if r.outcome != Outcome.UNREADABLE]
     if name is not None:
         return next((r for r in readable if r.name == name), None)
     good = [r for r in readable if healthy(r)]
@@ -198,12 +210,12 @@ def separating_keys(rows: list[RunRow]) -> list[Separation]:
     up to its last step (and the statement says so); one that has not logged a step yet, and a run without a config,
     say nothing and are left out. Needs both kinds of run and at least three runs; seeds, logging cadence and run
     length are left out, and so are keys some run lacks."""
-    considered = [r for r in rows if r.has_config and not (r.outcome == "running" and r.outcome_step is None)]
-    failed = [r for r in considered if r.outcome in FAILED]
+    considered = [r for r in rows if r.has_config and not (r.outcome == Outcome.RUNNING and r.outcome_step is None)]
+    failed = [r for r in considered if r.outcome in FAILED_OUTCOMES]
     good = [r for r in considered if healthy(r)]
     if not failed or not good or len(failed) + len(good) < MIN_RUNS_TO_SEPARATE:
         return []
-    running = {r.name: r.outcome_step for r in good if r.outcome == "running"}
+    running = {r.name: r.outcome_step for r in good if r.outcome == Outcome.RUNNING}
     diffs = differing_keys({r.name: r.config for r in failed + good})
     out: list[Separation] = []
     for key, values in diffs.items():
@@ -236,7 +248,7 @@ def lr_sensitivity(rows: list[RunRow]) -> dict[str, Any] | None:
     run: ``best_final_loss`` is the lowest final loss of a run that did not fail (``best_run`` at ``best_lr``),
     ``largest_stable_lr`` the largest LR of a run that did not fail (``largest_stable_run``), ``running`` the runs
     still running with their last step (their final loss is their last logged one). None with fewer than 3 runs."""
-    sweep = [r for r in rows if r.outcome != "unreadable" and isinstance(r.config.get("lr"), (int, float))]
+    sweep = [r for r in rows if r.outcome != Outcome.UNREADABLE and isinstance(r.config.get("lr"), (int, float))]
     if len(sweep) < 3:
         return None
     others = differing_keys({r.name: {k: v for k, v in r.config.items() if k not in {"lr", "seed"}} for r in sweep})
@@ -247,12 +259,12 @@ def lr_sensitivity(rows: list[RunRow]) -> dict[str, Any] | None:
         return None
     first = max(starts, key=lambda r: r.initial_loss)  # type: ignore[arg-type,return-value]
     l0: float = first.initial_loss  # type: ignore[assignment]
-    finals = {r.name: (l0 if r.outcome in FAILED or r.final_loss is None else min(r.final_loss, l0)) for r in sweep}
-    stable = [r for r in sweep if r.outcome not in FAILED]
+    finals = {r.name: (l0 if r.outcome in FAILED_OUTCOMES or r.final_loss is None else min(r.final_loss, l0)) for r in sweep}
+    stable = [r for r in sweep if r.outcome not in FAILED_OUTCOMES]
     ended = [r for r in stable if r.final_loss is not None and math.isfinite(r.final_loss)]
     best = min(ended, key=lambda r: r.final_loss) if ended else None  # type: ignore[arg-type,return-value]
     widest = max(stable, key=lambda r: r.config["lr"]) if stable else None
-    failed = [r for r in sweep if r.outcome in FAILED]
+    failed = [r for r in sweep if r.outcome in FAILED_OUTCOMES]
     lrs = sorted(r.config["lr"] for r in sweep)
     return {
         "lr_range": [lrs[0], lrs[-1]],
@@ -266,7 +278,7 @@ def lr_sensitivity(rows: list[RunRow]) -> dict[str, Any] | None:
         "largest_stable_lr": widest.config["lr"] if widest else None,
         "largest_stable_run": widest.name if widest else None,
         "smallest_failed_lr": min((r.config["lr"] for r in failed), default=None),
-        "running": {r.name: r.outcome_step for r in stable if r.outcome == "running"},
+        "running": {r.name: r.outcome_step for r in stable if r.outcome == Outcome.RUNNING},
         "final_steps_differ": len({r.steps_reached for r in stable}) > 1,
     }
 
@@ -298,7 +310,7 @@ def compare_rows(rows: list[RunRow], baseline: str | None = None) -> Comparison:
     base = choose_baseline(rows, baseline)
     for row in rows:
         row.config_diff, row.stability_diff = {}, {}
-        if base is not None and base.has_config and row.has_config and row.outcome != "unreadable":
+        if base is not None and base.has_config and row.has_config and row.outcome != Outcome.UNREADABLE:
             diffs = differing_keys({"base": base.config, "row": row.config})
             row.config_diff = {k: v["row"] for k, v in diffs.items()}
             row.stability_diff = {k: v for k, v in row.config_diff.items() if is_stability_key(k)}

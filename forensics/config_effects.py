@@ -10,7 +10,7 @@ import polars as pl
 
 from forensics.configs import config_changes
 from forensics.detectors.base import RunFrames
-from forensics.findings import Anomaly, Attempt, first_trouble
+from forensics.findings import Anomaly, Attempt, Kind, first_trouble
 from parsers import schema as s
 
 LOSS_SHIFT = 0.02       # a median loss difference over the common steps above 2% is a change in level
@@ -98,7 +98,7 @@ def link_config_changes(attempts: list[Attempt], anomalies: list[Anomaly], frame
                              f"{ref_t.kind.replace('_', ' ')}")
         near = 3 * intervals.get(att.index, 1)
         for a in anomalies:
-            if a.attempt == att.index and a.kind == "changepoint" and a.step - att.start_step <= near:
+            if a.attempt == att.index and a.kind == Kind.CHANGEPOINT and a.step - att.start_step <= near:
                 notes.append(f"{a.metric.replace('_', ' ')} changed level at the start: {a.detail}")
                 a.precursors.append(f"attempt {att.index} began at step {att.start_step} with {change}")
         if notes:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from forensics.findings import Anomaly, EndReason
+from forensics.findings import Anomaly, EndReason, Kind
 from parsers import schema as s
 
 DECISIVE: dict[str, EndReason] = {
@@ -90,11 +90,11 @@ def end_of(
         reason = EndReason.FAILED_STARTUP if end_step is None and shows_start else EndReason.CRASHED
         return Ending(reason, "a traceback with no error line after it in the log", s.EV_TRACEBACK,
                       first["wall_time"], first["step"])
-    nan = next((a for a in anomalies if a.kind == "nan" and (last_loss_step is None or last_loss_step <= a.end_step)),
+    nan = next((a for a in anomalies if a.kind == Kind.NAN and (last_loss_step is None or last_loss_step <= a.end_step)),
                None)
     if nan is not None:
         return Ending(EndReason.NAN, f"NaN from step {nan.step} to the end of its log (step {end_step})")
-    div = next((a for a in anomalies if a.kind == "divergence"), None)
+    div = next((a for a in anomalies if a.kind == Kind.DIVERGENCE), None)
     if div is not None:
         return Ending(EndReason.DIVERGED, f"from step {div.step}, not back by the end of its log (step {end_step})")
     codes = block.filter(pl.col("kind") == s.EV_EXIT_CODE)
@@ -130,9 +130,9 @@ def _with_trouble(text: str, reason: EndReason, anomalies: list[Anomaly]) -> str
     """The quoted line, with the trouble the loss was already in when it was printed."""
     if reason in (EndReason.NAN, EndReason.COMPLETED, EndReason.EXITED):
         return text
-    trouble = next((a for a in anomalies if a.kind == "nan" and a.metric in (s.LOSS, s.GRAD_NORM)), None) or next(
-        (a for a in anomalies if a.kind == "divergence"), None)
+    trouble = next((a for a in anomalies if a.kind == Kind.NAN and a.metric in (s.LOSS, s.GRAD_NORM)), None) or next(
+        (a for a in anomalies if a.kind == Kind.DIVERGENCE), None)
     if trouble is None:
         return text
-    what = "NaN" if trouble.kind == "nan" else "diverging"
+    what = "NaN" if trouble.kind == Kind.NAN else "diverging"
     return f"{text} (after {what} from step {trouble.step})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 SCHEMA_VERSION = 2
@@ -27,7 +27,7 @@ def shown(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-class EndReason(str, Enum):
+class EndReason(StrEnum):
     """How an attempt (one launch of the training program) ended: the first decisive thing after its last iteration,
     else the trouble it ended in, else what the log shows of it."""
 
@@ -45,24 +45,52 @@ class EndReason(str, Enum):
     RUNNING = "running"                # the log ends with no end printed: still running, cut off, or a silent stop
     NO_TRAINING = "no_training"        # no iteration, no error: nothing to tell
 
-    def __str__(self) -> str:
-        return self.value
-
 
 # endings where the training failed (the rest: it finished, was stopped on purpose, or the log does not say)
 FAILED_ENDINGS: frozenset[EndReason] = frozenset({
     EndReason.NAN, EndReason.DIVERGED, EndReason.CRASHED, EndReason.FAILED_STARTUP, EndReason.HUNG, EndReason.KILLED,
 })
-# every kind of anomaly a detector may report (the contract test holds every detector to it)
-ANOMALY_KINDS: frozenset[str] = frozenset({
-    "loss_spike", "grad_norm_spike", "nan", "non_finite", "divergence", "loss_scale_collapse", "skipped_iterations",
-    "hang", "changepoint", "loss_plateau", "loss_above_chance",
-})
-INSTABILITY_KINDS: frozenset[str] = frozenset({"loss_spike", "divergence", "nan"})  # what a run's trouble is
 
 
+class Kind(StrEnum):
+    """What an anomaly is (:attr:`Anomaly.kind`): every kind a detector may report (the contract test holds every
+    detector to it)."""
+
+    LOSS_SPIKE = "loss_spike"
+    GRAD_NORM_SPIKE = "grad_norm_spike"
+    NAN = "nan"                                  # the loss or grad norm went NaN/Inf
+    NON_FINITE = "non_finite"                    # NaN/Inf in another scalar
+    DIVERGENCE = "divergence"
+    LOSS_SCALE_COLLAPSE = "loss_scale_collapse"
+    SKIPPED_ITERATIONS = "skipped_iterations"
+    HANG = "hang"
+    CHANGEPOINT = "changepoint"
+    LOSS_PLATEAU = "loss_plateau"
+    LOSS_ABOVE_CHANCE = "loss_above_chance"
+
+
+ANOMALY_KINDS: frozenset[Kind] = frozenset(Kind)
+INSTABILITY_KINDS: frozenset[Kind] = frozenset({Kind.LOSS_SPIKE, Kind.DIVERGENCE, Kind.NAN})  # what a run's trouble is
+BLOWUP_KINDS: frozenset[Kind] = frozenset({Kind.DIVERGENCE, Kind.NAN})  # what ends a run: a warning is sought for them
 # not "what went wrong first": fp16 overflow skips, a change of level, a NaN in a scalar other than loss/grad norm
-NOT_FIRST_ANOMALY: frozenset[str] = frozenset({"skipped_iterations", "changepoint", "non_finite"})
+NOT_FIRST_ANOMALY: frozenset[Kind] = frozenset({Kind.SKIPPED_ITERATIONS, Kind.CHANGEPOINT, Kind.NON_FINITE})
+
+
+class Outcome(StrEnum):
+    """A compared run's final state (:attr:`forensics.comparison.RunRow.outcome`), from how its last attempt ended."""
+
+    COMPLETED = "completed"
+    NAN = "nan"
+    DIVERGED = "diverged"
+    CRASHED = "crashed"
+    STOPPED = "stopped"        # stopped on purpose: a planned exit, the scheduler, a person
+    RUNNING = "running"        # no end seen: healthy up to its last step
+    UNREADABLE = "unreadable"  # nothing could be read
+
+
+FAILED_OUTCOMES: frozenset[Outcome] = frozenset({Outcome.NAN, Outcome.DIVERGED, Outcome.CRASHED})
+# cause families that say how a run was stopped, not why it failed (never "the top cause")
+NOT_WHY_CAUSES: frozenset[str] = frozenset({"stopped", "interrupted"})
 
 
 def first_anomaly(anomalies: list[Anomaly]) -> Anomaly | None:
@@ -84,7 +112,7 @@ def first_trouble(anomalies: list[Anomaly]) -> dict[int, Anomaly]:
 class Anomaly:
     """Something that departed from the run's own recent behaviour, at a step of an attempt."""
 
-    kind: str            # loss_spike, grad_norm_spike, nan, divergence, loss_scale_collapse, skipped_iterations
+    kind: Kind           # what it is (a plain string is taken as the Kind it names)
     metric: str          # canonical metric name
     attempt: int
     step: int            # onset
@@ -98,8 +126,12 @@ class Anomaly:
     precursors: list[str] = field(default_factory=list)  # what came before it, one plain sentence each
     warning: dict[str, Any] | None = None  # divergence, NaN: the earliest warning sign (forensics.warning)
 
+    def __post_init__(self) -> None:
+        self.kind = Kind(self.kind)
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out["kind"] = str(self.kind)
         out["value"] = finite_or_none(self.value)
         out["baseline"] = finite_or_none(self.baseline)
         return out
@@ -234,9 +266,18 @@ class ModelCheck:
     shape: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)     # what is off in the setup, most telling first
     caveats: list[str] = field(default_factory=list)   # what the check could not see
+    size_ratio: float | None = None                    # parameters from the shape / parameters in the name
+    ffn_ratio: float | None = None                     # ffn_hidden_size / hidden_size, when outside the usual range
+
+    @property
+    def size_mismatch(self) -> bool:
+        """Whether the shape gives a size more than 25% off the one in the run's name (the headline's case)."""
+        return self.size_ratio is not None and not 0.8 <= self.size_ratio <= 1.25
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        del out["size_ratio"], out["ffn_ratio"]  # the JSON contract says these in the notes and the headline
+        return out
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from forensics.endings import quote
-from forensics.findings import Anomaly, Attempt, Cause, EndReason
+from forensics.findings import Anomaly, Attempt, Cause, EndReason, Kind
 from parsers import schema as s
 
 
@@ -18,7 +18,7 @@ def _where(attempt: int | None, step: int | None) -> str:
 
 def _trouble_before(attempt: Attempt, anomalies: list[Anomaly]) -> Anomaly | None:
     return next((a for a in anomalies if a.attempt == attempt.index and (
-        (a.kind == "nan" and a.metric in (s.LOSS, s.GRAD_NORM)) or a.kind == "divergence")), None)
+        (a.kind == Kind.NAN and a.metric in (s.LOSS, s.GRAD_NORM)) or a.kind == Kind.DIVERGENCE)), None)
 
 
 def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: list[Anomaly]) -> list[Cause]:
@@ -26,7 +26,7 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     before the error (then the error may be a consequence)."""
     infra = events.filter(pl.col("kind").is_in(list(s.INFRA_KINDS)))
     waiting = set(events.filter(pl.col("kind") == s.EV_COLLECTIVE_WAIT)["attempt"].to_list())
-    stuck = [a for a in anomalies if a.kind == "hang" and a.attempt in waiting]  # its dumps wait in a collective
+    stuck = [a for a in anomalies if a.kind == Kind.HANG and a.attempt in waiting]  # its dumps wait in a collective
     if not infra.height and not stuck:
         return []
     ended = {a.index for a in attempts if a.end_kind in s.INFRA_KINDS or (

@@ -161,13 +161,16 @@ def check_model(
         parameters_stated=stated_parameters(run_name, run_path),
         shape=shape,
     )
+    ffn_note = None
     if shape:
         h, ffn, heads = shape["hidden_size"], shape["ffn_hidden_size"], shape["num_attention_heads"]
         expected = round(8 * h / 3) if shape["gated_mlp"] else 4 * h
         ratio = ffn / h
         low, high = (2.0, 6.0) if shape["gated_mlp"] else (3.0, 5.0)  # gated: LLaMA 2.7x ... Qwen2.5 5.3x
         if not low <= ratio <= high:
-            check.notes.append(f"ffn_hidden_size {ffn} is {ratio:.2f}x hidden (expected {expected})")
+            check.ffn_ratio = ratio
+            ffn_note = f"ffn_hidden_size {ffn} is {ratio:.2f}x hidden (expected {expected})"
+            check.notes.append(ffn_note)
         if h % heads:
             check.notes.append(f"hidden_size {h} is not divisible by num_attention_heads {heads}")
         if shape["num_query_groups"] and heads % shape["num_query_groups"]:
@@ -184,10 +187,9 @@ def check_model(
         if vocab is None:
             check.caveats.append("vocabulary size unknown: embeddings left out of the count from shape")
     if from_shape and check.parameters_stated:
-        ratio = from_shape / check.parameters_stated
-        if not 0.8 <= ratio <= 1.25:
+        ratio = check.size_ratio = from_shape / check.parameters_stated
+        if check.size_mismatch:
             headline = f"this is a ~{_fmt(from_shape)} model, not {_fmt(check.parameters_stated)}"
-            ffn_note = next((n for n in check.notes if n.startswith("ffn_hidden_size")), None)
             if ffn_note:
                 check.notes.remove(ffn_note)
                 headline += f": {ffn_note}"

@@ -23,7 +23,7 @@ import polars as pl
 from scipy.stats import theilslopes
 
 from forensics.detectors.base import RunFrames
-from forensics.findings import INSTABILITY_KINDS, Anomaly, shown
+from forensics.findings import INSTABILITY_KINDS, Anomaly, Kind, shown
 from forensics.gaps import across_gap, since_last_gap
 from parsers import schema as s
 
@@ -37,9 +37,9 @@ def consolidate(anomalies: list[Anomaly]) -> list[Anomaly]:
     """Fold what is part of a bigger event into it: spikes and level shifts during a divergence (after its onset)
     are its course; a grad-norm "spike" that never came down where a lasting grad-norm level shift starts is that
     shift's first step; a loss-scale level shift where a loss-scale collapse starts is that collapse."""
-    spans = [(a.attempt, a.step, a.end_step) for a in anomalies if a.kind == "divergence"]
-    shifts = [(a.attempt, a.step) for a in anomalies if a.kind == "changepoint" and a.metric == s.GRAD_NORM]
-    collapses = [(a.attempt, a.step) for a in anomalies if a.kind == "loss_scale_collapse"]
+    spans = [(a.attempt, a.step, a.end_step) for a in anomalies if a.kind == Kind.DIVERGENCE]
+    shifts = [(a.attempt, a.step) for a in anomalies if a.kind == Kind.CHANGEPOINT and a.metric == s.GRAD_NORM]
+    collapses = [(a.attempt, a.step) for a in anomalies if a.kind == Kind.LOSS_SCALE_COLLAPSE]
 
     def near(step: int, at: int) -> bool:  # within a block of a changepoint (long series are block medians)
         return abs(step - at) <= max(50, at // 100)
@@ -48,16 +48,16 @@ def consolidate(anomalies: list[Anomaly]) -> list[Anomaly]:
         for att, start, end in spans:
             if a.attempt != att:
                 continue
-            if a.kind in {"loss_spike", "grad_norm_spike"} and start < a.step <= end:
+            if a.kind in {Kind.LOSS_SPIKE, Kind.GRAD_NORM_SPIKE} and start < a.step <= end:
                 return True
-            if a.kind in {"changepoint", "loss_plateau"} and a.step <= end and a.end_step >= start:  # runs into it
+            if a.kind in {Kind.CHANGEPOINT, Kind.LOSS_PLATEAU} and a.step <= end and a.end_step >= start:  # runs into it
                 return True
-        if a.kind == "changepoint" and a.metric == s.LOSS_SCALE and any(
+        if a.kind == Kind.CHANGEPOINT and a.metric == s.LOSS_SCALE and any(
             a.attempt == att and near(a.step, at) for att, at in collapses
         ):
             return True  # the collapse detector already tells it, at the exact step
         at_divergence = any(a.attempt == att and near(a.step, start) for att, start, _ in spans)
-        return a.kind == "grad_norm_spike" and a.recovered_step is None and not at_divergence and any(
+        return a.kind == Kind.GRAD_NORM_SPIKE and a.recovered_step is None and not at_divergence and any(
             a.attempt == att and near(a.step, at) for att, at in shifts
         )
 
@@ -75,13 +75,13 @@ def annotate(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
         interval = intervals.get(a.attempt, 1)
         lead = None
         near = [b for b in anomalies if not across_gap(gaps, a.attempt, b.step, a.step)]
-        if a.kind == "loss_spike":
+        if a.kind == Kind.LOSS_SPIKE:
             lead, note = _grad_lead(a, near, interval)
             if note:
                 notes.append(note)
-        if a.kind == "divergence":
+        if a.kind == Kind.DIVERGENCE:
             notes.extend(_before_divergence(a, near, interval))
-        averaged = interval if interval > 1 and a.metric == s.LOSS and a.kind == "loss_spike" else None
+        averaged = interval if interval > 1 and a.metric == s.LOSS and a.kind == Kind.LOSS_SPIKE else None
         out.append(replace(a, grad_norm_lead=lead, precursors=notes, averaged_over=averaged))
     first = next((a for a in sorted(out, key=lambda x: (x.attempt, x.step)) if a.kind in INSTABILITY_KINDS), None)
     if first is not None:
@@ -93,7 +93,7 @@ def annotate(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
 
 def _grad_lead(spike: Anomaly, anomalies: list[Anomaly], interval: int) -> tuple[int | None, str | None]:
     window = LEAD_WINDOW * interval
-    leaders = [g for g in anomalies if g.kind == "grad_norm_spike" and g.attempt == spike.attempt
+    leaders = [g for g in anomalies if g.kind == Kind.GRAD_NORM_SPIKE and g.attempt == spike.attempt
                and spike.step - window <= g.step <= spike.step]
     if not leaders:
         return None, None
@@ -113,9 +113,9 @@ def _before_divergence(div: Anomaly, anomalies: list[Anomaly], interval: int) ->
             continue
         ahead = div.step - a.step
         when = "at the same step" if ahead == 0 else f"{ahead} steps before"
-        if a.kind == "loss_scale_collapse":
+        if a.kind == Kind.LOSS_SCALE_COLLAPSE:
             notes.append(f"fp16 loss scale collapsed to {shown(a.value)} at step {a.step}, {when}")
-        elif a.kind == "skipped_iterations":
+        elif a.kind == Kind.SKIPPED_ITERATIONS:
             notes.append(f"iterations were being skipped (overflow) from step {a.step}, {when}")
     return notes
 

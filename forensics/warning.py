@@ -40,7 +40,7 @@ import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
-from forensics.findings import Anomaly, shown
+from forensics.findings import Anomaly, Kind, shown
 from forensics.gaps import since_last_gap
 from parsers import schema as s
 
@@ -49,7 +49,6 @@ LOOKBACK_STEPS = 3000
 MAX_POINTS = 5000
 SMOOTH = 15      # points in the grad norm's rolling median
 RISE = 1.8       # how far the smoothed grad norm must stand above its low (benign drifts stay within ~1.5x)
-BLOWUPS = frozenset({"divergence", "nan"})
 
 
 def warning_before(blowup: Anomaly, anomalies: list[Anomaly], frames: RunFrames,
@@ -71,13 +70,13 @@ def warning_before(blowup: Anomaly, anomalies: list[Anomaly], frames: RunFrames,
     for a in anomalies:
         if a.attempt != attempt or not start <= a.step < at or a is blowup:
             continue
-        if a.kind == "skipped_iterations":
+        if a.kind == Kind.SKIPPED_ITERATIONS:
             signals.append({"kind": "loss_scale_overflows", "step": a.step,
                             "detail": f"loss-scale overflows from step {a.step} ({shown(a.value or 0)} iterations skipped)"})
-        elif a.kind == "loss_scale_collapse":
+        elif a.kind == Kind.LOSS_SCALE_COLLAPSE:
             signals.append({"kind": "loss_scale_overflows", "step": a.step,
                             "detail": f"the loss scale fell to {shown(a.value or 0)} from step {a.step}"})
-        elif a.kind == "loss_spike" and a.recovered_step is None:
+        elif a.kind == Kind.LOSS_SPIKE and a.recovered_step is None:
             signals.append({"kind": "unrecovered_spike", "step": a.step,
                             "detail": f"a loss spike at step {a.step} that was not back to its level before it"})
     rate = _spike_rate(attempt, start, at, anomalies, blips or [])
@@ -111,7 +110,7 @@ def _grad_rise(points: pl.DataFrame) -> dict[str, Any] | None:
 
 def _spike_rate(attempt: int, start: int, at: int, anomalies: list[Anomaly], blips: list[Any]) -> dict[str, Any] | None:
     hits = sorted([a.step for a in anomalies if a.attempt == attempt and start <= a.step < at
-                   and a.kind in ("loss_spike", "grad_norm_spike")]
+                   and a.kind in (Kind.LOSS_SPIKE, Kind.GRAD_NORM_SPIKE)]
                   + [b for x in blips if x.attempt == attempt for b in x.steps if start <= b < at])
     if len(hits) < 3:
         return None

@@ -811,7 +811,7 @@ def _shard_totals(ev: pl.DataFrame) -> pl.DataFrame:
         )
         .drop("n")
     )
-    kept = ev.with_columns(kind=pl.when(is_shard).then(pl.lit("parameter_count_shard")).otherwise("kind"))
+    kept = ev.with_columns(kind=pl.when(is_shard).then(pl.lit(s.EV_PARAMETER_COUNT_SHARD)).otherwise("kind"))
     return pl.concat([kept, totals.select(kept.columns)], how="vertical_relaxed")
 
 

@@ -61,6 +61,7 @@ EV_MARKER = "marker"                        # "[after megatron is initialized] d
 EV_TRAINING_DONE = "training_done"          # "[after training is done] datetime: ..."
 EV_EXIT = "exit"                            # planned exit: exit interval or duration, kill switch
 EV_PARAMETER_COUNT = "parameter_count"      # value = parameters (absolute count)
+EV_PARAMETER_COUNT_SHARD = "parameter_count_shard"  # one model-parallel rank's count (their sum is parameter_count)
 EV_PADDED_VOCAB = "padded_vocab"            # value = padded vocabulary size
 EV_OVERFLOW = "overflow"                    # fp16 loss-scale overflow, value = new loss scale
 EV_NAN_CHECK = "nan_check"                  # NaN/Inf check or rerun-machine message
@@ -85,6 +86,10 @@ EV_EXIT_CODE = "exit_code"                  # the exit code a wrapper recorded (
 EV_TRUNCATED = "truncated_line"             # an iteration line cut short (damaged or wrapped file)
 EV_STEP_REGRESSION = "step_regression"      # a scalar's step went back (TensorBoard, W&B): the run was restarted
 EV_SESSION_START = "session_start"          # TensorBoard SessionLog.START (torch purge_step): the writer (re)started
+EV_SESSION_STOP = "session_stop"            # TensorBoard SessionLog.STOP
+EV_SESSION_CHECKPOINT = "session_checkpoint"  # TensorBoard SessionLog.CHECKPOINT
+EV_SESSION_OTHER = "session_status_unspecified"  # TensorBoard SessionLog with no (or an unknown) status
+EV_UNDECODABLE = "undecodable_record"      # TensorBoard: a record whose bytes are not an event
 EV_DUPLICATE_STEP = "duplicate_step"        # TensorBoard: a tag logged twice at one step
 EV_ELISION = "elision"                      # a pasted log's "..." line: output was left out there
 EV_FILE_START = "event_file_start"          # TensorBoard: an event file's first record

@@ -25,6 +25,7 @@ from parsers.wandb_history import flatten
 
 _SCALAR_DTYPES = {1: "<f4", 2: "<f8", 3: "<i4", 9: "<i8", 19: "<f2"}  # TensorProto dtype -> numpy
 _DT_BFLOAT16 = 14
+_SESSION_KINDS = {"START": s.EV_SESSION_START, "STOP": s.EV_SESSION_STOP, "CHECKPOINT": s.EV_SESSION_CHECKPOINT}
 
 
 FORMAT = "tensorboard"
@@ -180,15 +181,17 @@ def _slow_records(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[lis
         try:
             event = event_pb2.Event.FromString(buf[start:end])
         except Exception:
-            events.append({"offset": start, "kind": "undecodable_record", "text": f"record at byte {start - 12}"})
+            events.append({"offset": start, "kind": s.EV_UNDECODABLE, "text": f"record at byte {start - 12}"})
             continue
         base = {"offset": start, "step": event.step, "wall_time": event.wall_time}
         kind = event.WhichOneof("what")
         if kind == "file_version":
             events.append({**base, "kind": s.EV_FILE_START, "text": event.file_version})
         elif kind == "session_log":
-            status = event_pb2.SessionLog.SessionStatus.Name(event.session_log.status)
-            events.append({**base, "kind": s.EV_SESSION_START if status == "START" else f"session_{status.lower()}",
+            code = event.session_log.status
+            names = event_pb2.SessionLog.SessionStatus
+            status = names.Name(code) if code in names.values() else f"status {code}"
+            events.append({**base, "kind": _SESSION_KINDS.get(status, s.EV_SESSION_OTHER),
                            "text": f"SessionLog {status} at step {event.step}"})
         elif kind == "summary":
             for value in event.summary.value:

@@ -11,9 +11,9 @@ from typing import Any
 
 from rich.table import Table
 
-from forensics.comparison import FAILED, Comparison, RunRow
+from forensics.comparison import Comparison, RunRow
 from forensics.configs import differing_keys, show_value
-from forensics.findings import shown
+from forensics.findings import FAILED_OUTCOMES, Outcome, shown
 from reports.escape import md
 from reports.markdown import config_diff_table
 
@@ -26,10 +26,10 @@ def _loss(v: float | None) -> str:
 
 
 def _outcome(row: RunRow) -> str:
-    if row.outcome == "unreadable":
-        return "unreadable"
-    at = {"diverged": "diverged at", "nan": "NaN at", "crashed": "crashed at", "running": "still running at",
-          "completed": "completed at", "stopped": "stopped at"}[row.outcome]
+    if row.outcome == Outcome.UNREADABLE:
+        return str(Outcome.UNREADABLE)
+    at = {Outcome.DIVERGED: "diverged at", Outcome.NAN: "NaN at", Outcome.CRASHED: "crashed at",
+          Outcome.RUNNING: "still running at", Outcome.COMPLETED: "completed at", Outcome.STOPPED: "stopped at"}[row.outcome]
     return f"{at} {row.outcome_step}" if row.outcome_step is not None else row.outcome
 
 
@@ -40,7 +40,7 @@ def differs(row: RunRow, comparison: Comparison) -> str:
     """The "differs from baseline" cell: the stability settings that differ (see
     :data:`forensics.comparison.STABILITY_KEYS`) and how many other keys do; "no config" once for a run that logged
     none."""
-    if row.outcome == "unreadable":
+    if row.outcome == Outcome.UNREADABLE:
         return "–"
     if row.name == comparison.baseline:
         return "(baseline)" + ("" if row.has_config else ", no config")
@@ -64,7 +64,7 @@ def differs(row: RunRow, comparison: Comparison) -> str:
 def cells(row: RunRow, comparison: Comparison) -> list[str]:
     """One table row as plain text (escaped by the markdown renderer, shown as-is in the terminal)."""
     sources = ", ".join(sorted({src["format"] for src in row.sources})) or "–"
-    if row.outcome == "unreadable":
+    if row.outcome == Outcome.UNREADABLE:
         return [row.name, sources, "–", "unreadable", row.error or "", "–", "–", "–", "–", "–", "–", "–"]
     score = "–" if row.spike_score is None or not math.isfinite(row.spike_score) else f"{row.spike_score:.2f}%"
     return [row.name, sources, str(row.steps_reached) if row.steps_reached is not None else "–", _outcome(row),
@@ -79,12 +79,12 @@ def render_compare_json(comparison: Comparison) -> str:
 
 def _separation(comparison: Comparison) -> list[str]:
     out = ["## What separates failures from successes", ""]
-    unconfigured = [r.name for r in comparison.rows if r.outcome != "unreadable" and not r.has_config]
+    unconfigured = [r.name for r in comparison.rows if r.outcome != Outcome.UNREADABLE and not r.has_config]
     if comparison.separation:
         out += [f"- {md(sep.statement)}" for sep in comparison.separation]
         if any(sep.running for sep in comparison.separation):
             out.append("- a run still running (no end seen) counts as healthy up to its last step.")
-    elif any(r.outcome in FAILED for r in comparison.rows):
+    elif any(r.outcome in FAILED_OUTCOMES for r in comparison.rows):
         out.append("- no config key splits the failed runs from the healthy ones")
     else:
         return [*out, "- no run failed"]
@@ -98,7 +98,7 @@ def _config_differences(comparison: Comparison) -> list[str]:
     base = next((r for r in comparison.rows if r.name == comparison.baseline), None)
     if base is None or not base.has_config:
         return [*out, "- the baseline has no config to compare against"]
-    others = [r for r in comparison.rows if r is not base and r.outcome != "unreadable" and r.has_config]
+    others = [r for r in comparison.rows if r is not base and r.outcome != Outcome.UNREADABLE and r.has_config]
     columns = {f"{base.name} (baseline)": base.config, **{r.name: r.config for r in others}}
     diffs = differing_keys(columns)
     if diffs:
@@ -106,7 +106,7 @@ def _config_differences(comparison: Comparison) -> list[str]:
                 *config_diff_table(diffs, "")]
     else:
         out.append("- every run with a config has the baseline's settings")
-    unconfigured = [r.name for r in comparison.rows if r.outcome != "unreadable" and not r.has_config]
+    unconfigured = [r.name for r in comparison.rows if r.outcome != Outcome.UNREADABLE and not r.has_config]
     if unconfigured:
         out += ["", f"- no config: {md(', '.join(unconfigured))}"]
     return out
@@ -168,7 +168,8 @@ def compare_table(comparison: Comparison) -> Table:
                   title_justify="left")
     for h in HEADERS:
         table.add_column(h, overflow="fold")
-    styles = {"diverged": "red", "nan": "red", "crashed": "red", "unreadable": "magenta", "completed": "green"}
+    styles = {Outcome.DIVERGED: "red", Outcome.NAN: "red", Outcome.CRASHED: "red", Outcome.UNREADABLE: "magenta",
+              Outcome.COMPLETED: "green"}
     for r in comparison.rows:
         table.add_row(*cells(r, comparison), style=styles.get(r.outcome))
     return table

@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from forensics.comparison import Comparison
-from forensics.findings import Findings
+from forensics.findings import Findings, Outcome
 from reports.compare_report import render_compare_json, render_compare_markdown
 from reports.json_report import render_json
 from reports.markdown import render_markdown
@@ -59,7 +59,7 @@ def write_comparison(
         from reports.plots import plot_overlay
 
         directory = output.parent / f"{output.stem}_files"
-        markers = {r.name: r.outcome_step for r in comparison.rows if r.outcome in {"diverged", "nan"}}
+        markers = {r.name: r.outcome_step for r in comparison.rows if r.outcome in {Outcome.DIVERGED, Outcome.NAN}}
         for label, path in plot_overlay(overlay, markers, directory).items():
             written.append(path)
             images[label] = f"{directory.name}/{path.name}"

@@ -9,7 +9,9 @@ from typing import Any
 
 from forensics.configs import differing_keys
 from forensics.findings import (
+    BLOWUP_KINDS,
     FAILED_ENDINGS,
+    NOT_WHY_CAUSES,
     Anomaly,
     Attempt,
     Blips,
@@ -74,13 +76,13 @@ def _anomaly_line(a: Anomaly) -> str:
 
 
 def _failed(run: RunFindings) -> list[Attempt]:
-    troubled = {a.attempt for a in run.anomalies if a.kind in ("nan", "divergence")}
+    troubled = {a.attempt for a in run.anomalies if a.kind in BLOWUP_KINDS}
     return [a for a in run.attempts if a.end_reason in FAILED_ENDINGS or a.index in troubled]
 
 
 def _summary(run: RunFindings) -> list[str]:
     lines: list[str] = []
-    if run.model.size_headline:
+    if run.model.size_mismatch:
         lines.append(f"- **Model (setup finding):** {md(run.model.size_headline)}.")
     no_loss = "loss" in run.coverage.get("missing", [])
     bad = _failed(run)
@@ -123,7 +125,7 @@ def _summary(run: RunFindings) -> list[str]:
         lines.append(
             f"- **First anomaly:** {first.kind.replace('_', ' ')} at step {first.step} (attempt {first.attempt})."
         )
-    top = next((c for c in run.suspected_causes if c.kind not in ("stopped", "interrupted")), None)
+    top = next((c for c in run.suspected_causes if c.kind not in NOT_WHY_CAUSES), None)
     if top:
         lines.append(f"- **Most likely why (suspected):** {md(top.cause)} (confidence {top.confidence:.2f}).")
         if top.check_next:

@@ -4,7 +4,7 @@ replays, and the errors, stops and notices the logs printed. Text from logs is e
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from forensics.coverage import NEEDED
@@ -39,7 +39,7 @@ def clock(t: float | None) -> str:
     """
     if t is None:
         return "–"
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def steps(a: Attempt) -> str:

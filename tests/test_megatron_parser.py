@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import polars as pl
 import pytest
@@ -166,7 +166,7 @@ def test_errors_become_events_of_the_launch_they_ended():
     assert loss.group_by("attempt").agg(pl.col("step").min()).sort("attempt").rows() == [(2, 29020), (3, 43680)]
     # wall-clock times: a DeepSpeed line's leading stamp and the datetime at the end of Megatron's exit line
     exit_time = ev.filter(pl.col("kind") == "exit")["wall_time"][0]
-    assert datetime.fromtimestamp(exit_time, timezone.utc) == datetime(2021, 8, 8, 1, 0, 51, tzinfo=timezone.utc)
+    assert datetime.fromtimestamp(exit_time, UTC) == datetime(2021, 8, 8, 1, 0, 51, tzinfo=UTC)
 
 
 def test_an_error_the_run_carried_on_after_does_not_end_the_launch(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +34,7 @@ def chronicle(path: Path) -> list[str]:
 
 
 def utc(*args: int) -> float:
-    return datetime(*args, tzinfo=timezone.utc).timestamp()
+    return datetime(*args, tzinfo=UTC).timestamp()
 
 
 # --- the real logs ----------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from forensics.findings import Anomaly, Gap
+from forensics.findings import Anomaly, Gap, Kind
 from forensics.gaps import find_gaps, logged_steps, usual_intervals
 from forensics.timeline import log_intervals, metric_points
 
@@ -58,7 +58,7 @@ class RunFrames:
 class Detector(Protocol):
     """Finds one kind of anomaly in a run's frames."""
 
-    name: str
+    name: Kind
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         """Every anomaly of this kind, in step order."""

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
-from forensics.findings import Anomaly, shown
+from forensics.findings import Anomaly, Kind, shown
 from forensics.timeline import runs_of_true
 from parsers import schema as s
 
@@ -37,7 +37,7 @@ class LossAboveChanceDetector:
 
     vocab: int | None = None
     margin: float = 1.0
-    name: str = "loss_above_chance"
+    name: Kind = Kind.LOSS_ABOVE_CHANCE
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         if not self.vocab or self.vocab < 2:

@@ -18,7 +18,7 @@ import polars as pl
 from forensics.detectors.base import RunFrames
 from forensics.detectors.nan import CORE, nan_steps
 from forensics.detectors.spikes import SpikeDetector
-from forensics.findings import Anomaly, shown
+from forensics.findings import Anomaly, Kind, shown
 from forensics.gaps import stretch_ids
 from parsers import schema as s
 
@@ -27,7 +27,7 @@ from parsers import schema as s
 class DivergenceDetector:
     """``DivergenceDetector().detect(frames)``."""
 
-    name: str = "divergence"
+    name: Kind = Kind.DIVERGENCE
     rise: float = 0.20
     tail_share: float = 0.10
     min_tail: int = 5
@@ -53,7 +53,7 @@ class DivergenceDetector:
                 how += f" (no data between steps {inc.gap_after.after_step} and {inc.gap_after.before_step})"
             end = int(max(own["step"].max(), later_nan["step"].max() or 0))  # type: ignore[arg-type]
             out[inc.attempt] = Anomaly(
-                kind="divergence", metric=s.LOSS, attempt=inc.attempt, step=inc.onset, end_step=end,
+                kind=Kind.DIVERGENCE, metric=s.LOSS, attempt=inc.attempt, step=inc.onset, end_step=end,
                 value=float(own["value"][-1]), baseline=inc.baseline,
                 detail=f"loss left {shown(inc.baseline)} at step {inc.onset} and was not back at any later logged "
                 f"point; {how}",
@@ -83,7 +83,7 @@ class DivergenceDetector:
         steps = own["step"].to_numpy()
         low = int(np.argmin(raw[:onset + 1]))  # the lowest logged value before the climb
         return Anomaly(
-            kind="divergence", metric=s.LOSS, attempt=int(own["attempt"][0]), step=int(steps[onset]),
+            kind=Kind.DIVERGENCE, metric=s.LOSS, attempt=int(own["attempt"][0]), step=int(steps[onset]),
             end_step=int(steps[-1]), value=float(own["value"][-1]), baseline=float(raw[low]),
             detail=f"loss climbed from its minimum {shown(raw[low])} (step {steps[low]}) and stayed more than "
             f"{self.rise:.0%} above its running minimum from step {steps[onset]} to the end of the attempt",

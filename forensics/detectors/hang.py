@@ -18,7 +18,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.endings import ending_block
-from forensics.findings import Anomaly
+from forensics.findings import Anomaly, Kind
 from forensics.gaps import is_gap
 from parsers import schema as s
 
@@ -40,7 +40,7 @@ def duration(seconds: float) -> str:
 class HangDetector:
     """``HangDetector().detect(frames)``."""
 
-    name: str = "hang"
+    name: Kind = Kind.HANG
     factor: float = 20.0
     min_seconds: float = 600.0
 

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
-from forensics.findings import Anomaly, shown
+from forensics.findings import Anomaly, Kind, shown
 from forensics.gaps import stretches
 from forensics.timeline import runs_of_true
 from parsers import schema as s
@@ -86,7 +86,7 @@ def _searches(frames: RunFrames) -> dict[int, StartupSearch]:
 class LossScaleCollapseDetector:
     """``LossScaleCollapseDetector().detect(frames)``."""
 
-    name: str = "loss_scale_collapse"
+    name: Kind = Kind.LOSS_SCALE_COLLAPSE
     drop: float = 8.0
     window: int = 200
 
@@ -116,7 +116,7 @@ class LossScaleCollapseDetector:
             high_at = max(i for i in range(max(start, a - self.window), a) if v[i] == recent[a])
             out.append(
                 Anomaly(
-                    kind="loss_scale_collapse", metric=s.LOSS_SCALE, attempt=attempt,
+                    kind=Kind.LOSS_SCALE_COLLAPSE, metric=s.LOSS_SCALE, attempt=attempt,
                     step=int(steps[a]), end_step=int(steps[b]), value=low, baseline=float(recent[a]),
                     detail=f"loss scale fell from {shown(recent[a])} (step {steps[high_at]}) to {shown(low)} by step "
                     f"{steps[a + int(np.argmin(v[a:b + 1]))]} ({recent[a] / low:.0f}x lower) over consecutive logged "

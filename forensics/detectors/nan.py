@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from forensics.detectors.base import RunFrames
-from forensics.findings import Anomaly
+from forensics.findings import Anomaly, Kind
 from parsers import schema as s
 
 CORE = "core"  # the family of NaN evidence about the training itself
@@ -53,7 +53,7 @@ def nan_steps(frames: RunFrames) -> pl.DataFrame:
 class NanDetector:
     """Groups NaN evidence into incidents: ``NanDetector().detect(frames)``."""
 
-    name: str = "nan"
+    name: Kind = Kind.NAN
     gap_steps: int = 50
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
@@ -81,10 +81,10 @@ class NanDetector:
                 before = losses.filter((pl.col("attempt") == attempt) & (pl.col("step") < start))
                 baseline = float(before["value"][-1]) if before.height else None
                 metric = s.LOSS if any(w.startswith(("loss", "NaN check")) for w in whys) else s.GRAD_NORM
-                kind, detail = "nan", f"NaN/Inf at {where}: " + "; ".join(whys[:3])
+                kind, detail = Kind.NAN, f"NaN/Inf at {where}: " + "; ".join(whys[:3])
             else:
                 baseline, metric = None, family
-                kind, detail = "non_finite", f"NaN/Inf in {family} at {where}"
+                kind, detail = Kind.NON_FINITE, f"NaN/Inf in {family} at {where}"
             out.append(
                 Anomaly(
                     kind=kind, metric=metric, attempt=int(attempt), step=int(start), end_step=int(end),

@@ -19,7 +19,7 @@ import polars as pl
 from scipy.stats import theilslopes
 
 from forensics.detectors.base import RunFrames
-from forensics.findings import Anomaly
+from forensics.findings import Anomaly, Kind
 from parsers import schema as s
 
 
@@ -31,7 +31,7 @@ class LossPlateauDetector:
     min_points: int = 50
     min_gain: float = 0.02
     min_expected: float = 0.03  # the earlier trend must promise at least 3% over the stretch
-    name: str = "loss_plateau"
+    name: Kind = Kind.LOSS_PLATEAU
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         loss = frames.points(s.LOSS).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
@@ -77,7 +77,7 @@ class LossPlateauDetector:
             return None  # a slow power law flattens too: only a clear break from the earlier trend counts
         level = float(np.exp(best[first - start]))
         return Anomaly(
-            kind="loss_plateau", metric=s.LOSS, attempt=int(own["attempt"][0]), step=int(steps[first]),
+            kind=Kind.LOSS_PLATEAU, metric=s.LOSS, attempt=int(own["attempt"][0]), step=int(steps[first]),
             end_step=int(steps[last]), value=float(np.exp(smooth[last])), baseline=level,
             detail=f"the loss stopped improving from step {int(steps[first])} to {int(steps[last])} "
                    f"({last - first + 1} points) while the learning rate stayed at least half its peak; "

@@ -24,7 +24,7 @@ import polars as pl
 
 from forensics.changepoint import bic_penalty, pelt
 from forensics.detectors.base import RunFrames
-from forensics.findings import Anomaly
+from forensics.findings import Anomaly, Kind
 from forensics.gaps import stretches
 from parsers import schema as s
 
@@ -46,8 +46,8 @@ class RegimeShiftDetector:
     skip_share: float = 0.1
 
     @property
-    def name(self) -> str:
-        return "changepoint"
+    def name(self) -> Kind:
+        return Kind.CHANGEPOINT
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         min_ratio, direction, meaning = _SETTINGS.get(self.metric, (2.0, 1, f"{self.metric} rose to a new level"))
@@ -83,7 +83,7 @@ class RegimeShiftDetector:
                 continue
             old, new = math.exp(before), math.exp(after)
             out.append(Anomaly(
-                kind="changepoint", metric=self.metric, attempt=int(attempt), step=int(steps[at]),
+                kind=Kind.CHANGEPOINT, metric=self.metric, attempt=int(attempt), step=int(steps[at]),
                 end_step=int(steps[edges[i + 1] - 1]), value=new, baseline=old,
                 detail=f"{meaning}: median {old:.4g} before step {int(steps[at])}, {new:.4g} after "
                        f"({new / old:.2f}x, until step {int(steps[edges[i + 1] - 1])})",

@@ -15,7 +15,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.detectors.loss_scale import startup_searches
-from forensics.findings import Anomaly
+from forensics.findings import Anomaly, Kind
 from parsers import schema as s
 
 
@@ -23,7 +23,7 @@ from parsers import schema as s
 class SkippedIterationsDetector:
     """``SkippedIterationsDetector().detect(frames)``."""
 
-    name: str = "skipped_iterations"
+    name: Kind = Kind.SKIPPED_ITERATIONS
     min_total: int = 3
     gap_steps: int = 20
 
@@ -61,7 +61,7 @@ class SkippedIterationsDetector:
         )
         return [
             Anomaly(
-                kind="skipped_iterations", metric=s.SKIPPED_ITERATIONS, attempt=int(a), step=int(start),
+                kind=Kind.SKIPPED_ITERATIONS, metric=s.SKIPPED_ITERATIONS, attempt=int(a), step=int(start),
                 end_step=int(end), value=float(total), baseline=0.0,
                 detail=f"{total:.0f} iterations skipped (fp16 overflow) between steps {start} and {end}",
             )

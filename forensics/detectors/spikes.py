@@ -48,7 +48,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.detectors.noise_tail import MIN_FIT, RUN_FLOOR, NoiseTail, fixed_tail, held_run_minima, noise_tail
-from forensics.findings import Anomaly, Gap, shown
+from forensics.findings import Anomaly, Gap, Kind, shown
 from forensics.gaps import stretch_ids
 from forensics.timeline import runs_of_true, trailing_robust_z
 
@@ -150,8 +150,8 @@ class SpikeDetector:
     neighbour_factor: float = 10.0  # noise unknown: a grad norm at least this many times the point before
 
     @property
-    def name(self) -> str:
-        return f"{self.metric}_spike"
+    def name(self) -> Kind:
+        return Kind(f"{self.metric}_spike")
 
     def _params(self) -> tuple[int, float, float]:
         w, f, t = _DEFAULTS.get(self.metric, (100, 0.1, 6.0))
