@@ -95,11 +95,16 @@ def test_tr1_13b_spike_and_loss_scale_collapse():
     assert (collapse.step, collapse.value, collapse.baseline) == (29050, 4096.0, 65536.0)
 
 
-@pytest.mark.parametrize("name", ["issue396", "pr434", "pr34", "issue33"])
-def test_bf16_nan_excerpts_end_in_nan(name):
+@pytest.mark.parametrize(("name", "nan_steps", "last_step"), [
+    ("issue396", (5426, 5428), 5429),   # 5426-5428 print "grad norm: nan" and no lm loss; 5429 is cut short
+    ("pr434", (9, 9), 9),               # the one line, iteration 9, has no lm loss
+    ("pr34", (3633, 3633), 3634),       # 3633 has no lm loss; 3634 is the skipped step after "Bad grad_norm"
+    ("issue33", (3385, 3385), 3385),    # 3383 and 3384 log a loss, 3385 none
+])
+def test_bf16_nan_excerpts_end_in_nan(name, nan_steps, last_step):
     run = forensics.analyze(load_run(real(name))).runs[0]
-    assert run.attempts[-1].end_reason == "nan"
-    assert any(a.kind == "nan" for a in run.anomalies)
+    assert [(a.end_reason, a.end_at_step) for a in run.attempts] == [("nan", last_step)]
+    assert [(a.kind, a.metric, a.attempt, a.step, a.end_step) for a in run.anomalies] == [("nan", "loss", 1, *nan_steps)]
 
 
 def test_fp16_startup_skips_are_not_nan():

@@ -16,7 +16,7 @@ from forensics.analyze import blips, detect
 from forensics.detectors import DEFAULT_DETECTORS, EXPERIMENTAL_DETECTORS, RunFrames, SpikeDetector
 from forensics.detectors.chance import LossAboveChanceDetector
 from forensics.detectors.noise_tail import noise_tail
-from forensics.evaluation import Score, generate
+from forensics.evaluation import KINDS, Score, generate, margin_for, score
 from forensics.findings import ANOMALY_KINDS
 from parsers import load_run
 from parsers import schema as s
@@ -186,15 +186,28 @@ DETECTORS = (*DEFAULT_DETECTORS, *EXPERIMENTAL_DETECTORS, LossAboveChanceDetecto
 def test_detector_contract(detector) -> None:
     empty = RunFrames(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA))
     assert detector.detect(empty) == []
-    for scenario in ("spikes_grad_lead", "fp16_collapse", "regime_shift", "divergence_nan"):
+    for scenario in ("spikes_grad_lead", "fp16_collapse", "regime_shift", "divergence_nan", "clean"):
         curve = generate(scenario, 2, 10, noise="t4")
         found = detector.detect(RunFrames(curve.metrics, curve.events))
         assert [(a.attempt, a.step) for a in found] == sorted((a.attempt, a.step) for a in found)
         assert {a.kind for a in found} <= ANOMALY_KINDS
         assert all(a.end_step >= a.step for a in found)
+        # scored as the harness scores it: a kind with no truths on the curve has no recall (a sanity failure of
+        # the evaluation, never 1.0); nothing detected of a kind is precision 0 (and recall 0 where there are truths)
+        for kind in KINDS:
+            got = score(kind, found, curve.truths, margin_for(10))
+            if got.truths == 0:
+                with pytest.raises(ValueError, match=rf"^no {kind} truths: recall is undefined"):
+                    got.recall  # noqa: B018
+            if got.detections == 0:
+                assert got.precision == 0.0 and (got.truths == 0 or got.recall == 0.0), (scenario, kind)
+            if not curve.truths:   # the clean curve: every detection is a false alarm
+                assert (got.false, got.precision) == (got.detections, 0.0), kind
+    assert generate("clean", 2, 10, noise="t4").truths == []
 
 
 def test_an_evaluation_without_truths_is_a_sanity_failure_not_a_score() -> None:
     with pytest.raises(ValueError, match="no loss_spike truths"):
         Score("loss_spike").recall  # noqa: B018
     assert Score("loss_spike", detections=0).precision == 0.0
+    assert (Score("loss_spike", truths=2).recall, Score("loss_spike", truths=2).precision) == (0.0, 0.0)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -13,6 +15,8 @@ import pytest
 from conftest import SAMPLES
 from typer.testing import CliRunner
 
+import forensics.compare as compare_module
+import parsers.cache as cache_module
 from forensics.cli import app
 from forensics.compare import compare_runs, discover
 from forensics.evaluation.experiments import write_lr_sweep, write_tr8_sequence
@@ -98,28 +102,64 @@ def test_mixed_formats_and_a_broken_run_are_compared(tmp_path, lr_sweep):
                                    "not a text log)"
     assert rows["wandb-run"].steps_reached == 59 and rows["megatron-run"].steps_reached == 3000
     assert set(overlay["run"].unique()) == {"megatron-run", "wandb-run"}   # the TensorBoard run logs no loss
-    doc = json.loads(runner.invoke(app, ["compare", str(tmp_path), "--no-cache", "-f", "json", "-j", "1"]).output)
+    result = runner.invoke(app, ["compare", str(tmp_path), "--no-cache", "-f", "json", "-j", "1"])
+    assert result.exit_code == 0, result.output          # one unreadable run among readable ones is no failure
+    doc = json.loads(result.output)
     assert doc["schema_version"] == 2 and doc["separating_keys"] == []
     assert set(doc["runs"][0]) >= {"name", "sources", "outcome", "outcome_step", "first_anomaly_step", "spikes",
                                    "spike_score", "min_loss", "final_loss", "config_diff", "stability_diff",
                                    "has_config", "top_cause", "error"}
-    assert doc["runs"][0]["outcome"] == "unreadable" and doc["runs"][0]["error"].endswith("not a text log)")
+    assert doc["runs"][0]["outcome"] == "unreadable" and doc["runs"][0]["error"] == rows["broken"].error
 
 
-def test_cache_is_reused_invalidated_by_a_change_and_kept_outside_the_runs(tmp_path, lr_sweep):
+def test_cache_is_reused_invalidated_by_a_change_and_kept_outside_the_runs(tmp_path, lr_sweep, monkeypatch):
     runs = tmp_path / "runs"
     shutil.copytree(lr_sweep, runs)
+    names = ["lr-0.0001", "lr-0.0002", "lr-0.0004", "lr-0.0008", "lr-0.0016"]
     before = sorted(p for p in runs.rglob("*"))
     cache = tmp_path / "cache"
-    cold, _ = compare_runs([runs], cache_dir=cache, jobs=1)
+    # count what is parsed (the reader behind the frame cache) and what is analyzed (behind the result cache);
+    # jobs=1 keeps every run in this process, so the counts see all of them
+    parsed: list[str] = []
+    analyzed: list[str] = []
+    load_runs_, analyze_run_ = cache_module.load_runs, compare_module.analyze_run
+
+    def counted_load_runs(path, **kwargs):
+        parsed.append(Path(path).name)
+        return load_runs_(path, **kwargs)
+
+    def counted_analyze_run(run, *args, **kwargs):
+        analyzed.append(run.name)
+        return analyze_run_(run, *args, **kwargs)
+
+    monkeypatch.setattr(cache_module, "load_runs", counted_load_runs)
+    monkeypatch.setattr(compare_module, "analyze_run", counted_analyze_run)
+
+    def compare() -> tuple[dict, pl.DataFrame]:
+        parsed.clear()
+        analyzed.clear()
+        comparison, overlay = compare_runs([runs], cache_dir=cache, jobs=1)
+        return comparison.to_dict(), overlay
+
+    cold, cold_overlay = compare()
+    assert (parsed, analyzed) == (names, names)
     assert sorted(p for p in runs.rglob("*")) == before            # nothing written next to the inputs
     assert len(list((cache / "compare").iterdir())) == 5 and len(list((cache / "frames").iterdir())) == 5
-    warm, _ = compare_runs([runs], cache_dir=cache, jobs=1)
-    assert warm.to_dict() == cold.to_dict()
+    warm, warm_overlay = compare()
+    assert (parsed, analyzed) == ([], [])                           # every row and curve read back from the cache
+    assert warm == cold and warm_overlay.equals(cold_overlay)
+    shutil.rmtree(cache / "compare")                                # results gone, frames kept: analyzed, not parsed
+    frames_only, _ = compare()
+    assert (parsed, analyzed) == ([], names) and frames_only == cold
     log = runs / "lr-0.0001" / "train.log"
     log.write_text(log.read_text().replace("lm loss: ", "lm loss: 9", 1))   # the first loss becomes 9x.xx
-    changed, _ = compare_runs([runs], cache_dir=cache, jobs=1)
-    assert changed.rows[0].initial_loss > 90 and len(list((cache / "compare").iterdir())) == 6
+    first = float(re.search(r"lm loss: (\S+) \|", log.read_text())[1])
+    changed, _ = compare()
+    assert (parsed, analyzed) == (["lr-0.0001"], ["lr-0.0001"])     # only the changed run is read again
+    assert changed["runs"][0]["initial_loss"] == first and first > 90
+    assert changed["runs"][1:] == cold["runs"][1:]
+    assert len(list((cache / "compare").iterdir())) == 6 and len(list((cache / "frames").iterdir())) == 6
+    assert sorted(p for p in runs.rglob("*")) == before
 
 
 def test_parallel_processes_give_the_same_comparison(lr_sweep):
@@ -143,8 +183,18 @@ def test_cli_compare_writes_markdown_with_overlays_and_checks_the_baseline(tmp_p
     assert (min(printed), printed[-1]) == (5.152583, 10.818)   # the table quotes the logged minimum and last loss
     assert sorted(p.name for p in (out.parent / "compare_files").iterdir()) == [
         "overlay-grad_norm-by-step.png", "overlay-loss-by-samples.png", "overlay-loss-by-step.png"]
-    bad = runner.invoke(app, ["compare", str(tr8_sequence), "--baseline", "nope", "--no-cache"])
-    assert bad.exit_code != 0 and "--baseline nope: no such run" in str(bad.exception)
+    assert result.output.splitlines()[-1] == f"comparison written to {out} (+ 3 plot(s) in {out.parent / 'compare_files'})"
+    # the file is the comparison printed to stdout, with the overlays linked at its end
+    printed = runner.invoke(app, ["compare", str(tr8_sequence), "--cache-dir", str(tmp_path / "c")])
+    assert printed.exit_code == 0, printed.output
+    assert out.read_text() == printed.output + (
+        "\n## Overlays\n\n![loss by step](compare_files/overlay-loss-by-step.png)\n"
+        "![grad norm by step](compare_files/overlay-grad_norm-by-step.png)\n"
+        "![loss by consumed samples](compare_files/overlay-loss-by-samples.png)\n")
+    bad = subprocess.run([sys.executable, "-m", "forensics.cli", "compare", str(tr8_sequence), "--baseline", "nope",
+                          "--no-cache"], capture_output=True, text=True, check=False)
+    assert (bad.returncode, bad.stdout, bad.stderr) == (2, "", "forensics: error: --baseline nope: no such run (runs: "
+                                                        "exp1-104B, exp2-104B-beta2, exp3-104B-ffn-fixed)\n")
 
 
 def test_discover_names_runs_by_directory(tmp_path):
@@ -158,8 +208,8 @@ def test_discover_names_runs_by_directory(tmp_path):
 
 def test_export_writes_parquet_frames_that_read_back_equal(tmp_path):
     out = tmp_path / "frames"
-    result = runner.invoke(app, ["export", str(SAMPLES / "tr8-104B-sample"), "-o", str(out)])
-    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["export", str(SAMPLES / "tr8-104B-sample"), "-o", str(out)], env={"COLUMNS": "300"})
+    assert (result.exit_code, result.output) == (0, f"1 run(s) exported to {out} (4 files): tr8-104B-sample\n")
     assert sorted(p.name for p in out.iterdir()) == ["0.configs.parquet", "0.events.parquet", "0.metrics.parquet",
                                                      "runs.json"]
     [original], [back] = load_runs(SAMPLES / "tr8-104B-sample"), read_frames(out)

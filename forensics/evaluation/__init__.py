@@ -44,7 +44,8 @@ def evaluate(
     detectors: tuple[Detector, ...] = DEFAULT_DETECTORS, noise: str = "mixed", steps: int | None = None,
 ) -> list[Row]:
     """Generate, detect and score: one row per (scenario, log interval), for one noise family (see
-    :data:`forensics.evaluation.datasets.NOISES`)."""
+    :data:`forensics.evaluation.datasets.NOISES`). A row's score of a kind its scenario does not inject has no
+    truths: its recall raises ``ValueError`` (see :mod:`.metrics`), its precision counts every detection false."""
     rows = []
     seeds = list(seeds)
     for scenario in scenarios:
@@ -59,12 +60,7 @@ def evaluate(
                     row.clean_runs_with_incidents += bool(found)
                     row.clean_steps += int(curve.metrics["step"].max() or 0)
                 for kind in KINDS:
-                    got = score(kind, found, curve.truths, margin_for(k))
-                    total = row.scores[kind]
-                    total.truths += got.truths
-                    total.found += got.found
-                    total.detections += got.detections
-                    total.false += got.false
+                    row.scores[kind].add(score(kind, found, curve.truths, margin_for(k)))
                 row.lead_errors.extend(_lead_errors(curve, found))
             rows.append(row)
     return rows

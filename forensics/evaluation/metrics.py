@@ -1,5 +1,24 @@
 """Precision and recall of detected anomalies against injected truth, with a step margin (as ``ruptures.metrics``
-scores breakpoints: a detection counts when it lands within the margin of a true event, each truth matched once)."""
+scores breakpoints: a detection counts when it lands within the margin of a true event, each truth matched once).
+
+The degenerate cases are scored as ``ruptures.metrics.precision_recall`` scores them, sanity check first:
+
+* no truths: recall is undefined, and asking for it is a sanity failure of the evaluation (``ValueError``), never
+  a perfect 1.0. (ruptures' ``sanity_check`` raises ``BadPartitions`` on an empty partition, and its recall
+  divides by the number of true breakpoints; only when nothing is detected either does it return ``(0, 0)``, where
+  we still refuse a recall over nothing.) Precision stays defined:
+  a detection with no truth of its kind or a related kind near it is a false alarm, so on a curve without any
+  truths precision is 0.
+* nothing detected: recall 0 (no truth was found) and precision 0, ruptures' ``(0, 0)``, not a perfect 1.0.
+* a negative margin is refused (``ValueError``; ruptures asserts ``margin > 0``, ours counts a detection within
+  the margin inclusively, so 0 means "on the step").
+
+>>> Score("nan", truths=3).recall, Score("nan", truths=3).precision      # three truths, nothing detected
+(0.0, 0.0)
+>>> Score("nan").recall
+Traceback (most recent call last):
+ValueError: no nan truths: recall is undefined (the evaluation set has none to find; score a set that does)
+"""
 
 from __future__ import annotations
 
@@ -33,16 +52,26 @@ class Score:
 
     @property
     def recall(self) -> float:
-        """Found / truths; with no truths there is nothing to recall, which is a sanity failure of the evaluation
-        (``ValueError``), never a perfect score."""
-        if not self.truths:
-            raise ValueError(f"no {self.kind} truths: recall is undefined (the evaluation set is missing them)")
+        """Found / truths: 0 when nothing was found. With no truths there is nothing to recall, which is a sanity
+        failure of the evaluation (``ValueError``), never a perfect score."""
+        if self.truths <= 0:
+            raise ValueError(f"no {self.kind} truths: recall is undefined (the evaluation set has none to find; "
+                             "score a set that does)")
         return self.found / self.truths
 
     @property
     def precision(self) -> float:
         """Right detections / detections; nothing detected scores 0, as in ``ruptures.metrics.precision_recall``."""
         return (self.detections - self.false) / self.detections if self.detections else 0.0
+
+    def add(self, other: Score) -> None:
+        """Add another score's counts of the same kind (to total over curves)."""
+        if other.kind != self.kind:
+            raise ValueError(f"cannot add {other.kind} counts to {self.kind} counts")
+        self.truths += other.truths
+        self.found += other.found
+        self.detections += other.detections
+        self.false += other.false
 
 
 def _near(anomaly: Anomaly, truth: Truth, margin: int) -> bool:
@@ -62,6 +91,8 @@ def score(kind: str, anomalies: Iterable[Anomaly], truths: Iterable[Truth], marg
     >>> (s.recall, s.precision)
     (1.0, 1.0)
     """
+    if margin < 0:
+        raise ValueError(f"margin {margin}: must be 0 or more steps")
     mine = [a for a in anomalies if a.kind == kind]
     truths = list(truths)
     own = [t for t in truths if t.kind == kind and not t.optional]
