@@ -1,31 +1,41 @@
-"""PNG plots beside the chronicle: an overview of the loss across attempts, and loss and grad norm per attempt on a
-shared step axis with anomalies and rollbacks marked.
+"""PNG plots beside the chronicle: the loss across attempts (one lane per attempt, for runs with more than one), and
+loss, grad norm and (fp16) loss scale on a shared step axis with anomalies and rollbacks marked.
 
 Millions of points are reduced per attempt to at most ``BINS`` step bins (min, median, max), so a one-step spike
-still shows at full height. Output is byte-for-byte the same for the same input (Agg backend, fixed size and dpi,
-no timestamp in the PNG metadata).
+still shows at full height. Legends sit outside the axes, so they never cover data, and name only the marker kinds
+drawn in that figure. Output is byte-for-byte the same for the same input (Agg backend, fixed size and dpi, no
+timestamp in the PNG metadata).
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
-from forensics.findings import RunFindings
+from forensics.findings import Attempt, EndReason, Kind, RunFindings
 from forensics.timeline import step_bins
 from parsers import schema as s
 
 BINS = 2000          # step bins per attempt and metric
 LOG_RANGE = 20.0     # a metric whose maximum is more than this factor above its 1st percentile gets a log axis
 DPI = 110
+LEGEND_ATTEMPTS = 8  # at most this many attempts get a legend entry each (the colours repeat after that)
+LABEL_CHARS = 48     # a longer run name is shortened in a legend (in a title: TITLE_CHARS)
+TITLE_CHARS = 64
 _COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
-_MARKS = {
-    "loss_spike": ("^", "#d62728"), "grad_norm_spike": ("^", "#d62728"), "nan": ("X", "black"),
-    "divergence": ("v", "#7f0000"), "loss_scale_collapse": ("s", "#ff9896"), "changepoint": ("D", "#7f7f7f"),
+_CONTEXT = "#c7c7c7"  # the other attempts behind an overview lane
+# anomaly kind -> (marker, colour, legend label); a NaN is a vertical line, the rest a marker at the value
+_MARKS: dict[str, tuple[str, str, str]] = {
+    Kind.LOSS_SPIKE: ("^", "#d62728", "spike"), Kind.GRAD_NORM_SPIKE: ("^", "#d62728", "spike"),
+    Kind.DIVERGENCE: ("v", "#7f0000", "divergence"), Kind.NAN: ("|", "black", "NaN"),
+    Kind.LOSS_SCALE_COLLAPSE: ("s", "#ff9896", "loss-scale collapse"), Kind.CHANGEPOINT: ("D", "#7f7f7f", "change of level"),
 }
+_ENDED = {EndReason.NAN: "ended in NaN", EndReason.UNKNOWN: "no end logged", EndReason.RUNNING: "log ends",
+          EndReason.FAILED_STARTUP: "failed start-up", EndReason.NO_TRAINING: "no training"}
 
 
 def _pyplot():  # type: ignore[no-untyped-def]
@@ -43,6 +53,11 @@ def binned(metrics: pl.DataFrame, metric: str, bins: int = BINS) -> pl.DataFrame
     return step_bins(metrics.filter(pl.col("metric") == metric), bins)
 
 
+def is_fp16(scales: pl.DataFrame) -> bool:
+    """Whether binned loss-scale points are an fp16 run's: bf16 and fp32 runs log none, or 1.0 throughout."""
+    return bool(scales.height) and bool((scales["high"] != 1.0).any() or (scales["low"] != 1.0).any())
+
+
 def _log_axis(values: np.ndarray) -> bool:
     positive = values[values > 0]
     if positive.size < 2 or positive.size < values.size:
@@ -50,32 +65,166 @@ def _log_axis(values: np.ndarray) -> bool:
     return bool(positive.max() / np.percentile(positive, 1) > LOG_RANGE)
 
 
-def _draw(ax, data: pl.DataFrame, run: RunFindings, metric: str, label: str) -> None:  # type: ignore[no-untyped-def]
+def _color(i: int) -> str:
+    return _COLORS[i % len(_COLORS)]
+
+
+def _line(ax, mine: pl.DataFrame, color: str, label: str | None = None) -> None:  # type: ignore[no-untyped-def]
+    steps = mine["step"].to_numpy()
+    if mine.height > 1 and (mine["high"] != mine["low"]).any():
+        ax.fill_between(steps, mine["low"].to_numpy(), mine["high"].to_numpy(), color=color, alpha=0.25, lw=0)
+    ax.plot(steps, mine["mid"].to_numpy(), color=color, lw=0.8, label=label)
+
+
+def _marks(ax, anomalies: list[Any], metric: str, log: bool) -> set[str]:  # type: ignore[no-untyped-def]
+    """Mark ``metric``'s anomalies; returns the kinds drawn. One without a value to show is marked at the top."""
+    drawn: set[str] = set()
+    for a in anomalies:
+        if a.metric != metric or a.kind not in _MARKS:
+            continue
+        marker, color, _ = _MARKS[a.kind]
+        drawn.add(a.kind)
+        if a.kind == Kind.NAN:
+            ax.axvline(a.step, color=color, lw=0.8, alpha=0.6)
+            continue
+        y = a.value if a.value is not None and np.isfinite(a.value) and (a.value > 0 or not log) else None
+        if y is None:  # at the top edge of the axes, above the step
+            ax.plot([a.step], [0.97], marker=marker, color=color, ms=6, ls="none", transform=ax.get_xaxis_transform(),
+                    clip_on=False)
+        else:
+            ax.plot([a.step], [y], marker=marker, color=color, ms=6, ls="none")
+    return drawn
+
+
+def _panel(ax, data: pl.DataFrame, run: RunFindings, metric: str, label: str,  # type: ignore[no-untyped-def]
+           log: bool | None = None) -> tuple[set[str], bool]:
+    """Every attempt's ``metric`` on one axes; returns the anomaly kinds drawn and whether a resume point was."""
+    values = data["high"].to_numpy()
+    log = bool(values.size and _log_axis(values)) if log is None else log
+    if log:
+        ax.set_yscale("log", base=2 if metric == s.LOSS_SCALE else 10)
+    resumed = False
     for i, attempt in enumerate(run.attempts):
         mine = data.filter(pl.col("attempt") == attempt.index)
         if mine.height == 0:
             continue
-        color = _COLORS[i % len(_COLORS)]
-        steps = mine["step"].to_numpy()
-        if mine.height > 1 and (mine["high"] != mine["low"]).any():
-            ax.fill_between(steps, mine["low"].to_numpy(), mine["high"].to_numpy(), color=color, alpha=0.25, lw=0)
-        ax.plot(steps, mine["mid"].to_numpy(), color=color, lw=0.8, label=f"attempt {attempt.index}")
+        _line(ax, mine, _color(i), f"attempt {attempt.index}")
         if attempt.rollback and attempt.resumed_from_step is not None:
-            ax.axvline(attempt.resumed_from_step, color=color, ls="--", lw=0.8)
-    for a in run.anomalies:
-        if a.metric != metric or a.kind not in _MARKS:
-            continue
-        marker, color = _MARKS[a.kind]
-        y = a.value if a.value is not None and np.isfinite(a.value) else None
-        if a.kind == "nan" or y is None:
-            ax.axvline(a.step, color=color, lw=0.8, alpha=0.6)
-        else:
-            ax.plot([a.step], [y], marker=marker, color=color, ms=6, ls="none")
-    values = data["high"].to_numpy()
-    if values.size and _log_axis(values):
-        ax.set_yscale("log")
+            ax.axvline(attempt.resumed_from_step, color=_color(i), ls="--", lw=0.8)
+            resumed = True
+    kinds = _marks(ax, run.anomalies, metric, log)
     ax.set_ylabel(label)
     ax.grid(alpha=0.3)
+    return kinds, resumed
+
+
+def _handles(kinds: set[str], resumed: bool, extra: list[Any] | None = None) -> list[Any]:
+    """Legend entries: ``extra`` first, then the rollback resume line and each marker drawn (a label once)."""
+    from matplotlib.lines import Line2D
+
+    handles = list(extra or [])
+    if resumed:
+        handles.append(Line2D([], [], color="#555555", ls="--", lw=0.8, label="rollback resume point"))
+    seen: set[str] = set()
+    for kind, (marker, color, label) in _MARKS.items():
+        if kind not in kinds or label in seen:
+            continue
+        seen.add(label)
+        if kind == Kind.NAN:
+            handles.append(Line2D([], [], color=color, lw=0.8, alpha=0.6, label=label))
+        else:
+            handles.append(Line2D([], [], marker=marker, color=color, ms=6, ls="none", label=label))
+    return handles
+
+
+def _legend_outside(ax, handles: list[Any]) -> None:  # type: ignore[no-untyped-def]
+    """The legend to the right of ``ax``, outside every axes of the column: it never covers data."""
+    if handles:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=7,
+                  frameon=False)
+
+
+def _ended(attempt: Attempt) -> str:
+    return _ENDED.get(attempt.end_reason, attempt.end_reason.value.replace("_", " "))
+
+
+def _overview(plt, loss: pl.DataFrame, run: RunFindings):  # type: ignore[no-untyped-def]
+    """The loss across attempts, one lane each (the other attempts grey behind it), for a run with at least two
+    attempts that logged a loss; None otherwise (one lane would repeat the per-attempt loss panel)."""
+    lanes = [(i, a) for i, a in enumerate(run.attempts) if loss.filter(pl.col("attempt") == a.index).height]
+    if len(lanes) < 2:
+        return None
+    from matplotlib.lines import Line2D
+
+    lane = max(0.3, min(1.1, 8 / len(lanes)))
+    fig, axes = plt.subplots(len(lanes), 1, figsize=(9, 1.1 + lane * len(lanes)), sharex=True, sharey=True,
+                             squeeze=False)
+    log = _log_axis(loss["high"].to_numpy())
+    kinds: set[str] = set()
+    resumed = False
+    for ax, (i, attempt) in zip(axes[:, 0], lanes, strict=True):
+        if log:
+            ax.set_yscale("log")
+        for other in run.attempts:
+            if other.index != attempt.index:
+                theirs = loss.filter(pl.col("attempt") == other.index)
+                ax.plot(theirs["step"].to_numpy(), theirs["mid"].to_numpy(), color=_CONTEXT, lw=0.6)
+        _line(ax, loss.filter(pl.col("attempt") == attempt.index), _color(i))
+        if attempt.rollback and attempt.resumed_from_step is not None:
+            ax.axvline(attempt.resumed_from_step, color=_color(i), ls="--", lw=0.8)
+            resumed = True
+        kinds |= _marks(ax, [a for a in run.anomalies if a.attempt == attempt.index], s.LOSS, log)
+        ax.set_ylabel(f"attempt {attempt.index}: {_ended(attempt)}", rotation=0, ha="right", va="center", fontsize=7)
+        ax.grid(alpha=0.3)
+        if lane < 0.6:  # thin lanes: no y tick labels, no tick marks between lanes
+            ax.tick_params(axis="y", labelleft=False)
+            ax.tick_params(axis="x", length=0 if ax is not axes[-1, 0] else 3.5)
+    axes[0, 0].set_title(f"{_short(run.name, TITLE_CHARS)}: loss across attempts, one lane each")
+    axes[-1, 0].set_xlabel("step")
+    others = Line2D([], [], color=_CONTEXT, lw=0.6, label="the other attempts")
+    _legend_outside(axes[0, 0], _handles(kinds, resumed, [others]))
+    fig.tight_layout()
+    if lane < 0.6:
+        fig.subplots_adjust(hspace=0.15)
+    return fig
+
+
+def _attempts(plt, run: RunFindings, panels: list[tuple[pl.DataFrame, str, str]]):  # type: ignore[no-untyped-def]
+    """Each metric of ``panels`` on its own axes, every attempt on a shared step axis, anomalies marked."""
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 0.6 + 2.5 * len(panels)), sharex=True, squeeze=False)
+    kinds: set[str] = set()
+    resumed = False
+    for ax, (data, metric, label) in zip(axes[:, 0], panels, strict=True):
+        drawn, back = _panel(ax, data, run, metric, label, log=True if metric == s.LOSS_SCALE else None)
+        kinds, resumed = kinds | drawn, resumed or back
+    names = [label for _, _, label in panels]
+    what = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    axes[0, 0].set_title(f"{_short(run.name, TITLE_CHARS)}: {what} per attempt")
+    axes[-1, 0].set_xlabel("step")
+    lines = {h.get_label(): h for ax in axes[:, 0] for h in ax.get_lines() if not h.get_label().startswith("_")}
+    attempts = list(lines.values()) if len(lines) <= LEGEND_ATTEMPTS else []
+    _legend_outside(axes[0, 0], _handles(kinds, resumed, attempts))
+    fig.tight_layout()
+    return fig
+
+
+def run_figures(metrics: pl.DataFrame, run: RunFindings) -> dict[str, Any]:
+    """The figures :func:`plot_run` saves, by name: "overview" (the loss across attempts, one lane each; only for a run
+    with at least two attempts that logged a loss) and "attempts" (loss, grad norm and, for an fp16 run, the loss
+    scale, on a shared step axis). The caller closes them."""
+    loss, grad, scale = binned(metrics, s.LOSS), binned(metrics, s.GRAD_NORM), binned(metrics, s.LOSS_SCALE)
+    panels = [(d, m, label) for d, m, label in ((loss, s.LOSS, "loss"), (grad, s.GRAD_NORM, "grad norm"),
+                                                (scale, s.LOSS_SCALE, "loss scale"))
+              if d.height and (m != s.LOSS_SCALE or is_fp16(d))]
+    if not panels:
+        return {}
+    plt = _pyplot()
+    figures: dict[str, Any] = {}
+    overview = _overview(plt, loss, run) if loss.height else None
+    if overview is not None:
+        figures["overview"] = overview
+    figures["attempts"] = _attempts(plt, run, panels)
+    return figures
 
 
 def _save(fig, path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -88,45 +237,36 @@ def slug(name: str) -> str:
 
 
 def plot_run(metrics: pl.DataFrame, run: RunFindings, directory: Path) -> dict[str, Path]:
-    """Write ``<run>-overview.png`` (loss across attempts) and ``<run>-attempts.png`` (loss and grad norm, anomalies
-    and rollbacks marked) into ``directory``; returns {"overview": path, "attempts": path} for what was drawn."""
-    out: dict[str, Path] = {}
-    loss, grad = binned(metrics, s.LOSS), binned(metrics, s.GRAD_NORM)
-    if not loss.height and not grad.height:
-        return out
+    """Write ``<run>-overview.png`` (the loss across attempts, one lane each, when the run has more than one attempt)
+    and ``<run>-attempts.png`` (loss, grad norm and the fp16 loss scale, anomalies and rollbacks marked) into
+    ``directory``; returns {"overview": path, "attempts": path} for what was drawn."""
+    figures = run_figures(metrics, run)
+    if not figures:
+        return {}
     plt = _pyplot()
     directory.mkdir(parents=True, exist_ok=True)
-    if loss.height:
-        fig, ax = plt.subplots(figsize=(9, 3))
-        _draw(ax, loss, run, s.LOSS, "loss")
-        ax.set_title(f"{run.name}: loss across attempts (dashed: rollback resume points)")
-        ax.set_xlabel("step")
-        ax.legend(loc="upper right", fontsize=7)
-        fig.tight_layout()
-        out["overview"] = directory / f"{slug(run.name)}-overview.png"
-        _save(fig, out["overview"])
-        plt.close(fig)
-    panels = [(d, m, lbl) for d, m, lbl in ((loss, s.LOSS, "loss"), (grad, s.GRAD_NORM, "grad norm")) if d.height]
-    if panels:
-        fig, axes = plt.subplots(len(panels), 1, figsize=(9, 2.8 * len(panels)), sharex=True, squeeze=False)
-        for ax, (data, metric, label) in zip(axes[:, 0], panels, strict=True):
-            _draw(ax, data, run, metric, label)
-        axes[0, 0].set_title(f"{run.name}: per attempt (▲ spike, ▼ divergence, ■ loss-scale collapse, | NaN)")
-        axes[0, 0].legend(loc="upper right", fontsize=7)
-        axes[-1, 0].set_xlabel("step")
-        fig.tight_layout()
-        out["attempts"] = directory / f"{slug(run.name)}-attempts.png"
-        _save(fig, out["attempts"])
+    out: dict[str, Path] = {}
+    for name, fig in figures.items():
+        out[name] = directory / f"{slug(run.name)}-{name}.png"
+        _save(fig, out[name])
         plt.close(fig)
     return out
 
 
-def plot_overlay(overlay: pl.DataFrame, markers: dict[str, int | None], directory: Path) -> dict[str, Path]:
-    """Loss and grad norm of all runs on one step axis (and loss on consumed samples / tokens when every run
-    logged them), each run's divergence (or NaN) point marked with an x. Returns {label: path}."""
+def _short(name: str, width: int = LABEL_CHARS) -> str:
+    """``name`` cut in the middle to ``width`` characters (a legend entry that does not squeeze the plot)."""
+    if len(name) <= width:
+        return name
+    keep = width - 1
+    return f"{name[:(keep + 1) // 2]}…{name[len(name) - keep // 2:]}"
+
+
+def overlay_figures(overlay: pl.DataFrame, markers: dict[str, int | None]) -> dict[str, tuple[str, Any]]:
+    """The figures :func:`plot_overlay` saves: {label: (file stem, figure)}. The caller closes them."""
+    from matplotlib.lines import Line2D
+
     plt = _pyplot()
-    directory.mkdir(parents=True, exist_ok=True)
-    out: dict[str, Path] = {}
+    out: dict[str, tuple[str, Any]] = {}
     names = list(dict.fromkeys(overlay["run"].to_list()))
     axes_to_draw = [("step", s.LOSS, "loss by step"), ("step", s.GRAD_NORM, "grad norm by step")]
     for x, label in (("samples", "loss by consumed samples"), ("tokens", "loss by consumed tokens")):
@@ -138,27 +278,43 @@ def plot_overlay(overlay: pl.DataFrame, markers: dict[str, int | None], director
         if data.height == 0:
             continue
         fig, ax = plt.subplots(figsize=(9, 3.6))
+        hit_any = False
         for i, name in enumerate(names):
             mine = data.filter(pl.col("run") == name)
             if mine.height == 0:
                 continue
             color = _COLORS[i % len(_COLORS)] if len(names) <= len(_COLORS) else plt.cm.viridis(i / len(names))
-            ax.plot(mine[x].to_numpy(), mine["mid"].to_numpy(), color=color, lw=0.8, label=name)
+            ax.plot(mine[x].to_numpy(), mine["mid"].to_numpy(), color=color, lw=0.8, label=_short(name))
             at = markers.get(name)
             if at is not None:
                 hit = mine.filter(pl.col("step") <= at).tail(1)
                 if hit.height:
-                    ax.plot(hit[x].to_numpy(), hit["high"].to_numpy(), marker="x", color=color, ms=8, mew=2)
+                    ax.plot(hit[x].to_numpy(), hit["high"].to_numpy(), marker="x", color=color, ms=8, mew=2, ls="none")
+                    hit_any = True
         if _log_axis(data["high"].to_numpy()):
             ax.set_yscale("log")
-        ax.set_title(f"{label} (x: where a run diverged or hit NaN)")
+        ax.set_title(label)
         ax.set_xlabel({"step": "step", "samples": "consumed samples", "tokens": "consumed tokens"}[x])
         ax.set_ylabel(metric.replace("_", " "))
         ax.grid(alpha=0.3)
-        if len(names) <= 12:
-            ax.legend(loc="upper right", fontsize=7)
+        handles = [h for h in ax.get_lines() if not h.get_label().startswith("_")] if len(names) <= 12 else []
+        if hit_any:
+            handles.append(Line2D([], [], marker="x", color="#555555", ms=8, mew=2, ls="none",
+                                  label="diverged or hit NaN"))
+        _legend_outside(ax, handles)
         fig.tight_layout()
-        path = directory / f"overlay-{metric}-by-{x}.png"
+        out[label] = (f"overlay-{metric}-by-{x}", fig)
+    return out
+
+
+def plot_overlay(overlay: pl.DataFrame, markers: dict[str, int | None], directory: Path) -> dict[str, Path]:
+    """Loss and grad norm of all runs on one step axis (and loss on consumed samples / tokens when every run
+    logged them), each run's divergence (or NaN) point marked with an x. Returns {label: path}."""
+    plt = _pyplot()
+    directory.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Path] = {}
+    for label, (stem, fig) in overlay_figures(overlay, markers).items():
+        path = directory / f"{stem}.png"
         _save(fig, path)
         plt.close(fig)
         out[label] = path
