@@ -2,7 +2,7 @@
 
 Uses the logs ``parse_megatron.py`` writes under benchmarks/_data/ (made here if missing): one clean, one in which
 every fifth stretch of 1,000 iterations went NaN. Each log is timed in a fresh process: ``parsers.load_run``,
-``forensics.analyze`` (attempts, timeline, gaps, coverage, detectors, causes), and the markdown and JSON renderers;
+``forensics.analysis`` (attempts, timeline, gaps, coverage, detectors, causes), and the markdown and JSON renderers;
 best of ``--repeat`` runs of each stage, peak RSS of the process. ``--tree DIR`` times another checkout (for a
 before/after table).
 

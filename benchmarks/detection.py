@@ -20,13 +20,13 @@ import statistics
 import sys
 import time
 
-from forensics.analyze import detect
+from forensics.analysis import detect
 from forensics.detectors import RunFrames
 from forensics.evaluation import KINDS, NOISES, SCENARIOS, Score, evaluate, generate
 from forensics.findings import Anomaly
 
 try:  # warnings arrived with calibrated detection; older trees are benchmarked without them
-    from forensics.analyze import blips
+    from forensics.analysis import blips
     from forensics.warning import warning_before
 except ImportError:  # pragma: no cover
     blips = warning_before = None

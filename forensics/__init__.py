@@ -1,24 +1,45 @@
-"""Post-hoc forensics of large-model training runs: attempts, anomalies, model checks and suspected causes."""
+"""Post-hoc forensics of large-model training runs: attempts, anomalies, model checks and suspected causes.
 
-from forensics.analyze import analyze, analyze_run, detect
-from forensics.compare import compare_runs
-from forensics.comparison import Comparison, RunRow
-from forensics.findings import Anomaly, Attempt, Cause, Findings, ModelCheck, RunFindings
+The names below are loaded on first use (``import forensics`` alone costs nothing, so ``forensics --version``
+starts at once).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Anomaly",
-    "Attempt",
-    "Cause",
-    "Comparison",
-    "Findings",
-    "ModelCheck",
-    "RunFindings",
-    "RunRow",
+_WHERE = {
+    "Analysis": "forensics.analysis", "analyze": "forensics.analysis", "analyze_path": "forensics.analysis",
+    "analyze_run": "forensics.analysis", "detect": "forensics.analysis",
+    "Compared": "forensics.compare", "compare_runs": "forensics.compare",
+    "Comparison": "forensics.comparison", "RunRow": "forensics.comparison",
+    "Anomaly": "forensics.findings", "Attempt": "forensics.findings", "Cause": "forensics.findings",
+    "EndReason": "forensics.findings", "Findings": "forensics.findings", "Kind": "forensics.findings",
+    "ModelCheck": "forensics.findings", "Outcome": "forensics.findings", "RunFindings": "forensics.findings",
+}
+__all__ = [  # noqa: RUF022 (as _WHERE, by module)
+    "Analysis", "analyze", "analyze_path", "analyze_run", "detect", "Compared", "compare_runs", "Comparison",
+    "RunRow", "Anomaly", "Attempt", "Cause", "EndReason", "Findings", "Kind", "ModelCheck", "Outcome", "RunFindings",
     "__version__",
-    "analyze",
-    "analyze_run",
-    "compare_runs",
-    "detect",
 ]
+
+if TYPE_CHECKING:
+    from forensics.analysis import Analysis, analyze, analyze_path, analyze_run, detect
+    from forensics.compare import Compared, compare_runs
+    from forensics.comparison import Comparison, RunRow
+    from forensics.findings import Anomaly, Attempt, Cause, EndReason, Findings, Kind, ModelCheck, Outcome, RunFindings
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(import_module(_WHERE[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'forensics' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})

@@ -8,7 +8,17 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from forensics.findings import INSTABILITY_KINDS, Anomaly, Attempt, Cause, Kind, ModelCheck, Schedule, first_trouble
+from forensics.findings import (
+    INSTABILITY_KINDS,
+    Anomaly,
+    Attempt,
+    Cause,
+    Kind,
+    ModelCheck,
+    Schedule,
+    first_trouble,
+    step_count,
+)
 from forensics.infra import infrastructure, memory, program_errors, stops
 from forensics.resumes import optimizer_state_lost, recurrence, skipped_batches
 from forensics.timeline import log_intervals
@@ -180,11 +190,11 @@ def after_warmup(troubles: list[Anomaly], timing: Schedule, attempts: list[Attem
         return []
     peak = f" ({timing.lr_peak:.3g})" if timing.lr_peak else ""
     evidence = [f"the learning rate reached its peak{peak} at step {end}"]
-    evidence += [f"attempt {a}: first {t.kind.replace('_', ' ')} at step {t.step}, {t.step - end} steps later"
+    evidence += [f"attempt {a}: first {t.kind.replace('_', ' ')} at step {t.step}, {step_count(t.step - end)} later"
                  for a, t in sorted(near.items())]
     counter = [f"attempt {a}: first {t.kind.replace('_', ' ')} at step {t.step}, while still in warm-up "
                f"(it ends at step {end})" for a, t in sorted(first.items()) if t.step < end]
-    counter += [f"attempt {a}: first {t.kind.replace('_', ' ')} at step {t.step}, {t.step - end} steps after the "
+    counter += [f"attempt {a}: first {t.kind.replace('_', ' ')} at step {t.step}, {step_count(t.step - end)} after the "
                 "warm-up ended" for a, t in sorted(first.items()) if t.step > end + window]
     return [Cause(
         kind="warmup", cause="instability shortly after the learning-rate warm-up ended",

@@ -1,128 +1,88 @@
-"""The ``forensics`` command line: thin wrappers over library functions usable from Python."""
+"""The ``forensics`` command line: each command parses its options, makes one library call and turns bad input
+into one line on stderr (exit 2). Heavy modules are imported inside the commands, so ``forensics --version``
+and ``--help`` start at once.
+
+Every command is a documented library function: ``analyze`` is :func:`forensics.analyze_path` then
+:func:`reports.write`; ``compare`` is :func:`forensics.compare_runs` then :func:`reports.write`; ``export`` is
+:func:`parsers.write_frames`.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from rich.text import Text
 
-import forensics
-import reports
-from forensics.compare import compare_runs, discover
-from forensics.findings import Findings, Outcome, first_trouble
-from parsers import InputError, load_runs
-from parsers.cache import default_cache_dir, write_frames
+from forensics import __version__
 
 app = typer.Typer(
-    help="Post-hoc forensics of large-model training runs: reads Megatron logs, TensorBoard event files and W&B "
-    "exports, and writes an incident chronicle.",
-    add_completion=False,
+    help="Post-hoc forensics of large-model training runs: reads Megatron logs, TensorBoard event files, W&B "
+    "exports, Hugging Face Trainer states, nanoGPT stdout and more, and writes an incident chronicle.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-
-def analyze_path(path: str | Path, fmt: str = "markdown") -> tuple[Findings, str]:
-    """Load a run directory or log file (every run it holds), analyze it, and render the report.
-
-    >>> findings, text = analyze_path("sample_logs/tr8-104B-sample", fmt="json")   # doctest: +SKIP
-    >>> findings.runs[0].attempts[1].config_changes                               # doctest: +SKIP
-    {'seed': [42, 43]}
-    """
-    findings = forensics.analyze(*load_runs(path))
-    return findings, reports.render(findings, fmt)
-
-
-def _inside(child: Path, parent: Path) -> bool:
-    """Whether writing ``child`` would write into ``parent``: inside it when it is a directory; a file given on its
-    own is only that file (a report beside a log in ~/Downloads writes nothing that was read)."""
-    if not parent.is_dir():
-        return child.resolve() == parent.resolve()
-    try:
-        child.resolve().relative_to(parent.resolve())
-    except ValueError:
-        return False
-    return True
-
-
-def print_summary(findings: Findings, written: list[Path], console: Console | None = None) -> None:
-    """The terminal summary after a report is written: per run, the headline, an attempts table and the top
-    findings and suspected causes."""
-    console = console or Console(highlight=False)
-    for run in findings.runs:
-        if run.model.size_mismatch:
-            console.print(Text(run.model.size_headline, style="bold red"))
-        table = Table(title=f"{run.name}: attempts", title_justify="left")
-        for col in ("#", "steps", "start", "what changed", "ended"):
-            table.add_column(col)
-        for a in run.attempts:
-            start = "scratch" if a.resumed_from_step is None else f"step {a.resumed_from_step}"
-            steps = "-" if a.start_step is None else f"{a.start_step}-{a.end_step}"
-            changed = ", ".join(f"{k}: {v[0]} → {v[1]}" for k, v in a.config_changes.items())
-            table.add_row(str(a.index), steps, start + (" (rollback)" if a.rollback else ""), changed[:60],
-                          a.end_reason)
-        console.print(table)
-        for _, x in sorted(first_trouble(run.anomalies).items()):
-            console.print(Text(f"attempt {x.attempt}: {x.kind.replace('_', ' ')} at step {x.step}: {x.detail[:100]}"))
-        for c in run.suspected_causes[:3]:
-            console.print(Text(f"suspected: {c.cause} (confidence {c.confidence:.2f})"))
-    console.print(Text(f"report written to {written[0]}"
-                       + (f" (+ {len(written) - 1} plot(s) in {written[1].parent})" if len(written) > 1 else "")))
+_DEBUG = {"on": os.environ.get("FORENSICS_DEBUG", "") not in ("", "0")}
 
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"forensics {forensics.__version__}")
+        typer.echo(f"forensics {__version__}")
         raise typer.Exit()
 
 
 @app.callback()
 def main_options(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
+                                 help="Show the version and exit."),
+    debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an internal error "
+                               "(or set FORENSICS_DEBUG=1)."),
 ) -> None:
     """Read what a training run left behind and tell its story."""
+    _DEBUG["on"] = _DEBUG["on"] or debug
 
 
 @app.command()
 def analyze(
-    run_dir: Path = typer.Argument(..., help="A run directory (every log in it) or a single log file."),
+    run_dir: Path = typer.Argument(..., metavar="RUN", help="A run directory (every log in it) or a single log file."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
     fmt: str = typer.Option("markdown", "--format", "-f", help="markdown or json."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="With -o and markdown: PNG plots beside the report."),
 ) -> None:
     """Analyze a run and write its incident chronicle (markdown) or findings (JSON).
 
-    Example: ``forensics analyze runs/tr8-104B -o tr8.md``
+    Example: forensics analyze runs/tr8-104B -o tr8.md
     """
+    import reports
+    from forensics.analysis import analyze_path
+    from parsers import InputError
+
     if fmt not in reports.FORMATS:
         raise InputError(f"--format {fmt}: unknown format (choose from {', '.join(reports.FORMATS)})")
-    if output is not None and run_dir.exists() and _inside(output, run_dir):
-        raise InputError(f"{output}: inside {run_dir}, the run being read; forensics never writes into what it reads")
-    runs = load_runs(run_dir)
-    findings = forensics.analyze(*runs)
+    if output is not None:
+        _refused(output, [run_dir])  # before anything is read
+    analysis = analyze_path(run_dir)
     if output is None:
-        sys.stdout.write(reports.render(findings, fmt))
+        sys.stdout.write(reports.render(analysis.findings, fmt))
         return
-    try:
-        written = reports.write_report(findings, {r.name: r.metrics for r in runs}, output, fmt, plots)
-    except OSError as exc:
-        raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
-    print_summary(findings, written)
+    from reports.terminal import print_summary
+
+    print_summary(analysis.findings, reports.write(analysis, output, fmt, plots))
 
 
 @app.command()
 def compare(
-    runs: list[Path] = typer.Argument(..., help="A directory whose subdirectories are runs, or several run paths."),
+    runs: list[Path] = typer.Argument(..., metavar="RUNS...",
+                                      help="A directory whose subdirectories are runs, or several run paths."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the comparison here instead of stdout."),
     fmt: str = typer.Option("markdown", "--format", "-f", help="markdown or json."),
     baseline: str | None = typer.Option(None, "--baseline", "-b", help="The run others are diffed against "
                                         "(default: the healthy run that got furthest)."),
-    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Parallel processes (default: one per CPU)."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Parallel processes, at least 1 (default: one per CPU)."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached frames and results of unchanged runs."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Cache location (default: the user cache dir, "
                                           "or $FORENSICS_CACHE_DIR)."),
@@ -131,50 +91,43 @@ def compare(
     """Compare runs: outcome, first anomaly, spikes, losses, config differences from a baseline, top suspected
     cause; which config keys separate failed runs from healthy ones; LR sensitivity of an LR sweep.
 
-    Example: ``forensics compare runs/ -o compare.md``
+    Example: forensics compare runs/ -o compare.md
     """
+    import reports
+    from forensics.compare import compare_runs
+    from parsers import InputError
+    from reports.terminal import print_comparison, progress
+
     if fmt not in reports.FORMATS:
         raise InputError(f"--format {fmt}: unknown format (choose from {', '.join(reports.FORMATS)})")
-    if output is not None and any(r.exists() and _inside(output, r) for r in runs):
-        raise InputError(f"{output}: inside a run directory; forensics never writes into what it reads")
-    found = discover(runs)
-    if baseline is not None and baseline not in {name for name, _ in found}:
-        raise InputError(f"--baseline {baseline}: no such run (runs: {', '.join(n for n, _ in found)})")
-    where = (cache_dir or default_cache_dir()) if cache else None
-    console = Console(stderr=True, highlight=False)
-    with Progress(TextColumn("reading runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True, disable=not console.is_terminal) as bar:
-        task = bar.add_task("runs", total=len(found))
-        comparison, overlay = compare_runs(runs, baseline=baseline, jobs=jobs, cache_dir=where,
-                                           progress=lambda _: bar.advance(task))
-    if all(r.outcome == Outcome.UNREADABLE for r in comparison.rows):
-        raise InputError("no readable runs: " + "; ".join(r.error or r.name for r in comparison.rows))
+    if output is not None:
+        _refused(output, runs)
+    with progress() as advance:
+        result = compare_runs(runs, baseline=baseline, jobs=jobs, cache=(cache_dir or True) if cache else False,
+                              progress=advance)
     if output is None:
-        text = reports.render_compare_json(comparison) if fmt == "json" else reports.render_compare_markdown(comparison)
-        sys.stdout.write(text)
+        render = reports.render_compare_json if fmt == "json" else reports.render_compare_markdown
+        sys.stdout.write(render(result.comparison))
         return
-    try:
-        written = reports.write_comparison(comparison, overlay, output, fmt, plots)
-    except OSError as exc:
-        raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
-    out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
-    out.print(reports.compare_table(comparison))
-    out.print(Text(f"comparison written to {written[0]}"
-                   + (f" (+ {len(written) - 1} plot(s) in {written[1].parent})" if len(written) > 1 else "")))
+    print_comparison(result.comparison, reports.write(result, output, fmt, plots, protect=runs))
 
 
 @app.command()
 def export(
-    run_dir: Path = typer.Argument(..., help="A run directory or a single log file."),
+    run_dir: Path = typer.Argument(..., metavar="RUN", help="A run directory or a single log file."),
     output: Path = typer.Option(..., "--output", "-o", help="Directory for the Parquet frames."),
 ) -> None:
     """Write a run's canonical frames (metrics, events, configs) as Parquet for notebooks; read them back with
-    ``parsers.read_frames(dir)``.
+    parsers.read_frames(dir).
 
-    Example: ``forensics export runs/tr8-104B -o frames/`` then ``pl.read_parquet("frames/0.metrics.parquet")``
+    Example: forensics export runs/tr8-104B -o frames/ then pl.read_parquet("frames/0.metrics.parquet")
     """
-    if run_dir.exists() and _inside(output, run_dir):
-        raise InputError(f"{output}: inside {run_dir}, the run being read; forensics never writes into what it reads")
+    from rich.console import Console
+    from rich.text import Text
+
+    from parsers import InputError, load_runs, write_frames
+
+    _refused(output, [run_dir])
     runs = load_runs(run_dir)
     try:
         written = write_frames(runs, output)
@@ -184,12 +137,25 @@ def export(
                                         + ", ".join(r.name for r in runs)))
 
 
+def _refused(output: Path, read: list[Path]) -> None:
+    """Raise before anything is read when ``output`` lies inside what will be read (see :func:`reports.files.inside`)."""
+    from parsers import InputError
+    from reports.files import inside
+
+    for path in read:
+        if path.exists() and inside(output, path):
+            raise InputError(f"{output}: inside {path}, the run being read; forensics never writes into what it reads")
+
+
 def _fail(message: str) -> None:
     sys.stderr.write(" ".join(message.split()) + "\n")
 
 
 def main() -> None:
-    """Console entry point: one clear line and exit code 2 for bad input, never a traceback."""
+    """Console entry point: one clear line and exit code 2 for bad input, never a traceback (unless asked for with
+    ``--debug`` or ``FORENSICS_DEBUG=1``)."""
+    from parsers.textfile import InputError
+
     try:
         app(standalone_mode=False)
     except InputError as exc:
@@ -206,9 +172,14 @@ def main() -> None:
         sys.exit(130)
     except BaseException as exc:  # a bug of ours (or a panic in a native library): one line, no traceback
         if hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int):
-            _fail(f"forensics: error: {exc.format_message()}")  # click's usage errors (typer may vendor its own click)
+            message = exc.format_message()  # click's usage errors (typer vendors its own click)
+            if message:  # (none when the help was printed for a bare ``forensics``)
+                _fail(f"forensics: error: {message}")
             sys.exit(exc.exit_code)  # type: ignore[attr-defined]
-        _fail(f"forensics: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        if _DEBUG["on"]:
+            traceback.print_exc()
+        _fail(f"forensics: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+              + ("" if _DEBUG["on"] else " (run with --debug or FORENSICS_DEBUG=1 for the traceback)"))
         sys.exit(1)
 
 

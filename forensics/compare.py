@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import polars as pl
 
 import parsers.cache as cache_module
-from forensics.analyze import analyze_run
+from forensics.analysis import analyze_run
 from forensics.comparison import Comparison, RunRow, compare_rows, summarize
 from forensics.findings import Outcome
 from forensics.timeline import by_step, step_bins
@@ -39,6 +40,14 @@ class RunResult:
 
     row: RunRow
     curves: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CURVE_SCHEMA))
+
+
+class Compared(NamedTuple):
+    """What :func:`compare_runs` returns: the comparison and the overlay curves of every run (long form: run,
+    metric, step, low, mid, high, samples, tokens). :func:`reports.write` writes it."""
+
+    comparison: Comparison
+    overlay: pl.DataFrame
 
 
 def discover(paths: Iterable[str | Path]) -> list[tuple[str, Path]]:
@@ -133,43 +142,52 @@ def _ingest_and_cache(name: str, path: Path, cache_dir: Path | None) -> RunResul
 
 def compare_runs(
     paths: Iterable[str | Path], baseline: str | None = None, jobs: int | None = None,
-    cache_dir: str | Path | None = "default", progress: Callable[[str], None] | None = None,
-) -> tuple[Comparison, pl.DataFrame]:
-    """Compare runs: returns the comparison and the overlay curves of every run (long form: run, metric, step,
-    low, mid, high, samples, tokens). ``cache_dir=None`` reads everything afresh and caches nothing; the default
-    is the user cache dir. ``progress`` is called with each run's name as it finishes.
+    cache: bool | str | Path = True, progress: Callable[[str, int], None] | None = None,
+) -> Compared:
+    """Compare runs (see :func:`discover` for how ``paths`` name them). ``cache``: True keeps frames and results
+    in the user cache dir (:func:`parsers.cache.default_cache_dir`), a path keeps them there, False reads everything
+    afresh and caches nothing. ``jobs``: worker processes (default: one per CPU). ``progress`` is called with each
+    run's name and the number of runs as each finishes. Raises :class:`parsers.InputError` for a missing path, an
+    unknown ``baseline``, ``jobs`` below 1, or when no run could be read.
 
-    >>> comparison, overlay = compare_runs(["runs/"])                 # doctest: +SKIP
-    >>> [(r.name, r.outcome, r.outcome_step) for r in comparison.rows]  # doctest: +SKIP
-    [('lr-1e-3', 'diverged', 3120), ('lr-1e-4', 'completed', 20000), ('lr-3e-4', 'completed', 20000)]
+    >>> result = compare_runs(["tests/fixtures/real/nanogpt", "sample_logs/clean-1.3B"], cache=False, jobs=1)
+    >>> [(r.name, str(r.outcome)) for r in result.comparison.rows]
+    [('nanogpt', 'nan'), ('clean-1.3B', 'completed')]
+    >>> sorted(result.overlay["metric"].unique())
+    ['grad_norm', 'loss']
     """
+    if jobs is not None and jobs < 1:
+        raise InputError(f"--jobs {jobs}: must be at least 1")
     found = discover(paths)
-    cache = default_cache_dir() if cache_dir == "default" else (Path(cache_dir) if cache_dir is not None else None)
+    if baseline is not None and baseline not in {name for name, _ in found}:
+        raise InputError(f"--baseline {baseline}: no such run (runs: {', '.join(n for n, _ in found)})")
+    where = (default_cache_dir() if cache is True else Path(cache)) if cache not in (False, None) else None
     results: dict[str, RunResult] = {}
     todo: list[tuple[str, Path]] = []
+
+    def done(name: str, result: RunResult) -> None:
+        results[name] = result
+        if progress:
+            progress(name, len(found))
+
     for name, path in found:
-        cached = _read_result(_result_path(cache, path), name) if cache is not None else None
+        cached = _read_result(_result_path(where, path), name) if where is not None else None
         if cached is not None:
-            results[name] = cached
-            if progress:
-                progress(name)
+            done(name, cached)
         else:
             todo.append((name, path))
     workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
     if workers == 1:
         for name, path in todo:
-            results[name] = _ingest_and_cache(name, path, cache)
-            if progress:
-                progress(name)
+            done(name, _ingest_and_cache(name, path, where))
     elif todo:
         context = multiprocessing.get_context("spawn")  # Polars is not fork-safe
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            futures = {pool.submit(_ingest_and_cache, name, path, cache): name for name, path in todo}
+            futures = {pool.submit(_ingest_and_cache, name, path, where): name for name, path in todo}
             for future in as_completed(futures):
-                results[futures[future]] = future.result()
-                if progress:
-                    progress(futures[future])
+                done(futures[future], future.result())
     ordered = [results[name] for name, _ in found]
+    if all(r.row.outcome == Outcome.UNREADABLE for r in ordered):
+        raise InputError("no readable runs: " + "; ".join(r.row.error or r.row.name for r in ordered))
     comparison = compare_rows([r.row for r in ordered], baseline)
-    overlay = pl.concat([r.curves for r in ordered]) if ordered else pl.DataFrame(schema=CURVE_SCHEMA)
-    return comparison, overlay
+    return Compared(comparison, pl.concat([r.curves for r in ordered]))

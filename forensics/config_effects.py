@@ -10,7 +10,7 @@ import polars as pl
 
 from forensics.configs import config_changes
 from forensics.detectors.base import RunFrames
-from forensics.findings import Anomaly, Attempt, Kind, first_trouble
+from forensics.findings import Anomaly, Attempt, Kind, first_trouble, step_count
 from parsers import schema as s
 
 LOSS_SHIFT = 0.02       # a median loss difference over the common steps above 2% is a change in level
@@ -87,7 +87,7 @@ def link_config_changes(attempts: list[Attempt], anomalies: list[Anomaly], frame
                              + _same_settings(attempts, att, ref, table, frames, s.GRAD_NORM, lo_g, hi_g))
             if mine_t is not None and ref_t is not None:
                 when = ("at the same step" if mine_t.step == ref_t.step else
-                        f"{abs(mine_t.step - ref_t.step)} steps {'sooner' if mine_t.step < ref_t.step else 'later'}")
+                        f"{step_count(abs(mine_t.step - ref_t.step))} {'sooner' if mine_t.step < ref_t.step else 'later'}")
                 notes.append(f"first {mine_t.kind.replace('_', ' ')} at step {mine_t.step}, {when} than attempt "
                              f"{ref.index}'s (step {ref_t.step})")
             elif mine_t is not None:

@@ -93,7 +93,7 @@ def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str,
     all gave way to a full-resolution source at the same steps, the metrics it had), ``spikes_judged`` (per metric and
     attempt, the points the spike detector judged against the noise: not the burn-in at the start of training, not
     the first 10 points of a stretch) and ``spike_checks`` (per metric and attempt: those points, the points that
-    had the absolute checks only, and the thresholds; see :func:`forensics.analyze.spike_checks`)."""
+    had the absolute checks only, and the thresholds; see :func:`forensics.analysis.spike_checks`)."""
     stats = (
         metrics.lazy().select("source", "metric", "step").group_by("source", "metric")
         .agg(points=pl.len(), first_step=pl.col("step").min(), last_step=pl.col("step").max())

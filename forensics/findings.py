@@ -27,6 +27,15 @@ def shown(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+def step_count(n: int) -> str:
+    """A count of steps in words.
+
+    >>> step_count(1), step_count(340)
+    ('1 step', '340 steps')
+    """
+    return f"{n} step" if n == 1 else f"{n} steps"
+
+
 class EndReason(StrEnum):
     """How an attempt (one launch of the training program) ended: the first decisive thing after its last iteration,
     else the trouble it ended in, else what the log shows of it."""

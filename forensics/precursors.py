@@ -23,7 +23,7 @@ import polars as pl
 from scipy.stats import theilslopes
 
 from forensics.detectors.base import RunFrames
-from forensics.findings import INSTABILITY_KINDS, Anomaly, Kind, shown
+from forensics.findings import INSTABILITY_KINDS, Anomaly, Kind, shown, step_count
 from forensics.gaps import across_gap, since_last_gap
 from parsers import schema as s
 
@@ -112,7 +112,7 @@ def _before_divergence(div: Anomaly, anomalies: list[Anomaly], interval: int) ->
         if a.attempt != div.attempt or not div.step - window <= a.step <= div.step:
             continue
         ahead = div.step - a.step
-        when = "at the same step" if ahead == 0 else f"{ahead} steps before"
+        when = "at the same step" if ahead == 0 else f"{step_count(ahead)} before"
         if a.kind == Kind.LOSS_SCALE_COLLAPSE:
             notes.append(f"fp16 loss scale collapsed to {shown(a.value)} at step {a.step}, {when}")
         elif a.kind == Kind.SKIPPED_ITERATIONS:

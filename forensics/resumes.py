@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.findings import Anomaly, Attempt, Cause, first_trouble, shown
+from forensics.findings import Anomaly, Attempt, Cause, first_trouble, shown, step_count
 from forensics.timeline import log_intervals
 from parsers import schema as s
 
@@ -143,7 +143,7 @@ def optimizer_state_lost(
             continue
         if right_after:
             evidence.append(f"{trouble.kind.replace('_', ' ')} at step {trouble.step}, "  # type: ignore[union-attr]
-                            f"{trouble.step - att.resumed_from_step} steps after resuming from "  # type: ignore[union-attr]
+                            f"{step_count(trouble.step - att.resumed_from_step)} after resuming from "  # type: ignore[union-attr]
                             f"{att.resumed_from_step}")
         lost = len(evidence) > (1 if right_after else 0)
         out.append(Cause(

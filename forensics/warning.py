@@ -40,7 +40,7 @@ import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
-from forensics.findings import Anomaly, Kind, shown
+from forensics.findings import Anomaly, Kind, shown, step_count
 from forensics.gaps import since_last_gap
 from parsers import schema as s
 
@@ -121,4 +121,4 @@ def _spike_rate(attempt: int, start: int, at: int, anomalies: list[Anomaly], bli
     first_late = next(h for h in hits if h >= middle)
     return {"kind": "rising_spike_rate", "step": first_late,
             "detail": f"spikes came faster: {late} from step {first_late} against {early} in the "
-                      f"{int(middle - start)} steps before"}
+                      f"{step_count(int(middle - start))} before"}

@@ -1,11 +1,9 @@
-"""Renderers: the markdown incident chronicle and the JSON document."""
+"""Renderers: the markdown incident chronicle and the JSON document, written with :func:`write`."""
 
-from reports.compare_report import compare_table, render_compare_json, render_compare_markdown
-from reports.files import write_comparison, write_report
+from reports.compare_report import render_compare_json, render_compare_markdown
+from reports.files import FORMATS, write, write_comparison, write_report
 from reports.json_report import render_json
 from reports.markdown import render_markdown
-
-FORMATS = ("markdown", "json")
 
 
 def render(findings, fmt: str = "markdown") -> str:  # type: ignore[no-untyped-def]
@@ -18,6 +16,6 @@ def render(findings, fmt: str = "markdown") -> str:  # type: ignore[no-untyped-d
 
 
 __all__ = [
-    "FORMATS", "compare_table", "render", "render_compare_json", "render_compare_markdown", "render_json",
-    "render_markdown", "write_comparison", "write_report",
+    "FORMATS", "render", "render_compare_json", "render_compare_markdown", "render_json", "render_markdown", "write",
+    "write_comparison", "write_report",
 ]

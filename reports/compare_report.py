@@ -1,4 +1,5 @@
-"""Rendering a comparison of runs: a markdown document, the JSON contract, and a rich table for the terminal.
+"""Rendering a comparison of runs: a markdown document and the JSON contract (the terminal's table is
+:func:`reports.terminal.compare_table`).
 
 Every output ends with exactly one newline. Losses are quoted as logged (every digit, :func:`forensics.findings.shown`);
 what is computed (the spike score, the LR sensitivity) is named as computed."""
@@ -8,8 +9,6 @@ from __future__ import annotations
 import json
 import math
 from typing import Any
-
-from rich.table import Table
 
 from forensics.comparison import Comparison, RunRow
 from forensics.configs import differing_keys, show_value
@@ -160,17 +159,4 @@ def render_compare_markdown(comparison: Comparison, images: dict[str, str] | Non
         out += ["", "## Read errors and notes", ""]
         out += [f"- {md(r.name)}: {md(r.error)}" for r in errors]
     return "\n".join(out).rstrip() + "\n"
-
-
-def compare_table(comparison: Comparison) -> Table:
-    """A rich table of the comparison for the terminal."""
-    table = Table(title="runs compared" + (f" (baseline: {comparison.baseline})" if comparison.baseline else ""),
-                  title_justify="left")
-    for h in HEADERS:
-        table.add_column(h, overflow="fold")
-    styles = {Outcome.DIVERGED: "red", Outcome.NAN: "red", Outcome.CRASHED: "red", Outcome.UNREADABLE: "magenta",
-              Outcome.COMPLETED: "green"}
-    for r in comparison.rows:
-        table.add_row(*cells(r, comparison), style=styles.get(r.outcome))
-    return table
 

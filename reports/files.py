@@ -1,16 +1,74 @@
-"""Writing a report to disk: the document, and for markdown its plots in ``<report>_files/`` beside it."""
+"""Writing a report to disk: the document, and for markdown its plots in ``<report>_files/`` beside it.
+
+:func:`write` is the one entry point (the CLI's and a notebook's): it refuses to write into what was read, checks
+the format, and turns a failed write into a one-line :class:`parsers.InputError`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from forensics.comparison import Comparison
 from forensics.findings import Findings, Outcome
+from parsers.textfile import InputError
 from reports.compare_report import render_compare_json, render_compare_markdown
 from reports.json_report import render_json
 from reports.markdown import render_markdown
+
+if TYPE_CHECKING:
+    from forensics.analysis import Analysis
+    from forensics.compare import Compared
+
+FORMATS = ("markdown", "json")
+
+
+def write(result: Analysis | Compared, output: str | Path, fmt: str = "markdown", plots: bool = True,
+          protect: Iterable[str | Path] = ()) -> list[Path]:
+    """Write an analysis (:func:`forensics.analyze_path`) or a comparison (:func:`forensics.compare_runs`) to
+    ``output`` as ``markdown`` (with PNG plots in ``<output stem>_files/`` when ``plots``) or ``json``; returns the
+    files written. Nothing is written inside what was read (the analysis's path, and every path in ``protect``):
+    a single log protects only itself, a directory everything under it.
+
+    >>> import tempfile, forensics
+    >>> analysis = forensics.analyze_path("sample_logs/clean-1.3B")
+    >>> out = Path(tempfile.mkdtemp()) / "clean.md"
+    >>> [p.name for p in write(analysis, out, plots=False)]
+    ['clean.md']
+    >>> try:
+    ...     write(analysis, "sample_logs/clean-1.3B/report.md")
+    ... except InputError as exc:
+    ...     print(exc)  # doctest: +ELLIPSIS
+    sample_logs/clean-1.3B/report.md: inside sample_logs/clean-1.3B, the run being read; forensics never writes ...
+    """
+    output = Path(output)
+    if fmt not in FORMATS:
+        raise InputError(f"--format {fmt}: unknown format (choose from {', '.join(FORMATS)})")
+    read = [Path(p) for p in (*protect, *([result.read] if getattr(result, "read", None) else []))]
+    for path in read:
+        if path.exists() and inside(output, path):
+            raise InputError(f"{output}: inside {path}, the run being read; forensics never writes into what it reads")
+    try:
+        if hasattr(result, "findings"):
+            return write_report(result.findings, result.metrics, output, fmt, plots)
+        return write_comparison(result.comparison, result.overlay, output, fmt, plots)
+    except OSError as exc:
+        raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
+
+
+def inside(child: Path, parent: Path) -> bool:
+    """Whether writing ``child`` would write into ``parent``: inside it when it is a directory; a file given on its
+    own is only that file (a report beside a log in ~/Downloads writes nothing that was read)."""
+    if not parent.is_dir():
+        return child.resolve() == parent.resolve()
+    try:
+        child.resolve().relative_to(parent.resolve())
+    except ValueError:
+        return False
+    return True
 
 
 def write_report(

@@ -12,7 +12,7 @@ import pytest
 
 import forensics
 import reports
-from forensics.analyze import blips, detect
+from forensics.analysis import blips, detect
 from forensics.detectors import DEFAULT_DETECTORS, EXPERIMENTAL_DETECTORS, RunFrames, SpikeDetector
 from forensics.detectors.chance import LossAboveChanceDetector
 from forensics.detectors.noise_tail import noise_tail

@@ -125,16 +125,15 @@ def test_write_to_file_prints_summary(tmp_path):
         "┡━━━╇━━━━━━━━╇━━━━━━━━━╇━━━━━━━━━━━━━━╇━━━━━━━━━━━┩",
         "│ 1 │ 1-3000 │ scratch │              │ completed │",
         "└───┴────────┴─────────┴──────────────┴───────────┘",
-        f"report written to {out} (+ 2 plot(s) in {tmp_path / 'report_files'})",
+        f"report written to {out} (+ 1 plot in {tmp_path / 'report_files'})",
     ]
-    # the file holds the report printed to stdout, with the two plots linked
+    # the file holds the report printed to stdout, with its one plot linked (one attempt: no overview)
     stdout = runner.invoke(app, ["analyze", str(SAMPLES / "clean-1.3B")])
     assert stdout.exit_code == 0, stdout.output
-    plots = ["![loss across attempts](report_files/clean-1.3B-overview.png)",
-             "![loss and grad norm per attempt](report_files/clean-1.3B-attempts.png)"]
+    plot = "![loss and grad norm per attempt](report_files/clean-1.3B-attempts.png)"
     report = out.read_text()
-    assert [report.count(link) for link in plots] == [1, 1]
-    assert report.replace(f"\n\n{plots[0]}", "").replace(f"\n\n{plots[1]}", "") == stdout.output
+    assert report.count(plot) == 1 and "overview" not in report
+    assert report.replace(f"\n\n{plot}", "") == stdout.output
 
 
 def test_never_writes_into_the_run_directory(tmp_path):

@@ -43,7 +43,7 @@ def tr8_sequence(tmp_path_factory) -> Path:
 
 
 def test_lr_sweep_table_separation_and_sensitivity(lr_sweep):
-    comparison, _ = compare_runs([lr_sweep], cache_dir=None, jobs=1)
+    comparison, _ = compare_runs([lr_sweep], cache=False, jobs=1)
     rows = {r.name: r for r in comparison.rows}
     assert list(rows) == ["lr-0.0001", "lr-0.0002", "lr-0.0004", "lr-0.0008", "lr-0.0016"]
     assert [(r.outcome, r.outcome_step, r.steps_reached) for r in rows.values()] == [
@@ -72,7 +72,7 @@ def test_lr_sweep_table_separation_and_sensitivity(lr_sweep):
 
 
 def test_tr8_sequence_only_the_fixed_shape_survives(tr8_sequence):
-    comparison, _ = compare_runs([tr8_sequence], cache_dir=None, jobs=1)
+    comparison, _ = compare_runs([tr8_sequence], cache=False, jobs=1)
     rows = {r.name: r for r in comparison.rows}
     assert [(n, r.outcome, r.outcome_step) for n, r in rows.items()] == [
         ("exp1-104B", "diverged", 1510), ("exp2-104B-beta2", "diverged", 2210), ("exp3-104B-ffn-fixed", "completed", 3000)]
@@ -93,7 +93,7 @@ def test_mixed_formats_and_a_broken_run_are_compared(tmp_path, lr_sweep):
     shutil.copytree(TB_REAL, tmp_path / "tensorboard-run")
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "train.log").write_bytes(b"\x00\x01\x02 not a log")
-    comparison, overlay = compare_runs([tmp_path], cache_dir=None, jobs=1)
+    comparison, overlay = compare_runs([tmp_path], cache=False, jobs=1)
     rows = {r.name: r for r in comparison.rows}
     assert [(n, [src["format"] for src in r.sources], r.outcome) for n, r in rows.items()] == [
         ("broken", [], "unreadable"), ("megatron-run", ["megatron"], "completed"),
@@ -138,7 +138,7 @@ def test_cache_is_reused_invalidated_by_a_change_and_kept_outside_the_runs(tmp_p
     def compare() -> tuple[dict, pl.DataFrame]:
         parsed.clear()
         analyzed.clear()
-        comparison, overlay = compare_runs([runs], cache_dir=cache, jobs=1)
+        comparison, overlay = compare_runs([runs], cache=cache, jobs=1)
         return comparison.to_dict(), overlay
 
     cold, cold_overlay = compare()
@@ -163,8 +163,8 @@ def test_cache_is_reused_invalidated_by_a_change_and_kept_outside_the_runs(tmp_p
 
 
 def test_parallel_processes_give_the_same_comparison(lr_sweep):
-    serial, overlay1 = compare_runs([lr_sweep], cache_dir=None, jobs=1)
-    parallel, overlay2 = compare_runs([lr_sweep], cache_dir=None, jobs=2)
+    serial, overlay1 = compare_runs([lr_sweep], cache=False, jobs=1)
+    parallel, overlay2 = compare_runs([lr_sweep], cache=False, jobs=2)
     assert parallel.to_dict() == serial.to_dict() and overlay1.equals(overlay2)
 
 
@@ -183,7 +183,7 @@ def test_cli_compare_writes_markdown_with_overlays_and_checks_the_baseline(tmp_p
     assert (min(printed), printed[-1]) == (5.152583, 10.818)   # the table quotes the logged minimum and last loss
     assert sorted(p.name for p in (out.parent / "compare_files").iterdir()) == [
         "overlay-grad_norm-by-step.png", "overlay-loss-by-samples.png", "overlay-loss-by-step.png"]
-    assert result.output.splitlines()[-1] == f"comparison written to {out} (+ 3 plot(s) in {out.parent / 'compare_files'})"
+    assert result.output.splitlines()[-1] == f"comparison written to {out} (+ 3 plots in {out.parent / 'compare_files'})"
     # the file is the comparison printed to stdout, with the overlays linked at its end
     printed = runner.invoke(app, ["compare", str(tr8_sequence), "--cache-dir", str(tmp_path / "c")])
     assert printed.exit_code == 0, printed.output

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from forensics.analyze import analyze_run
+from forensics.analysis import analyze_run
 from forensics.cli import app
 from forensics.compare import compare_runs
 from forensics.comparison import (
@@ -74,7 +74,7 @@ def odd_sweep(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def odd(odd_sweep) -> Comparison:
-    comparison, _ = compare_runs([odd_sweep], cache_dir=None, jobs=1)
+    comparison, _ = compare_runs([odd_sweep], cache=False, jobs=1)
     return comparison
 
 
@@ -116,7 +116,7 @@ def test_stability_keys_cover_the_settings_that_bear_on_stability():
 
 # --- the "differs from baseline" cell and the full diff ----------------------------------------------------------
 def test_cell_shows_only_stability_keys_and_the_full_diff_has_every_key(unrelated_keys):
-    comparison, _ = compare_runs([unrelated_keys], baseline="base", cache_dir=None, jobs=1)
+    comparison, _ = compare_runs([unrelated_keys], baseline="base", cache=False, jobs=1)
     other = next(r for r in comparison.rows if r.name == "other")
     assert other.config_diff == {"adam_eps": None, "data_path": "/data/b", "dino_teacher_temp": 0.07, "lr": 3e-4,
                                  "vision_patch_size": 16, "wandb_project": "x"}   # paths are bookkeeping

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import forensics
-from forensics.analyze import detect
+from forensics.analysis import detect
 from forensics.detectors import LossPlateauDetector, RegimeShiftDetector, RunFrames, SpikeDetector
 from forensics.evaluation import evaluate, generate
 from forensics.evaluation.metrics import Score, score

@@ -48,7 +48,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.detectors.noise_tail import MIN_FIT, RUN_FLOOR, NoiseTail, fixed_tail, held_run_minima, noise_tail
-from forensics.findings import Anomaly, Gap, Kind, shown
+from forensics.findings import Anomaly, Gap, Kind, shown, step_count
 from forensics.gaps import stretch_ids
 from forensics.timeline import runs_of_true, trailing_robust_z
 
@@ -372,7 +372,7 @@ class SpikeDetector:
             elif inc.back_after_gap is not None and gap is not None:
                 after = f"not back before a gap ({hole}); at its level again from step {inc.back_after_gap}"
             elif inc.recovered_step is not None:
-                after = f"back to its level by step {inc.recovered_step} ({inc.recovered_step - inc.onset} steps)"
+                after = f"back to its level by step {inc.recovered_step} ({step_count(inc.recovered_step - inc.onset)})"
             elif inc.points_after:
                 after = "not back to its level at any later logged point of the attempt" + (f" ({hole})" if gap else "")
             else:

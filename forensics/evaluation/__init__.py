@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from forensics.analyze import detect
+from forensics.analysis import detect
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames
 from forensics.evaluation.datasets import NOISES, SCENARIOS, Curve, Truth, generate
 from forensics.evaluation.metrics import Score, score

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import polars as pl
@@ -128,8 +130,35 @@ def analyze(*runs: RunLike) -> Findings:
     """Analyze loaded runs.
 
     >>> import parsers, forensics
-    >>> findings = forensics.analyze(parsers.load_run("sample_logs/tr8-104B-sample"))   # doctest: +SKIP
-    >>> [a.end_reason for a in findings.runs[0].attempts]                                # doctest: +SKIP
+    >>> findings = forensics.analyze(parsers.load_run("sample_logs/tr8-104B-sample"))
+    >>> [str(a.end_reason) for a in findings.runs[0].attempts]
     ['nan', 'nan', 'diverged']
     """
     return Findings(runs=[analyze_run(r) for r in runs])
+
+
+@dataclass
+class Analysis:
+    """What ``forensics analyze`` produces: the findings, each run's metrics (for the plots) and the path that was
+    read (which nothing may be written into). :func:`reports.write` writes it."""
+
+    findings: Findings
+    metrics: dict[str, pl.DataFrame] = field(default_factory=dict)
+    read: Path | None = None
+
+
+def analyze_path(path: str | Path) -> Analysis:
+    """Load a run directory or a log file (every run it holds) and analyze it: the library call behind
+    ``forensics analyze``. Bad input raises :class:`parsers.InputError` with a one-line message.
+
+    >>> analysis = analyze_path("sample_logs/tr8-104B-sample")
+    >>> analysis.findings.runs[0].attempts[1].config_changes
+    {'seed': [42, 43]}
+    >>> import json, reports
+    >>> json.loads(reports.render(analysis.findings, "json"))["runs"][0]["model"]["parameters_stated"]
+    104000000000.0
+    """
+    from parsers import load_runs
+
+    runs = load_runs(path)
+    return Analysis(analyze(*runs), {r.name: r.metrics for r in runs}, Path(path))

@@ -1,0 +1,98 @@
+"""What the terminal shows after a report is written: a run's headline, attempts and first troubles, or the
+comparison table. Log text is printed as plain text (never read as rich markup) and cut at a word boundary."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from forensics.comparison import Comparison
+from forensics.configs import show_value
+from forensics.findings import Findings, Outcome, first_trouble
+from reports.compare_report import HEADERS, cells
+
+_STYLES = {Outcome.DIVERGED: "red", Outcome.NAN: "red", Outcome.CRASHED: "red", Outcome.UNREADABLE: "magenta",
+           Outcome.COMPLETED: "green"}
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to at most ``width`` characters at a word boundary, with an ellipsis when cut.
+
+    >>> clip("loss rose to 4.29132 (1.1x the trailing median)", 24)
+    'loss rose to 4.29132 …'
+    >>> clip("short", 24)
+    'short'
+    """
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1].rsplit(" ", 1)[0] if " " in text[: width - 1] else text[: width - 1]
+    return cut.rstrip(" ,;:") + " …"
+
+
+def written_line(what: str, written: list[Path]) -> Text:
+    """"report written to out.md (+ 2 plots in out_files)"."""
+    extra = len(written) - 1
+    plots = f" (+ {extra} plot{'s' if extra != 1 else ''} in {written[1].parent})" if extra > 0 else ""
+    return Text(f"{what} written to {written[0]}{plots}")
+
+
+def print_summary(findings: Findings, written: list[Path], console: Console | None = None) -> None:
+    """Per run: the size headline, an attempts table, each attempt's first trouble and the top suspected causes;
+    then where the report went."""
+    console = console or Console(highlight=False)
+    for run in findings.runs:
+        if run.model.size_mismatch:
+            console.print(Text(run.model.size_headline, style="bold red"))
+        table = Table(title=f"{run.name}: attempts", title_justify="left")
+        for col in ("#", "steps", "start", "what changed", "ended"):
+            table.add_column(col, overflow="fold")
+        for a in run.attempts:
+            start = "scratch" if a.resumed_from_step is None else f"step {a.resumed_from_step}"
+            steps = "-" if a.start_step is None else f"{a.start_step}-{a.end_step}"
+            changed = ", ".join(f"{k}: {show_value(v[0])} → {show_value(v[1])}" for k, v in a.config_changes.items())
+            table.add_row(str(a.index), steps, start + (" (rollback)" if a.rollback else ""), clip(changed, 60),
+                          str(a.end_reason))
+        console.print(table)
+        for _, x in sorted(first_trouble(run.anomalies).items()):
+            console.print(Text(f"attempt {x.attempt}: {x.kind.replace('_', ' ')} at step {x.step}: "
+                               + clip(x.detail, 100)))
+        for c in run.suspected_causes[:3]:
+            console.print(Text(f"suspected: {c.cause} (confidence {c.confidence:.2f})"))
+    console.print(written_line("report", written))
+
+
+def compare_table(comparison: Comparison) -> Table:
+    """A rich table of the comparison for the terminal."""
+    table = Table(title="runs compared" + (f" (baseline: {comparison.baseline})" if comparison.baseline else ""),
+                  title_justify="left")
+    for h in HEADERS:
+        table.add_column(h, overflow="fold")
+    for r in comparison.rows:
+        table.add_row(*cells(r, comparison), style=_STYLES.get(r.outcome))
+    return table
+
+
+def print_comparison(comparison: Comparison, written: list[Path], console: Console | None = None) -> None:
+    """The comparison table, then where the comparison went."""
+    console = console or Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    console.print(compare_table(comparison))
+    console.print(written_line("comparison", written))
+
+
+@contextmanager
+def progress(what: str = "reading runs") -> Iterator[Callable[[str, int], None]]:
+    """A progress bar on stderr (only when it is a terminal); yields the callback to call with each item's name and
+    the number of items as each finishes (the ``progress`` of :func:`forensics.compare_runs`)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True, highlight=False)
+    with Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True, disable=not console.is_terminal) as bar:
+        task = bar.add_task(what, total=None)
+        yield lambda _, total: bar.update(task, total=total, advance=1)
