@@ -20,7 +20,6 @@ from dataclasses import replace
 
 import numpy as np
 import polars as pl
-from scipy.stats import theilslopes
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import INSTABILITY_KINDS, Anomaly, Kind, shown, step_count
@@ -133,6 +132,8 @@ def _grad_drift(first: Anomaly, frames: RunFrames) -> str | None:
     step = points["step"].to_numpy().astype(float)
     y = np.log(points["value"].to_numpy())
     every = max(1, step.size // 400)  # Theil-Sen compares all pairs: 400 points are plenty
+    from scipy.stats import theilslopes
+
     slope, _, low, _high = theilslopes(y[::every], step[::every])
     rise = math.exp(slope * (step[-1] - step[0])) - 1
     if low <= 0 or rise < DRIFT_RISE:

@@ -52,7 +52,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
 
 ALPHA = 0.02          # family-wise: the chance that noise alone raises one incident in an attempt, per series
 RUNS = (1, 2, 3, 5, 8)  # run lengths scanned, each at its own threshold
@@ -65,7 +64,7 @@ MIN_FIT = 400         # fewer k-point minima than this: a Student-t from the bod
 LADDER = (3.0, 4.0, 6.0, 10.0, 30.0)  # degrees of freedom tried for a short series, heaviest first
 MIN_BODY = 30         # fewer residuals than this: t(3), nothing tried
 MAX_BODY = 5_000      # residuals the body is fitted on, at most (evenly spaced)
-_T3_ROBUST_SIGMA = 1.4826 * stats.t.ppf(0.75, 3)  # t(3)'s 1.4826 x MAD: robust z of t(3) noise is t / this
+_T3_ROBUST_SIGMA = 1.4826 * 0.7648923284043444  # t(3)'s 1.4826 x MAD (0.7649: t(3)'s upper quartile, stats.t.ppf(0.75, 3))
 
 
 @dataclass(frozen=True)
@@ -139,6 +138,8 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
                minima: dict[int, np.ndarray] | None = None) -> NoiseTail:
     """The thresholds for one attempt's z-scores (see the module docstring); ``minima``: their run minima when not
     :func:`all_run_minima` of ``z`` (e.g. :func:`held_run_minima`)."""
+    from scipy import stats  # (scipy is loaded when a run is analysed, not when the command line starts)
+
     z = np.asarray(z, dtype=float)
     thresholds = []
     fitted = True
@@ -200,6 +201,8 @@ def student_body(z: np.ndarray) -> tuple[float, float, float]:
     >>> student_body(rng.normal(size=300))[0], student_body(rng.standard_t(3, 300))[0]
     (10.0, 3.0)
     """
+    from scipy import optimize, stats
+
     z = np.asarray(z, dtype=float)
     if z.size < MIN_BODY:
         return 3.0, 0.0, 1.0 / _T3_ROBUST_SIGMA
@@ -234,6 +237,8 @@ def fixed_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
 
 def _t3_threshold(k: int, n: int, alpha: float) -> float:
     """Robust z that k consecutive independent t(3) points all reach with family-wise probability ``alpha``."""
+    from scipy import stats
+
     p = (alpha / (len(RUNS) * n)) ** (1.0 / k)
     return float(stats.t.isf(p, 3) / _T3_ROBUST_SIGMA)
 
@@ -268,6 +273,8 @@ class _Tail:
 
 def _fit(excess: np.ndarray) -> tuple[float, float]:
     """Maximum-likelihood (xi, sigma) of a generalized Pareto distribution with xi in [0, MAX_XI]."""
+    from scipy import optimize
+
     scale0 = math.log(max(float(excess.mean()), 1e-6))
 
     def nll(theta: np.ndarray) -> float:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from scipy.stats import theilslopes
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind
@@ -93,5 +92,7 @@ class LossPlateauDetector:
             return 0.0
         every = max(1, (first - lo) // 400)
         x = np.log(steps[lo:first:every].astype(float))
+        from scipy.stats import theilslopes
+
         slope = float(theilslopes(smooth[lo:first:every], x)[0])
         return -slope * float(np.log(steps[last] / steps[first]))
