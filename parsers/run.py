@@ -84,8 +84,8 @@ def load_runs(path: str | Path, name: str | None = None) -> list[Run]:
 
     Raises :class:`InputError` with a one-line message when the path is missing or nothing in it can be read.
 
-    >>> [run.name for run in load_runs("wandb_export.csv")]         # doctest: +SKIP
-    ['cycle_val_975', 'cycle_val_65', 'cycle_val_0']
+    >>> [run.name for run in load_runs("tests/fixtures/real/wandb/kingb12__text_aug_experiments/wandb_export.csv")]
+    ['bert_substitute_02', 'bert_substitute_10', 'bert_substitute_08', 'bert_substitute_04', 'bert_substitute_06']
     """
     root = Path(path)
     if not root.exists():
@@ -125,8 +125,9 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
     Raises :class:`InputError` when nothing can be read, or when the input holds several runs (use
     :func:`load_runs` for those).
 
-    >>> run = load_run("sample_logs/tr8-104B-sample")          # doctest: +SKIP
-    >>> run.metrics.filter(metric="loss").select("step", "value").tail(1)   # doctest: +SKIP
+    >>> run = load_run("sample_logs/tr8-104B-sample")
+    >>> run.metrics.filter(metric="loss").select("step", "value").tail(1).rows()
+    [(5400, 5.653018)]
     """
     runs = load_runs(path, name)
     if len(runs) > 1:

@@ -221,8 +221,10 @@ def _slow_records(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[lis
 def parse_event_file(path: Path, shown: str, run: str) -> ParsedLog:
     """Every scalar, lifecycle record and text/hparams config of one event file, attempts numbered from 1.
 
-    >>> parsed = parse_event_file(Path("tests/fixtures/real/tensorboard/tf2/"
-    ...     "events.out.tfevents.1585499054.Jaakkos-Mac-mini.local.11684.5.v2"), "tf2", "tf2")  # doctest: +SKIP
+    >>> parsed = parse_event_file(Path("tests/fixtures/real/tensorboard/orktes_go-tensorboard/tfevents/"
+    ...     "events.out.tfevents.1585499054.Jaakkos-Mac-mini.local.11684.5.v2"), "tf2", "tf2")
+    >>> parsed.metrics["metric"].unique().to_list(), parsed.metrics.height
+    (['my_metric'], 100)
     """
     buf = read_all(path)
     if not buf:

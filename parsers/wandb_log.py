@@ -134,8 +134,10 @@ class WandbLog:
 def read_wandb_log(path: str | Path, shown: str) -> WandbLog:
     """Decode a ``run-<id>.wandb`` file.
 
-    >>> log = read_wandb_log("wandb/offline-run-20240101_000000-abc/run-abc.wandb", "run-abc.wandb")  # doctest: +SKIP
-    >>> log.history.filter(key="train/loss").height                                                 # doctest: +SKIP
+    >>> log = read_wandb_log("tests/fixtures/real/wandb/jackokeefe11__nanoGPT/wandb/"
+    ...                      "run-20240215_023758-f656tyfr/run-f656tyfr.wandb", "run-f656tyfr.wandb")
+    >>> sorted(log.history["key"].unique())
+    ['iter', 'lr', 'mfu', 'train/loss', 'val/loss']
     """
     buf = read_all(Path(path))
     if not is_wandb_log(buf):

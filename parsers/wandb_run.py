@@ -65,8 +65,10 @@ def _expand_objects(history: pl.DataFrame) -> pl.DataFrame:
 def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = None) -> WandbRun:
     """Read a ``run-<id>.wandb`` file (plus its ``config.yaml`` / ``wandb-summary.json`` when given).
 
-    >>> run = read_wandb_run(Path("wandb/run-20240101_000000-abc/run-abc.wandb"), "run-abc.wandb")  # doctest: +SKIP
-    >>> run.log.metrics.filter(metric="loss").height                                                 # doctest: +SKIP
+    >>> run = read_wandb_run(Path("tests/fixtures/real/wandb/jackokeefe11__nanoGPT/wandb/"
+    ...                           "run-20240215_023758-f656tyfr/run-f656tyfr.wandb"), "run-f656tyfr.wandb")
+    >>> run.log.metrics.filter(metric="loss").height
+    1
     """
     log = read_wandb_log(path, shown)
     history = _expand_objects(log.history).with_columns(

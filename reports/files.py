@@ -77,10 +77,11 @@ def write_report(
     """Write ``findings`` to ``output`` (markdown or json). For markdown with ``plots``, each run's PNGs go to
     ``<output stem>_files/`` and the chronicle links them by relative path. Returns the files written.
 
-    >>> import parsers, forensics
-    >>> runs = parsers.load_runs("sample_logs/tr8-104B-sample")                         # doctest: +SKIP
-    >>> write_report(forensics.analyze(*runs), {r.name: r.metrics for r in runs}, Path("out/tr8.md"))  # doctest: +SKIP
-    [PosixPath('out/tr8.md'), PosixPath('out/tr8_files/tr8-104B-sample-overview.png'), ...]
+    >>> import tempfile, parsers, forensics
+    >>> runs = parsers.load_runs("sample_logs/tr8-104B-sample")
+    >>> out = Path(tempfile.mkdtemp()) / "tr8.md"
+    >>> [p.name for p in write_report(forensics.analyze(*runs), {r.name: r.metrics for r in runs}, out)]
+    ['tr8.md', 'tr8-104B-sample-overview.png', 'tr8-104B-sample-attempts.png']
     """
     written: list[Path] = []
     images: dict[str, dict[str, str]] = {}
@@ -107,9 +108,12 @@ def write_comparison(
     """Write a comparison to ``output`` (markdown or json); for markdown with ``plots``, the overlay PNGs go to
     ``<output stem>_files/``. Returns the files written.
 
+    >>> import tempfile
     >>> from forensics.compare import compare_runs
-    >>> comparison, overlay = compare_runs(["runs/"])                     # doctest: +SKIP
-    >>> write_comparison(comparison, overlay, Path("out/compare.md"))     # doctest: +SKIP
+    >>> comparison, overlay = compare_runs(["sample_logs"], cache=False, jobs=1)
+    >>> out = Path(tempfile.mkdtemp()) / "compare.md"
+    >>> [p.name for p in write_comparison(comparison, overlay, out, plots=False)]
+    ['compare.md']
     """
     written: list[Path] = []
     images: dict[str, str] = {}
