@@ -1,14 +1,13 @@
 """``forensics compare``: read many runs in parallel (processes), analyze each, and set them side by side.
 
-Each run's canonical frames are cached as Parquet (see :mod:`parsers.cache`) and its comparison row and overlay
-curves beside them, keyed by every input file's size and mtime and by the code's own signature, so comparing the
-same runs again reads a few kilobytes per run. Only the rows and small binned curves come back to the parent
+Each run's canonical frames are cached as Parquet and its comparison row and overlay curves beside them (see
+:mod:`forensics.cache`), keyed by every input file's size and mtime and by the code's own signature, so comparing
+the same runs again reads a few kilobytes per run. Only the rows and small binned curves come back to the parent
 process, so memory does not grow with the number of runs beyond what is being compared.
 """
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 from collections.abc import Callable, Iterable
@@ -19,14 +18,13 @@ from typing import NamedTuple
 
 import polars as pl
 
-import parsers.cache as cache_module
 from forensics.analysis import analyze_run
+from forensics.cache import cached_load_runs, default_cache_dir, read_result, result_entry, write_result
 from forensics.comparison import Comparison, RunRow, compare_rows, summarize
 from forensics.findings import Outcome
 from forensics.timeline import by_step, step_bins
 from parsers import InputError, load_runs
 from parsers import schema as s
-from parsers.cache import cached_load_runs, code_signature, default_cache_dir, input_signature, publish
 
 CURVE_BINS = 1000  # points per run and metric in the overlay curves
 CURVE_METRICS = (s.LOSS, s.GRAD_NORM)
@@ -41,6 +39,20 @@ class RunResult:
     row: RunRow
     curves: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CURVE_SCHEMA))
 
+    @classmethod
+    def cached(cls, cache_dir: Path, name: str, path: Path) -> RunResult | None:
+        """The result kept in the cache for the run at ``path`` (named ``name`` in this comparison), if any."""
+        stored = read_result(result_entry(cache_dir, path))
+        if stored is None:
+            return None
+        row, frame = stored
+        row["name"] = name
+        return cls(RunRow(**row), frame.with_columns(run=pl.lit(name)))
+
+    def keep(self, cache_dir: Path, path: Path) -> None:
+        """Keep this result in the cache for the run at ``path``."""
+        write_result(result_entry(cache_dir, path), vars(self.row), self.curves)
+
 
 class Compared(NamedTuple):
     """What :func:`compare_runs` returns: the comparison and the overlay curves of every run (long form: run,
@@ -54,8 +66,8 @@ def discover(paths: Iterable[str | Path]) -> list[tuple[str, Path]]:
     """The runs to compare, named by their directory: one path that holds run subdirectories gives one run per
     subdirectory (hidden ones skipped); otherwise each path is a run. Raises InputError for a missing path.
 
-    >>> discover(["runs/"])                                          # doctest: +SKIP
-    [('lr-1e-4', PosixPath('runs/lr-1e-4')), ('lr-3e-4', PosixPath('runs/lr-3e-4'))]
+    >>> discover(["sample_logs"])
+    [('clean-1.3B', PosixPath('sample_logs/clean-1.3B')), ('tr8-104B-sample', PosixPath('sample_logs/tr8-104B-sample'))]
     """
     paths = [Path(p) for p in paths]
     for p in paths:
@@ -90,31 +102,6 @@ def curves(name: str, metrics: pl.DataFrame, bins: int = CURVE_BINS) -> pl.DataF
     return pl.concat([p.select(list(CURVE_SCHEMA)).cast(CURVE_SCHEMA) for p in parts])  # type: ignore[arg-type]
 
 
-_PACKAGES = (Path(__file__).resolve().parent, Path(cache_module.__file__).resolve().parent)  # forensics, parsers
-
-
-def _result_path(cache: Path, path: Path) -> Path:
-    return cache / "compare" / f"{input_signature(path)}-{code_signature(*_PACKAGES)}"
-
-
-def _read_result(entry: Path, name: str) -> RunResult | None:
-    try:
-        row = json.loads((entry / "row.json").read_text(encoding="utf-8"))
-        frame = pl.read_parquet(entry / "curves.parquet")
-    except (OSError, ValueError, pl.exceptions.PolarsError):
-        return None
-    row["name"] = name
-    return RunResult(RunRow(**row), frame.with_columns(run=pl.lit(name)))
-
-
-def _write_result(entry: Path, result: RunResult) -> None:
-    def write(staging: Path) -> None:
-        (staging / "row.json").write_text(json.dumps(dict(vars(result.row)), default=str), encoding="utf-8")
-        result.curves.write_parquet(staging / "curves.parquet")
-
-    publish(entry, write)
-
-
 def ingest(name: str, path: Path, cache_dir: Path | None = None) -> RunResult:
     """Read (through the frame cache), analyze and summarize one run; an unreadable run gives a row with its error.
     A path that holds several runs (a W&B runs table) is compared as its first run, with the others noted."""
@@ -136,7 +123,7 @@ def ingest(name: str, path: Path, cache_dir: Path | None = None) -> RunResult:
 def _ingest_and_cache(name: str, path: Path, cache_dir: Path | None) -> RunResult:
     result = ingest(name, path, cache_dir)
     if cache_dir is not None and result.row.outcome != Outcome.UNREADABLE:
-        _write_result(_result_path(cache_dir, path), result)
+        result.keep(cache_dir, path)
     return result
 
 
@@ -145,10 +132,10 @@ def compare_runs(
     cache: bool | str | Path = True, progress: Callable[[str, int], None] | None = None,
 ) -> Compared:
     """Compare runs (see :func:`discover` for how ``paths`` name them). ``cache``: True keeps frames and results
-    in the user cache dir (:func:`parsers.cache.default_cache_dir`), a path keeps them there, False reads everything
-    afresh and caches nothing. ``jobs``: worker processes (default: one per CPU). ``progress`` is called with each
-    run's name and the number of runs as each finishes. Raises :class:`parsers.InputError` for a missing path, an
-    unknown ``baseline``, ``jobs`` below 1, or when no run could be read.
+    in the user cache dir (:func:`forensics.cache.default_cache_dir`), a path keeps them there, False reads
+    everything afresh and caches nothing. ``jobs``: worker processes (default: one per CPU). ``progress`` is called
+    with each run's name and the number of runs as each finishes. Raises :class:`parsers.InputError` for a missing
+    path, an unknown ``baseline``, ``jobs`` below 1, or when no run could be read.
 
     >>> result = compare_runs(["tests/fixtures/real/nanogpt", "sample_logs/clean-1.3B"], cache=False, jobs=1)
     >>> [(r.name, str(r.outcome)) for r in result.comparison.rows]
@@ -171,7 +158,7 @@ def compare_runs(
             progress(name, len(found))
 
     for name, path in found:
-        cached = _read_result(_result_path(where, path), name) if where is not None else None
+        cached = RunResult.cached(where, name, path) if where is not None else None
         if cached is not None:
             done(name, cached)
         else:

@@ -15,8 +15,8 @@ import pytest
 from conftest import SAMPLES
 from typer.testing import CliRunner
 
+import forensics.cache as cache_module
 import forensics.compare as compare_module
-import parsers.cache as cache_module
 from forensics.cli import app
 from forensics.compare import compare_runs, discover
 from forensics.evaluation.experiments import write_lr_sweep, write_tr8_sequence
