@@ -25,7 +25,7 @@ import resource, sys, time
 from forensics.compare import compare_runs
 paths = sorted(p for p in __import__('pathlib').Path(sys.argv[1]).iterdir() if p.is_dir())[: int(sys.argv[2])]
 t = time.perf_counter()
-comparison, overlay = compare_runs(paths, cache_dir=sys.argv[3], jobs=int(sys.argv[4]) or None)
+comparison, overlay = compare_runs(paths, cache=sys.argv[3], jobs=int(sys.argv[4]) or None)
 elapsed = time.perf_counter() - t
 bad = sum(r.outcome in ("diverged", "nan") for r in comparison.rows)
 print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,

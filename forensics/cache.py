@@ -172,10 +172,13 @@ def write_result(entry: Path, row: Mapping[str, Any], curves: pl.DataFrame) -> N
 
 
 def read_result(entry: Path) -> tuple[dict[str, Any], pl.DataFrame] | None:
-    """The row and curves :func:`write_result` kept in ``entry``, or None when it is missing or unreadable."""
+    """The row and curves :func:`write_result` kept in ``entry``, or None when it is missing or unreadable (an
+    unreadable entry is removed, so the result computed again can take its place)."""
     try:
         row = json.loads((entry / "row.json").read_text(encoding="utf-8"))
         frame = pl.read_parquet(entry / "curves.parquet")
     except (OSError, ValueError, pl.exceptions.PolarsError):
+        if entry.exists():
+            shutil.rmtree(entry, ignore_errors=True)
         return None
     return row, frame

@@ -154,7 +154,7 @@ def _fail(message: str) -> None:
 def main() -> None:
     """Console entry point: one clear line and exit code 2 for bad input, never a traceback (unless asked for with
     ``--debug`` or ``FORENSICS_DEBUG=1``)."""
-    from parsers.textfile import InputError
+    from parsers.errors import InputError
 
     try:
         app(standalone_mode=False)

@@ -1,7 +1,31 @@
-"""Readers that turn what a training run left behind into canonical Polars frames."""
+"""Readers that turn what a training run left behind into canonical Polars frames.
 
-from parsers.frames import read_frames, write_frames
-from parsers.run import Run, load_run, load_runs
-from parsers.textfile import InputError
+The names below are loaded on first use, so importing :class:`InputError` (the command line does at once) costs
+nothing.
+"""
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_WHERE = {"InputError": "parsers.errors", "Run": "parsers.run", "load_run": "parsers.run", "load_runs": "parsers.run",
+          "read_frames": "parsers.frames", "write_frames": "parsers.frames"}
 __all__ = ["InputError", "Run", "load_run", "load_runs", "read_frames", "write_frames"]
+
+if TYPE_CHECKING:
+    from parsers.errors import InputError
+    from parsers.frames import read_frames, write_frames
+    from parsers.run import Run, load_run, load_runs
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(import_module(_WHERE[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'parsers' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})

@@ -14,14 +14,12 @@ from pathlib import Path
 
 import polars as pl
 
+from parsers.errors import InputError
+
 SEPARATOR = "\x1f"  # a control byte that does not occur in logs: each line becomes one CSV field
 _BLOCK_BYTES = 4 << 20
 _SCAN_BLOCK_BYTES = 16 << 20  # per Polars query: fewer, larger blocks cost less time, smaller ones less memory
 _BINARY_SNIFF_BYTES = 8192
-
-
-class InputError(Exception):
-    """A file or directory that cannot be analyzed; the message is one line that names the path."""
 
 
 @dataclass
