@@ -6,8 +6,9 @@ starts at once).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from parsers.lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -33,13 +34,4 @@ if TYPE_CHECKING:
     from forensics.findings import Anomaly, Attempt, Cause, EndReason, Findings, Kind, ModelCheck, Outcome, RunFindings
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(import_module(_WHERE[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'forensics' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())

@@ -6,8 +6,9 @@ nothing.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from parsers.lazy import lazy_names
 
 _WHERE = {"InputError": "parsers.errors", "Run": "parsers.run", "load_run": "parsers.run", "load_runs": "parsers.run",
           "read_frames": "parsers.frames", "write_frames": "parsers.frames"}
@@ -19,13 +20,4 @@ if TYPE_CHECKING:
     from parsers.run import Run, load_run, load_runs
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(import_module(_WHERE[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'parsers' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())
