@@ -171,14 +171,16 @@ def main() -> None:
         _fail("forensics: interrupted")
         sys.exit(130)
     except BaseException as exc:  # a bug of ours (or a panic in a native library): one line, no traceback
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a bare ``forensics``: its message is the help
+            sys.stdout.write(exc.format_message().rstrip() + "\n")  # type: ignore[attr-defined]
+            sys.exit(0)
         if hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int):
-            message = exc.format_message()  # click's usage errors (typer vendors its own click)
-            if message:  # (none when the help was printed for a bare ``forensics``)
-                _fail(f"forensics: error: {message}")
+            _fail(f"forensics: error: {exc.format_message()}")  # click's usage errors (typer vendors its own click)
             sys.exit(exc.exit_code)  # type: ignore[attr-defined]
         if _DEBUG["on"]:
             traceback.print_exc()
-        _fail(f"forensics: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        said = str(exc).splitlines()[0] if str(exc).strip() else ""
+        _fail(f"forensics: internal error: {type(exc).__name__}{': ' + said if said else ''}"
               + ("" if _DEBUG["on"] else " (run with --debug or FORENSICS_DEBUG=1 for the traceback)"))
         sys.exit(1)
 

@@ -31,7 +31,8 @@ def clip(text: str, width: int) -> str:
     """
     if len(text) <= width:
         return text
-    cut = text[: width - 1].rsplit(" ", 1)[0] if " " in text[: width - 1] else text[: width - 1]
+    head = text[: width - 1]  # room for " …" after a cut at a space
+    cut = head.rsplit(" ", 1)[0] if " " in head else text[: width - 2]
     return cut.rstrip(" ,;:") + " …"
 
 

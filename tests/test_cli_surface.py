@@ -77,8 +77,6 @@ def spiked(tmp_path_factory) -> forensics.Analysis:
 # --- the command line ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a bare 'forensics' prints the help as one 'forensics: error: Usage: "
-                   "...' line on stderr (cli.main formats typer's NoArgsIsHelpError as a usage error)")
 def test_bare_forensics_prints_the_help_without_an_error_line():
     proc = run(FORENSICS)
     assert proc.returncode in (0, 2)
@@ -271,8 +269,6 @@ def test_clip_cuts_real_details_at_a_word(tr8):
     assert clip(spike, 100) == spike[:spike.index(" logged")] + " …"
 
 
-@pytest.mark.xfail(strict=True, reason="defect: clip() returns width + 1 characters when the first width - 1 "
-                   "characters hold no space (it keeps text[:width - 1] and adds ' …')")
 def test_clip_never_exceeds_its_width():
     for text, width in (("instability shortly after the learning-rate warm-up ended", 12),
                         ("/data/checkpoints/tr8-104B/global_step7000/mp_rank_00_model_states.pt missing", 40)):
