@@ -76,7 +76,7 @@ def analyze(
 
 @app.command()
 def compare(
-    runs: list[Path] = typer.Argument(..., metavar="RUNS...",
+    runs: list[Path] = typer.Argument(..., metavar="RUNS",
                                       help="A directory whose subdirectories are runs, or several run paths."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the comparison here instead of stdout."),
     fmt: str = typer.Option("markdown", "--format", "-f", help="markdown or json."),
