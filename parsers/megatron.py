@@ -807,7 +807,7 @@ def _shard_totals(ev: pl.DataFrame) -> pl.DataFrame:
         )
         .with_columns(
             kind=pl.lit(s.EV_PARAMETER_COUNT),
-            text=pl.format("sum of the parameter counts of {} model-parallel ranks", pl.col("n")),
+            text=s.format_text("sum of the parameter counts of {} model-parallel ranks", "n"),
         )
         .drop("n")
     )

@@ -134,6 +134,26 @@ def empty(schema: dict[str, pl.DataType]) -> pl.DataFrame:
     return pl.DataFrame(schema=schema)
 
 
+def format_text(template: str, *columns: str | pl.Expr) -> pl.Expr:
+    """``template``'s ``{}`` filled with the columns as text, like ``pl.format`` (built from ``concat_str``: polars
+    2.1's ``pl.format`` panics on some filtered frames).
+
+    >>> pl.DataFrame({"tag": ["loss"], "step": [7]}).select(format_text("{} at step {}", "tag", "step")).item()
+    'loss at step 7'
+    """
+    pieces = template.split("{}")
+    if len(pieces) != len(columns) + 1:
+        raise ValueError(f"{template!r} has {len(pieces) - 1} placeholders for {len(columns)} columns")
+    parts: list[pl.Expr] = []
+    for n, piece in enumerate(pieces):
+        if piece:
+            parts.append(pl.lit(piece))
+        if n < len(columns):
+            column = columns[n]
+            parts.append((pl.col(column) if isinstance(column, str) else column).cast(pl.String))
+    return pl.concat_str(parts)
+
+
 def conform(frame: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """Select and cast ``frame`` to ``schema`` (missing columns become nulls), in schema order."""
     return frame.select(

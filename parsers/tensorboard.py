@@ -275,7 +275,7 @@ def _frames(raw: pl.DataFrame, events: pl.DataFrame, configs: list[dict], run: s
         [
             events,
             regress.select("offset", "step", "wall_time", kind=pl.lit(s.EV_STEP_REGRESSION),
-                           text=pl.format("{} went back from step {} to {}", "tag", "prev", "step")),
+                           text=s.format_text("{} went back from step {} to {}", "tag", "prev", "step")),
             _duplicates(main),
         ],
         how="diagonal_relaxed",
@@ -320,7 +320,7 @@ def _duplicates(main: pl.DataFrame) -> pl.DataFrame:
     )
     return dup.select(
         "offset", "step", "wall_time", kind=pl.lit(s.EV_DUPLICATE_STEP),
-        text=pl.format("{} logged {} times at step {}", "tag", "n", "step"),
+        text=s.format_text("{} logged {} times at step {}", "tag", "n", "step"),
     )
 
 

@@ -174,8 +174,8 @@ def read_runs_table(path: Path, shown: str, warnings: list[str] | None = None) -
     rename = {c: f"{s.RUN_INFO_PREFIX}{c}" for c in raw.columns if c in _RUN_COLUMNS and c != "Name"}
     rename.update({c: s.SUMMARY_PREFIX + c for c in user[first_summary:]})
     raw = raw.with_row_index("_row").with_columns(
-        pl.col("Name").fill_null(pl.format("row {}", pl.col("_row") + 1)) if "Name" in raw.columns
-        else pl.format("row {}", pl.col("_row") + 1).alias("Name")
+        pl.col("Name").fill_null(s.format_text("row {}", pl.col("_row") + 1)) if "Name" in raw.columns
+        else s.format_text("row {}", pl.col("_row") + 1).alias("Name")
     )
     rows = [
         (row["Name"], row["_row"], {rename.get(k, k): _cell_value(v) for k, v in row.items()

@@ -156,3 +156,13 @@ def test_nan_and_inf_scalars_are_kept(tmp_path):
     values = run.metrics.filter(metric="loss")["value"].to_list()
     assert math.isnan(values[0]) and values[1] == math.inf
     assert run.metrics.filter(metric="tf2")["value"].to_list() == [2.5, 3.5]
+
+
+def test_a_step_that_goes_back_more_than_once_is_one_restart_each(tmp_path: Path) -> None:
+    """loss at steps 3, 2, 1: polars' pl.format panicked on the filtered regressions ("i < self.len()")."""
+    tb.write(tmp_path / "events.out.tfevents.1.host", tb.version(), tb.scalar("loss", 3.0, 3),
+             tb.scalar("loss", 2.0, 2), tb.scalar("loss", 1.0, 1))
+    run = load_run(tmp_path)
+    assert run.metrics.select("attempt", "step", "value").rows() == [(1, 3, 3.0), (2, 2, 2.0), (3, 1, 1.0)]
+    assert run.events.filter(kind="step_regression").select("step", "text").rows() == [
+        (2, "loss went back from step 3 to 2"), (1, "loss went back from step 2 to 1")]

@@ -32,7 +32,7 @@ def nan_steps(frames: RunFrames) -> pl.DataFrame:
     bad_values = m.filter(
         ~pl.col("value").is_finite() | ((pl.col("metric") == s.NAN_ITERATIONS) & (pl.col("value") > 0))
     ).select(
-        "attempt", "step", why=pl.format("{} {}", metric, pl.col("value")),
+        "attempt", "step", why=s.format_text("{} {}", metric, "value"),
         family=pl.when(metric.is_in([*_CORE_METRICS, s.NAN_ITERATIONS])).then(pl.lit(CORE)).otherwise(metric),
     )
     ev = frames.events
