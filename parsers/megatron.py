@@ -96,6 +96,11 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
     warnings = text.damage()  # complete now that every line has been read
     iters, others, cut = _repair_wrapped(iters, others, text, prefix, layout, warnings)
     iters = _read_odd_lines(iters, prefix)
+    unnumbered = iters.filter(pl.col("step").is_null())
+    if unnumbered.height:  # e.g. an iteration beyond 2**63 - 1: a step that cannot be placed is not a point
+        warnings.append(f"{text.shown}: {unnumbered.height} iteration line(s) whose iteration number is not a 64-bit "
+                        f"integer were left out (first at line {unnumbered['line'].min()})")
+        iters = iters.filter(pl.col("step").is_not_null())
     others = with_event_kinds(others)
     bounds = attempt_bounds(iters, others)
     iters, others = (with_attempt(f, bounds) for f in (iters, others))
@@ -772,7 +777,7 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:
     # (an overflow belongs to the iteration being computed: the next one printed)
     ev = ev.with_columns(last=_last_step(ev, iters), next=_last_step(ev, iters, "forward")).with_columns(
         step=pl.when(pl.col("kind").is_in(list(p.STEP_VALUED)) & pl.col("value").is_not_null())
-        .then(pl.col("value").cast(pl.Int64))
+        .then(pl.coalesce(pl.col("value").cast(pl.Int64, strict=False), "last"))  # an iteration beyond int64: unknown
         .when(pl.col("kind") == s.EV_OVERFLOW)
         .then(pl.coalesce("next", pl.col("last") + 1))
         .otherwise(pl.col("last"))
@@ -882,7 +887,7 @@ def _configs(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:
     # the iteration line states the target length; keep it when the arguments do not
     totals = iters.group_by("attempt").agg(pl.col("total").last()).select(
         "attempt", key=pl.lit("train_iters"), value=pl.col("total").cast(pl.String)
-    )
+    ).drop_nulls("value")  # (a total beyond int64 was not read)
     known = kv.filter((pl.col("key") == "train_iters") & (pl.col("value") != "None")).select("attempt")
     totals = totals.join(known, on="attempt", how="anti")
     kv = pl.concat([kv.filter(~((pl.col("key") == "train_iters") & (pl.col("value") == "None"))), totals])

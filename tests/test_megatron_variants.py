@@ -59,3 +59,25 @@ def test_a_short_chart_export_with_one_missing_step_is_not_sampled() -> None:
     assert sampling_note(steps, "chart.csv", chart=True) is None
     thinned = pl.Series(sorted(set(range(0, 20_000, 7)) | {3, 5}))
     assert sampling_note(thinned, "history.csv").startswith("history.csv: sampled history dump: 2,860 points")
+
+
+_ITERATION = (" iteration       10/    1000 | consumed samples: 10 | elapsed time per iteration (ms): 100.0 | learning rate:"
+              " 1.0E-04 | global batch size: 8 | lm loss: 2.500000E+00 | loss scale: 1.0 | grad norm: 1.0 |"
+              " number of skipped iterations: 0 | number of nan iterations: 0 |")
+
+
+def test_numbers_beyond_int64_are_left_out_with_a_warning_not_an_internal_error(tmp_path: Path) -> None:
+    """Issue 18: an iteration of 2**63, a total of 1e20 and a checkpoint iteration of 1e20 raised."""
+    beyond = tmp_path / "beyond.log"
+    beyond.write_text(_ITERATION + "\n" + _ITERATION.replace("iteration       10", "iteration 9223372036854775808") + "\n")
+    run = load_run(beyond)
+    assert run.metrics.filter(metric="loss").select("step", "value").rows() == [(10, 2.5)]
+    assert run.warnings == [f"{beyond}: 1 iteration line(s) whose iteration number is not a 64-bit integer were left "
+                            "out (first at line 2)"]
+    total = tmp_path / "total.log"
+    total.write_text(_ITERATION + "\n" + _ITERATION.replace("/    1000", "/ 100000000000000000000") + "\n")
+    assert "train_iters" not in load_run(total).configs.filter(attempt=2)["key"].to_list()
+    loaded = tmp_path / "loaded.log"
+    loaded.write_text(_ITERATION + "\n successfully loaded checkpoint from /x at iteration 100000000000000000000\n")
+    event = load_run(loaded).events.filter(kind="checkpoint_load")
+    assert event.select("step", "value").rows() == [(10, 1e20)]  # the step it came after; the number as printed
