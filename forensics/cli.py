@@ -123,9 +123,9 @@ def export(
     Example: forensics export runs/tr8-104B -o frames/ then pl.read_parquet("frames/0.metrics.parquet")
     """
     from rich.console import Console
-    from rich.text import Text
 
     from parsers import InputError, load_runs, write_frames
+    from reports.escape import terminal
 
     _refused(output, [run_dir])
     runs = load_runs(run_dir)
@@ -133,7 +133,7 @@ def export(
         written = write_frames(runs, output)
     except OSError as exc:
         raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
-    Console(highlight=False).print(Text(f"{len(runs)} run(s) exported to {output} ({len(written)} files): "
+    Console(highlight=False).print(terminal(f"{len(runs)} run(s) exported to {output} ({len(written)} files): "
                                         + ", ".join(r.name for r in runs)))
 
 

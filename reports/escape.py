@@ -1,17 +1,41 @@
-"""Make untrusted text (log lines, file names, config values) inert inside markdown."""
+"""Make untrusted text (log lines, file names, config values) inert inside markdown and on the terminal."""
 
 from __future__ import annotations
+
+import re
+
+from rich.text import Text
 
 _SPECIAL = str.maketrans({
     "\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]", "|": "\\|", "#": "\\#",
     "<": "&lt;", ">": "&gt;", "&": "&amp;", "\n": " ", "\r": " ", "~": "\\~",
 })
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # (tabs and line ends are handled apart)
+
+
+def visible(text: object) -> str:
+    r"""``text`` with its control characters (ESC sequences, bells, backspaces) shown as ``\xNN``, not obeyed.
+
+    >>> visible("loss\x1b[31m 2.1\x07")
+    'loss\\x1b[31m 2.1\\x07'
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
 def md(text: object) -> str:
-    """Escape ``text`` for markdown (no links, HTML, emphasis or table breaks can come through).
+    """Escape ``text`` for markdown (no links, HTML, emphasis, table breaks or terminal escapes can come through).
 
     >>> md("<script>*x*</script> | a_b")
     '&lt;script&gt;\\\\*x\\\\*&lt;/script&gt; \\\\| a\\\\_b'
     """
-    return str(text).translate(_SPECIAL)
+    return visible(text).translate(_SPECIAL)
+
+
+def terminal(text: object, style: str = "") -> Text:
+    """``text`` for a rich console: never read as markup (``[/x]`` in a run name prints as it is), control
+    characters shown, not obeyed.
+
+    >>> terminal("run [/x] [bold]a\\x1b[0m").plain
+    'run [/x] [bold]a\\\\x1b[0m'
+    """
+    return Text(visible(text).replace("\t", " "), style=style)

@@ -16,6 +16,7 @@ from forensics.comparison import Comparison
 from forensics.configs import show_value
 from forensics.findings import Findings, Outcome, first_trouble
 from reports.compare_report import HEADERS, cells
+from reports.escape import terminal
 
 _STYLES = {Outcome.DIVERGED: "red", Outcome.NAN: "red", Outcome.CRASHED: "red", Outcome.UNREADABLE: "magenta",
            Outcome.COMPLETED: "green"}
@@ -40,7 +41,7 @@ def written_line(what: str, written: list[Path]) -> Text:
     """"report written to out.md (+ 2 plots in out_files)"."""
     extra = len(written) - 1
     plots = f" (+ {extra} plot{'s' if extra != 1 else ''} in {written[1].parent})" if extra > 0 else ""
-    return Text(f"{what} written to {written[0]}{plots}")
+    return terminal(f"{what} written to {written[0]}{plots}")
 
 
 def print_summary(findings: Findings, written: list[Path], console: Console | None = None) -> None:
@@ -49,33 +50,33 @@ def print_summary(findings: Findings, written: list[Path], console: Console | No
     console = console or Console(highlight=False)
     for run in findings.runs:
         if run.model.size_mismatch:
-            console.print(Text(run.model.size_headline, style="bold red"))
-        table = Table(title=f"{run.name}: attempts", title_justify="left")
+            console.print(terminal(run.model.size_headline, style="bold red"))
+        table = Table(title=terminal(f"{run.name}: attempts"), title_justify="left")
         for col in ("#", "steps", "start", "what changed", "ended"):
             table.add_column(col, overflow="fold")
         for a in run.attempts:
             start = "scratch" if a.resumed_from_step is None else f"step {a.resumed_from_step}"
             steps = "-" if a.start_step is None else f"{a.start_step}-{a.end_step}"
             changed = ", ".join(f"{k}: {show_value(v[0])} → {show_value(v[1])}" for k, v in a.config_changes.items())
-            table.add_row(str(a.index), steps, start + (" (rollback)" if a.rollback else ""), clip(changed, 60),
-                          str(a.end_reason))
+            table.add_row(*(terminal(c) for c in (str(a.index), steps, start + (" (rollback)" if a.rollback else ""),
+                                                  clip(changed, 60), str(a.end_reason))))
         console.print(table)
         for _, x in sorted(first_trouble(run.anomalies).items()):
-            console.print(Text(f"attempt {x.attempt}: {x.kind.replace('_', ' ')} at step {x.step}: "
-                               + clip(x.detail, 100)))
+            console.print(terminal(f"attempt {x.attempt}: {x.kind.replace('_', ' ')} at step {x.step}: "
+                                   + clip(x.detail, 100)))
         for c in run.suspected_causes[:3]:
-            console.print(Text(f"suspected: {c.cause} (confidence {c.confidence:.2f})"))
+            console.print(terminal(f"suspected: {c.cause} (confidence {c.confidence:.2f})"))
     console.print(written_line("report", written))
 
 
 def compare_table(comparison: Comparison) -> Table:
     """A rich table of the comparison for the terminal."""
-    table = Table(title="runs compared" + (f" (baseline: {comparison.baseline})" if comparison.baseline else ""),
-                  title_justify="left")
+    table = Table(title=terminal("runs compared" + (f" (baseline: {comparison.baseline})" if comparison.baseline
+                                                    else "")), title_justify="left")
     for h in HEADERS:
         table.add_column(h, overflow="fold")
     for r in comparison.rows:
-        table.add_row(*cells(r, comparison), style=_STYLES.get(r.outcome))
+        table.add_row(*(terminal(c) for c in cells(r, comparison)), style=_STYLES.get(r.outcome))
     return table
 
 

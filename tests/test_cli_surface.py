@@ -322,3 +322,22 @@ def test_one_step_is_singular(tr8, spiked):
     doc = json.loads(reports.render(spiked.findings, "json"))
     assert [a["detail"] for a in doc["runs"][0]["anomalies"] if a["kind"] == "loss_spike"] == [detail]
 
+
+
+def test_log_text_with_rich_markup_or_escapes_prints_as_it_is(tr8):
+    """Issue 18: '[/x]' in a run name or a config value broke the terminal summary (rich read it as markup)."""
+    from rich.console import Console
+
+    from reports.terminal import print_summary
+
+    run = tr8.findings.runs[0]
+    saved = run.name, run.attempts[1].config_changes
+    run.name, run.attempts[1].config_changes = "evil[/x] [bold]run", {"seed": ["[/y]", "43\x1b[2J"]}
+    try:
+        console = Console(record=True, width=300, highlight=False)
+        print_summary(tr8.findings, [Path("out.md")], console)
+    finally:
+        run.name, run.attempts[1].config_changes = saved
+    text = console.export_text()
+    assert "evil[/x] [bold]run: attempts" in text
+    assert "seed: [/y] → 43\\x1b[2J" in text and "\x1b" not in text
