@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -60,13 +61,52 @@ def _oserror(path: Path | str, exc: OSError) -> InputError:
     return InputError(f"{path}: cannot read ({exc.strerror or exc})")
 
 
+MAX_YAML_NODES = 1_000_000  # values a YAML document may expand to (aliases counted each time they are used)
+
+
+def safe_yaml(text: str) -> Any:
+    r"""The value of a YAML document, with the safe loader only, refusing one whose aliases expand past
+    :data:`MAX_YAML_NODES` values (a "billion laughs" alias bomb hangs any walk over the value).
+
+    >>> safe_yaml("lr: 0.001\nbetas: [0.9, 0.95]")
+    {'lr': 0.001, 'betas': [0.9, 0.95]}
+    >>> bomb = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+    ...     f"{n}: &{n} [{', '.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+    >>> safe_yaml(bomb)
+    Traceback (most recent call last):
+    yaml.error.YAMLError: the document expands to more than 1000000 values (an alias bomb?)
+    """
+    import yaml  # (only the readers of YAML files need it)
+
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        sizes: dict[int, int] = {}
+
+        def size(n: yaml.Node) -> int:
+            if id(n) not in sizes:
+                children = ([c for pair in n.value for c in pair] if isinstance(n, yaml.MappingNode)
+                            else n.value if isinstance(n, yaml.SequenceNode) else [])
+                sizes[id(n)] = 1 + sum(size(c) for c in children)
+                if sizes[id(n)] > MAX_YAML_NODES:
+                    raise yaml.YAMLError(f"the document expands to more than {MAX_YAML_NODES} values (an alias bomb?)")
+            return sizes[id(n)]
+
+        size(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def read_yaml_mapping(path: Path, shown: str, what: str) -> dict:
     """A YAML file that holds a mapping (safe loader; anything else reads as empty), errors as one line naming
     ``what`` the file is ("hparams", "MLflow meta.yaml")."""
-    import yaml  # (only the readers of YAML files need it)
+    import yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
+        data = safe_yaml(path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, yaml.YAMLError, RecursionError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InputError(f"{shown}: cannot read {what} ({reason})") from None

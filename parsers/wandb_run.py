@@ -18,7 +18,7 @@ import yaml
 from parsers import schema as s
 from parsers.megatron import DETECT, PDSH_CMD, parse_megatron
 from parsers.reader import Piece, ReadContext
-from parsers.textfile import InputError, TextFile, inspect_text, scan_blocks
+from parsers.textfile import InputError, TextFile, inspect_text, safe_yaml, scan_blocks
 from parsers.wandb_history import config_frame, flatten, history_log
 from parsers.wandb_log import config_values, is_wandb_log, read_wandb_log
 
@@ -141,8 +141,8 @@ def attach_configs(runs: list[WandbRun]) -> None:
 def read_config_yaml(path: Path, shown: str) -> dict[str, Any]:
     """``config.yaml`` of a W&B run (safe YAML), values unwrapped from ``{value: ..., desc: ...}``."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, yaml.YAMLError) as exc:
+        data = safe_yaml(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, yaml.YAMLError, RecursionError) as exc:
         raise InputError(f"{shown}: cannot read W&B config ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):
         raise InputError(f"{shown}: W&B config is not a mapping")
