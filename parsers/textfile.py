@@ -61,6 +61,7 @@ def _oserror(path: Path | str, exc: OSError) -> InputError:
     return InputError(f"{path}: cannot read ({exc.strerror or exc})")
 
 
+_LONE_CR = re.compile(rb"\r(?!\n)")
 MAX_YAML_NODES = 1_000_000  # values a YAML document may expand to (aliases counted each time they are used)
 
 
@@ -188,6 +189,8 @@ def scan_blocks(info: TextFile, block_bytes: int = _SCAN_BLOCK_BYTES) -> Iterato
     for block in read_blocks(info.path, info.shown, block_bytes):
         _note_damage(info, block, offset)
         offset += len(block)
+        if b"\r" in block:  # a carriage return alone ends a line too (old Mac files, progress bars redrawn in place)
+            block = _LONE_CR.sub(b"\n", block)
         ends_with_newline = block.endswith(b"\n")
         if b"\x00" in block or SEPARATOR.encode() in block:
             block = block.replace(b"\x00", b"").replace(SEPARATOR.encode(), b" ")

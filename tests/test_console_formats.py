@@ -124,7 +124,10 @@ def test_a_console_whose_first_metrics_line_is_past_the_head_is_still_read(tmp_p
 
 
 def test_a_cancel_glued_to_progress_output_is_quoted_from_where_it_begins() -> None:
-    """llm.c's HellaSwag progress has no newlines; slurm's cancel notice lands at the end of that line."""
+    """llm.c's HellaSwag progress redraws its line with carriage returns; slurm's cancel notice lands at the end of
+    the last redraw (a carriage return ends a line, so the quote is that redraw, not the whole progress output)."""
     run = load_run(REAL / "llmc" / "HectorFCardenas_gpt2_train.11672114.log")
     cancelled = run.events.filter(kind="cancelled")
-    assert cancelled.select("step", "text").rows() == [(750, "CANCELLED AT 2024-10-10T00:43:56 DUE TO TIME LIMIT ***")]
+    quote = ("evaluating HellaSwagslurmstepd: error: *** JOB 11672114 ON g093 CANCELLED AT 2024-10-10T00:43:56 DUE TO "
+             "TIME LIMIT ***")
+    assert cancelled.select("step", "text").rows() == [(750, quote)]

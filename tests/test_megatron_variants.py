@@ -81,3 +81,18 @@ def test_numbers_beyond_int64_are_left_out_with_a_warning_not_an_internal_error(
     loaded.write_text(_ITERATION + "\n successfully loaded checkpoint from /x at iteration 100000000000000000000\n")
     event = load_run(loaded).events.filter(kind="checkpoint_load")
     assert event.select("step", "value").rows() == [(10, 1e20)]  # the step it came after; the number as printed
+
+
+def test_carriage_returns_alone_end_lines(tmp_path: Path) -> None:
+    """Issue 18: a Megatron log with CR-only line ends gave zero steps and no warning."""
+    lf = tmp_path / "lf" / "log.txt"
+    cr = tmp_path / "cr" / "log.txt"
+    lf.parent.mkdir()
+    cr.parent.mkdir()
+    text = "\n".join([_ITERATION, _ITERATION.replace("iteration       10", "iteration       20")]) + "\n"
+    lf.write_text(text)
+    cr.write_bytes(text.replace("\n", "\r").encode())
+    got = load_run(cr)
+    assert got.metrics.filter(metric="loss").select("step", "value").rows() == [(10, 2.5), (20, 2.5)]
+    assert got.warnings == []
+    assert got.metrics.drop("source").equals(load_run(lf).metrics.drop("source"))
