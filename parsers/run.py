@@ -10,6 +10,7 @@ only metrics that no full-resolution source holds.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -64,13 +65,20 @@ def _natural_key(path: Path) -> list[object]:
     return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", str(path))]
 
 
-def _candidate_files(root: Path) -> list[Path]:
+def _candidate_files(root: Path, warnings: list[str]) -> list[Path]:
+    """Every file under ``root`` (hidden ones left out), in natural order; a directory that cannot be listed is
+    said in ``warnings``."""
     if root.is_file():
         return [root]
-    files = [
-        f for f in root.rglob("*")
-        if f.is_file() and not any(part.startswith(".") for part in f.relative_to(root).parts)
-    ]
+    files: list[Path] = []
+
+    def unreadable(exc: OSError) -> None:
+        where = Path(exc.filename) if exc.filename else root
+        warnings.append(f"{_display(where, root)}: directory not read ({exc.strerror or exc})")
+
+    for folder, dirs, names in os.walk(root, onerror=unreadable):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        files += [Path(folder) / n for n in names if not n.startswith(".") and (Path(folder) / n).is_file()]
     return sorted(files, key=_natural_key)
 
 
@@ -92,7 +100,7 @@ def load_runs(path: str | Path, name: str | None = None) -> list[Run]:
         raise InputError(f"{root}: no such file or directory")
     dir_name = name or (root.resolve().name if root.is_dir() else root.stem)
     context = ReadContext(shown=str(root), run=dir_name, single=root.is_file(), root=root)
-    pieces = _read_all(_candidate_files(root), context)
+    pieces = _read_all(_candidate_files(root, context.warnings), context)
     warnings, skipped = context.warnings, context.skipped
     if not any(not p.config_only or p.fmt == RUNS_TABLE for p in pieces):
         if root.is_file():

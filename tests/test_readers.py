@@ -106,3 +106,27 @@ def test_a_text_log_of_no_known_format_is_not_called_csv() -> None:
     with pytest.raises(InputError) as err:
         load_run(path)
     assert str(err.value) == f"{path}: not a recognised training log: no Megatron iteration lines or arguments block"
+
+
+def test_a_directory_that_cannot_be_listed_is_said(tmp_path, monkeypatch) -> None:
+    """Issue 18: an unreadable subdirectory was skipped without a warning (unreadable files got one)."""
+    import os
+    import shutil as sh
+
+    from conftest import SAMPLES
+
+    from parsers import load_run
+
+    sh.copytree(SAMPLES / "clean-1.3B", tmp_path / "run")
+    (tmp_path / "run" / "locked").mkdir()
+    scandir = os.scandir
+
+    def refuse(path="."):
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refuse)
+    run = load_run(tmp_path / "run")
+    assert "locked: directory not read (Permission denied)" in run.warnings
+    assert run.metrics.filter(metric="loss").height > 0
