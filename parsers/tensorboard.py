@@ -148,7 +148,8 @@ def _fast_chunk(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[pl.Da
 
 # --- the slow path ------------------------------------------------------------------------------------------------
 def _tensor_scalar(tensor: object) -> float | None:
-    """The value of a rank-0 / one-element numeric TensorProto, else None."""
+    """The value of a rank-0 / one-element numeric TensorProto, else None (also for bytes too short for their
+    dtype, or a half-precision bit pattern beyond 16 bits: damaged, not a value)."""
     dims = [d.size for d in tensor.tensor_shape.dim]  # type: ignore[attr-defined]
     if dims and int(np.prod(dims)) != 1:
         return None
@@ -156,13 +157,19 @@ def _tensor_scalar(tensor: object) -> float | None:
     content = tensor.tensor_content  # type: ignore[attr-defined]
     if content:
         if dtype == _DT_BFLOAT16:  # the high half of a float32
+            if len(content) < 2:
+                return None
             return float((np.frombuffer(content[:2], "<u2").astype(np.uint32) << 16).view("<f4")[0])
-        return float(np.frombuffer(content, _SCALAR_DTYPES[dtype], count=1)[0]) if dtype in _SCALAR_DTYPES else None
+        if dtype not in _SCALAR_DTYPES or len(content) < np.dtype(_SCALAR_DTYPES[dtype]).itemsize:
+            return None
+        return float(np.frombuffer(content, _SCALAR_DTYPES[dtype], count=1)[0])
     for name in ("float_val", "double_val", "int_val", "int64_val"):
         values = getattr(tensor, name)
         if len(values):
             return float(values[0])
     if len(tensor.half_val):  # type: ignore[attr-defined]  fp16 / bf16 bit patterns in int32s
+        if not 0 <= tensor.half_val[0] <= 0xFFFF:  # type: ignore[attr-defined]
+            return None
         bits = np.array([tensor.half_val[0]], np.uint16)  # type: ignore[attr-defined]
         return float(bits.view("<f2")[0]) if dtype == 19 else float((bits.astype(np.uint32) << 16).view("<f4")[0])
     return 0.0 if dtype in (1, 2) else None  # proto3 leaves a zero out

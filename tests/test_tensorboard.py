@@ -166,3 +166,23 @@ def test_a_step_that_goes_back_more_than_once_is_one_restart_each(tmp_path: Path
     assert run.metrics.select("attempt", "step", "value").rows() == [(1, 3, 3.0), (2, 2, 2.0), (3, 1, 1.0)]
     assert run.events.filter(kind="step_regression").select("step", "text").rows() == [
         (2, "loss went back from step 3 to 2"), (1, "loss went back from step 2 to 1")]
+
+
+def test_damaged_tensor_scalars_and_unknown_session_statuses_are_skipped(tmp_path: Path) -> None:
+    """Issue 18: a half_val above 65535, tensor bytes shorter than their dtype and an unknown SessionLog status
+    raised (OverflowError, ValueError); the sound scalars around them are kept."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
+
+    def tensor(step: int, **fields: object) -> bytes:
+        value = summary_pb2.Summary.Value(tag="loss", tensor=tensor_pb2.TensorProto(
+            tensor_shape=tensor_shape_pb2.TensorShapeProto(), **fields))
+        value.metadata.plugin_data.plugin_name = "scalars"
+        return tb.record(event_pb2.Event(wall_time=1.0, step=step, summary=summary_pb2.Summary(value=[value])))
+
+    tb.write(tmp_path / "events.out.tfevents.1.host", tb.version(), tb.scalar("loss", 1.5, 1),
+             tensor(2, dtype=19, half_val=[70000]), tensor(3, dtype=2, tensor_content=b"\x00\x01"),
+             tb.record(event_pb2.Event(wall_time=1.0, step=4, session_log=event_pb2.SessionLog(status=7))),
+             tb.scalar("loss", 1.25, 5))
+    run = load_run(tmp_path)
+    assert run.metrics.filter(metric="loss").select("step", "value").rows() == [(1, 1.5), (5, 1.25)]
+    assert run.events.filter(kind="session_status_unspecified")["text"].to_list() == ["SessionLog status 7 at step 4"]
