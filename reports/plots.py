@@ -10,6 +10,7 @@ timestamp in the PNG metadata).
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -183,7 +184,7 @@ def _overview(plt, loss: pl.DataFrame, run: RunFindings):  # type: ignore[no-unt
     axes[-1, 0].set_xlabel("step")
     others = Line2D([], [], color=_CONTEXT, lw=0.6, label="the other attempts")
     _legend_outside(axes[0, 0], _handles(kinds, resumed, [others]))
-    fig.tight_layout()
+    _tight(fig)
     if lane < 0.6:
         fig.subplots_adjust(hspace=0.15)
     return fig
@@ -204,7 +205,7 @@ def _attempts(plt, run: RunFindings, panels: list[tuple[pl.DataFrame, str, str]]
     lines = {h.get_label(): h for ax in axes[:, 0] for h in ax.get_lines() if not h.get_label().startswith("_")}
     attempts = list(lines.values()) if len(lines) <= LEGEND_ATTEMPTS else []
     _legend_outside(axes[0, 0], _handles(kinds, resumed, attempts))
-    fig.tight_layout()
+    _tight(fig)
     return fig
 
 
@@ -228,7 +229,16 @@ def run_figures(metrics: pl.DataFrame, run: RunFindings) -> dict[str, Any]:
 
 
 def _save(fig, path: Path) -> None:  # type: ignore[no-untyped-def]
-    fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+    with warnings.catch_warnings():  # a glyph the font lacks (a run name in another script) is drawn as a box
+        warnings.simplefilter("ignore", UserWarning)
+        fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+
+
+def _tight(fig: Any) -> None:
+    """``tight_layout`` without its warning on stderr when a figure is too crowded to tighten (it is kept as is)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout()
 
 
 def slug(name: str) -> str:
@@ -302,7 +312,7 @@ def overlay_figures(overlay: pl.DataFrame, markers: dict[str, int | None]) -> di
             handles.append(Line2D([], [], marker="x", color="#555555", ms=8, mew=2, ls="none",
                                   label="diverged or hit NaN"))
         _legend_outside(ax, handles)
-        fig.tight_layout()
+        _tight(fig)
         out[label] = (f"overlay-{metric}-by-{x}", fig)
     return out
 

@@ -209,3 +209,17 @@ def test_long_run_names_are_shortened_in_the_middle():
     short = plots._short(name)
     assert len(short) == plots.LABEL_CHARS and short.startswith("bigscience-") and short.endswith("pp4-1809579")
     assert plots._short("clean-1.3B") == "clean-1.3B"
+
+
+def test_a_crowded_figure_writes_no_library_warning(tmp_path) -> None:
+    """Issue 18: matplotlib's "Tight layout not applied" warning reached stderr on a successful run (27 real
+    Megatron logs read as one run: many attempts, one overview lane each)."""
+    import subprocess
+    import sys
+
+    from conftest import REAL
+
+    done = subprocess.run([sys.executable, "-m", "forensics.cli", "analyze", str(REAL), "-o",
+                           str(tmp_path / "r.md")], capture_output=True, text=True, cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert (tmp_path / "r_files").is_dir()
