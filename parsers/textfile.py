@@ -96,9 +96,36 @@ def safe_yaml(text: str) -> Any:
             return sizes[id(n)]
 
         size(node)
-        return loader.construct_document(node)
+        try:
+            return plain(loader.construct_document(node))
+        except ValueError as exc:  # e.g. an integer of more than 4,300 digits, which Python refuses to read
+            raise yaml.YAMLError(str(exc).split(";")[0]) from None
     finally:
         loader.dispose()
+
+
+def plain(value: Any) -> Any:
+    """A loaded YAML value as JSON can hold it: dates as ISO text, sets as sorted lists, bytes said by their size,
+    integers of more than 300 digits said by their length (Python will not even print them).
+
+    >>> import datetime
+    >>> plain({"when": datetime.date(2024, 1, 1), "tags": {"b", "a"}, "blob": b"hi", "big": 10**400})
+    {'when': '2024-01-01', 'tags': ['a', 'b'], 'blob': '<2 bytes>', 'big': '<an integer of 401 digits>'}
+    """
+    if isinstance(value, dict):
+        return {str(plain(k)) if not isinstance(k, str | int | float | bool) else k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((plain(v) for v in value), key=str)
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 997:  # ~300 digits
+        digits = len(str(abs(value))) if value.bit_length() < 13_000 else int(value.bit_length() * 0.30103) + 1
+        return f"<an integer of {digits} digits>"
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
 
 
 def read_yaml_mapping(path: Path, shown: str, what: str) -> dict:

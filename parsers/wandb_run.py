@@ -81,7 +81,11 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
     config = config_values(log.config)
     summary = dict(log.summary)
     for kind, side in (sidecars or {}).items():
-        loaded = read_config_yaml(side, str(side)) if kind == "config" else read_summary_json(side, str(side))
+        try:
+            loaded = read_config_yaml(side, str(side)) if kind == "config" else read_summary_json(side, str(side))
+        except InputError as exc:  # a bad sidecar costs its own values, not the history
+            parsed.warnings.append(f"{exc}; the run's history was read without it")
+            continue
         (config if kind == "config" else summary).update(loaded)
     summary = summary_values(summary)
     first = history.head(1)

@@ -129,13 +129,16 @@ def test_config_yaml_and_console_log_of_an_online_run(tmp_path: Path) -> None:
     assert any("config ffn_hidden_size differs between sources: 18944" in w and "20480" in w for w in run.warnings)
 
 
-def test_unsafe_yaml_is_refused(tmp_path: Path) -> None:
+def test_unsafe_yaml_is_refused_and_the_history_still_read(tmp_path: Path) -> None:
     run_dir = tmp_path / "offline-run-x"
     shutil.copytree(SPIKE_031, run_dir)
     (run_dir / "files").mkdir()
     (run_dir / "files" / "config.yaml").write_text("wandb_version: 1\nx: !!python/object/apply:os.system ['true']\n")
-    with pytest.raises(InputError, match=r"config\.yaml: cannot read W&B config"):
-        load_run(run_dir)
+    run = load_run(run_dir)
+    assert run.metrics.filter(metric="loss").height > 0
+    said = next(w for w in run.warnings if "config.yaml" in w)
+    assert said.startswith(f"{run_dir / 'files' / 'config.yaml'}: cannot read W&B config (could not determine a "
+                           "constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'")
 
 
 # --- UI chart exports -----------------------------------------------------------------------------------------------
@@ -347,3 +350,24 @@ def test_a_history_with_a_key_called_step_reads_and_claims_no_step_axis(tmp_path
     run = load_run(tmp_path / "history.csv")
     assert run.metrics.filter(pl.col("metric") == "loss")["value"].to_list() == [3.0, 2.5]
     assert STEP_AXIS not in {t["metric"] for t in run.tags}
+
+
+def test_odd_or_broken_config_yaml_keeps_the_run(tmp_path: Path) -> None:
+    """Issue 18: a date, !!binary, !!set or a 5,000-digit integer in config.yaml was an internal error, and a
+    config.yaml that does not parse discarded the whole run; the history is read either way."""
+    source = Path(__file__).parent / "fixtures/real/wandb/jackokeefe11__nanoGPT/wandb/run-20240215_023758-f656tyfr"
+    run_dir = tmp_path / "wandb" / source.name
+    shutil.copytree(source, run_dir)
+    config = run_dir / "files" / "config.yaml"
+    original = config.read_text()
+    loss = load_run(tmp_path).metrics.filter(metric="loss").select("step", "value").rows()
+    config.write_text(original + "when:\n  value: 2024-01-01\nblob:\n  value: !!binary aGk=\ntags:\n  value: !!set {b, a}\n")
+    odd = forensics.analyze(load_run(tmp_path)).runs[0]
+    assert (odd.config["when"], odd.config["blob"], odd.config["tags"]) == ("2024-01-01", "<2 bytes>", ["a", "b"])
+    json.dumps(odd.to_dict())
+    for broken, why in (("big: " + "9" * 5000, "Exceeds the limit (4300 digits) for integer string conversion"),
+                        ("bad: [unclosed", "while parsing a flow sequence")):
+        config.write_text(original + broken + "\n")
+        run = load_run(tmp_path)
+        assert run.metrics.filter(metric="loss").select("step", "value").rows() == loss
+        assert next(w for w in run.warnings if "config.yaml" in w).startswith(f"{config}: cannot read W&B config ({why}")
