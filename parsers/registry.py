@@ -91,7 +91,7 @@ def looks_like(head: bytes, name: str) -> str:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         keys = re.findall(r'"([^"]{1,60})"\s*:', stripped[:2000])
-        with contextlib.suppress(ValueError, TypeError):
+        with contextlib.suppress(ValueError, TypeError, RecursionError):
             whole = json.loads(stripped) if len(head) < HEAD_BYTES else None
             keys = list(whole) if isinstance(whole, dict) else keys
         kind = "JSON lines" if stripped.count("\n{") > 1 else "JSON"

@@ -6,6 +6,7 @@ A file of hundreds of MB is never held in memory whole, neither as Python bytes 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -102,6 +103,21 @@ def safe_yaml(text: str) -> Any:
             raise yaml.YAMLError(str(exc).split(";")[0]) from None
     finally:
         loader.dispose()
+
+
+def json_value(text: str | bytes) -> Any:
+    """``json.loads``, with nesting too deep for Python's decoder a ``ValueError`` like any other bad JSON.
+
+    >>> json_value('{"loss": 2.5}'), json_value("NaN")
+    ({'loss': 2.5}, nan)
+    >>> json_value("[" * 100_000 + "]" * 100_000)
+    Traceback (most recent call last):
+    ValueError: nested too deeply to read
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
 
 
 def plain(value: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from parsers import schema as s
-from parsers.textfile import InputError
+from parsers.textfile import InputError, json_value
 from parsers.wandb_history import config_frame, history_log, metric_names, number, read_csv_text, sampling_note
 
 CHART, RUNS_TABLE, HISTORY = "wandb-chart", "wandb-runs-table", "wandb-history"
@@ -154,7 +154,7 @@ def _cell_value(text: str | None) -> Any:
     if text is None or text == "":
         return None
     try:
-        return json.loads(text)
+        return json_value(text)
     except ValueError:
         return text
 

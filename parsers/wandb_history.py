@@ -14,7 +14,7 @@ import polars as pl
 
 from parsers import schema as s
 from parsers.metric_names import canonical
-from parsers.textfile import InputError
+from parsers.textfile import InputError, json_value
 
 HISTORY_META = ("_step", "_runtime", "_timestamp")
 # keys runs log as their own training step, most specific first (W&B's _step counts log calls instead)
@@ -222,9 +222,9 @@ def read_history_file(path: Path, shown: str, warnings: list[str] | None = None)
             structs = [c for c, t in wide.schema.items() if isinstance(t, pl.Struct)]
             return wide.unnest(*structs, separator=".") if structs else wide
         if suffix in {".jsonl", ".ndjson"} or path.name == "wandb-history.jsonl":
-            rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            rows = _json_lines(path, shown, warnings)
         elif suffix == ".json":
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json_value(path.read_text(encoding="utf-8"))
             rows = data if isinstance(data, list) else _columns_to_rows(data)
         else:
             return read_csv_text(path, shown, warnings)
@@ -234,6 +234,22 @@ def read_history_file(path: Path, shown: str, warnings: list[str] | None = None)
     keys = list(dict.fromkeys(k for r in rows for k in r))
     columns = {k: [_cell(r.get(k)) for r in rows] for k in keys}
     return pl.DataFrame(columns, schema=dict.fromkeys(keys, pl.String))
+
+
+def _json_lines(path: Path, shown: str, warnings: list[str] | None) -> list[Any]:
+    """Every sound line of a JSON-lines file; the others (a cut last line, a damaged one) are counted in a warning."""
+    rows, bad = [], []
+    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json_value(line))
+            except ValueError:
+                bad.append(n)
+    if bad and warnings is not None:
+        warnings.append(f"{shown}: {len(bad)} line(s) that are not JSON were skipped (first: line {bad[0]})")
+    if bad and not rows:
+        raise ValueError(f"no line is JSON (line {bad[0]} first)")
+    return rows
 
 
 def _columns_to_rows(data: dict[str, Any]) -> list[dict[str, Any]]:

@@ -12,7 +12,6 @@ the damage is kept.
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 import zlib
@@ -23,7 +22,7 @@ from typing import Any
 import polars as pl
 from google.protobuf.message import DecodeError
 
-from parsers.textfile import InputError, read_all
+from parsers.textfile import InputError, json_value, read_all
 from parsers.wandb_proto import Record
 
 MAGIC = b":W&B\xe1\xbe\x00"
@@ -90,7 +89,7 @@ def _key(item: Any) -> str:
 
 def _json(text: str) -> Any:
     try:
-        return json.loads(text)
+        return json_value(text)
     except ValueError:
         return text
 

@@ -18,7 +18,7 @@ import yaml
 from parsers import schema as s
 from parsers.megatron import DETECT, PDSH_CMD, parse_megatron
 from parsers.reader import Piece, ReadContext
-from parsers.textfile import InputError, TextFile, inspect_text, safe_yaml, scan_blocks
+from parsers.textfile import InputError, TextFile, inspect_text, json_value, safe_yaml, scan_blocks
 from parsers.wandb_history import config_frame, flatten, history_log
 from parsers.wandb_log import config_values, is_wandb_log, read_wandb_log
 
@@ -47,7 +47,7 @@ def _expand_objects(history: pl.DataFrame) -> pl.DataFrame:
     rows: dict[str, list[Any]] = {"step": [], "key": [], "value_json": [], "wall_time": [], "row": []}
     for step, key, text, wall, row in objects.select(*rows).iter_rows():
         try:
-            value = json.loads(text)
+            value = json_value(text)
         except ValueError:
             continue
         for leaf, v in flatten({key: value}).items():
@@ -161,7 +161,7 @@ def summary_values(summary: dict[str, Any]) -> dict[str, Any]:
 def read_summary_json(path: Path, shown: str) -> dict[str, Any]:
     """``wandb-summary.json``: the run's final summary as written (NaN and Infinity allowed)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        data = json_value(path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, ValueError) as exc:
         raise InputError(f"{shown}: cannot read W&B summary ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):

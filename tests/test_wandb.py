@@ -323,9 +323,14 @@ def test_chart_header_without_rows(tmp_path: Path) -> None:
 
 
 def test_broken_json_history(tmp_path: Path) -> None:
+    """A JSON-lines history cut short keeps its sound lines (issue 18); one with no sound line is refused."""
     (tmp_path / "h.jsonl").write_text('{"_step": 0, "loss": 1.0}\n{"_step": 1, "loss": ')
-    with pytest.raises(InputError, match=r"h\.jsonl: cannot read W&B history"):
-        load_run(tmp_path / "h.jsonl")
+    run = load_run(tmp_path / "h.jsonl")
+    assert run.metrics.filter(metric="loss").select("step", "value").rows() == [(0, 1.0)]
+    assert run.warnings == [f"{tmp_path / 'h.jsonl'}: 1 line(s) that are not JSON were skipped (first: line 2)"]
+    (tmp_path / "cut.jsonl").write_text('{"_step": 1, "loss": ')
+    with pytest.raises(InputError, match=r"cut\.jsonl: cannot read W&B history \(no line is JSON \(line 1 first\)\)"):
+        load_run(tmp_path / "cut.jsonl")
 
 
 def test_several_runs_need_load_runs() -> None:
@@ -371,3 +376,23 @@ def test_odd_or_broken_config_yaml_keeps_the_run(tmp_path: Path) -> None:
         run = load_run(tmp_path)
         assert run.metrics.filter(metric="loss").select("step", "value").rows() == loss
         assert next(w for w in run.warnings if "config.yaml" in w).startswith(f"{config}: cannot read W&B config ({why}")
+
+
+def test_json_nested_too_deep_or_a_bad_jsonl_line_loses_only_itself(tmp_path: Path) -> None:
+    """Issue 18: JSON nested thousands deep was a RecursionError (an internal error), and one bad line of a JSON-lines
+    history rejected the whole file."""
+    deep = "[" * 100_000 + "]" * 100_000
+    history = tmp_path / "jsonl" / "history.jsonl"
+    history.parent.mkdir()
+    history.write_text(f'{{"_step": 1, "loss": 1.0}}\n{{"_step": 2, "loss": {deep}}}\n{{"_step": 3, "loss": 0.5}}\n'
+                       '{"_step": 4, "loss": 0.4')  # and a last line cut short
+    run = load_run(history.parent)
+    assert run.metrics.filter(metric="loss").select("step", "value").rows() == [(1, 1.0), (3, 0.5)]
+    assert run.warnings == ["history.jsonl: 2 line(s) that are not JSON were skipped (first: line 2)"]
+    source = Path(__file__).parent / "fixtures/real/wandb/jackokeefe11__nanoGPT/wandb/run-20240215_023758-f656tyfr"
+    run_dir = tmp_path / "run" / "wandb" / source.name
+    shutil.copytree(source, run_dir)
+    summary = run_dir / "files" / "wandb-summary.json"
+    summary.write_text(f'{{"a": {deep}}}')
+    said = next(w for w in load_run(tmp_path / "run").warnings if "wandb-summary.json" in w)
+    assert said == f"{summary}: cannot read W&B summary (nested too deeply to read); the run's history was read without it"
