@@ -833,9 +833,17 @@ def typed_value(text: str) -> object:
     if text in ("None", "True", "False") or text[:1] in "-+.0123456789[({'\"":
         try:
             return ast.literal_eval(text)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # TypeError: {[1]: 2}
             return text
     return text
+
+
+def _typed_json(text: str) -> str:
+    """An argument's typed value as JSON; its text when the value has no JSON form (``{(1, 2): 3}``)."""
+    try:
+        return json.dumps(typed_value(text), default=str)
+    except (TypeError, ValueError):
+        return json.dumps(text)
 
 
 _ANSI = re.compile(p.ANSI)
@@ -891,5 +899,5 @@ def _configs(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:
     known = kv.filter((pl.col("key") == "train_iters") & (pl.col("value") != "None")).select("attempt")
     totals = totals.join(known, on="attempt", how="anti")
     kv = pl.concat([kv.filter(~((pl.col("key") == "train_iters") & (pl.col("value") == "None"))), totals])
-    typed = [json.dumps(typed_value(v), default=str) for v in kv["value"].to_list()]
+    typed = [_typed_json(v) for v in kv["value"].to_list()]
     return kv.with_columns(typed=pl.Series(typed, dtype=pl.String))

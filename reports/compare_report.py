@@ -14,6 +14,7 @@ from forensics.comparison import Comparison, RunRow
 from forensics.configs import differing_keys, show_value
 from forensics.findings import FAILED_OUTCOMES, Outcome, shown
 from reports.escape import md
+from reports.json_report import strict
 from reports.markdown import config_diff_table
 
 HEADERS = ("run", "sources", "steps", "outcome", "first anomaly", "spikes", "spike score", "min loss",
@@ -73,7 +74,7 @@ def cells(row: RunRow, comparison: Comparison) -> list[str]:
 
 def render_compare_json(comparison: Comparison) -> str:
     """The comparison as strict, deterministic JSON (``schema_version`` as the analysis JSON)."""
-    return json.dumps(comparison.to_dict(), indent=2, allow_nan=False, default=str) + "\n"
+    return json.dumps(strict(comparison.to_dict()), indent=2, allow_nan=False, default=str) + "\n"
 
 
 def _separation(comparison: Comparison) -> list[str]:

@@ -3,8 +3,25 @@
 from __future__ import annotations
 
 import json
+import math
+from typing import Any
 
 from forensics.findings import Findings
+
+
+def strict(value: Any) -> Any:
+    """``value`` with every non-finite float (anywhere: a config value of 1e400, a NaN setting) as None.
+
+    >>> strict({"a": [1.0, float("nan")], "b": float("inf")})
+    {'a': [1.0, None], 'b': None}
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict(v) for v in value]
+    return value
 
 
 def render_json(findings: Findings) -> str:
@@ -14,4 +31,4 @@ def render_json(findings: Findings) -> str:
     >>> render_json(Findings(runs=[]))
     '{\\n  "schema_version": 2,\\n  "runs": []\\n}\\n'
     """
-    return json.dumps(findings.to_dict(), indent=2, allow_nan=False, default=str) + "\n"
+    return json.dumps(strict(findings.to_dict()), indent=2, allow_nan=False, default=str) + "\n"

@@ -96,3 +96,29 @@ def test_carriage_returns_alone_end_lines(tmp_path: Path) -> None:
     assert got.metrics.filter(metric="loss").select("step", "value").rows() == [(10, 2.5), (20, 2.5)]
     assert got.warnings == []
     assert got.metrics.drop("source").equals(load_run(lf).metrics.drop("source"))
+
+
+def test_odd_argument_values_do_not_break_the_model_check_or_the_json(tmp_path: Path) -> None:
+    """Issue 18: literal-eval results that are unhashable or not JSON keys, non-finite and huge numbers in the
+    arguments used by the shape check."""
+    import json
+
+    import forensics
+
+    log = tmp_path / "args.log"
+    log.write_text("\n".join([
+        "------------------------ arguments ------------------------",
+        "  seq_length ...................................... 1e400",
+        "  hidden_size ..................................... {[1]: 2}",
+        "  num_layers ...................................... " + "9" * 400,
+        "  ffn_hidden_size ................................. {(1, 2): 3}",
+        "  num_attention_heads ............................. nan",
+        "-------------------- end of arguments ---------------------",
+        _ITERATION, _ITERATION.replace("iteration       10", "iteration       20"), ""]))
+    import reports
+
+    findings = forensics.analyze(load_run(log))
+    assert [a.end_step for a in findings.runs[0].attempts] == [20]
+    doc = json.loads(reports.render(findings, "json"))
+    assert doc["runs"][0]["config"]["hidden_size"] == "{[1]: 2}"  # kept as printed: it has no typed value
+    assert doc["runs"][0]["config"]["ffn_hidden_size"] == "{(1, 2): 3}"
