@@ -59,12 +59,11 @@ def analyze(
     """
     import reports
     from forensics.analysis import analyze_path
-    from parsers import InputError
+    from reports.files import check_format, refuse_inside
 
-    if fmt not in reports.FORMATS:
-        raise InputError(f"--format {fmt}: unknown format (choose from {', '.join(reports.FORMATS)})")
+    check_format(fmt)
     if output is not None:
-        _refused(output, [run_dir])  # before anything is read
+        refuse_inside(output, [run_dir])  # before anything is read
     analysis = analyze_path(run_dir)
     if output is None:
         sys.stdout.write(reports.render(analysis.findings, fmt))
@@ -95,13 +94,12 @@ def compare(
     """
     import reports
     from forensics.compare import compare_runs
-    from parsers import InputError
+    from reports.files import check_format, refuse_inside
     from reports.terminal import print_comparison, progress
 
-    if fmt not in reports.FORMATS:
-        raise InputError(f"--format {fmt}: unknown format (choose from {', '.join(reports.FORMATS)})")
+    check_format(fmt)
     if output is not None:
-        _refused(output, runs)
+        refuse_inside(output, runs)
     with progress() as advance:
         result = compare_runs(runs, baseline=baseline, jobs=jobs, cache=(cache_dir or True) if cache else False,
                               progress=advance)
@@ -126,8 +124,9 @@ def export(
 
     from parsers import InputError, load_runs, write_frames
     from reports.escape import terminal
+    from reports.files import refuse_inside
 
-    _refused(output, [run_dir])
+    refuse_inside(output, [run_dir])
     runs = load_runs(run_dir)
     try:
         written = write_frames(runs, output)
@@ -135,16 +134,6 @@ def export(
         raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
     Console(highlight=False).print(terminal(f"{len(runs)} run(s) exported to {output} ({len(written)} files): "
                                         + ", ".join(r.name for r in runs)))
-
-
-def _refused(output: Path, read: list[Path]) -> None:
-    """Raise before anything is read when ``output`` lies inside what will be read (see :func:`reports.files.inside`)."""
-    from parsers import InputError
-    from reports.files import inside
-
-    for path in read:
-        if path.exists() and inside(output, path):
-            raise InputError(f"{output}: inside {path}, the run being read; forensics never writes into what it reads")
 
 
 def _fail(message: str) -> None:

@@ -45,18 +45,27 @@ def write(result: Analysis | Compared, output: str | Path, fmt: str = "markdown"
     sample_logs/clean-1.3B/report.md: inside sample_logs/clean-1.3B, the run being read; forensics never writes ...
     """
     output = Path(output)
-    if fmt not in FORMATS:
-        raise InputError(f"--format {fmt}: unknown format (choose from {', '.join(FORMATS)})")
-    read = [Path(p) for p in (*protect, *([result.read] if getattr(result, "read", None) else []))]
-    for path in read:
-        if path.exists() and inside(output, path):
-            raise InputError(f"{output}: inside {path}, the run being read; forensics never writes into what it reads")
+    check_format(fmt)
+    refuse_inside(output, [*protect, *([result.read] if getattr(result, "read", None) else [])])
     try:
         if hasattr(result, "findings"):
             return write_report(result.findings, result.metrics, output, fmt, plots)
         return write_comparison(result.comparison, result.overlay, output, fmt, plots)
     except OSError as exc:
         raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
+
+
+def check_format(fmt: str) -> None:
+    """Raise :class:`parsers.InputError` unless ``fmt`` is one of :data:`FORMATS`."""
+    if fmt not in FORMATS:
+        raise InputError(f"--format {fmt}: unknown format (choose from {', '.join(FORMATS)})")
+
+
+def refuse_inside(output: str | Path, read: Iterable[str | Path]) -> None:
+    """Raise :class:`parsers.InputError` when ``output`` lies inside any path in ``read`` (see :func:`inside`)."""
+    for path in map(Path, read):
+        if path.exists() and inside(Path(output), path):
+            raise InputError(f"{output}: inside {path}, the run being read; forensics never writes into what it reads")
 
 
 def inside(child: Path, parent: Path) -> bool:
