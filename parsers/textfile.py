@@ -232,7 +232,9 @@ def scan_blocks(info: TextFile, block_bytes: int = _SCAN_BLOCK_BYTES) -> Iterato
     for block in read_blocks(info.path, info.shown, block_bytes):
         _note_damage(info, block, offset)
         offset += len(block)
-        if b"\r" in block:  # a carriage return alone ends a line too (old Mac files, progress bars redrawn in place)
+        # a carriage return alone ends a line too (old Mac files, progress bars redrawn in place); CRLF files, where
+        # every CR is followed by LF, skip the regex pass
+        if b"\r" in block and block.count(b"\r") != block.count(b"\r\n"):
             block = _LONE_CR.sub(b"\n", block)
         ends_with_newline = block.endswith(b"\n")
         if b"\x00" in block or SEPARATOR.encode() in block:
