@@ -142,12 +142,12 @@ def read_wandb_log(path: str | Path, shown: str) -> WandbLog:
     if not is_wandb_log(buf):
         raise InputError(f"{shown}: not a W&B run log (no ':W&B' header)")
     warnings: list[str] = []
-    steps: list[int] = []
     keys: list[str] = []
     values: list[str] = []
-    times: list[float | None] = []
     rows: list[int] = []
-    n_rows = 0
+    row_steps: list[str | None] = []  # per history row: the _step text, the record's step number, _timestamp
+    row_nums: list[int | None] = []
+    row_stamps: list[str | None] = []
     log = WandbLog(history=pl.DataFrame())
     record = Record()
     for payload in _chunks(buf, shown, warnings):
@@ -158,23 +158,19 @@ def read_wandb_log(path: str | Path, shown: str) -> WandbLog:
             continue
         if record.HasField("history"):
             items = {_key(i): i.value_json for i in record.history.item}
-            step_text = items.pop("_step", None)
-            step = int(float(step_text)) if step_text is not None else int(record.history.step.num)
-            stamp = items.pop("_timestamp", None)
-            wall = float(stamp) if stamp is not None else None
+            n = len(row_steps)
+            row_steps.append(items.pop("_step", None))
+            row_nums.append(record.history.step.num if record.history.HasField("step") else None)
+            row_stamps.append(items.pop("_timestamp", None))
             items.pop("_runtime", None)
-            for key, value in items.items():
-                steps.append(step)
-                keys.append(key)
-                values.append(value)
-                times.append(wall)
-                rows.append(n_rows)
-            n_rows += 1
+            keys.extend(items)
+            values.extend(items.values())
+            rows.extend([n] * len(items))
         elif record.HasField("summary"):
             _fold(record.summary.update, log.summary, record.summary.remove)
         elif record.HasField("config"):
             _fold(record.config.update, log.config, record.config.remove)
-            _note_config(log, n_rows)
+            _note_config(log, len(row_steps))
         elif record.HasField("run"):
             run = record.run
             log.run_id, log.display_name, log.project = run.run_id, run.display_name, run.project
@@ -183,7 +179,7 @@ def read_wandb_log(path: str | Path, shown: str) -> WandbLog:
                 log.start_time = run.start_time.seconds + run.start_time.nanos / 1e9
             _fold(run.config.update, log.config)
             _fold(run.summary.update, log.summary)
-            _note_config(log, n_rows)
+            _note_config(log, len(row_steps))
         elif record.HasField("exit"):
             log.exit_code, log.runtime = record.exit.exit_code, record.exit.runtime or None
         elif record.HasField("metric") and record.metric.step_metric:
@@ -192,12 +188,55 @@ def read_wandb_log(path: str | Path, shown: str) -> WandbLog:
             log.console.append(record.output_raw.line)
     log.config = {k: _json(v) for k, v in log.config.items() if k != "_wandb"}
     log.summary = {k: _json(v) for k, v in log.summary.items() if k != "_wandb"}
-    log.history = pl.DataFrame(
-        {"step": steps, "key": keys, "value_json": values, "wall_time": times, "row": rows},
-        schema={"step": pl.Int64, "key": pl.String, "value_json": pl.String, "wall_time": pl.Float64, "row": pl.Int64},
+    row_meta = _row_steps(row_steps, row_nums, row_stamps, shown, warnings)
+    log.history = (
+        pl.DataFrame({"key": keys, "value_json": values, "row": rows},
+                     schema={"key": pl.String, "value_json": pl.String, "row": pl.Int64})
+        .join(row_meta, on="row", how="inner", maintain_order="left")
+        .select("step", "key", "value_json", "wall_time", "row")
     )
     log.warnings = warnings
     return log
+
+
+def _row_steps(steps: list[str | None], nums: list[int | None], stamps: list[str | None], shown: str,
+               warnings: list[str]) -> pl.DataFrame:
+    """Each history row's step and wall time (``row, step, wall_time``), checked: ``_step`` must be a finite number
+    within 64 bits (else the record's own step number is used, else the row is left out with a warning), and a
+    ``_timestamp`` that is not a finite number leaves the row's wall time unknown (with a warning).
+
+    >>> w = []
+    >>> _row_steps(["0", "null", "1e30", '"x"'], [None, 1, None, None], ["1.7e9", "NaN", "5", "now"], "f", w).rows()
+    [(0, 0, 1700000000.0), (1, 1, None)]
+    >>> w  # doctest: +NORMALIZE_WHITESPACE
+    ['f: _step is not a step number (e.g. 1e30) in 2 history rows; left out',
+     'f: _timestamp is not a time (e.g. NaN) in 1 history row; wall time unknown there']
+    """
+    meta = pl.DataFrame({"text": steps, "num": nums, "stamp": stamps},
+                        schema={"text": pl.String, "num": pl.Int64, "stamp": pl.String}).with_row_index("row")
+    value = pl.col("text").cast(pl.Float64, strict=False)
+    sound = value.is_finite() & (value.abs() < 2.0**63)
+    time = pl.col("stamp").cast(pl.Float64, strict=False)
+    meta = meta.with_columns(
+        step=pl.when(sound).then(value.cast(pl.Int64, strict=False)).otherwise(pl.col("num")),
+        wall_time=pl.when(time.is_finite()).then(time),
+        bad_time=pl.col("stamp").is_not_null() & ~time.is_finite().fill_null(False),
+    )
+    lost = meta.filter(pl.col("step").is_null())
+    if lost.height:
+        example = lost["text"].drop_nulls().head(1).to_list()
+        warnings.append(f"{shown}: _step is not a step number{f' (e.g. {example[0][:40]})' if example else ''}"
+                        f" in {_rows(lost.height)}; left out")
+    meta = meta.filter(pl.col("step").is_not_null())
+    bad_time = meta.filter("bad_time")
+    if bad_time.height:
+        warnings.append(f"{shown}: _timestamp is not a time (e.g. {bad_time['stamp'][0][:40]})"
+                        f" in {_rows(bad_time.height)}; wall time unknown there")
+    return meta.select(pl.col("row").cast(pl.Int64), "step", "wall_time")
+
+
+def _rows(n: int) -> str:
+    return f"{n} history row{'' if n == 1 else 's'}"
 
 
 def _note_config(log: WandbLog, n_rows: int) -> None:

@@ -396,3 +396,24 @@ def test_json_nested_too_deep_or_a_bad_jsonl_line_loses_only_itself(tmp_path: Pa
     summary.write_text(f'{{"a": {deep}}}')
     said = next(w for w in load_run(tmp_path / "run").warnings if "wandb-summary.json" in w)
     assert said == f"{summary}: cannot read W&B summary (nested too deeply to read); the run's history was read without it"
+
+
+def test_history_rows_with_odd_step_or_timestamp_lose_only_themselves(tmp_path: Path) -> None:
+    from tests.wandb_writer import history, run_record, write
+
+    run = tmp_path / "run"
+    run.mkdir()
+    odd = [("0", "1.7e9"), ("null", "1"), ('""', "2"), ('"abc"', "3"), ("NaN", "4"), ("Infinity", "5"),
+           ("1e30", "6"), ("9223372036854775808", "7"), ("5", "nan"), ("6", '"noon"'), ("7", "8")]
+    records = [history({"_step": step, "_timestamp": stamp, "loss": f"{2 + i / 100}"}) for i, (step, stamp) in
+               enumerate(odd)]
+    records.append(history({"_step": "oops", "loss": "3.5"}, step=9))  # the record's own step number stands in
+    write(run / "run-abc.wandb", [run_record(run_id="abc", project="p"), *records])
+    [parsed] = load_runs(run)
+    loss = parsed.metrics.filter(pl.col("metric") == "loss")
+    assert loss.select("step", "value", "wall_time").rows() == [
+        (0, 2.0, 1.7e9), (5, 2.08, None), (6, 2.09, None), (7, 2.1, 8.0), (9, 3.5, None)]
+    assert parsed.warnings == [
+        "run-abc.wandb: _step is not a step number (e.g. null) in 7 history rows; left out",
+        "run-abc.wandb: _timestamp is not a time (e.g. nan) in 2 history rows; wall time unknown there"]
+    assert forensics.analyze(parsed).runs[0].name == "abc"
