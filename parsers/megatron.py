@@ -186,13 +186,13 @@ def learn_layout(text: TextFile, prefix: str) -> Layout | None:
     for n, block in enumerate(read_blocks(text.path, text.shown)):
         starts: set[int] = set()
         for found in _CORE.finditer(block):
-            starts.add(block.rfind(b"\n", 0, found.start()) + 1)
+            starts.add(max(block.rfind(b"\n", 0, found.start()), block.rfind(b"\r", 0, found.start())) + 1)
             if len(starts) >= _SAMPLE_LINES:
                 break
         for start in sorted(starts):
-            end = block.find(b"\n", start)
-            raw = block[start : end if end >= 0 else len(block)].replace(b"\x00", b"")
-            lines.append(raw.replace(SEPARATOR.encode(), b" ").decode("utf-8", errors="replace").rstrip("\r"))
+            end = min((i for i in (block.find(b"\n", start), block.find(b"\r", start)) if i >= 0), default=len(block))
+            raw = block[start:end].replace(b"\x00", b"")
+            lines.append(raw.replace(SEPARATOR.encode(), b" ").decode("utf-8", errors="replace"))
         if len(lines) >= _SAMPLE_LINES or n + 1 >= _SAMPLE_BLOCKS:
             break
     return common_layout(lines, prefix)
@@ -734,7 +734,7 @@ def _iteration_events(iters: pl.DataFrame, cut: pl.DataFrame, text: TextFile, pr
           for m in wanted],
     )
     wide = wide.join(cut, on="line", how="left", maintain_order="left").with_columns(
-        has_loss=pl.col(s.LOSS).is_not_null(), cut=pl.col("past").is_not_null(), text=pl.coalesce("text", "cut_text")
+        has_loss=pl.col(s.LOSS).is_not_null(), cut=pl.col("past").is_not_null(), text=s.coalesce_text("text", "cut_text")
     )
     # a cut line still shows a missing loss when it was cut after the place where the loss is printed
     missing = wide.filter(~pl.col("has_loss") & (~pl.col("cut") | pl.col("past"))).select(
@@ -759,7 +759,7 @@ def _iteration_events(iters: pl.DataFrame, cut: pl.DataFrame, text: TextFile, pr
         return out
     texts = _lines_at(text, prefix, unread).select("line", read=pl.col("text"))
     out = out.join(texts, on="line", how="left", maintain_order="left")
-    return out.with_columns(text=pl.coalesce("text", "read")).drop("read")
+    return out.with_columns(s.coalesce_text("text", "read")).drop("read")
 
 
 # --- other lines --------------------------------------------------------------------------------------------------

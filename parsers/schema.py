@@ -154,6 +154,20 @@ def format_text(template: str, *columns: str | pl.Expr) -> pl.Expr:
     return pl.concat_str(parts)
 
 
+def coalesce_text(first: str, second: str) -> pl.Expr:
+    """``pl.coalesce(first, second)`` for text columns, built so that no row copies a whole string buffer: polars
+    2.1's ``coalesce`` (and ``when/then/otherwise``) of two text columns, one gathered by a join, copies the gathered
+    column's buffer into every row (a 1 MB line in a 1,000-row frame cost 1 GB).
+
+    >>> frame = pl.DataFrame({"a": ["x", None, None], "b": ["y", "z", None]})
+    >>> frame.select(coalesce_text("a", "b")).to_series().to_list()
+    ['x', 'z', None]
+    """
+    a, b = pl.col(first), pl.col(second)
+    either = pl.concat_str(a, pl.when(a.is_null()).then(b), ignore_nulls=True)
+    return pl.when(a.is_null() & b.is_null()).then(None).otherwise(either).alias(first)
+
+
 def conform(frame: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """Select and cast ``frame`` to ``schema`` (missing columns become nulls), in schema order."""
     return frame.select(

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 
@@ -22,6 +22,7 @@ SEPARATOR = "\x1f"  # a control byte that does not occur in logs: each line beco
 _BLOCK_BYTES = 4 << 20
 _SCAN_BLOCK_BYTES = 16 << 20  # per Polars query: fewer, larger blocks cost less time, smaller ones less memory
 _BINARY_SNIFF_BYTES = 8192
+MAX_LINE_BYTES = 1 << 20  # a longer line is junk, not a log line: only its head is read
 
 
 @dataclass
@@ -38,6 +39,10 @@ class TextFile:
     first_bad_utf8: int | None = None
     ends_with_newline: bool = True
     lines: int = 0  # how many lines :func:`scan_blocks` read
+    long_lines: list[tuple[int, int]] = field(default_factory=list)  # (byte, length) of lines cut to their head
+
+    def note_long_line(self, byte: int, length: int) -> None:
+        self.long_lines.append((byte, length))
 
     def damage(self) -> list[str]:
         """Warnings about the damage found so far (complete once the lines have been read)."""
@@ -49,6 +54,14 @@ class TextFile:
             )
         if self.has_nul:
             warnings.append(f"{self.shown}: NUL bytes in the file (damaged or partly overwritten); they were removed")
+        if self.long_lines:
+            n, (byte, length) = len(self.long_lines), self.long_lines[0]
+            longest = max(length for _, length in self.long_lines)
+            where = (f"{length:,} bytes, at byte {byte:,}" if n == 1
+                     else f"the longest {longest:,} bytes, the first at byte {byte:,}")
+            warnings.append(f"{self.shown}: {n} line{'s' if n > 1 else ''} longer than {MAX_LINE_BYTES >> 20} MiB"
+                            f" ({where}); only {'their' if n > 1 else 'its'} first {MAX_LINE_BYTES >> 20} MiB"
+                            " was read")
         return warnings
 
 
@@ -165,22 +178,98 @@ def read_all(path: Path) -> bytes:
         raise _oserror(path, exc) from None
 
 
-def read_blocks(path: Path, shown: str | None = None, block_bytes: int = _BLOCK_BYTES) -> Iterator[bytes]:
-    """The file's bytes in blocks that end at a newline (except the last), so no line or character is split.
+def read_blocks(path: Path, shown: str | None = None, block_bytes: int = _BLOCK_BYTES,
+                info: TextFile | None = None) -> Iterator[bytes]:
+    r"""The file's bytes in blocks that end at a line end (except the last), so no line or character is split.
 
-    A block's cut-off last line is read again at the start of the next one (a seek back, not a copy).
+    A block's cut-off last line is read again at the start of the next one (a seek back, not a copy). A line longer
+    than :data:`MAX_LINE_BYTES` keeps only its head (noted in ``info``), so memory stays bounded whatever the
+    line lengths: such a line is junk (a dumped array, a binary blob, a corrupted stretch), not a log line.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "log.txt"
+    >>> _ = path.write_bytes(b"loss 2.5\n" + b"x" * (3 << 20) + b"\r\nloss 2.4\n")
+    >>> info = TextFile(path, "log.txt")
+    >>> [len(line) for block in read_blocks(path, block_bytes=1 << 20, info=info) for line in block.splitlines()]
+    [8, 1048576, 8]
+    >>> info.damage()
+    ['log.txt: 1 line longer than 1 MiB (3,145,728 bytes, at byte 9); only its first 1 MiB was read']
     """
     try:
         with path.open("rb") as f:
-            while block := f.read(block_bytes):
-                while (cut := block.rfind(b"\n") + 1) == 0 and (more := f.read(block_bytes)):
-                    block += more  # a line longer than a block
+            while True:
+                start = f.tell()
+                if not (block := f.read(block_bytes)):
+                    break
+                while (cut := _last_line_end(block)) == 0:
+                    if len(block) > MAX_LINE_BYTES:  # one line, and too long: keep its head, skip to its end
+                        block = _long_line_head(f, block, block_bytes, start, info)
+                        cut = len(block)
+                        break
+                    if not (more := f.read(block_bytes)):
+                        break
+                    block += more
                 if 0 < cut < len(block):
                     f.seek(cut - len(block), os.SEEK_CUR)
                     block = block[:cut]
+                if len(block) > MAX_LINE_BYTES // 2:
+                    block = _cap_lines(block, start, info)
                 yield block
     except OSError as exc:
         raise _oserror(shown or path, exc) from None
+
+
+def _last_line_end(block: bytes) -> int:
+    """Where ``block``'s last complete line ends (0: it holds none). A CR alone ends a line too, unless it is the
+    block's last byte (the first half of a CRLF, maybe)."""
+    cut = block.rfind(b"\n") + 1
+    return cut or block.rfind(b"\r", 0, len(block) - 1) + 1
+
+
+def _long_line_head(f: BinaryIO, block: bytes, block_bytes: int, start: int, info: TextFile | None) -> bytes:
+    """The first :data:`MAX_LINE_BYTES` of a line that fills ``block`` and goes on, with its line end; the file is
+    left after that line end."""
+    head, length = block[:MAX_LINE_BYTES], len(block)
+    while more := f.read(block_bytes):
+        ends = [i for i in (more.find(b"\n"), more.find(b"\r")) if i >= 0]
+        if not ends:
+            length += len(more)
+            continue
+        end = min(ends)
+        length += end
+        stop = end + 1 + (more[end:end + 2] == b"\r\n")
+        f.seek(stop - len(more), os.SEEK_CUR)
+        head += more[end:stop]
+        break
+    if info is not None:
+        info.note_long_line(start, length)
+    return head
+
+
+def _cap_lines(block: bytes, start: int, info: TextFile | None) -> bytes:
+    """``block`` with each line longer than :data:`MAX_LINE_BYTES` cut to that length. A quick look first: a line
+    that long spans a whole aligned window of half that length with no line end in it."""
+    window = MAX_LINE_BYTES // 2
+    if all(block.find(b"\n", i, i + window) >= 0 or block.find(b"\r", i, i + window) >= 0
+           for i in range(0, len(block) - window + 1, window)):
+        return block
+    import numpy as np
+
+    raw = np.frombuffer(block, dtype=np.uint8)
+    ends = np.flatnonzero((raw == 10) | (raw == 13))
+    starts = np.concatenate(([0], ends + 1))
+    stops = np.concatenate((ends, [len(block)]))
+    long = np.flatnonzero(stops - starts > MAX_LINE_BYTES)
+    if not len(long):
+        return block
+    pieces, pos = [], 0
+    for n in long.tolist():
+        head_end = int(starts[n]) + MAX_LINE_BYTES
+        pieces += [block[pos:head_end]]
+        pos = int(stops[n])
+        if info is not None:
+            info.note_long_line(start + int(starts[n]), int(stops[n] - starts[n]))
+    return b"".join([*pieces, block[pos:]])
 
 
 def inspect_text(
@@ -229,7 +318,8 @@ def scan_blocks(info: TextFile, block_bytes: int = _SCAN_BLOCK_BYTES) -> Iterato
     NUL bytes are removed and the separator byte becomes a space; invalid UTF-8 is replaced.
     """
     first, offset, ends_with_newline = 1, 0, True
-    for block in read_blocks(info.path, info.shown, block_bytes):
+    info.long_lines.clear()
+    for block in read_blocks(info.path, info.shown, block_bytes, info):
         _note_damage(info, block, offset)
         offset += len(block)
         # a carriage return alone ends a line too (old Mac files, progress bars redrawn in place); CRLF files, where

@@ -98,6 +98,43 @@ def test_carriage_returns_alone_end_lines(tmp_path: Path) -> None:
     assert got.metrics.drop("source").equals(load_run(lf).metrics.drop("source"))
 
 
+def test_carriage_return_logs_learn_their_layout_from_lines_not_the_whole_block(tmp_path: Path) -> None:
+    """A CR-only log was sampled for its layout as one line (the whole block): a 365 KB tr8 log cost 1 GB and 2 s."""
+    from parsers.megatron import learn_layout
+    from parsers.textfile import inspect_text
+
+    sample = Path(__file__).parent.parent / "sample_logs" / "tr8-104B-sample" / "main_log.txt"
+    cr = tmp_path / "cr.log"
+    cr.write_bytes(sample.read_bytes().replace(b"\n", b"\r"))
+    prefix = "^"
+    assert learn_layout(inspect_text(cr, "cr.log"), prefix) == learn_layout(inspect_text(sample, "log"), prefix)
+
+
+def test_absurdly_long_lines_are_read_to_their_first_mib_in_bounded_memory(tmp_path: Path) -> None:
+    """Issue 18: a 1 MB iteration line cost 1.3 GB and a 50 MB one 24 GB (the line was copied into every row of a
+    frame, see ``schema.coalesce_text``). Now an 8 MB line and 8 MB of junk without a line end keep only their first
+    MiB; the values before them and on the long line are kept."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "long" / "train.log"
+    log.parent.mkdir()
+    second = _ITERATION.replace("iteration       10", "iteration       20")
+    before = "".join(_ITERATION.replace("iteration       10", f"iteration {n:>8}") + "\n" for n in range(1, 10))
+    log.write_bytes((before * 150 + _ITERATION + "\n" + second + " junk: " + "x" * (8 << 20) + "\n" + _ITERATION.replace(
+        "iteration       10", "iteration       30") + "\n").encode() + b"y" * (8 << 20))
+    probe = ("import resource, sys; from parsers import load_run; run = load_run(sys.argv[1]);"
+             "print(run.metrics.filter(metric='loss')['step'].to_list()); print(run.warnings[0]);"
+             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10)")
+    out = subprocess.run([sys.executable, "-c", probe, str(log.parent)], capture_output=True, text=True, check=True)
+    steps, warning, peak_mb = out.stdout.splitlines()
+    assert steps == str([*range(1, 10)] * 150 + [10, 20, 30])
+    first = len(before * 150 + _ITERATION) + 1
+    assert warning == (f"train.log: 2 lines longer than 1 MiB (the longest 8,388,880 bytes, the first at byte {first:,});"
+                       " only their first 1 MiB was read")
+    assert int(peak_mb) < 600, peak_mb  # 8.4 GB before
+
+
 def test_odd_argument_values_do_not_break_the_model_check_or_the_json(tmp_path: Path) -> None:
     """Issue 18: literal-eval results that are unhashable or not JSON keys, non-finite and huge numbers in the
     arguments used by the shape check."""
