@@ -121,7 +121,7 @@ def end_of(
 def _first_time_after(block: pl.DataFrame, first: dict) -> float | None:
     """The first wall time printed on the way out at or after the deciding line (the block is in printed order)."""
     rows = block.with_row_index("_at")
-    at = rows.filter((pl.col("line") == first["line"]) & (pl.col("source") == first["source"]))["_at"]
+    at = rows.filter(pl.col("line").eq_missing(first["line"]) & pl.col("source").eq_missing(first["source"]))["_at"]
     later = rows.filter(pl.col("_at") >= (at[0] if at.len() else 0))["wall_time"].drop_nulls()
     return float(later[0]) if later.len() else None
 
