@@ -143,10 +143,10 @@ def walk(buf: bytes) -> Framing:
                 continue
         if not _header_ok(buf, pos):
             nxt = _resync(buf, pos)
-            skipped = (nxt if nxt is not None else n) - pos
-            problems.append(f"bad record header at byte {pos}; skipped {skipped} bytes to the next valid header")
             if nxt is None:
+                problems.append(f"bad record header at byte {pos}; no valid header in the {n - pos} bytes left")
                 break
+            problems.append(f"bad record header at byte {pos}; skipped {nxt - pos} bytes to the next valid header")
             pos = nxt
         elif end + 4 > n:
             problems.append(f"partial last record at byte {pos} (needs {length + 16} bytes, {n - pos} left)")

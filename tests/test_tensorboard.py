@@ -151,12 +151,14 @@ def test_resync_over_garbage_and_zeros_finds_the_next_record(tmp_path):
     rng = random.Random(7)
     garbage = bytes(rng.randrange(256) for _ in range(70_000)) + b"\x05" + bytes(7) + bytes(5000)
     good = [tb.version()] + [tb.scalar("loss", 1.0 + i, i) for i in range(4)]
-    tb.write(tmp_path / "events.out.tfevents.4.x", *good[:2], garbage, *good[2:], bytes(3000))
+    tb.write(tmp_path / "events.out.tfevents.4.x", *good[:2], garbage, *good[2:], b"\x01" * 3000)
     run = load_run(tmp_path)
     assert run.metrics.filter(metric="loss")["step"].to_list() == [0, 1, 2, 3]
     header = len(good[0]) + len(good[1])
-    assert run.warnings[0].endswith(f"bad record header at byte {header}; skipped {len(garbage)} bytes to the next "
-                                    "valid header")
+    end = header + len(garbage) + sum(map(len, good[2:]))
+    assert [w.split(": ", 1)[1] for w in run.warnings] == [
+        f"bad record header at byte {header}; skipped {len(garbage)} bytes to the next valid header",
+        f"bad record header at byte {end}; no valid header in the 3000 bytes left"]
 
 
 def test_not_an_event_file_is_a_one_line_error(tmp_path):
