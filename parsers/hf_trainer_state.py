@@ -19,7 +19,6 @@ it is read as NaN.
 from __future__ import annotations
 
 import io
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ import polars as pl
 from parsers import schema as s
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
-from parsers.textfile import InputError, read_all
+from parsers.textfile import InputError, json_array_items, json_value, read_all
 from parsers.wandb_history import config_frame
 
 FORMAT = "hf-trainer-state"
@@ -50,7 +49,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     raw = read_all(path)
     if not raw.strip():
         raise NotThisFormat(f"{context.shown}: empty file", empty=True)
-    state, history, stood_in = _load(raw, context.shown)
+    state, history, stood_in = _load(raw, context.shown, context.warnings)
     if history.height == 0 or "step" not in history.columns:
         raise NotThisFormat(f"{context.shown}: a trainer_state.json with an empty log_history")
     summary = history.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in _SUMMARY if c in history.columns)) \
@@ -112,7 +111,7 @@ def combine(pieces: list[Piece], context: ReadContext) -> list[Piece]:
     return out
 
 
-def _load(raw: bytes, shown: str) -> tuple[dict[str, Any], pl.DataFrame, bool]:
+def _load(raw: bytes, shown: str, warnings: list[str]) -> tuple[dict[str, Any], pl.DataFrame, bool]:
     """The settings, the history as a frame (polars' JSON reader; Python's for what it refuses) and whether
     stand-ins for NaN and Infinity were put in (a byte search first: the regex pass costs more)."""
     stood_in = b"NaN" in raw or b"Infinity" in raw
@@ -127,15 +126,41 @@ def _load(raw: bytes, shown: str) -> tuple[dict[str, Any], pl.DataFrame, bool]:
     except (pl.exceptions.PolarsError, TypeError, ValueError):
         pass
     try:
-        state = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise InputError(f"{shown}: not valid JSON ({str(exc).splitlines()[0]})") from None
+        state = json_value(raw)
+    except ValueError as exc:
+        state = _salvage(raw.decode("utf-8", errors="replace"), shown, warnings)
+        if state is None:
+            raise InputError(f"{shown}: not valid JSON ({str(exc).splitlines()[0]})") from None
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise NotThisFormat(f"{shown}: JSON without a log_history list")
     entries = [e for e in state["log_history"] if isinstance(e, dict) and isinstance(e.get("step"), int)]
     flat = [{k: float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
              for k, v in e.items()} | {"step": e["step"]} for e in entries]
     return state, pl.DataFrame(flat, infer_schema_length=None) if flat else pl.DataFrame(), False
+
+
+_HISTORY = re.compile(r'"log_history"\s*:\s*\[')
+
+
+def _salvage(text: str, shown: str, warnings: list[str]) -> dict[str, Any] | None:
+    """What a damaged or cut-short ``trainer_state.json`` still holds: its sound ``log_history`` entries and the
+    settings, when the damage spares them (None when there is no ``log_history`` to read)."""
+    found = _HISTORY.search(text)
+    if found is None:
+        return None
+    entries, bad, end = json_array_items(text, found.end() - 1)
+    if not entries:
+        return None
+    settings: dict[str, Any] = {}
+    for rest in ([text[end:]] if end >= 0 else []) + ["}"]:
+        try:
+            settings = json_value(text[:found.end() - 1] + "[]" + rest)
+            break
+        except ValueError:
+            continue
+    warnings.append(f"{shown}: not valid JSON from character {bad[0]} (cut short or damaged); read the "
+                    f"{len(entries)} sound log_history entries" + (", and no settings" if not settings else ""))
+    return (settings if isinstance(settings, dict) else {}) | {"log_history": entries}
 
 
 def _finite(value: pl.Expr) -> pl.Expr:

@@ -133,6 +133,58 @@ def json_value(text: str | bytes) -> Any:
         raise ValueError("nested too deeply to read") from None
 
 
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"\s*")
+
+
+def json_array_items(text: str, start: int) -> tuple[list[Any], list[int], int]:
+    r"""The items of the JSON array that opens at ``text[start]``, read one by one, so that damage costs only the
+    items it touches: ``(items, offsets of the damaged stretches, offset after the closing "]" or -1)``.
+
+    After a damaged item, reading resumes at the next item that starts the way the first one did: an object on a
+    line of the same indentation (``json.dump(indent=...)``), or after a comma in a one-line array. An item found
+    that way is kept only when it shares a key with the first, so an object nested in the damaged one is not taken
+    for an item.
+
+    >>> json_array_items('[{"step": 1}, {"step": 2}, {"st', 0)  # cut short
+    ([{'step': 1}, {'step': 2}], [27], -1)
+    >>> json_array_items('[\n  {"step": 1},\n  {"step": 2, "loss": nope},\n  {"step": 3}\n]', 0)
+    ([{'step': 1}, {'step': 3}], [19], 61)
+    """
+    items: list[Any] = []
+    bad: list[int] = []
+    pos = _SPACE.match(text, start + 1).end()
+    if text.startswith("]", pos):
+        return items, bad, pos + 1
+    line_start = text.rfind("\n", 0, pos) + 1
+    resume = (re.compile("\n" + re.escape(text[line_start:pos]) + r"(?=\{)") if text[line_start:pos].isspace()
+              else re.compile(r",\s*(?=\{)"))
+    resumed = False
+    while pos < len(text):
+        try:
+            item, end = _DECODER.raw_decode(text, pos)
+            fits = not resumed or not isinstance(items[:1] and items[0], dict) or (
+                isinstance(item, dict) and not item.keys().isdisjoint(items[0]))
+            if fits:
+                items.append(item)
+                pos = _SPACE.match(text, end).end()
+                if text.startswith(",", pos):
+                    pos, resumed = _SPACE.match(text, pos + 1).end(), False
+                    continue
+                if text.startswith("]", pos):
+                    return items, bad, pos + 1
+        except (ValueError, RecursionError):
+            pass
+        if not resumed:
+            bad.append(pos)
+        found = resume.search(text, pos + 1)
+        if found is None:
+            return items, bad, -1
+        pos, resumed = _SPACE.match(text, found.end()).end(), True
+    bad.append(pos)
+    return items, bad, -1
+
+
 def plain(value: Any) -> Any:
     """A loaded YAML value as JSON can hold it: dates as ISO text, sets as sorted lists, bytes said by their size,
     integers of more than 300 digits said by their length (Python will not even print them).

@@ -14,7 +14,7 @@ import polars as pl
 
 from parsers import schema as s
 from parsers.metric_names import canonical
-from parsers.textfile import InputError, json_value
+from parsers.textfile import InputError, json_array_items, json_value
 
 HISTORY_META = ("_step", "_runtime", "_timestamp")
 # keys runs log as their own training step, most specific first (W&B's _step counts log calls instead)
@@ -195,22 +195,62 @@ def _as_float(wide: pl.DataFrame, column: str) -> pl.Expr:
     return pl.lit(None, dtype=pl.Float64)
 
 
+def _decoded(path: Path, shown: str, warnings: list[str] | None) -> tuple[bytes, bool]:
+    """The file's bytes and whether they are not all UTF-8 (then said in a warning: they are read replaced)."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if warnings is not None:
+            warnings.append(f"{shown}: bytes that are not UTF-8 (first at byte {exc.start}) were replaced")
+        return data, True
+    return data, False
+
+
 def read_csv_text(path: Path, shown: str, warnings: list[str] | None = None) -> pl.DataFrame:
-    """A W&B CSV, every cell as text (empty = null). Bytes that are not UTF-8 are replaced, with a warning, so the
+    """A W&B CSV, every cell as text (empty = null). Bytes that are not UTF-8 are replaced, and lines with an
+    unterminated quote are left out (a quote left open swallows the rest of the file), each with a warning, so the
     rest of a damaged file is still read."""
     try:
-        data = path.read_bytes()
-        lossy = False
+        data, lossy = _decoded(path, shown, warnings)
+        encoding = "utf8-lossy" if lossy else "utf8"
         try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            lossy = True
-            if warnings is not None:
-                warnings.append(f"{shown}: bytes that are not UTF-8 (first at byte {exc.start}) were replaced")
-        return pl.read_csv(data, infer_schema=False, null_values=[""], truncate_ragged_lines=True,
-                           encoding="utf8-lossy" if lossy else "utf8")
+            return pl.read_csv(data, infer_schema=False, null_values=[""], truncate_ragged_lines=True,
+                               encoding=encoding)
+        except pl.exceptions.ComputeError:
+            if data.count(b'"') % 2 == 0:
+                raise
+        kept, dropped = _without_open_quotes(data)
+        if warnings is not None:
+            warnings.append(f"{shown}: {len(dropped)} line{'s' if len(dropped) > 1 else ''} with an unterminated "
+                            f"quote left out (first: line {dropped[0]})")
+        return pl.read_csv(kept, infer_schema=False, null_values=[""], truncate_ragged_lines=True,
+                           encoding=encoding)
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise InputError(f"{shown}: cannot read CSV ({str(exc).splitlines()[0]})") from None
+
+
+def _without_open_quotes(data: bytes) -> tuple[bytes, list[int]]:
+    """``data`` without its lines that hold an odd number of quotes, and those lines' numbers (W&B exports hold no
+    quoted line breaks, so such a line is damaged).
+
+    >>> _without_open_quotes(b'"Step","loss"\\n1,2.5\\n2,"2.4\\n3,2.3\\n')
+    (b'"Step","loss"\\n1,2.5\\n3,2.3\\n', [3])
+    """
+    import numpy as np
+
+    raw = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(raw == 10)
+    quotes = np.flatnonzero(raw == 34)
+    per_line = np.diff(np.searchsorted(quotes, np.concatenate(([0], ends + 1, [len(data)]))))
+    odd = np.flatnonzero(per_line % 2)
+    starts = np.concatenate(([0], ends + 1))
+    stops = np.concatenate((ends + 1, [len(data)]))
+    pieces, pos = [], 0
+    for n in odd.tolist():
+        pieces.append(data[pos:starts[n]])
+        pos = int(stops[n])
+    return b"".join([*pieces, data[pos:]]), [n + 1 for n in odd.tolist()]
 
 
 def read_history_file(path: Path, shown: str, warnings: list[str] | None = None) -> pl.DataFrame:
@@ -224,8 +264,7 @@ def read_history_file(path: Path, shown: str, warnings: list[str] | None = None)
         if suffix in {".jsonl", ".ndjson"} or path.name == "wandb-history.jsonl":
             rows = _json_lines(path, shown, warnings)
         elif suffix == ".json":
-            data = json_value(path.read_text(encoding="utf-8"))
-            rows = data if isinstance(data, list) else _columns_to_rows(data)
+            rows = _json_records(path, shown, warnings)
         else:
             return read_csv_text(path, shown, warnings)
     except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
@@ -236,10 +275,33 @@ def read_history_file(path: Path, shown: str, warnings: list[str] | None = None)
     return pl.DataFrame(columns, schema=dict.fromkeys(keys, pl.String))
 
 
+def _json_records(path: Path, shown: str, warnings: list[str] | None) -> list[Any]:
+    """A JSON history: an array of records, or pandas' ``{key: {row: value}}``. An array cut short or damaged keeps
+    its sound records, with a warning."""
+    data, _ = _decoded(path, shown, warnings)
+    text = data.decode("utf-8", errors="replace")
+    try:
+        value = json_value(text)
+        return value if isinstance(value, list) else _columns_to_rows(value)
+    except ValueError:
+        start = len(text) - len(text.lstrip())
+        if not text.startswith("[", start):
+            raise
+        rows, bad, _ = json_array_items(text, start)
+        if not rows:
+            raise
+        if warnings is not None:
+            warnings.append(f"{shown}: not valid JSON from character {bad[0]} (cut short or damaged); "
+                            f"read the {len(rows)} sound records" + (f", skipped {len(bad) - 1} more damaged stretches"
+                                                                      if len(bad) > 1 else ""))
+        return rows
+
+
 def _json_lines(path: Path, shown: str, warnings: list[str] | None) -> list[Any]:
     """Every sound line of a JSON-lines file; the others (a cut last line, a damaged one) are counted in a warning."""
     rows, bad = [], []
-    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+    data, _ = _decoded(path, shown, warnings)
+    for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
         if line.strip():
             try:
                 rows.append(json_value(line))

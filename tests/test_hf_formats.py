@@ -98,3 +98,24 @@ def test_an_output_directory_with_checkpoints_logging_and_event_files_is_one_run
     assert run.coverage["overlaid"] == {"checkpoint-120/trainer_state.json": ["grad_norm", "loss", "lr"],
                                         "logging.jsonl": ["grad_norm", "loss", "lr"]}
     assert run.coverage["metrics"]["loss"]["points"] == 120
+
+
+def test_trainer_state_cut_short_or_with_a_damaged_entry_keeps_its_sound_entries(tmp_path: Path) -> None:
+    """Issue 18: a trainer_state.json cut short, or with one damaged log_history entry, was refused whole."""
+    real = (REAL / "hf_trainer_state" / "subro608_Deep_learning_Bert_project2" / "checkpoint-500"
+            / "trainer_state.json").read_text()
+    whole = load_run(REAL / "hf_trainer_state" / "subro608_Deep_learning_Bert_project2" / "checkpoint-500")
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "trainer_state.json").write_text(real[:real.index('"step": 300') - 5])
+    cut = load_run(tmp_path / "cut")
+    assert cut.metrics.filter(metric="loss").select("step", "value").rows() == [(100, 1.3676), (200, 1.3177)]
+    at = real.rindex("{", 0, real.index('"step": 300'))
+    assert cut.warnings == [f"trainer_state.json: not valid JSON from character {at}"
+                            " (cut short or damaged); read the 4 sound log_history entries"]
+    assert cut.configs.filter(key="global_step")["value"].to_list() == ["500"]  # the settings before the history
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "trainer_state.json").write_text(real.replace('"loss": 1.2147', '"loss": 1.21.47'))
+    bad = load_run(tmp_path / "bad")
+    assert bad.metrics.filter(metric="loss")["step"].to_list() == [100, 200, 400, 500]
+    assert bad.configs.filter(key="global_batch_size")["value"].to_list() == ["16"]  # and those after it
+    assert whole.metrics.filter(metric="loss")["step"].to_list() == [100, 200, 300, 400, 500]

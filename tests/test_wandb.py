@@ -417,3 +417,37 @@ def test_history_rows_with_odd_step_or_timestamp_lose_only_themselves(tmp_path: 
         "run-abc.wandb: _step is not a step number (e.g. null) in 7 history rows; left out",
         "run-abc.wandb: _timestamp is not a time (e.g. nan) in 2 history rows; wall time unknown there"]
     assert forensics.analyze(parsed).runs[0].name == "abc"
+
+
+def test_a_json_history_cut_short_or_damaged_keeps_its_sound_records(tmp_path: Path) -> None:
+    """Issue 18: a JSON array cut short, or with one damaged record, was refused whole."""
+    rows = [{"_step": s, "train/loss": 2.0 + s / 10, "info": {"note": "x"}} for s in range(6)]
+    whole = json.dumps(rows, indent=2)
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "history.json").write_text(whole[:whole.index('"_step": 4')])
+    run = load_run(tmp_path / "cut")
+    assert run.metrics.filter(metric="loss")["step"].to_list() == [0, 1, 2, 3]
+    assert run.warnings[0].startswith("history.json: not valid JSON from character ")
+    assert run.warnings[0].endswith("(cut short or damaged); read the 4 sound records")
+    (tmp_path / "bad").mkdir()
+    one_line = json.dumps(rows).replace('"train/loss": 2.2', '"train/loss": 2.2.2')  # record 2 damaged
+    (tmp_path / "bad" / "history.json").write_text(one_line)
+    run = load_run(tmp_path / "bad")
+    assert run.metrics.filter(metric="loss")["step"].to_list() == [0, 1, 3, 4, 5]  # not the nested {"note": "x"}
+    assert run.warnings == [f"history.json: not valid JSON from character {one_line.index('2.2.2') - 27} (cut short or"
+                            " damaged); read the 5 sound records"]
+
+
+def test_a_csv_with_an_unterminated_quote_loses_only_that_line(tmp_path: Path) -> None:
+    """Issue 18: a quote left open mid-file made the whole CSV unreadable."""
+    (tmp_path / "history.csv").write_bytes(b'"_step","train/loss"\n0,2.5\n1,"2.4\n2,2.3\n3,2.2\n')
+    run = load_run(tmp_path)
+    assert run.metrics.filter(metric="loss").select("step", "value").rows() == [(0, 2.5), (2, 2.3), (3, 2.2)]
+    assert run.warnings[0] == "history.csv: 1 line with an unterminated quote left out (first: line 3)"
+
+
+def test_a_jsonl_history_with_a_byte_that_is_not_utf8_keeps_every_line(tmp_path: Path) -> None:
+    (tmp_path / "history.jsonl").write_bytes(b'{"_step": 0, "loss": 1.0}\n{"_step": 1, "loss": 0.9, "n": "\xff"}\n')
+    run = load_run(tmp_path)
+    assert run.metrics.filter(metric="loss")["step"].to_list() == [0, 1]
+    assert run.warnings == ["history.jsonl: bytes that are not UTF-8 (first at byte 58) were replaced"]
