@@ -10,7 +10,20 @@ _SPECIAL = str.maketrans({
     "\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]", "|": "\\|", "#": "\\#",
     "<": "&lt;", ">": "&gt;", "&": "&amp;", "\n": " ", "\r": " ", "~": "\\~",
 })
+MAX_TEXT = 4000  # characters any one value (a config value, a quoted line) may show in a report
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # (tabs and line ends are handled apart)
+
+
+def capped(text: str) -> str:
+    """``text`` cut to :data:`MAX_TEXT` characters, saying how long it was (a 50 MB config value made a 262 MB
+    report).
+
+    >>> capped("x" * 5000)[-30:]
+    'xxxxxxx … (5,000 bytes in all)'
+    """
+    if len(text) <= MAX_TEXT:
+        return text
+    return f"{text[:MAX_TEXT]} … ({len(text.encode('utf-8', 'replace')):,} bytes in all)"
 
 
 def visible(text: object) -> str:
@@ -28,7 +41,7 @@ def md(text: object) -> str:
     >>> md("<script>*x*</script> | a_b")
     '&lt;script&gt;\\\\*x\\\\*&lt;/script&gt; \\\\| a\\\\_b'
     """
-    return visible(text).translate(_SPECIAL)
+    return visible(capped(str(text))).translate(_SPECIAL)
 
 
 def terminal(text: object, style: str = "") -> Text:
@@ -38,4 +51,4 @@ def terminal(text: object, style: str = "") -> Text:
     >>> terminal("run [/x] [bold]a\\x1b[0m").plain
     'run [/x] [bold]a\\\\x1b[0m'
     """
-    return Text(visible(text).replace("\t", " "), style=style)
+    return Text(visible(capped(str(text))).replace("\t", " "), style=style)

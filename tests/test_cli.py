@@ -253,3 +253,21 @@ def test_no_plot_directory_for_a_run_without_loss_or_grad_norm(tmp_path):
     out = tmp_path / "o.md"
     assert runner.invoke(app, ["analyze", str(tb), "-o", str(out)]).exit_code == 0
     assert [p.name for p in tmp_path.iterdir()] == ["o.md"] and "![" not in out.read_text()
+
+
+def test_a_huge_config_value_is_capped_in_every_report(tmp_path: Path) -> None:
+    """Issue 18: a config value of 900,000 characters that changed across a restart was written whole five times
+    (a 4.5 MB markdown report and a 4.5 MB JSON); every value now shows at most 4,000 characters and its size."""
+    text = (SAMPLES / "tr8-104B-sample" / "main_log.txt").read_text()
+    last_seed = text.rindex("  seed ....") + text[text.rindex("  seed ...."):].index("43")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "main_log.txt").write_text(text[:last_seed] + "7" * 900_000 + text[last_seed + 2:])
+    for fmt in ("markdown", "json"):
+        out = tmp_path / f"report.{fmt}"
+        result = CliRunner().invoke(app, ["analyze", str(run), "-o", str(out), "--format", fmt, "--no-plots"])
+        assert result.exit_code == 0, result.output
+        report = out.read_text()
+        assert len(report) < 100_000
+        shown = report if fmt == "markdown" else json.dumps(json.loads(report), ensure_ascii=False)
+        assert f"{'7' * 4000} … (900,000 bytes in all)" in shown
