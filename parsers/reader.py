@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from parsers.errors import shown_path
 from parsers.schema import ParsedLog
 
 HEAD_BYTES = 65536
@@ -73,7 +74,7 @@ class ReadContext:
 
     def display(self, path: Path) -> str:
         """How messages name another file of the same input."""
-        return str(path) if path == self.root else str(path.relative_to(self.root))
+        return shown_path(path if path == self.root else path.relative_to(self.root))
 
 
 @runtime_checkable

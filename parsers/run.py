@@ -20,6 +20,7 @@ import polars as pl
 from parsers import registry
 from parsers import schema as s
 from parsers.config_names import canonical_configs
+from parsers.errors import shown_path
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
 from parsers.textfile import InputError
@@ -83,7 +84,7 @@ def _candidate_files(root: Path, warnings: list[str]) -> list[Path]:
 
 
 def _display(path: Path, root: Path) -> str:
-    return str(path) if path == root else str(path.relative_to(root))
+    return shown_path(path if path == root else path.relative_to(root))
 
 
 def load_runs(path: str | Path, name: str | None = None) -> list[Run]:
@@ -96,18 +97,23 @@ def load_runs(path: str | Path, name: str | None = None) -> list[Run]:
     ['bert_substitute_02', 'bert_substitute_10', 'bert_substitute_08', 'bert_substitute_04', 'bert_substitute_06']
     """
     root = Path(path)
-    if not root.exists():
-        raise InputError(f"{root}: no such file or directory")
-    dir_name = name or (root.resolve().name if root.is_dir() else root.stem)
-    context = ReadContext(shown=str(root), run=dir_name, single=root.is_file(), root=root)
+    shown = shown_path(root)
+    try:
+        if not root.exists():
+            raise InputError(f"{shown}: no such file or directory")
+        is_dir, is_file = root.is_dir(), root.is_file()
+        dir_name = name or shown_path(root.resolve().name if is_dir else root.stem)
+    except OSError as exc:  # a path too long, a loop of links
+        raise InputError(f"{shown}: cannot read ({exc.strerror or exc})") from None
+    context = ReadContext(shown=shown, run=dir_name, single=is_file, root=root)
     pieces = _read_all(_candidate_files(root, context.warnings), context)
     warnings, skipped = context.warnings, context.skipped
     if not any(not p.config_only or p.fmt == RUNS_TABLE for p in pieces):
-        if root.is_file():
+        if is_file:
             reason = (warnings + skipped)[0].split(": ", 1)[-1] if warnings + skipped else "unreadable"
-            raise InputError(f"{root}: not a recognised training log: {reason}")
+            raise InputError(f"{shown}: not a recognised training log: {reason}")
         reasons = "; ".join(warnings + skipped) or "no files"
-        raise InputError(f"{root}: no readable training logs ({reasons})")
+        raise InputError(f"{shown}: no readable training logs ({reasons})")
     named = list(dict.fromkeys(p.run for p in pieces if p.run is not None))
     unnamed = [p for p in pieces if p.run is None]
     if len(named) == 1 and not unnamed and name is None:
@@ -140,7 +146,7 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
     runs = load_runs(path, name)
     if len(runs) > 1:
         listed = ", ".join(r.name for r in runs[:5]) + (", ..." if len(runs) > 5 else "")
-        raise InputError(f"{path}: holds {len(runs)} runs ({listed}); read them with load_runs()")
+        raise InputError(f"{shown_path(path)}: holds {len(runs)} runs ({listed}); read them with load_runs()")
     return runs[0]
 
 

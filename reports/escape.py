@@ -11,7 +11,9 @@ _SPECIAL = str.maketrans({
     "<": "&lt;", ">": "&gt;", "&": "&amp;", "\n": " ", "\r": " ", "~": "\\~",
 })
 MAX_TEXT = 4000  # characters any one value (a config value, a quoted line) may show in a report
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # (tabs and line ends are handled apart)
+# control characters (tabs and line ends are handled apart), and the lone surrogates that stand for the bytes of a
+# file name that are not UTF-8
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|[\udc80-\udcff]")
 
 
 def capped(text: str) -> str:
@@ -32,7 +34,7 @@ def visible(text: object) -> str:
     >>> visible("loss\x1b[31m 2.1\x07")
     'loss\\x1b[31m 2.1\\x07'
     """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()) & 0xFF:02x}", str(text))
 
 
 def md(text: object) -> str:

@@ -68,6 +68,19 @@ def refuse_inside(output: str | Path, read: Iterable[str | Path]) -> None:
             raise InputError(f"{output}: inside {path}, the run being read; forensics never writes into what it reads")
 
 
+def link(directory: Path, file: Path) -> str:
+    """The relative link to a plot, percent-encoded: a report named ``my run (v2).md`` or with bytes that are not
+    UTF-8 in its name still links its plots.
+
+    >>> link(Path("/tmp/my run (v2)_files"), Path("loss.png"))
+    'my%20run%20%28v2%29_files/loss.png'
+    """
+    import os
+    from urllib.parse import quote
+
+    return quote(os.fsencode(f"{directory.name}/{file.name}"))
+
+
 def inside(child: Path, parent: Path) -> bool:
     """Whether writing ``child`` would write into ``parent``: inside it when it is a directory; a file given on its
     own is only that file (a report beside a log in ~/Downloads writes nothing that was read)."""
@@ -104,7 +117,7 @@ def write_report(
                 continue
             drawn = plot_run(frame, run, directory)
             written += drawn.values()
-            images[run.name] = {k: f"{directory.name}/{p.name}" for k, p in drawn.items()}
+            images[run.name] = {k: link(directory, p) for k, p in drawn.items()}
     text = render_markdown(findings, images) if fmt == "markdown" else render_json(findings)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
@@ -133,7 +146,7 @@ def write_comparison(
         markers = {r.name: r.outcome_step for r in comparison.rows if r.outcome in {Outcome.DIVERGED, Outcome.NAN}}
         for label, path in plot_overlay(overlay, markers, directory).items():
             written.append(path)
-            images[label] = f"{directory.name}/{path.name}"
+            images[label] = link(directory, path)
     text = render_compare_markdown(comparison, images) if fmt == "markdown" else render_compare_json(comparison)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")

@@ -271,3 +271,28 @@ def test_a_huge_config_value_is_capped_in_every_report(tmp_path: Path) -> None:
         assert len(report) < 100_000
         shown = report if fmt == "markdown" else json.dumps(json.loads(report), ensure_ascii=False)
         assert f"{'7' * 4000} … (900,000 bytes in all)" in shown
+
+
+def test_file_names_that_are_not_utf8_and_paths_too_long(tmp_path: Path) -> None:
+    """Issue 18: a log, a run directory or a report whose name is not UTF-8 was an internal error
+    (UnicodeEncodeError in Polars and in the write), and so was a path beyond NAME_MAX or PATH_MAX (OSError)."""
+    import os
+
+    log = (SAMPLES / "tr8-104B-sample" / "main_log.txt").read_bytes()
+    run = Path(os.fsdecode(bytes(tmp_path) + b"/run\xfe"))
+    run.mkdir()
+    Path(os.fsdecode(bytes(run) + b"/train\xff.log")).write_bytes(log)
+    out = Path(os.fsdecode(bytes(tmp_path) + b"/out\xfd (1).md"))
+    result = CliRunner().invoke(app, ["analyze", str(run), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    report = out.read_text(encoding="utf-8")
+    assert "# Incident chronicle: run\\\\xfe" in report and "- train\\\\xff.log (megatron)" in report  # \xNN
+    assert "](out%FD%20%281%29_files/run_xfe-overview.png)" in report  # a link that finds the plot
+    assert (tmp_path / os.fsdecode(b"out\xfd (1)_files") / "run_xfe-overview.png").exists()
+    for too_long in (tmp_path / ("x" * 300), tmp_path.joinpath(*["d" * 200] * 25)):
+        result = CliRunner().invoke(app, ["analyze", str(too_long)])
+        assert result.exit_code == 1 and isinstance(result.exception, InputError)
+        assert str(result.exception) == f"{too_long}: cannot read (File name too long)"
+        result = CliRunner().invoke(app, ["analyze", str(run), "-o", f"{too_long}.md"])
+        assert isinstance(result.exception, InputError)
+        assert str(result.exception).endswith(": cannot write (File name too long)")
