@@ -31,8 +31,15 @@ def stated_parameters(*names: str) -> float | None:
 
 
 def _int(cfg: dict[str, Any], key: str) -> int | None:
+    """A size setting, or None when it is not a count a model could have (negative, NaN, 1e400, 400 digits).
+
+    >>> [_int({"h": v}, "h") for v in (4096, 4096.0, -5, float("nan"), 10**400, True, "4096")]
+    [4096, 4096, None, None, None, None, None]
+    """
     value = cfg.get(key)
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value) if 0 <= value < 2**53 else None  # (NaN compares false)
 
 
 def gated_mlp(cfg: dict[str, Any]) -> bool:

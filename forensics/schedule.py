@@ -28,16 +28,23 @@ def _step_at_samples(samples: pl.DataFrame, target: float) -> int | None:
 
 
 def _number(value: Any) -> float | None:
+    """A setting as a finite number, or None (text that is not a number, NaN, 1e400, an integer of 400 digits).
+
+    >>> [_number(v) for v in (3e-4, "6_000_000", float("nan"), 10**400, "1e400", True)]
+    [0.0003, 6000000.0, None, None, None, None]
+    """
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.replace("_", ""))
-        except ValueError:
+    try:
+        if isinstance(value, (int, float)):
+            number = float(value)
+        elif isinstance(value, str):
+            number = float(value.replace("_", ""))
+        else:
             return None
-    return None
+    except (ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 def rampup_samples(config: dict[str, Any]) -> float | None:

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from parsers import load_run
 from parsers.wandb_history import sampling_note
@@ -159,3 +160,24 @@ def test_odd_argument_values_do_not_break_the_model_check_or_the_json(tmp_path: 
     doc = json.loads(reports.render(findings, "json"))
     assert doc["runs"][0]["config"]["hidden_size"] == "{[1]: 2}"  # kept as printed: it has no typed value
     assert doc["runs"][0]["config"]["ffn_hidden_size"] == "{(1, 2): 3}"
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("hidden_size", "1e400"), ("hidden_size", "-5"), ("num_layers", "9" * 400), ("ffn_hidden_size", "9" * 400),
+    ("train_iters", "9" * 400), ("global_batch_size", "9" * 400), ("lr_warmup_samples", "1e400"),
+])
+def test_settings_no_model_or_schedule_could_have_are_unknown(tmp_path: Path, key: str, value: str) -> None:
+    """Issue 18: a size or count of 1e400, 400 digits or below zero raised OverflowError or a math domain error in
+    the shape check and the schedule (an internal error); such a setting is now unknown there."""
+    import re
+
+    import forensics
+
+    sample = (Path(__file__).parent.parent / "sample_logs" / "tr8-104B-sample" / "main_log.txt").read_text()
+    text, n = re.subn(rf"(  {key} \.+ )(\S.*)", lambda m: m.group(1) + value, sample)
+    assert n
+    (tmp_path / "main_log.txt").write_text(text)
+    findings = forensics.analyze(load_run(tmp_path)).runs[0]
+    assert findings.attempts  # analysed
+    if key in {"hidden_size", "num_layers"}:
+        assert findings.model.parameters_from_shape is None
