@@ -185,6 +185,7 @@ def discontinuities(metrics: pl.DataFrame, gaps: list[Gap], steps: pl.DataFrame,
     return sorted(out, key=lambda d: (d.step_after, d.metric))
 
 
+@np.errstate(over="ignore", invalid="ignore")  # a damaged log's 1e308 rates: no jump found, no warning on stderr
 def _lr_jumps(series: pl.DataFrame, intervals: dict[int, int]) -> list[Discontinuity]:
     out: list[Discontinuity] = []
     for (attempt,), own in series.group_by("attempt", maintain_order=True):

@@ -106,7 +106,7 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any], attempts: list[Attem
     if fresh and max(fresh) > min(fresh):
         out.from_attempt = max(fresh)
         metrics = metrics.filter(pl.col("attempt") >= out.from_attempt)
-    lr = _curve(metrics, s.LR)
+    lr = _curve(metrics, s.LR).filter(pl.col("value").is_finite() & (pl.col("value") >= 0))  # (no rate is NaN or < 0)
     samples = _curve(metrics, s.CONSUMED_SAMPLES)
     if lr.height >= 3:
         peak = float(lr["value"].max())  # type: ignore[arg-type]

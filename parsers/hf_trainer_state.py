@@ -52,6 +52,15 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     state, history, stood_in = _load(raw, context.shown, context.warnings)
     if history.height == 0 or "step" not in history.columns:
         raise NotThisFormat(f"{context.shown}: a trainer_state.json with an empty log_history")
+    step = pl.col("step").cast(pl.Float64, strict=False)
+    sound = (step.abs() < 2.0**63).fill_null(False)  # (NaN compares false)
+    history = history.with_columns(step=pl.when(sound).then(step).cast(pl.Int64, strict=False))
+    if lost := history["step"].null_count():
+        context.warnings.append(f"{context.shown}: {lost} log_history entr{'y' if lost == 1 else 'ies'} with a step "
+                                "that is not a step number (beyond 64 bits, or not a number) left out")
+        history = history.filter(pl.col("step").is_not_null())
+        if history.height == 0:
+            raise NotThisFormat(f"{context.shown}: a trainer_state.json with no log_history entry at a readable step")
     summary = history.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in _SUMMARY if c in history.columns)) \
         if any(c in history.columns for c in _SUMMARY) else history.clear()
     rows = history.join(summary.select("step"), on="step", how="anti") if summary.height else history
@@ -134,8 +143,8 @@ def _load(raw: bytes, shown: str, warnings: list[str]) -> tuple[dict[str, Any], 
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise NotThisFormat(f"{shown}: JSON without a log_history list")
     entries = [e for e in state["log_history"] if isinstance(e, dict) and isinstance(e.get("step"), int)]
-    flat = [{k: float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-             for k, v in e.items()} | {"step": e["step"]} for e in entries]
+    flat = [{k: _float(v)
+             for k, v in e.items()} | {"step": e["step"] if abs(e["step"]) < 2**63 else None} for e in entries]
     return state, pl.DataFrame(flat, infer_schema_length=None) if flat else pl.DataFrame(), False
 
 
@@ -158,9 +167,20 @@ def _salvage(text: str, shown: str, warnings: list[str]) -> dict[str, Any] | Non
             break
         except ValueError:
             continue
-    warnings.append(f"{shown}: not valid JSON from character {bad[0]} (cut short or damaged); read the "
+    where = f"from character {bad[0]}" if bad else "outside log_history"
+    warnings.append(f"{shown}: not valid JSON {where} (cut short or damaged); read the "
                     f"{len(entries)} sound log_history entries" + (", and no settings" if not settings else ""))
     return (settings if isinstance(settings, dict) else {}) | {"log_history": entries}
+
+
+def _float(value: Any) -> float | None:
+    """A logged number as a float (None for text, booleans and integers too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
 
 
 def _finite(value: pl.Expr) -> pl.Expr:

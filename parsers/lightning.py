@@ -23,8 +23,8 @@ from parsers import schema as s
 from parsers.metric_names import canonical
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
-from parsers.textfile import InputError, read_yaml_mapping
-from parsers.wandb_history import config_frame
+from parsers.textfile import read_yaml_mapping
+from parsers.wandb_history import config_frame, read_csv_text
 
 FORMAT = "lightning"
 _AXES = ("step", "epoch")
@@ -56,10 +56,9 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     if path.name == "hparams.yaml":  # a version that logged no metrics (it stopped before its first log call)
         return [Piece(path, FORMAT, ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA), configs,
                                               n_attempts=1), config_only=True)]
-    try:
-        wide = pl.read_csv(path, infer_schema_length=0)  # every column as text: values are read below
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise InputError(f"{context.shown}: cannot read CSV ({str(exc).splitlines()[0]})") from None
+    # every column as text (values are read below); damage (bytes that are not UTF-8, a ragged or unquoted line)
+    # costs only itself, with a warning
+    wide = read_csv_text(path, context.shown, context.warnings)
     if "step" not in wide.columns:
         raise NotThisFormat(f"{context.shown}: a metrics.csv without a step column")
     values = [c for c in wide.columns if c not in _AXES]

@@ -74,7 +74,12 @@ class ReadContext:
 
     def display(self, path: Path) -> str:
         """How messages name another file of the same input."""
-        return shown_path(path if path == self.root else path.relative_to(self.root))
+        if path == self.root:
+            return shown_path(path)
+        for base in (self.root, self.root.parent):  # (a sidecar beside a file given on its own: from its folder)
+            if path.is_relative_to(base):
+                return shown_path(path.relative_to(base))
+        return shown_path(path)
 
 
 @runtime_checkable

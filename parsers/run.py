@@ -239,6 +239,23 @@ def _assemble(name: str, root: Path, pieces: list[Piece]) -> Run:
         run.configs = pl.concat([run.configs, configs])
         run.sources.append(Source(path=_display(piece.file, root), format=piece.fmt))
     run.sources = list({(src.path, src.format): src for src in run.sources}.values())
+    return _plausible_steps(run)
+
+
+MAX_STEP = 2**53  # no training takes this many steps; a step beyond it is damage (and step arithmetic would overflow)
+
+
+def _plausible_steps(run: Run) -> Run:
+    """``run`` without the points whose step is beyond :data:`MAX_STEP` either way (said in one warning); events
+    at such a step keep no step."""
+    far = (pl.col("step") >= MAX_STEP) | (pl.col("step") <= -MAX_STEP)
+    lost = run.metrics.select(far.sum()).item()
+    if lost:
+        run.warnings.append(f"{run.name}: {lost} point{'s' if lost > 1 else ''} at a step beyond 2**53 (damage, "
+                            "not a step any training reaches) left out")
+        run.metrics = run.metrics.filter(~far)
+    if run.events.height and run.events.select(far.any()).item():
+        run.events = run.events.with_columns(step=pl.when(far).then(None).otherwise(pl.col("step")))
     return run
 
 

@@ -269,7 +269,8 @@ def console_steps(text: TextFile) -> pl.DataFrame:
     """``line``, ``printed_step``: the lines of a console that say which step the training is at, in order."""
     found = [
         block.filter(pl.col("text").str.contains(CONSOLE_STEP))
-        .select(pl.col("line").cast(pl.Int64), printed_step=pl.col("text").str.extract(CONSOLE_STEP, 1).cast(pl.Int64))
+        .select(pl.col("line").cast(pl.Int64),  # a step beyond 64 bits is none
+                printed_step=pl.col("text").str.extract(CONSOLE_STEP, 1).cast(pl.Int64, strict=False))
         .collect()
         for block in scan_blocks(text)
     ]

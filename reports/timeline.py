@@ -36,10 +36,15 @@ def clock(t: float | None) -> str:
 
     >>> clock(1628384451.0)
     '2021-08-08 01:00:51'
+    >>> clock(float("nan")), clock(1e300)
+    ('nan (not a date)', '1e+300 (not a date)')
     """
     if t is None:
         return "–"
-    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, ValueError, OSError):  # a damaged log's NaN, or a time beyond the calendar
+        return f"{t:g} (not a date)"
 
 
 def steps(a: Attempt) -> str:
