@@ -146,7 +146,7 @@ def input_signature(path: str | Path) -> str:
     """
     given = Path(path)
     root = given.resolve()
-    h = hashlib.sha256(str(root).encode())
+    h = hashlib.sha256(os.fsencode(root))  # (a name that is not UTF-8 is bytes the OS gave: hashed as they are)
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
     for p in files:
         relative = p.name if p == root else str(p.relative_to(root))
@@ -157,7 +157,7 @@ def input_signature(path: str | Path) -> str:
             stamp = f"unreadable:{exc.errno}"
         # the name the readers are shown: the path as given for a single file, else the path inside the run
         shown = str(given) if p == root else relative
-        h.update(f"{relative}\0{stamp}\0{content_digest(p, shown)}\0".encode())
+        h.update(f"{relative}\0{stamp}\0{content_digest(p, shown)}\0".encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:24]
 
 
