@@ -1,7 +1,7 @@
 """``forensics compare``: read many runs in parallel (processes), analyze each, and set them side by side.
 
 Each run's canonical frames are cached as Parquet and its comparison row and overlay curves beside them (see
-:mod:`forensics.cache`), keyed by every input file's size and mtime and by the code's own signature, so comparing
+:mod:`forensics.cache`), keyed by every input file's size, mtime and content digest and by the code's signature, so comparing
 the same runs again reads a few kilobytes per run. Only the rows and small binned curves come back to the parent
 process, so memory does not grow with the number of runs beyond what is being compared.
 """
