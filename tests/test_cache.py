@@ -163,15 +163,23 @@ COMPARE_DAMAGE: dict[str, Callable[[Path], object]] = {
 RESULT_SEAL_ALONE_CATCHES = {"curves with other values", "final loss changed"}
 
 
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    """Two sample runs (read only), their uncached comparison, and a cache that holds their results."""
+    root = tmp_path_factory.mktemp("compared")
+    runs = [Path(shutil.copytree(SAMPLES / name, root / name)) for name in ("tr8-104B-sample", "clean-1.3B")]
+    uncached = compare_runs(runs, cache=False, jobs=1)
+    compare_runs(runs, cache=root / "cache", jobs=1)
+    return runs, uncached, root / "cache"
+
+
 @pytest.mark.parametrize("reseal", [False, True], ids=["damaged", "damaged-and-resealed"])
 @pytest.mark.parametrize("damage", list(COMPARE_DAMAGE))
-def test_a_damaged_compare_entry_is_computed_again(tmp_path, damage, reseal):
+def test_a_damaged_compare_entry_is_computed_again(tmp_path, compared, damage, reseal):
     if reseal and damage in RESULT_SEAL_ALONE_CATCHES:
         pytest.skip("only the seal tells this entry from a sound one")
-    runs = [Path(shutil.copytree(SAMPLES / name, tmp_path / name)) for name in ("tr8-104B-sample", "clean-1.3B")]
-    cache = tmp_path / "cache"
-    uncached, uncached_overlay = compare_runs(runs, cache=False, jobs=1)
-    compare_runs(runs, cache=cache, jobs=1)
+    runs, (uncached, uncached_overlay), primed = compared
+    cache = Path(shutil.copytree(primed, tmp_path / "cache"))
     entry = cache_module.result_entry(cache, runs[0])
     COMPARE_DAMAGE[damage](entry)
     if reseal:

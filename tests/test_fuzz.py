@@ -106,7 +106,7 @@ def test_random_bytes_reach_every_reader(route, body, prefixed):
 # ------------------------------------------------------------------------------------------ mutated fixtures ---
 
 
-@settings(FUZZ, max_examples=100)
+@settings(FUZZ, max_examples=60)
 @given(seed=st.sampled_from(mutants.SEEDS), rng_seed=st.integers(0, 2**32 - 1), alone=st.booleans())
 def test_mutated_fixtures(seed, rng_seed, alone):
     data, _ = mutants.mutate(mutants.seed_bytes(seed), seed.kind, random.Random(rng_seed))
