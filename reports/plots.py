@@ -2,9 +2,11 @@
 loss, grad norm and (fp16) loss scale on a shared step axis with anomalies and rollbacks marked.
 
 Millions of points are reduced per attempt to at most ``BINS`` step bins (min, median, max), so a one-step spike
-still shows at full height. Legends sit outside the axes, so they never cover data, and name only the marker kinds
-drawn in that figure. Output is byte-for-byte the same for the same input (Agg backend, fixed size and dpi, no
-timestamp in the PNG metadata).
+still shows at full height. A run with many attempts (a log whose steps were duplicated or reordered can have hundreds)
+gets at most ``MAX_LANES`` lanes in its overview, the others drawn together as one grey series of at most
+``CONTEXT_POINTS`` points, so the cost grows with points and attempts, not with their product. Legends sit outside
+the axes, so they never cover data, and name only the marker kinds drawn in that figure. Output is byte-for-byte the
+same for the same input (Agg backend, fixed size and dpi, no timestamp in the PNG metadata).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ DPI = 110
 LEGEND_ATTEMPTS = 8  # at most this many attempts get a legend entry each (the colours repeat after that)
 LABEL_CHARS = 48     # a longer run name is shortened in a legend (in a title: TITLE_CHARS)
 TITLE_CHARS = 64
+MAX_LANES = 12       # an overview gives at most this many attempts a lane of their own (the others: grey in each lane)
+CONTEXT_POINTS = 40_000  # the grey "other attempts" behind an overview lane: at most about this many points
+ABSURD = 1e300       # an axis limit beyond this (or not finite) gets no ticks: a tick locator overflows on it
 _COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 _CONTEXT = "#c7c7c7"  # the other attempts behind an overview lane
 # anomaly kind -> (marker, colour, legend label); a NaN is a vertical line, the rest a marker at the value
@@ -105,9 +110,10 @@ def _panel(ax, data: pl.DataFrame, run: RunFindings, metric: str, label: str,  #
     if log:
         ax.set_yscale("log", base=2 if metric == s.LOSS_SCALE else 10)
     resumed = False
+    parts = _by_attempt(data)
     for i, attempt in enumerate(run.attempts):
-        mine = data.filter(pl.col("attempt") == attempt.index)
-        if mine.height == 0:
+        mine = parts.get(attempt.index)
+        if mine is None or mine.height == 0:
             continue
         _line(ax, mine, _color(i), f"attempt {attempt.index}")
         if attempt.rollback and attempt.resumed_from_step is not None:
@@ -149,38 +155,94 @@ def _ended(attempt: Attempt) -> str:
     return _ENDED.get(attempt.end_reason, attempt.end_reason.value.replace("_", " "))
 
 
+def _by_attempt(data: pl.DataFrame) -> dict[int, pl.DataFrame]:
+    """``data``'s rows by attempt, in one pass (a filter per attempt costs attempts x rows)."""
+    if data.height == 0:
+        return {}
+    return {int(key[0]): part for key, part in data.partition_by("attempt", as_dict=True, maintain_order=True).items()}
+
+
+def _choose_lanes(lanes: list[tuple[int, Attempt]], run: RunFindings) -> list[tuple[int, Attempt]]:
+    """At most ``MAX_LANES`` of ``lanes``, in run order: the first and the last attempt, then those with a loss
+    anomaly, with any anomaly, with a rollback, then others spread evenly across the run."""
+    if len(lanes) <= MAX_LANES:
+        return lanes
+    loss_flagged = {a.attempt for a in run.anomalies if a.metric == s.LOSS}
+    flagged = {a.attempt for a in run.anomalies}
+    inner = range(1, len(lanes) - 1)
+    rest = [k for k in inner if lanes[k][1].index not in flagged and not lanes[k][1].rollback]
+    spread = [rest[int(k)] for k in np.unique(np.linspace(0, len(rest) - 1, min(len(rest), MAX_LANES)).round())] \
+        if rest else []
+    order = [0, len(lanes) - 1, *(k for k in inner if lanes[k][1].index in loss_flagged),
+             *(k for k in inner if lanes[k][1].index in flagged), *(k for k in inner if lanes[k][1].rollback), *spread]
+    chosen = list(dict.fromkeys(order))[:MAX_LANES]
+    return [lanes[k] for k in sorted(chosen)]
+
+
+def _context(parts: dict[int, pl.DataFrame], lanes: list[tuple[int, Attempt]]):  # type: ignore[no-untyped-def]
+    """All attempts' loss as one series (a NaN between attempts), each cut evenly to its share of ``CONTEXT_POINTS``,
+    and each attempt's slice of it: a lane's grey is the series without its own slice."""
+    per = max(2, CONTEXT_POINTS // max(1, len(lanes) - 1))
+    xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    where: dict[int, tuple[int, int]] = {}
+    at = 0
+    for _, attempt in lanes:
+        steps, mids = parts[attempt.index]["step"].to_numpy(), parts[attempt.index]["mid"].to_numpy()
+        if steps.size > per:
+            keep = np.unique(np.linspace(0, steps.size - 1, per).round().astype(np.int64))
+            steps, mids = steps[keep], mids[keep]
+        xs += [steps.astype(np.float64), np.array([np.nan])]
+        ys += [mids.astype(np.float64), np.array([np.nan])]
+        where[attempt.index] = (at, at + steps.size + 1)
+        at += steps.size + 1
+    return np.concatenate(xs), np.concatenate(ys), where
+
+
 def _overview(plt, loss: pl.DataFrame, run: RunFindings):  # type: ignore[no-untyped-def]
     """The loss across attempts, one lane each (the other attempts grey behind it), for a run with at least two
-    attempts that logged a loss; None otherwise (one lane would repeat the per-attempt loss panel)."""
-    lanes = [(i, a) for i, a in enumerate(run.attempts) if loss.filter(pl.col("attempt") == a.index).height]
-    if len(lanes) < 2:
+    attempts that logged a loss; None otherwise (one lane would repeat the per-attempt loss panel). With more than
+    ``MAX_LANES`` such attempts only those that matter get a lane (:func:`_choose_lanes`); the title says so."""
+    parts = _by_attempt(loss)
+    every = [(i, a) for i, a in enumerate(run.attempts) if a.index in parts and parts[a.index].height]
+    if len(every) < 2:
         return None
     from matplotlib.lines import Line2D
 
+    lanes = _choose_lanes(every, run)
+    grey_x, grey_y, where = _context(parts, every)
+    anomalies: dict[int, list[Any]] = {}
+    for a in run.anomalies:
+        anomalies.setdefault(a.attempt, []).append(a)
     lane = max(0.3, min(1.1, 8 / len(lanes)))
-    fig, axes = plt.subplots(len(lanes), 1, figsize=(9, 1.1 + lane * len(lanes)), sharex=True, sharey=True,
-                             squeeze=False)
+    hidden = len(every) - len(lanes)
+    fig, axes = plt.subplots(len(lanes), 1, figsize=(9, 1.1 + lane * len(lanes) + (0.2 if hidden else 0)),
+                             sharex=True, sharey=True, squeeze=False)
     log = _log_axis(loss["high"].to_numpy())
     kinds: set[str] = set()
     resumed = False
     for ax, (i, attempt) in zip(axes[:, 0], lanes, strict=True):
         if log:
             ax.set_yscale("log")
-        for other in run.attempts:
-            if other.index != attempt.index:
-                theirs = loss.filter(pl.col("attempt") == other.index)
-                ax.plot(theirs["step"].to_numpy(), theirs["mid"].to_numpy(), color=_CONTEXT, lw=0.6)
-        _line(ax, loss.filter(pl.col("attempt") == attempt.index), _color(i))
+        start, stop = where[attempt.index]
+        ax.plot(np.concatenate([grey_x[:start], grey_x[stop:]]), np.concatenate([grey_y[:start], grey_y[stop:]]),
+                color=_CONTEXT, lw=0.6)
+        _line(ax, parts[attempt.index], _color(i))
         if attempt.rollback and attempt.resumed_from_step is not None:
             ax.axvline(attempt.resumed_from_step, color=_color(i), ls="--", lw=0.8)
             resumed = True
-        kinds |= _marks(ax, [a for a in run.anomalies if a.attempt == attempt.index], s.LOSS, log)
+        kinds |= _marks(ax, anomalies.get(attempt.index, []), s.LOSS, log)
         ax.set_ylabel(f"attempt {attempt.index}: {_ended(attempt)}", rotation=0, ha="right", va="center", fontsize=7)
         ax.grid(alpha=0.3)
         if lane < 0.6:  # thin lanes: no y tick labels, no tick marks between lanes
             ax.tick_params(axis="y", labelleft=False)
             ax.tick_params(axis="x", length=0 if ax is not axes[-1, 0] else 3.5)
-    axes[0, 0].set_title(f"{_short(run.name, TITLE_CHARS)}: loss across attempts, one lane each")
+    title = f"{_short(run.name, TITLE_CHARS)}: loss across attempts, one lane each"
+    if hidden:
+        title = (f"{_short(run.name, TITLE_CHARS)}: loss across attempts, {len(lanes)} of {len(every)} in a lane each\n"
+                 f"(first, last, with anomalies or rollbacks, then spread out); {hidden} attempts are not drawn "
+                 "individually, only in the grey")
+    axes[0, 0].set_title(title)
     axes[-1, 0].set_xlabel("step")
     others = Line2D([], [], color=_CONTEXT, lw=0.6, label="the other attempts")
     _legend_outside(axes[0, 0], _handles(kinds, resumed, [others]))
@@ -231,13 +293,31 @@ def run_figures(metrics: pl.DataFrame, run: RunFindings) -> dict[str, Any]:
 def _save(fig, path: Path) -> None:  # type: ignore[no-untyped-def]
     with warnings.catch_warnings():  # a glyph the font lacks (a run name in another script) is drawn as a box
         warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)  # overflow on limits near 1e308 (their ticks: see _tight)
         fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
 
 
 def _tight(fig: Any) -> None:
-    """``tight_layout`` without its warning on stderr when a figure is too crowded to tighten (it is kept as is)."""
+    """``tight_layout`` without its warning on stderr when a figure is too crowded to tighten (it is kept as is). An
+    axis whose limits are not finite or beyond ``ABSURD`` (a value of 1e308), or whose ticks cannot be computed, gets
+    none: matplotlib's tick locator fails on it ("arange: cannot compute length") when laid out or saved."""
+    from matplotlib.ticker import NullLocator
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)  # overflow in matplotlib's arithmetic on such limits
+        for ax in fig.axes:
+            for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+                low, high = sorted(float(v) for v in limits)
+                sane = np.isfinite(low) and np.isfinite(high) and np.isfinite(high - low) and max(-low, high) < ABSURD
+                if sane:
+                    try:
+                        sane = bool(np.all(np.isfinite(axis.get_majorticklocs())))
+                    except (ValueError, OverflowError, ZeroDivisionError):
+                        sane = False
+                if not sane:
+                    axis.set_major_locator(NullLocator())
+                    axis.set_minor_locator(NullLocator())
         fig.tight_layout()
 
 

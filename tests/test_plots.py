@@ -223,3 +223,61 @@ def test_a_crowded_figure_writes_no_library_warning(tmp_path) -> None:
                            str(tmp_path / "r.md")], capture_output=True, text=True, cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
     assert (tmp_path / "r_files").is_dir()
+
+
+def test_an_overview_of_hundreds_of_attempts_draws_a_bounded_number_of_lanes_and_lines(clean) -> None:
+    """Issue 18 (fuzzing): duplicated or reordered steps made runs of 148-322 attempts, and the overview drew one lane
+    per attempt with every other attempt inside each lane: attempts squared artists, 20 s to over 120 s a report. Now
+    the first, the last and the attempts with anomalies get a lane (at most MAX_LANES), the rest one grey series."""
+    frame, run = clean
+    n, width = 300, 10  # clean-1.3B's 3,000 steps cut into 300 attempts of 10 steps each
+    many = frame.filter(pl.col("metric").is_in(["loss", "grad_norm"])).with_columns(
+        attempt=((pl.col("step") - 1) // width + 1).cast(pl.Int32))
+    attempts = [dataclasses.replace(run.attempts[0], index=k, start_step=(k - 1) * width + 1, end_step=k * width,
+                                    points=width) for k in range(1, n + 1)]
+    spike = Anomaly(kind="loss_spike", metric="loss", attempt=150, step=1495, end_step=1495, value=3.0, baseline=2.0)
+    nan = Anomaly(kind="nan", metric="loss", attempt=77, step=765, end_step=765, value=None, baseline=None)
+    figs = plots.run_figures(many, dataclasses.replace(run, attempts=attempts, anomalies=[spike, nan]))
+    try:
+        assert sorted(figs) == ["attempts", "overview"]
+        overview = figs["overview"]
+        overview.canvas.draw()
+        lanes = [ax.get_ylabel().split(":")[0] for ax in overview.axes]
+        assert len(lanes) == plots.MAX_LANES
+        assert {"attempt 1", "attempt 77", "attempt 150", "attempt 300"} <= set(lanes)
+        assert lanes == sorted(lanes, key=lambda label: int(label.split()[1]))  # in run order
+        lines = [line for ax in overview.axes for line in ax.get_lines()]
+        assert len(lines) <= 4 * plots.MAX_LANES  # not one per attempt per lane (300 x 300)
+        for ax in overview.axes:  # one grey series of the other attempts, all 299 of them, in every lane
+            grey = [line for line in ax.get_lines() if line.get_color() == plots._CONTEXT]
+            assert len(grey) == 1 and len(grey[0].get_xdata()) <= plots.CONTEXT_POINTS + n
+        assert f"{n - plots.MAX_LANES} attempts are not drawn individually" in overview.axes[0].get_title()
+        assert _drawn_marks(overview) == {"spike", "NaN"}
+    finally:
+        for fig in figs.values():
+            plt.close(fig)
+
+
+# the fairseq log line a fuzzed mutant was shrunk to: a step and a grad norm of 1e308, no loss
+HUGE_FAIRSEQ = b'| train_inner | {"epoch": 1e308,"num_updates": "1e308",  "gnorm": "1e308", "cl '
+
+
+def test_values_near_the_float_limit_are_plotted_without_ticks_not_an_internal_error(tmp_path) -> None:
+    """Issue 18 (fuzzing): a grad norm of 1e308 made matplotlib's tick locator fail while laying out the figure
+    ("ValueError: arange: cannot compute length"); an axis with such limits now gets no ticks."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "train.log").write_bytes(HUGE_FAIRSEQ)
+    frame, run = _load(tmp_path / "run")
+    assert frame["value"].to_list() == [1e308]
+    written = plots.plot_run(frame, run, tmp_path / "plots")
+    assert list(written) == ["attempts"] and written["attempts"].read_bytes()[:4] == b"\x89PNG"
+    for limits in ((-1e308, 1e308), (-1.0, 1e308), (1e300, 1e308)):  # ranges that overflow, limits beyond ABSURD
+        fig, ax = plt.subplots()
+        try:
+            ax.plot([1, 2], [limits[0], 1.0])
+            ax.set_ylim(*limits)
+            plots._tight(fig)
+            plots._save(fig, tmp_path / "limits.png")
+            assert len(ax.get_yticks()) == 0 and len(ax.get_xticks()) > 0  # the sane x axis keeps its ticks
+        finally:
+            plt.close(fig)
