@@ -455,13 +455,10 @@ def _mutate_event(payload: bytes, rng: random.Random) -> bytes:
         return flip_bytes(payload, rng)
 
 
-def tfrecord_mutant(data: bytes, rng: random.Random, big: bool = False) -> bytes:
-    """Records dropped, duplicated, shuffled, reversed, their payload bytes or Event fields changed (extreme steps,
-    wall times and values, odd tags, wrong tensor dtypes), then framed again with valid CRCs; sometimes a record
-    that claims a huge length (with a valid header CRC) or a cut is added."""
-    payloads = tfrecord_payloads(data)
-    if not payloads:
-        return flip_bytes(data, rng)
+def _edit_records(payloads: list[bytes], rng: random.Random, change: Callable[[bytes, random.Random], bytes],
+                  reorder: Callable[[list[bytes], random.Random], object]) -> None:
+    """One to five edits of a file's records, in place: drop, duplicate, shuffle, ``reorder``, flip bytes in one,
+    or ``change`` one (a structure-aware edit of its fields)."""
     for _ in range(rng.choice((1, 1, 2, 5))):
         what = rng.randrange(7)
         i = rng.randrange(len(payloads))
@@ -472,13 +469,32 @@ def tfrecord_mutant(data: bytes, rng: random.Random, big: bool = False) -> bytes
         elif what == 2:
             rng.shuffle(payloads)
         elif what == 3:
-            payloads.reverse()
+            reorder(payloads, rng)
         elif what == 4:
             payloads[i] = flip_bytes(payloads[i], rng)
         else:
-            payloads[i] = _mutate_event(payloads[i], rng)
+            payloads[i] = change(payloads[i], rng)
         if not payloads:
             break
+
+
+def _shuffle_history(payloads: list[bytes], rng: random.Random) -> None:
+    """The history records shuffled among their own places (the steps reordered, the rest of the run kept)."""
+    history = [k for k, p in enumerate(payloads) if _is_history(p)]
+    moved = [payloads[k] for k in history]
+    rng.shuffle(moved)
+    for k, p in zip(history, moved, strict=True):
+        payloads[k] = p
+
+
+def tfrecord_mutant(data: bytes, rng: random.Random, big: bool = False) -> bytes:
+    """Records dropped, duplicated, shuffled, reversed, their payload bytes or Event fields changed (extreme steps,
+    wall times and values, odd tags, wrong tensor dtypes), then framed again with valid CRCs; sometimes a record
+    that claims a huge length (with a valid header CRC) or a cut is added."""
+    payloads = tfrecord_payloads(data)
+    if not payloads:
+        return flip_bytes(data, rng)
+    _edit_records(payloads, rng, _mutate_event, lambda records, _: records.reverse())
     out, _ = tfrecord_file(payloads)
     tail = rng.random()
     if tail < 0.1:  # a header that says 2 GiB follows, with a valid header CRC
@@ -600,27 +616,7 @@ def wandb_mutant(data: bytes, rng: random.Random, big: bool = False) -> bytes:
     payloads = wandb_payloads(data)
     if not payloads:
         return flip_bytes(data, rng)
-    for _ in range(rng.choice((1, 1, 2, 5))):
-        what = rng.randrange(7)
-        i = rng.randrange(len(payloads))
-        if what == 0:
-            del payloads[i]
-        elif what == 1:
-            payloads[i:i] = [payloads[i]] * rng.choice((1, 10))
-        elif what == 2:
-            rng.shuffle(payloads)
-        elif what == 3:
-            history = [k for k, p in enumerate(payloads) if _is_history(p)]
-            moved = [payloads[k] for k in history]
-            rng.shuffle(moved)
-            for k, p in zip(history, moved, strict=True):
-                payloads[k] = p
-        elif what == 4:
-            payloads[i] = flip_bytes(payloads[i], rng)
-        else:
-            payloads[i] = _mutate_record(payloads[i], rng)
-        if not payloads:
-            break
+    _edit_records(payloads, rng, _mutate_record, _shuffle_history)
     out, _ = wandb_file(payloads)
     tail = rng.random()
     if tail < 0.05:
