@@ -113,7 +113,7 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any], attempts: list[Attem
         at_peak = lr.filter(pl.col("value") >= peak * (1 - PEAK_TOLERANCE))
         out.lr_peak, out.lr_peak_step = peak, int(at_peak["step"][0])
         rising_at_end = out.lr_peak_step == int(lr["step"][-1])  # type: ignore[arg-type]
-        out.still_warming_up = rising_at_end and lr["value"][0] < 0.5 * peak
+        out.still_warming_up = rising_at_end and lr["value"][0] < peak * (1 - PEAK_TOLERANCE)  # (below: not flat)
         if lr["value"][0] < 0.5 * peak and out.lr_peak_step > lr["step"][0] and not rising_at_end:
             out.warmup_end_step = out.lr_peak_step
             out.warmup_end_after = _before(lr, out.lr_peak_step)

@@ -181,3 +181,14 @@ def test_settings_no_model_or_schedule_could_have_are_unknown(tmp_path: Path, ke
     assert findings.attempts  # analysed
     if key in {"hidden_size", "num_layers"}:
         assert findings.model.parameters_from_shape is None
+
+
+def test_an_lr_still_rising_at_the_last_line_is_not_called_a_peak() -> None:
+    """Megatron-Bridge issue 4024: the LR goes 5.8e-05, 6.0e-05, 6.2e-05 over the three lines pasted; the chronicle
+    said "LR peaks at 6.2e-05 (step 31); no warm-up seen" (the first rate was not below half the last)."""
+    import forensics
+
+    log = Path(__file__).parent / "fixtures" / "real" / "megatron" / "issue__NVIDIA-NeMo+Megatron-Bridge__issue4024.txt"
+    schedule = forensics.analyze(load_run(log)).runs[0].schedule
+    assert (schedule.lr_peak, schedule.lr_peak_step, schedule.still_warming_up) == (6.2e-05, 31, True)
+    assert schedule.warmup_end_step is None
