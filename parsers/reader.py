@@ -74,12 +74,22 @@ class ReadContext:
 
     def display(self, path: Path) -> str:
         """How messages name another file of the same input."""
-        if path == self.root:
-            return shown_path(path)
-        for base in (self.root, self.root.parent):  # (a sidecar beside a file given on its own: from its folder)
-            if path.is_relative_to(base):
-                return shown_path(path.relative_to(base))
+        return display_path(path, self.root)
+
+
+def display_path(path: Path, root: Path) -> str:
+    """How messages name ``path``, a file of the input ``root``: relative to it (a sidecar beside a file given on
+    its own: relative to that file's folder), with bytes that are not UTF-8 as ``\\xNN``.
+
+    >>> display_path(Path("runs/a/files/output.log"), Path("runs/a/run-1.wandb"))
+    'files/output.log'
+    """
+    if path == root:
         return shown_path(path)
+    for base in (root, root.parent):
+        if path.is_relative_to(base):
+            return shown_path(path.relative_to(base))
+    return shown_path(path)
 
 
 @runtime_checkable

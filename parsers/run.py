@@ -21,7 +21,7 @@ from parsers import registry
 from parsers import schema as s
 from parsers.config_names import canonical_configs
 from parsers.errors import shown_path
-from parsers.reader import NotThisFormat, Piece, ReadContext
+from parsers.reader import NotThisFormat, Piece, ReadContext, display_path
 from parsers.schema import ParsedLog
 from parsers.textfile import InputError
 from parsers.wandb_csv import CHART, HISTORY, RUNS_TABLE
@@ -75,16 +75,12 @@ def _candidate_files(root: Path, warnings: list[str]) -> list[Path]:
 
     def unreadable(exc: OSError) -> None:
         where = Path(exc.filename) if exc.filename else root
-        warnings.append(f"{_display(where, root)}: directory not read ({exc.strerror or exc})")
+        warnings.append(f"{display_path(where, root)}: directory not read ({exc.strerror or exc})")
 
     for folder, dirs, names in os.walk(root, onerror=unreadable):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         files += [Path(folder) / n for n in names if not n.startswith(".") and (Path(folder) / n).is_file()]
     return sorted(files, key=_natural_key)
-
-
-def _display(path: Path, root: Path) -> str:
-    return shown_path(path if path == root else path.relative_to(root))
 
 
 def load_runs(path: str | Path, name: str | None = None) -> list[Run]:
@@ -237,7 +233,7 @@ def _assemble(name: str, root: Path, pieces: list[Piece]) -> Run:
         if piece.fmt != RUNS_TABLE or run.metrics.height:  # a runs-table row numbers its own attempt
             configs = configs.with_columns(attempt=pl.lit(max(run.attempts, default=1), dtype=pl.Int32))
         run.configs = pl.concat([run.configs, configs])
-        run.sources.append(Source(path=_display(piece.file, root), format=piece.fmt))
+        run.sources.append(Source(path=display_path(piece.file, root), format=piece.fmt))
     run.sources = list({(src.path, src.format): src for src in run.sources}.values())
     return _plausible_steps(run)
 
@@ -331,7 +327,7 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
     deferred: list[Piece] = []
     for piece in pieces:
         log = piece.log
-        sources.append(Source(path=_display(piece.file, root), format=piece.fmt, sampled=piece.sampled))
+        sources.append(Source(path=display_path(piece.file, root), format=piece.fmt, sampled=piece.sampled))
         warnings.extend(log.warnings)
         tags += [{"source": sources[-1].path, "tag": tag, "metric": metric} for tag, metric in log.tags.items()]
         if _is_events_only(log):

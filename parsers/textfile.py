@@ -373,7 +373,8 @@ def scan_blocks(info: TextFile, block_bytes: int = _SCAN_BLOCK_BYTES) -> Iterato
     info.long_lines.clear()
     for block in read_blocks(info.path, info.shown, block_bytes, info):
         _note_damage(info, block, offset)
-        offset += len(block)
+        # offsets are the file's: add back what this block's long lines lost
+        offset += len(block) + sum(length - MAX_LINE_BYTES for byte, length in info.long_lines if byte >= offset)
         # a carriage return alone ends a line too (old Mac files, progress bars redrawn in place); CRLF files, where
         # every CR is followed by LF, skip the regex pass
         if b"\r" in block and block.count(b"\r") != block.count(b"\r\n"):

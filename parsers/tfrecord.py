@@ -61,8 +61,9 @@ def _resync(buf: bytes, pos: int, window: int = 1 << 20) -> int | None:
     a = np.frombuffer(buf, dtype=np.uint8)
     last = len(buf) - 12  # the last offset a 12-byte header fits at
     empty_crc = masked_crc(bytes(8))  # the header of an empty record (zero-filled stretches are all candidates)
-    for lo in range(pos + 1, last + 1, window):
-        m = min(window, last + 1 - lo)
+    lo, size = pos + 1, min(window, 4096)  # small first: damage is often a record or two (a window costs ~15 passes)
+    while lo <= last:
+        m = min(size, last + 1 - lo)
         w = a[lo : lo + m + 11]
         high = (w[4 : 4 + m] == 0) & (w[5 : 5 + m] == 0) & (w[6 : 6 + m] == 0) & (w[7 : 7 + m] == 0)
         low = (w[0:m] == 0) & (w[1 : 1 + m] == 0) & (w[2 : 2 + m] == 0) & (w[3 : 3 + m] == 0)
@@ -80,6 +81,7 @@ def _resync(buf: bytes, pos: int, window: int = 1 << 20) -> int | None:
             first = min(first, int(found[0])) if len(found) else first
         if first < m:
             return lo + first
+        lo, size = lo + m, min(size * 2, window)
     return None
 
 

@@ -195,16 +195,16 @@ def _as_float(wide: pl.DataFrame, column: str) -> pl.Expr:
     return pl.lit(None, dtype=pl.Float64)
 
 
-def _decoded(path: Path, shown: str, warnings: list[str] | None) -> tuple[bytes, bool]:
-    """The file's bytes and whether they are not all UTF-8 (then said in a warning: they are read replaced)."""
+def _decoded(path: Path, shown: str, warnings: list[str] | None) -> tuple[bytes, str, bool]:
+    """The file's bytes, its text and whether the bytes are not all UTF-8 (then said in a warning, and replaced in
+    the text)."""
     data = path.read_bytes()
     try:
-        data.decode("utf-8")
+        return data, data.decode("utf-8"), False
     except UnicodeDecodeError as exc:
         if warnings is not None:
             warnings.append(f"{shown}: bytes that are not UTF-8 (first at byte {exc.start}) were replaced")
-        return data, True
-    return data, False
+        return data, data.decode("utf-8", errors="replace"), True
 
 
 def read_csv_text(path: Path, shown: str, warnings: list[str] | None = None) -> pl.DataFrame:
@@ -212,7 +212,7 @@ def read_csv_text(path: Path, shown: str, warnings: list[str] | None = None) -> 
     unterminated quote are left out (a quote left open swallows the rest of the file), each with a warning, so the
     rest of a damaged file is still read."""
     try:
-        data, lossy = _decoded(path, shown, warnings)
+        data, _, lossy = _decoded(path, shown, warnings)
         encoding = "utf8-lossy" if lossy else "utf8"
         try:
             return pl.read_csv(data, infer_schema=False, null_values=[""], truncate_ragged_lines=True,
@@ -278,8 +278,7 @@ def read_history_file(path: Path, shown: str, warnings: list[str] | None = None)
 def _json_records(path: Path, shown: str, warnings: list[str] | None) -> list[Any]:
     """A JSON history: an array of records, or pandas' ``{key: {row: value}}``. An array cut short or damaged keeps
     its sound records, with a warning."""
-    data, _ = _decoded(path, shown, warnings)
-    text = data.decode("utf-8", errors="replace")
+    _, text, _ = _decoded(path, shown, warnings)
     try:
         value = json_value(text)
         return value if isinstance(value, list) else _columns_to_rows(value)
@@ -300,8 +299,8 @@ def _json_records(path: Path, shown: str, warnings: list[str] | None) -> list[An
 def _json_lines(path: Path, shown: str, warnings: list[str] | None) -> list[Any]:
     """Every sound line of a JSON-lines file; the others (a cut last line, a damaged one) are counted in a warning."""
     rows, bad = [], []
-    data, _ = _decoded(path, shown, warnings)
-    for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+    _, text, _ = _decoded(path, shown, warnings)
+    for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 rows.append(json_value(line))
