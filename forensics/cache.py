@@ -238,7 +238,8 @@ def publish(entry: Path, write: Callable[[Path], object]) -> None:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def cached_load_runs(path: str | Path, cache_dir: str | Path | None = None, name: str | None = None) -> list[Run]:
+def cached_load_runs(path: str | Path, cache_dir: str | Path | None = None, name: str | None = None,
+                     signature: str | None = None) -> list[Run]:
     """:func:`parsers.load_runs`, through the frames cache: a run whose files have not changed (see
     :func:`input_signature`) since it was last read is read back from ``cache_dir`` (default:
     :func:`default_cache_dir`) instead of being parsed again. An entry that is not :func:`intact` or that
@@ -262,7 +263,7 @@ def cached_load_runs(path: str | Path, cache_dir: str | Path | None = None, name
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     # the key is taken before the run is read: a file that changes while it is parsed leaves the entry under the
     # key of the old content, which is not looked up again
-    entry = cache / "frames" / f"{input_signature(path)}-{code_signature(*FRAME_CODE)}-{name or ''}"
+    entry = cache / "frames" / f"{signature or input_signature(path)}-{code_signature(*FRAME_CODE)}-{name or ''}"
     if entry.exists() or entry.is_symlink():
         if intact(entry):
             try:
@@ -275,9 +276,10 @@ def cached_load_runs(path: str | Path, cache_dir: str | Path | None = None, name
     return runs
 
 
-def result_entry(cache_dir: Path, path: str | Path) -> Path:
-    """Where the ``forensics compare`` result of the run at ``path`` is kept in ``cache_dir``."""
-    return cache_dir / "compare" / f"{input_signature(path)}-{code_signature(*RESULT_CODE)}"
+def result_entry(cache_dir: Path, path: str | Path, signature: str | None = None) -> Path:
+    """Where the ``forensics compare`` result of the run at ``path`` is kept in ``cache_dir`` (``signature``: its
+    :func:`input_signature`, when the caller took it already, before reading the run)."""
+    return cache_dir / "compare" / f"{signature or input_signature(path)}-{code_signature(*RESULT_CODE)}"
 
 
 def write_result(entry: Path, row: Mapping[str, Any], curves: pl.DataFrame) -> None:

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import polars as pl
 
 from forensics.analysis import analyze_run
-from forensics.cache import cached_load_runs, default_cache_dir, read_result, result_entry, write_result
+from forensics.cache import cached_load_runs, default_cache_dir, input_signature, read_result, result_entry, write_result
 from forensics.comparison import Comparison, RunRow, compare_rows, summarize
 from forensics.findings import Outcome
 from forensics.timeline import by_step, step_bins
@@ -40,18 +40,18 @@ class RunResult:
     curves: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CURVE_SCHEMA))
 
     @classmethod
-    def cached(cls, cache_dir: Path, name: str, path: Path) -> RunResult | None:
+    def cached(cls, cache_dir: Path, name: str, path: Path, signature: str) -> RunResult | None:
         """The result kept in the cache for the run at ``path`` (named ``name`` in this comparison), if any."""
-        stored = read_result(result_entry(cache_dir, path))
+        stored = read_result(result_entry(cache_dir, path, signature))
         if stored is None:
             return None
         row, frame = stored
         row["name"] = name
         return cls(RunRow(**row), frame.with_columns(run=pl.lit(name)))
 
-    def keep(self, cache_dir: Path, path: Path) -> None:
-        """Keep this result in the cache for the run at ``path``."""
-        write_result(result_entry(cache_dir, path), vars(self.row), self.curves)
+    def keep(self, cache_dir: Path, path: Path, signature: str) -> None:
+        """Keep this result in the cache for the run at ``path`` whose files had ``signature`` before it was read."""
+        write_result(result_entry(cache_dir, path, signature), vars(self.row), self.curves)
 
 
 class Compared(NamedTuple):
@@ -102,11 +102,11 @@ def curves(name: str, metrics: pl.DataFrame, bins: int = CURVE_BINS) -> pl.DataF
     return pl.concat([p.select(list(CURVE_SCHEMA)).cast(CURVE_SCHEMA) for p in parts])  # type: ignore[arg-type]
 
 
-def ingest(name: str, path: Path, cache_dir: Path | None = None) -> RunResult:
+def ingest(name: str, path: Path, cache_dir: Path | None = None, signature: str | None = None) -> RunResult:
     """Read (through the frame cache), analyze and summarize one run; an unreadable run gives a row with its error.
     A path that holds several runs (a W&B runs table) is compared as its first run, with the others noted."""
     try:
-        runs = cached_load_runs(path, cache_dir) if cache_dir is not None else load_runs(path)
+        runs = cached_load_runs(path, cache_dir, signature=signature) if cache_dir is not None else load_runs(path)
         run = runs[0]
         findings = analyze_run(run)
         row = summarize(findings, run.metrics)
@@ -120,10 +120,12 @@ def ingest(name: str, path: Path, cache_dir: Path | None = None) -> RunResult:
         return RunResult(RunRow(name=name, path=str(path), error=f"internal error: {type(exc).__name__}: {exc}"))
 
 
-def _ingest_and_cache(name: str, path: Path, cache_dir: Path | None) -> RunResult:
-    result = ingest(name, path, cache_dir)
-    if cache_dir is not None and result.row.outcome != Outcome.UNREADABLE:
-        result.keep(cache_dir, path)
+def _ingest_and_cache(name: str, path: Path, cache_dir: Path | None, signature: str | None) -> RunResult:
+    """:func:`ingest`, its result kept under the key its files had before they were read (one hashing per run,
+    and a file changed while it was read never leaves its old result under its new content's key)."""
+    result = ingest(name, path, cache_dir, signature)
+    if cache_dir is not None and signature is not None and result.row.outcome != Outcome.UNREADABLE:
+        result.keep(cache_dir, path, signature)
     return result
 
 
@@ -150,7 +152,7 @@ def compare_runs(
         raise InputError(f"--baseline {baseline}: no such run (runs: {', '.join(n for n, _ in found)})")
     where = (default_cache_dir() if cache is True else Path(cache)) if cache not in (False, None) else None
     results: dict[str, RunResult] = {}
-    todo: list[tuple[str, Path]] = []
+    todo: list[tuple[str, Path, str | None]] = []
 
     def done(name: str, result: RunResult) -> None:
         results[name] = result
@@ -158,19 +160,21 @@ def compare_runs(
             progress(name, len(found))
 
     for name, path in found:
-        cached = RunResult.cached(where, name, path) if where is not None else None
+        signature = input_signature(path) if where is not None else None
+        cached = RunResult.cached(where, name, path, signature) if where is not None and signature else None
         if cached is not None:
             done(name, cached)
         else:
-            todo.append((name, path))
+            todo.append((name, path, signature))
     workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
     if workers == 1:
-        for name, path in todo:
-            done(name, _ingest_and_cache(name, path, where))
+        for name, path, signature in todo:
+            done(name, _ingest_and_cache(name, path, where, signature))
     elif todo:
         context = multiprocessing.get_context("spawn")  # Polars is not fork-safe
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            futures = {pool.submit(_ingest_and_cache, name, path, where): name for name, path in todo}
+            futures = {pool.submit(_ingest_and_cache, name, path, where, signature): name
+                       for name, path, signature in todo}
             for future in as_completed(futures):
                 done(futures[future], future.result())
     ordered = [results[name] for name, _ in found]

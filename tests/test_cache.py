@@ -313,3 +313,22 @@ def test_read_frames_on_damaged_parquet_returns_or_raises_input_error(tmp_path):
                 outcomes.add("refused")
         (out / name).write_bytes(data)
     assert outcomes == {"read", "refused"}
+
+
+def test_a_cold_compare_hashes_each_run_once_and_keys_it_before_reading(tmp_path, monkeypatch):
+    """The compare key was taken three times per run (parent, frames, result), the last after the run was read:
+    a log changed while it was read left its old result under its new content's key."""
+    import forensics.compare as compare_module
+
+    runs = [Path(shutil.copytree(SAMPLES / name, tmp_path / name)) for name in ("tr8-104B-sample", "clean-1.3B")]
+    taken: list[Path] = []
+    real_signature = cache_module.input_signature
+
+    def counted(path):
+        taken.append(Path(path))
+        return real_signature(path)
+
+    monkeypatch.setattr(cache_module, "input_signature", counted)
+    monkeypatch.setattr(compare_module, "input_signature", counted)
+    compare_runs(runs, cache=tmp_path / "cache", jobs=1)
+    assert sorted(taken) == sorted(runs)
