@@ -24,6 +24,7 @@ import polars as pl
 from forensics.detectors.base import RunFrames
 from forensics.findings import INSTABILITY_KINDS, Anomaly, Kind, shown, step_count
 from forensics.gaps import across_gap, since_last_gap
+from forensics.theil_sen import theil_sen
 from parsers import schema as s
 
 LEAD_WINDOW = 20            # logged points before a loss spike where a grad-norm spike counts as leading it
@@ -132,9 +133,7 @@ def _grad_drift(first: Anomaly, frames: RunFrames) -> str | None:
     step = points["step"].to_numpy().astype(float)
     y = np.log(points["value"].to_numpy())
     every = max(1, step.size // 400)  # Theil-Sen compares all pairs: 400 points are plenty
-    from scipy.stats import theilslopes
-
-    slope, _, low, _high = theilslopes(y[::every], step[::every])
+    slope, low, _high = theil_sen(y[::every], step[::every])
     rise = math.exp(slope * (step[-1] - step[0])) - 1
     if low <= 0 or rise < DRIFT_RISE:
         return None

@@ -59,3 +59,20 @@ def test_short_and_bad_signals() -> None:
         pelt(np.array([1.0, np.nan, 2.0, 3.0, 4.0]), 1.0)
     with pytest.raises(ValueError, match="cost must be one of"):
         pelt(np.zeros(10), 1.0, cost="rbf")
+
+
+@pytest.mark.parametrize("cost", ["l2", "normal"])
+def test_numpy_and_numba_loops_agree(cost: str) -> None:
+    """Short signals take the NumPy loop, long ones the numba loop: the same search either way."""
+    from forensics.changepoint import NUMPY_MAX, _pelt_numpy
+    from forensics.pelt_kernel import pelt_loop
+
+    rng = np.random.default_rng(7)
+    signals = [piecewise(*case, seed=2) for case in CASES]
+    signals += [np.repeat([3.0, 3.0, 5.0, 4.0], [1500, 1500, 1500, NUMPY_MAX]) + rng.standard_t(3, 4500 + NUMPY_MAX)]
+    for x in signals:
+        x = x - x.mean()
+        s1, s2 = np.r_[0.0, np.cumsum(x)], np.r_[0.0, np.cumsum(x * x)]
+        pen = bic_penalty(x, cost)
+        assert _pelt_numpy(s1, s2, pen, 2, cost == "normal") == [int(b) for b in pelt_loop(s1, s2, pen, 2, cost == "normal")]
+    assert len(pelt(signals[-1], bic_penalty(signals[-1], cost), cost=cost)) >= 3  # the numba path, past NUMPY_MAX

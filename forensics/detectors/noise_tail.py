@@ -138,8 +138,6 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
                minima: dict[int, np.ndarray] | None = None) -> NoiseTail:
     """The thresholds for one attempt's z-scores (see the module docstring); ``minima``: their run minima when not
     :func:`all_run_minima` of ``z`` (e.g. :func:`held_run_minima`)."""
-    from scipy import stats  # (scipy is loaded when a run is analysed, not when the command line starts)
-
     z = np.asarray(z, dtype=float)
     thresholds = []
     fitted = True
@@ -154,7 +152,7 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
         if lows.size < MIN_FIT:
             fitted = False
             df, loc, scale = body = body or student_body(finite)
-            limit = loc + scale * float(stats.t.isf(p ** (1.0 / k), df))
+            limit = loc + scale * _t_isf(p ** (1.0 / k), df)
         else:
             limit = (single if k == 1 else _Tail.of(lows)).quantile(p)
             if k > 1:  # never below what k independent points of the single-point tail reach together
@@ -201,7 +199,7 @@ def student_body(z: np.ndarray) -> tuple[float, float, float]:
     >>> student_body(rng.normal(size=300))[0], student_body(rng.standard_t(3, 300))[0]
     (10.0, 3.0)
     """
-    from scipy import optimize, stats
+    from scipy import optimize
 
     z = np.asarray(z, dtype=float)
     if z.size < MIN_BODY:
@@ -215,8 +213,8 @@ def student_body(z: np.ndarray) -> tuple[float, float, float]:
     for df in LADDER:
         def nll(log_scale: float, df: float = df) -> float:
             scale = math.exp(log_scale)
-            return -float(stats.t.logpdf(inside, df, loc, scale).sum() + below * stats.t.logcdf(lo, df, loc, scale)
-                          + above * stats.t.logsf(hi, df, loc, scale))
+            return -float(_t_logpdf(inside, df, loc, scale).sum() + below * _t_logcdf(lo, df, loc, scale)
+                          + above * _t_logcdf(-hi, df, -loc, scale))
         best = optimize.minimize_scalar(nll, bounds=(-5.0, 5.0), method="bounded")
         fits.append((df, float(-best.fun), math.exp(float(best.x))))
     top = max(ll for _, ll, _ in fits)
@@ -237,10 +235,36 @@ def fixed_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
 
 def _t3_threshold(k: int, n: int, alpha: float) -> float:
     """Robust z that k consecutive independent t(3) points all reach with family-wise probability ``alpha``."""
-    from scipy import stats
-
     p = (alpha / (len(RUNS) * n)) ** (1.0 / k)
-    return float(stats.t.isf(p, 3) / _T3_ROBUST_SIGMA)
+    return _t_isf(p, 3.0) / _T3_ROBUST_SIGMA
+
+
+# Student-t functions from scipy.special, computed as scipy.stats.t computes them: scipy.stats takes 0.2-0.5 s to
+# import, more than analysing a short log.
+def _t_isf(p: float, df: float) -> float:
+    """``scipy.stats.t.isf(p, df)``: the value a standard Student-t exceeds with probability ``p``."""
+    from scipy import special
+
+    return float(-special.stdtrit(df, p))
+
+
+def _t_logpdf(x: np.ndarray, df: float, loc: float, scale: float) -> np.ndarray:
+    """``scipy.stats.t.logpdf(x, df, loc, scale)`` for a finite ``df``."""
+    from scipy import special
+
+    y = (x - loc) / scale
+    return (np.log(special.poch(0.5 * df, 0.5)) - 0.5 * (np.log(df) + np.log(np.pi))
+            - (df + 1) / 2 * np.log1p(y * y / df)) - np.log(scale)
+
+
+def _t_logcdf(x: float, df: float, loc: float, scale: float) -> float:
+    """``scipy.stats.t.logcdf(x, df, loc, scale)`` (``logsf(x)`` is ``logcdf(-x)`` with ``-loc``: the t is
+    symmetric)."""
+    from scipy import special
+
+    y = (x - loc) / scale
+    with np.errstate(divide="ignore"):
+        return float(np.log(special.stdtr(df, y)) if y < 0 else np.log1p(-special.stdtr(df, -y)))
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind
+from forensics.theil_sen import theil_sen
 from parsers import schema as s
 
 
@@ -92,7 +93,5 @@ class LossPlateauDetector:
             return 0.0
         every = max(1, (first - lo) // 400)
         x = np.log(steps[lo:first:every].astype(float))
-        from scipy.stats import theilslopes
-
-        slope = float(theilslopes(smooth[lo:first:every], x)[0])
+        slope = theil_sen(smooth[lo:first:every], x)[0]
         return -slope * float(np.log(steps[last] / steps[first]))
