@@ -12,6 +12,7 @@ from forensics.configs import config_changes
 from forensics.endings import end_of
 from forensics.findings import Anomaly, Attempt, ReplayDifference
 from forensics.gaps import logged_steps, usual_intervals
+from forensics.timeline import one_per_step
 from parsers import schema as s
 
 SHORT_STEPS = 3  # an attempt with no anomaly that logged at most this many steps is listed in one line, not a section
@@ -149,10 +150,10 @@ def replay_differences(metrics: pl.DataFrame, attempts: list[Attempt], metric: s
     """Steps that a later attempt resumed from a checkpoint logged again with a different value: for each such
     attempt, the first step it shares with earlier attempts, with every attempt's value there (grouped by step). An
     attempt that started from scratch is a new run, whose values are expected to differ."""
-    points = (metrics.filter(pl.col("metric") == metric).select("attempt", "step", "value")
-              .unique(["attempt", "step"], keep="first").sort("attempt", "step"))
+    points = metrics.filter(pl.col("metric") == metric).select("attempt", "step", "value")
     if points["attempt"].n_unique() < 2:
         return []
+    points = one_per_step(points, "first")
     # each attempt's first step that an earlier attempt logged too, in one pass
     earliest = points.group_by("step").agg(first=pl.col("attempt").min())
     shared = dict(points.join(earliest, on="step").filter(pl.col("attempt") > pl.col("first"))

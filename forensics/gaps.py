@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from forensics.findings import Discontinuity, Gap
+from forensics.timeline import one_per_step
 from parsers import schema as s
 
 GAP_INTERVALS = 5       # a step gap above this many usual intervals is a hole in the data
@@ -120,8 +121,8 @@ def find_gaps(steps: pl.DataFrame, intervals: dict[int, int] | None = None) -> l
 
 
 def _series(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
-    return (metrics.filter((pl.col("metric") == metric) & pl.col("value").is_finite())
-            .select("attempt", "step", "value").unique(["attempt", "step"], keep="last").sort("attempt", "step"))
+    return one_per_step(metrics.filter((pl.col("metric") == metric) & pl.col("value").is_finite())
+                        .select("attempt", "step", "value"), "last")
 
 
 def _changed(metric: str, before: float, after: float) -> bool:

@@ -542,3 +542,24 @@ def test_an_arguments_block_without_its_end_line_hides_no_event(tmp_path):
     [a] = analyzed(tmp_path / "train.log").attempts
     assert (a.end_reason, a.end_kind, a.end_detail) == (
         EndReason.CRASHED, "cuda_error", "RuntimeError: CUDA error: an illegal memory access was encountered")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_trailing_z_fast_path_is_the_grouped_one(seed):
+    """One group takes Series rolling medians on polars' null-free kernel (leading nulls sliced off); several groups
+    take ``over``. On one group both must give the same numbers, NaNs inside and at the start included."""
+    from forensics import timeline
+
+    rng = np.random.default_rng(seed)
+    x = np.cumsum(rng.normal(size=3000)) * 0.01 + rng.standard_t(3, 3000) * 0.05
+    if seed % 2:
+        x[rng.integers(0, 3000, 20)] = np.nan
+    if seed % 3 == 0:
+        x[:7] = np.nan
+    one = timeline.trailing_robust_z(x, 100, 0.01, floor_without_history=0.1)
+    series = pl.Series(x).fill_nan(None)
+    frame = timeline._trailing_by_group(series, np.zeros(x.size, dtype=np.int64), 100, 8)
+    level = (frame["recent"] + frame["mid"]).fill_null(float("nan")).to_numpy()
+    noise = np.where(frame["history"].to_numpy() >= 10, (frame["mad"] * 1.4826).fill_null(float("nan")).to_numpy(), np.nan)
+    assert np.array_equal(one[1], level, equal_nan=True)
+    assert np.array_equal(one[3], noise, equal_nan=True)

@@ -45,8 +45,8 @@ class HangDetector:
     min_seconds: float = 600.0
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
-        times = (
-            frames.metrics.filter(pl.col("wall_time").is_not_null())
+        times = (  # lazy: only the three columns it needs are read out of the metrics
+            frames.metrics.lazy().filter(pl.col("wall_time").is_not_null())
             .group_by("attempt", "step").agg(pl.col("wall_time").min())
             .sort("attempt", "step")
             .with_columns(
@@ -54,6 +54,7 @@ class HangDetector:
                 gap=pl.col("wall_time").diff().shift(-1).over("attempt"),
             )
             .with_columns(usual=pl.col("gap").median().over("attempt"))
+            .collect()
         )
         spacing = frames.spacing()
         out = []

@@ -325,7 +325,7 @@ class SpikeDetector:
         for start, end in _merge(runs_of_true(flagged), self.merge_gap):
             before = np.sort(values[max(0, start - 8):start])  # a logged value: the lower median of the 8 before
             base = centre[start]
-            back = np.flatnonzero(x[end + 1:] <= base + max(3 * scale[start], 0.05))
+            back = _first_at_most(x, end + 1, base + max(3 * scale[start], 0.05))
             found.append((
                 SpikeIncident(
                     attempt=sc.attempt,
@@ -333,7 +333,7 @@ class SpikeDetector:
                     end=int(steps[end]),
                     peak=float(values[start:end + 1].max()),
                     baseline=float(before[(before.size - 1) // 2]) if before.size else float(np.exp(base)),
-                    recovered_step=int(steps[end + 1 + back[0]]) if back.size else None,
+                    recovered_step=int(steps[end + 1 + back]) if back is not None else None,
                     points_after=len(x) - end - 1,
                     scale=float(scale[start]),
                     interval=sc.interval,
@@ -342,7 +342,7 @@ class SpikeDetector:
                 ),
                 # where the noise is not known, lasting (three points or more before it is back) is the evidence
                 bool(decisive[start:end + 1].any() or (blind[start] and end - start + 1 + (
-                    int(back[0]) if back.size else len(x) - end - 1) >= 3)),
+                    back if back is not None else len(x) - end - 1) >= 3)),
             ))
         return found
 
@@ -428,3 +428,22 @@ def _merge(runs: list[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
         else:
             merged.append((start, end))
     return merged
+
+
+def _first_at_most(x: np.ndarray, start: int, limit: float) -> int | None:
+    """Offset from ``start`` of the first ``x[start:]`` at or below ``limit`` (NaN is not), or None: searched in
+    windows that grow fourfold, so a spike back at the next point costs a few comparisons, not a pass over the attempt.
+
+    >>> _first_at_most(np.array([5.0, 9.0, np.nan, 4.0]), 1, 4.5), _first_at_most(np.array([5.0, 9.0]), 1, 4.5)
+    (2, None)
+    """
+    width = 64
+    at = start
+    while at < x.size:
+        with np.errstate(invalid="ignore"):
+            hits = np.flatnonzero(x[at:at + width] <= limit)
+        if hits.size:
+            return at - start + int(hits[0])
+        at += width
+        width *= 4
+    return None

@@ -1,0 +1,87 @@
+"""Benchmark: ``forensics analyze`` end to end on a 1M-step W&B history CSV against a bare ``polars.read_csv`` of
+the same file, each the wall time of a fresh process (issue 19: within 5x).
+
+The history is what ``run.history()`` written by pandas looks like: ``_step``, ``_runtime``, ``_timestamp``,
+``train/loss``, ``train/grad_norm``, ``lr`` every step, ``val/loss`` every 1,000 (empty cells between), Student-t(4)
+noise on a power-law loss, a warm-up and cosine LR, two loss spikes and a grad-norm spike. Written once under
+benchmarks/_data/. The analysis writes its markdown report (no plots) to a temporary directory.
+
+    python benchmarks/analyze_wandb.py [--steps 1000000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def history_csv(path: Path, steps: int, seed: int = 0) -> None:
+    """A W&B history export of ``steps`` steps (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(steps, dtype=float)
+    loss = 2.5 + 8.0 * (1.0 + t / 500.0) ** -0.4 * np.exp(0.02 * rng.standard_t(4, steps))
+    grad = np.exp(0.2 * rng.standard_t(4, steps)) * (0.3 + 2.0 / (1.0 + t / 200.0))
+    for at in (steps * 3 // 10, steps * 7 // 10):
+        loss[at:at + 3] *= 1.8
+    grad[steps // 2] *= 40.0
+    warm = max(1, steps // 100)
+    lr = np.where(t < warm, 3e-4 * (t + 1) / warm, 3e-4 * 0.5 * (1 + np.cos(np.pi * (t - warm) / max(steps - warm, 1))))
+    runtime = np.cumsum(0.25 + 0.01 * rng.random(steps))
+    val = np.where(t % 1000 == 999, loss + 0.05, np.nan)
+    pl.DataFrame({
+        "_step": t.astype(np.int64), "_runtime": runtime, "_timestamp": 1.7e9 + runtime, "train/loss": loss,
+        "train/grad_norm": grad, "lr": lr, "val/loss": val,
+    }).with_columns(pl.col("val/loss").fill_nan(None)).write_csv(path)
+
+
+READ_CSV = "import sys, polars; polars.read_csv(sys.argv[1])"
+
+
+def wall(argv: list[str], repeat: int) -> tuple[float, int]:
+    """Best wall time of ``repeat`` fresh processes, and the peak RSS (bytes) of the last."""
+    best = float("inf")
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True, cwd=ROOT)
+        best = min(best, time.perf_counter() - start)
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return best, max(peak, before) * 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    data = HERE / "_data"
+    data.mkdir(exist_ok=True)
+    path = data / f"wandb_history_{args.steps}.csv"
+    if not path.exists():
+        history_csv(path, args.steps)
+    with tempfile.TemporaryDirectory() as out:
+        read_s, read_rss = wall([sys.executable, "-c", READ_CSV, str(path)], args.repeat)
+        ours_s, ours_rss = wall([sys.executable, "-m", "forensics.cli", "analyze", str(path), "-o",
+                                 str(Path(out) / "report.md"), "--no-plots"], args.repeat)
+    size = path.stat().st_size
+    print(f"{args.steps:,}-step W&B history CSV ({size / 1e6:.0f} MB); best of {args.repeat}, each a fresh process\n")
+    print("| command | wall s | x read_csv | peak RSS | x file size |")
+    print("|---|---:|---:|---:|---:|")
+    print(f"| python -c 'polars.read_csv(f)' | {read_s:.2f} | 1.0x | {read_rss / 1e6:.0f} MB | {read_rss / size:.2f}x |")
+    print(f"| forensics analyze f -o report.md --no-plots | {ours_s:.2f} | {ours_s / read_s:.1f}x "
+          f"| {ours_rss / 1e6:.0f} MB | {ours_rss / size:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
