@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from parsers import schema as s
@@ -159,6 +160,11 @@ def wide_to_long(wide: pl.DataFrame, shown: str) -> pl.DataFrame:
     """A wide history (``_step``, ``_timestamp``, one column per key) -> long ``step, key, value, wall_time``.
 
     Numbers, ``NaN``/``Infinity`` tokens and booleans become values; text, media and dict cells are not metrics.
+    Rows come in logging order: the history's row order, then its column order.
+
+    >>> wide = pl.DataFrame({"_step": ["1", "2"], "loss": ["2.5", None], "lr": ["1e-4", "Infinity"], "img": ["a", "b"]})
+    >>> wide_to_long(wide, "h.csv").rows()
+    [(1, 'loss', 2.5, None), (1, 'lr', 0.0001, None), (2, 'loss', None, None), (2, 'lr', inf, None)]
     """
     if "_step" not in wide.columns:
         raise InputError(f"{shown}: no _step column; not a W&B history")
@@ -170,11 +176,18 @@ def wide_to_long(wide: pl.DataFrame, shown: str) -> pl.DataFrame:
     numeric = [_as_float(wide, c).alias(c) for c in keys]
     frame = wide.select(step, wall, *numeric)
     frame = frame.select("_step", "_timestamp", *[c for c in keys if frame[c].null_count() < frame.height])
-    long = frame.with_row_index("_row").unpivot(index=["_row", "_step", "_timestamp"], variable_name="key",
-                                                 value_name="value")
-    # unpivot lays the columns end to end; logging order is row order, then the file's column order
-    return long.sort("_row", maintain_order=True).select(
-        step="_step", key="key", value="value", wall_time="_timestamp")
+    # logging order is row order, then the file's column order: cell (row r, key j) goes to r * k + j
+    kept = frame.columns[2:]
+    k, n = len(kept), frame.height
+    index = np.uint32 if n * k < 2**32 else np.uint64
+    rows = np.broadcast_to(np.arange(n, dtype=index)[:, None], (n, k)).ravel()
+    cols = np.broadcast_to(np.arange(k, dtype=index), (n, k)).ravel()
+    ends = pl.concat([frame[c] for c in kept]) if k else pl.Series("value", [], dtype=pl.Float64)
+    return pl.DataFrame({
+        "step": frame["_step"].gather(rows), "key": pl.Series(kept, dtype=pl.String).gather(cols),
+        "value": ends.gather((np.arange(k, dtype=index) * n + np.arange(n, dtype=index)[:, None]).ravel()),
+        "wall_time": frame["_timestamp"].gather(rows),
+    })
 
 
 def _is_index(column: str) -> bool:
@@ -212,6 +225,12 @@ def read_csv_text(path: Path, shown: str, warnings: list[str] | None = None) -> 
     unterminated quote are left out (a quote left open swallows the rest of the file), each with a warning, so the
     rest of a damaged file is still read."""
     try:
+        data = path.read_bytes()
+        try:  # polars checks every cell is UTF-8 (not the header: that is checked here), without a copy as str
+            data[:data.find(b"\n")].decode("utf-8")
+            return pl.read_csv(data, infer_schema=False, null_values=[""], truncate_ragged_lines=True, encoding="utf8")
+        except (UnicodeDecodeError, pl.exceptions.ComputeError):
+            pass
         data, _, lossy = _decoded(path, shown, warnings)
         encoding = "utf8-lossy" if lossy else "utf8"
         try:
