@@ -6,13 +6,14 @@ The history is what ``run.history()`` written by pandas looks like: ``_step``, `
 noise on a power-law loss, a warm-up and cosine LR, two loss spikes and a grad-norm spike. Written once under
 benchmarks/_data/. The analysis writes its markdown report (no plots) to a temporary directory.
 
-    python benchmarks/analyze_wandb.py [--steps 1000000] [--repeat 3]
+    python benchmarks/analyze_wandb.py [--steps 1000000] [--repeat 3] [--tree /path/to/other/checkout]
+
+``--tree`` also times the analysis of another checkout (a before/after table in one run).
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import tempfile
@@ -45,42 +46,58 @@ def history_csv(path: Path, steps: int, seed: int = 0) -> None:
     }).with_columns(pl.col("val/loss").fill_nan(None)).write_csv(path)
 
 
-READ_CSV = "import sys, polars; polars.read_csv(sys.argv[1])"
+READ_CSV = ("import json, resource, sys, polars; polars.read_csv(sys.argv[1]); "
+            "print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))")
 
 
-def wall(argv: list[str], repeat: int) -> tuple[float, int]:
-    """Best wall time of ``repeat`` fresh processes, and the peak RSS (bytes) of the last."""
-    best = float("inf")
+RUN = r'''
+import json, resource, sys
+from forensics.cli import main
+sys.argv = ["forensics", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    if exc.code:
+        raise
+print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))
+'''
+
+
+def wall(argv: list[str], repeat: int, tree: Path = ROOT) -> tuple[float, int]:
+    """Best wall time of ``repeat`` fresh processes (run in ``tree``, which is then first on the path), and the
+    peak RSS (bytes) of the best."""
+    best = (float("inf"), 0)
     for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         start = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True, cwd=ROOT)
-        best = min(best, time.perf_counter() - start)
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return best, max(peak, before) * 1024
+        done = subprocess.run(argv, check=True, capture_output=True, text=True, cwd=tree)
+        best = min(best, (time.perf_counter() - start, int(done.stdout.strip().splitlines()[-1])))
+    return best
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tree", type=Path, help="another checkout to time as well")
     args = parser.parse_args()
     data = HERE / "_data"
     data.mkdir(exist_ok=True)
     path = data / f"wandb_history_{args.steps}.csv"
     if not path.exists():
         history_csv(path, args.steps)
+    rows = []
     with tempfile.TemporaryDirectory() as out:
-        read_s, read_rss = wall([sys.executable, "-c", READ_CSV, str(path)], args.repeat)
-        ours_s, ours_rss = wall([sys.executable, "-m", "forensics.cli", "analyze", str(path), "-o",
-                                 str(Path(out) / "report.md"), "--no-plots"], args.repeat)
+        rows.append(("python -c 'polars.read_csv(f)'", *wall([sys.executable, "-c", READ_CSV, str(path)], args.repeat)))
+        analyze = [sys.executable, "-c", RUN, "analyze", str(path), "-o", str(Path(out) / "report.md"), "--no-plots"]
+        for label, tree in (("other tree", args.tree), ("this tree", ROOT)):
+            if tree is not None:
+                rows.append((f"forensics analyze f -o report.md --no-plots ({label})", *wall(analyze, args.repeat, tree)))
     size = path.stat().st_size
     print(f"{args.steps:,}-step W&B history CSV ({size / 1e6:.0f} MB); best of {args.repeat}, each a fresh process\n")
     print("| command | wall s | x read_csv | peak RSS | x file size |")
     print("|---|---:|---:|---:|---:|")
-    print(f"| python -c 'polars.read_csv(f)' | {read_s:.2f} | 1.0x | {read_rss / 1e6:.0f} MB | {read_rss / size:.2f}x |")
-    print(f"| forensics analyze f -o report.md --no-plots | {ours_s:.2f} | {ours_s / read_s:.1f}x "
-          f"| {ours_rss / 1e6:.0f} MB | {ours_rss / size:.2f}x |")
+    for label, seconds, rss in rows:
+        print(f"| {label} | {seconds:.2f} | {seconds / rows[0][1]:.1f}x | {rss / 1e6:.0f} MB | {rss / size:.2f}x |")
 
 
 if __name__ == "__main__":
