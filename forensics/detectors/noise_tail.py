@@ -154,18 +154,20 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
             df, loc, scale = body = body or student_body(finite)
             limit = loc + scale * _t_isf(p ** (1.0 / k), df)
         else:
-            limit = (single if k == 1 else _Tail.of(lows)).quantile(p)
-            if k > 1:  # never below what k independent points of the single-point tail reach together
-                limit = max(limit, single.quantile(p ** (1.0 / k)))
             # never above the t(3) rule: a tail that looks heavier than the heaviest noise seen in practice is a few
             # points the fit cannot tell from incidents (or slow movements logged sparsely), not noise to allow for
             # (for a run of serially correlated residuals, the lone point's: k independent t(3) points understate
             # how often correlated noise stays up)
             cap = _t3_threshold(k, lows.size, alpha)
-            if k > 1:
+            if k == 1:
+                limit = min(single.quantile(p), cap)
+            else:
                 correlated = correlated if correlated is not None else serially_correlated(z, groups)
                 cap = max(cap, thresholds[0]) if correlated else cap
-            limit = min(limit, cap)
+                # never below what k independent points of the single-point tail reach together (when that is
+                # already the cap, the k-point minima's own fit cannot change the threshold and is not made)
+                least = single.quantile(p ** (1.0 / k))
+                limit = cap if least >= cap else min(max(_Tail.of(lows).quantile(p), least), cap)
         thresholds.append(float(max(floor, limit)))
     return NoiseTail(tuple(thresholds), int(np.isfinite(z).sum()), fitted, body[0] if body else 3.0)
 
