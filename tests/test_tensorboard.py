@@ -205,3 +205,66 @@ def test_damaged_tensor_scalars_and_unknown_session_statuses_are_skipped(tmp_pat
     run = load_run(tmp_path)
     assert run.metrics.filter(metric="loss").select("step", "value").rows() == [(1, 1.5), (5, 1.25)]
     assert run.events.filter(kind="session_status_unspecified")["text"].to_list() == ["SessionLog status 7 at step 4"]
+
+
+def _read(path: Path, compiled: bool) -> tuple[object, ...]:
+    from parsers.tensorboard import parse_event_file
+
+    try:
+        parsed = parse_event_file(path, "x", "x", compiled=compiled)
+    except InputError as exc:
+        return (str(exc),)
+    return parsed.metrics, parsed.events, parsed.configs, parsed.warnings, parsed.n_attempts, parsed.tags
+
+
+def _raw_scalar(tag: bytes, value: float, step: int) -> bytes:
+    """A torch-layout scalar record with any tag bytes (tb_writer's protobuf refuses non-UTF-8 tags)."""
+    import struct
+
+    from parsers.tfrecord import masked_crc
+
+    def varint(n: int) -> bytes:
+        out = bytearray()
+        while True:
+            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+            n >>= 7
+            if not n:
+                return bytes(out)
+
+    value_ = b"\x0a" + varint(len(tag)) + tag + b"\x15" + struct.pack("<f", value)
+    summary = b"\x0a" + varint(len(value_)) + value_
+    event = b"\x09" + struct.pack("<d", 1e9) + b"\x10" + varint(step) + b"\x2a" + varint(len(summary)) + summary
+    header = struct.pack("<Q", len(event))
+    return header + struct.pack("<I", masked_crc(header)) + event + struct.pack("<I", masked_crc(event))
+
+
+def test_compiled_reader_gives_the_same_frames_as_the_numpy_one(tmp_path: Path) -> None:
+    """Files of 32 MB or more are framed and decoded by numba loops (``tfrecord._sound_records``,
+    ``tensorboard._scalar_records``), smaller ones in Python and NumPy: both must give the same frames, warnings
+    included, on the real files, on the fast path's edge cases (steps of 10 varint bytes, tags of 0 to 20,000 bytes,
+    tags that are not UTF-8) and on damaged mutants (bad CRCs, cut tails, garbage, huge lengths)."""
+    import random
+
+    from mutants import tfrecord_mutant
+
+    real = sorted(p for p in TB.rglob("*tfevents*") if p.is_file())
+    edge = {
+        "steps": [tb.scalar("a", 1.0, s) for s in (0, 1, 2**63 - 1, -(2**63), -1, 2**62)],
+        "tags": [tb.scalar("t" * n, float(n), n) for n in (0, 1, 7, 8, 9, 16, 127, 128, 300, 20_000)],
+        "utf8": [_raw_scalar(b"a\xff", 1.0, 1), _raw_scalar(b"a\xfe", 2.0, 2), _raw_scalar(b"a\xff", 3.0, 3)],
+        "mixed": [tb.scalar("loss", float("nan"), 1), tb.tensor_scalar("tf2", 2.5, 0), tb.text("args", "{}", 0),
+                  tb.session_start(5), tb.scalar("loss", -0.0, 2), tb.scalar("loss", 1.0, 2)[:-3]],
+    }
+    paths = list(real)
+    for name, records in edge.items():
+        paths.append(tb.write(tmp_path / f"events.out.tfevents.{name}", tb.version(), *records))
+    seeds = [p.read_bytes() for p in real]
+    for k in range(40):
+        rng = random.Random(k)
+        paths.append(tmp_path / f"events.out.tfevents.mutant{k}")
+        paths[-1].write_bytes(tfrecord_mutant(rng.choice(seeds), rng))
+    for path in paths:
+        numpy_, compiled = _read(path, False), _read(path, True)
+        assert len(numpy_) == len(compiled), path.name
+        for a, b in zip(numpy_, compiled, strict=True):
+            assert a.equals(b) if isinstance(a, pl.DataFrame) else a == b, path.name
