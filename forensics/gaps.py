@@ -33,26 +33,33 @@ SETTINGS = (s.LR, s.BATCH_SIZE, s.LOSS_SCALE)
 def logged_steps(metrics: pl.DataFrame) -> pl.DataFrame:
     """(attempt, step) at which anything was logged, one row each, in order (values with no step left out).
 
-    Steps below 2**40 (every real run) are packed with their attempt into one integer, sorted and deduplicated by
-    neighbour: a tenth of the cost of a two-column unique and sort on millions of values.
-
     >>> logged_steps(pl.DataFrame({"attempt": [1, 1, 0, 1], "step": [5, 3, 9, 5]})).rows()
     [(0, 9), (1, 3), (1, 5)]
     """
     pairs = metrics.lazy().select("attempt", "step").drop_nulls()
-    bounds = pairs.select(lo=pl.min_horizontal(pl.col("attempt").min(), pl.col("step").min()),
-                          top=pl.col("step").max(), last=pl.col("attempt").max()).collect()
-    lo, top, last = bounds.row(0)
-    if lo is None or lo < 0 or top >= _PACK or last >= 2**22:
+    if not packable(pairs):
         return pairs.unique().sort("attempt", "step").collect()
-    packed = pairs.select(key=pl.col("attempt").cast(pl.Int64) * _PACK + pl.col("step").cast(pl.Int64)).sort("key")
-    return (packed.filter(pl.col("key") != pl.col("key").shift(1).fill_null(-1))
-            .select(attempt=(pl.col("key") // _PACK).cast(metrics.schema["attempt"]),
-                    step=(pl.col("key") % _PACK).cast(metrics.schema["step"]))
-            .collect())
+    packed = pairs.select(key=STEP_KEY).sort("key")
+    return packed.filter(pl.col("key") != pl.col("key").shift(1).fill_null(-1)).select(*unpacked(metrics)).collect()
 
 
-_PACK = 2**40
+# (attempt, step) packed into one integer: sorting, grouping and deduplicating one Int64 column costs a tenth of two
+# columns on millions of values; every real run's steps are far below 2**40
+PACK = 2**40
+STEP_KEY = (pl.col("attempt").cast(pl.Int64) * PACK + pl.col("step").cast(pl.Int64)).alias("key")
+
+
+def packable(pairs: pl.LazyFrame) -> bool:
+    """Whether the (attempt, step) of ``pairs`` (no nulls) fit :data:`STEP_KEY`."""
+    lo, top, last = pairs.select(lo=pl.min_horizontal(pl.col("attempt").min(), pl.col("step").min()),
+                                 top=pl.col("step").max(), last=pl.col("attempt").max()).collect().row(0)
+    return lo is not None and lo >= 0 and top < PACK and last < 2**22
+
+
+def unpacked(metrics: pl.DataFrame) -> list[pl.Expr]:
+    """``attempt`` and ``step`` back out of a ``key`` column, in the metrics' types."""
+    return [(pl.col("key") // PACK).cast(metrics.schema["attempt"]).alias("attempt"),
+            (pl.col("key") % PACK).cast(metrics.schema["step"]).alias("step")]
 
 
 FEW = 10  # with fewer step differences than this, an attempt's usual interval is its most common one, not its median

@@ -19,7 +19,7 @@ import polars as pl
 from forensics.detectors.base import RunFrames
 from forensics.endings import ending_block
 from forensics.findings import Anomaly, Kind
-from forensics.gaps import is_gap
+from forensics.gaps import STEP_KEY, is_gap, packable, unpacked
 from parsers import schema as s
 
 
@@ -45,11 +45,14 @@ class HangDetector:
     min_seconds: float = 600.0
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
-        times = (  # lazy: only the three columns it needs are read out of the metrics
-            frames.metrics.lazy().filter(pl.col("wall_time").is_not_null())
-            .group_by("attempt", "step").agg(pl.col("wall_time").min())
-            .sort("attempt", "step")
-            .with_columns(
+        timed = frames.metrics.lazy().filter(pl.all_horizontal(pl.col("wall_time", "step", "attempt").is_not_null()))
+        if packable(timed):  # each logged step's first wall time
+            first = (timed.group_by(STEP_KEY).agg(pl.col("wall_time").min()).sort("key")
+                     .select(*unpacked(frames.metrics), "wall_time"))
+        else:
+            first = timed.group_by("attempt", "step").agg(pl.col("wall_time").min()).sort("attempt", "step")
+        times = (
+            first.with_columns(
                 next_step=pl.col("step").shift(-1).over("attempt"),
                 gap=pl.col("wall_time").diff().shift(-1).over("attempt"),
             )

@@ -134,6 +134,17 @@ def held_run_minima(x: np.ndarray, centre: np.ndarray, noise: np.ndarray, groups
     return out
 
 
+def without_points(minima: dict[int, np.ndarray], left_out: np.ndarray) -> dict[int, np.ndarray]:
+    """``minima`` (of :func:`held_run_minima` or :func:`all_run_minima`) with every window that holds a point of
+    ``left_out`` made NaN: what those functions give with the points set to NaN, without recomputing them.
+
+    >>> without_points({1: np.array([1.0, 2.0, 3.0]), 2: np.array([1.0, 2.0])}, np.array([False, True, False]))
+    {1: array([ 1., nan,  3.]), 2: array([nan, nan])}
+    """
+    ahead = np.concatenate(([0], np.cumsum(left_out, dtype=np.int64)))
+    return {k: np.where(ahead[k:k + lows.size] - ahead[:lows.size] > 0, np.nan, lows) for k, lows in minima.items()}
+
+
 def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = ALPHA,
                minima: dict[int, np.ndarray] | None = None) -> NoiseTail:
     """The thresholds for one attempt's z-scores (see the module docstring); ``minima``: their run minima when not

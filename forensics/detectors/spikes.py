@@ -47,7 +47,15 @@ import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
-from forensics.detectors.noise_tail import MIN_FIT, RUN_FLOOR, NoiseTail, fixed_tail, held_run_minima, noise_tail
+from forensics.detectors.noise_tail import (
+    MIN_FIT,
+    RUN_FLOOR,
+    NoiseTail,
+    fixed_tail,
+    held_run_minima,
+    noise_tail,
+    without_points,
+)
 from forensics.findings import Anomaly, Gap, Kind, shown, step_count
 from forensics.gaps import stretch_ids
 from forensics.timeline import runs_of_true, trailing_robust_z
@@ -207,8 +215,7 @@ class SpikeDetector:
             # the fit also leaves out each stretch's first points, whose noise is estimated from too few residuals
             left_out = series.inside(first) | (series.position < _SETTLED)
             sample = np.where(left_out, np.nan, series.zn)
-            tail = tails[attempt] = noise_tail(sample, series.stretch, minima=held_run_minima(
-                series.x, np.where(left_out, np.nan, series.held), series.noise, series.stretch))
+            tail = tails[attempt] = noise_tail(sample, series.stretch, minima=without_points(series.minima, left_out))
             judged = self._candidates(series, tail)
             found += [_recovery_over(inc, own, gaps) for inc, decisive in judged if decisive]
             lone += [inc for inc, decisive in judged if not decisive]
