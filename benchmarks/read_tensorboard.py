@@ -1,9 +1,13 @@
 """Benchmark: our TensorBoard reader against tbparse and EventAccumulator (all scalars kept).
 
-Writes one event file with 2,000,000 scalar events (10 tags x 200,000 steps, torch/tensorboardX byte layout) under
-benchmarks/_data/ (once), then times each reader in a fresh process and checks that all return the same rows.
+Writes one event file with 2,000,000 scalar events (10 tags x 200,000 steps, torch/tensorboardX byte layout, ~100 MB)
+under benchmarks/_data/ (once), then times each reader in a fresh process and checks that all return the same rows.
+The seconds leave out importing each reader's module but include loading numba (lazy, ~0.45 s); the peak RSS growth
+includes both (polars ~50 MB, numba ~115 MB). ``forensics`` picks its path by
+file size (numba loops from ``parsers.tfrecord.COMPILED_MIN_BYTES`` on); ``forensics, NumPy path`` forces the
+Python framing and NumPy decoding that smaller files get. tbparse is not a dependency: ``pip install tbparse``.
 
-    python benchmarks/read_tensorboard.py [--steps 200000] [--skip-slow]
+    python benchmarks/read_tensorboard.py [--steps 200000] [--repeat 3] [--skip-slow]
 """
 
 from __future__ import annotations
@@ -60,8 +64,9 @@ base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 OURS = COMMON + r'''
 from pathlib import Path
 from parsers.tensorboard import parse_event_file
+compiled = {"auto": None, "numpy": False}[sys.argv[2]]
 t = time.perf_counter()
-m = parse_event_file(Path(path), "bench", "bench").metrics
+m = parse_event_file(Path(path), "bench", "bench", compiled=compiled).metrics
 elapsed = time.perf_counter() - t
 peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024
 import polars as pl  # iteration-time is stored in ms; the stock readers give Megatron's seconds
@@ -87,8 +92,8 @@ print(elapsed, peak, len(rows), float(sum(e.value for e in rows)))
 '''
 
 
-def timed(code: str, path: Path) -> tuple[float, float, int, float]:
-    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True,
+def timed(code: str, path: Path, *args: str) -> tuple[float, float, int, float]:
+    out = subprocess.run([sys.executable, "-c", code, str(path), *args], capture_output=True, text=True, check=True,
                          cwd=ROOT).stdout.split()
     return float(out[0]), float(out[1]), int(out[2]), float(out[3])
 
@@ -105,20 +110,20 @@ def main() -> None:
     if not path.exists():
         generate(path, args.steps)
     size = path.stat().st_size
-    readers = [("forensics", OURS, args.repeat)]
+    readers = [("forensics", OURS, args.repeat, ("auto",)), ("forensics, NumPy path", OURS, args.repeat, ("numpy",))]
     if not args.skip_slow:
-        readers += [("tbparse", TBPARSE, 1), ("EventAccumulator", ACCUMULATOR, 1)]
+        readers += [("tbparse", TBPARSE, 1, ()), ("EventAccumulator", ACCUMULATOR, 1, ())]
     results = {}
-    for name, code, repeat in readers:
-        runs = [timed(code, path) for _ in range(repeat)]
+    for name, code, repeat, extra in readers:
+        runs = [timed(code, path, *extra) for _ in range(repeat)]
         best = min(runs, key=lambda r: r[0])
         results[name] = (best[0], max(r[1] for r in runs), best[2], best[3])
     ours = results["forensics"][0]
     print(f"file: {path.name}, {size / 1e6:.1f} MB, {len(TAGS) * args.steps:,} scalar events")
-    print("| reader           | seconds | ours faster by | peak RSS growth | x file size | rows      | value sum |")
-    print("|------------------|---------|----------------|-----------------|-------------|-----------|-----------|")
+    print("| reader                | seconds | ours faster by | peak RSS growth | x file size | rows      | value sum |")
+    print("|-----------------------|---------|----------------|-----------------|-------------|-----------|-----------|")
     for name, (secs, peak, rows, total) in results.items():
-        print(f"| {name:<16} | {secs:7.2f} | {secs / ours:13.1f}x | {peak / 1e6:12.0f} MB | {peak / size:10.2f}x "
+        print(f"| {name:<21} | {secs:7.2f} | {secs / ours:13.1f}x | {peak / 1e6:12.0f} MB | {peak / size:10.2f}x "
               f"| {rows:9d} | {total:.6g} |")
     same = len({(r[2], f"{r[3]:.6g}") for r in results.values()}) == 1
     print(f"same rows in every reader: {same}")
