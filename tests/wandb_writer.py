@@ -13,14 +13,33 @@ from parsers.wandb_proto import Record
 
 _BLOCK = 32768
 
+Key = str | tuple[str, ...]  # a plain key, or the parts of a nested key (as the 0.31 client writes every key)
 
-def history(items: dict[str, str], step: int | None = None) -> bytes:
-    """A history record: ``items`` maps keys to their JSON text (``{"_step": "3", "loss": "2.5"}``)."""
+
+def _add(items: Any, key: Key, value: str) -> None:
+    if isinstance(key, tuple):
+        items.add(nested_key=list(key), value_json=value)
+    else:
+        items.add(key=key, value_json=value)
+
+
+def history(items: dict[Key, str], step: int | None = None) -> bytes:
+    """A history record: ``items`` maps keys to their JSON text (``{"_step": "3", ("eval", "ppl"): "2.5"}``)."""
     record = Record()
     for key, value in items.items():
-        record.history.item.add(key=key, value_json=value)
+        _add(record.history.item, key, value)
     if step is not None:
         record.history.step.num = step
+    return record.SerializeToString()
+
+
+def summary(items: dict[Key, str], remove: tuple[Key, ...] = ()) -> bytes:
+    """A summary record: keys set to their JSON text, then the keys in ``remove`` taken out."""
+    record = Record()
+    for key, value in items.items():
+        _add(record.summary.update, key, value)
+    for key in remove:
+        _add(record.summary.remove, key, "")
     return record.SerializeToString()
 
 
