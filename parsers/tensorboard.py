@@ -1,9 +1,11 @@
 """TensorBoard event files -> canonical frames: every record, no sampling, no purge, restarts annotated.
 
 The common record (one ``simple_value`` scalar per event, as PyTorch, tensorboardX and Megatron write it) is
-decoded for all records at once with NumPy, following ``shared/reference/tensorboard-events.md`` §6. Every other
-record (file version, ``SessionLog``, TF2 tensor scalars, text summaries, hparams, several values per event) is
-decoded with the protobuf classes that ship with ``tensorboard``; nothing is unpickled.
+decoded for all records at once with NumPy, following ``shared/reference/tensorboard-events.md`` §6, or, in a file of
+:data:`~parsers.tfrecord.COMPILED_MIN_BYTES` or more, by one numba loop (2M scalars: 0.27 s with NumPy, 0.05 s
+compiled, plus ~0.45 s and ~115 MB to load numba). Every other record (file version, ``SessionLog``, TF2 tensor
+scalars, text summaries, hparams, several values per event) is decoded with the protobuf classes that ship with
+``tensorboard``; nothing is unpickled.
 """
 
 from __future__ import annotations

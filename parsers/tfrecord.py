@@ -1,7 +1,8 @@
 """TFRecord framing: find every sound record in a file, skip damaged ones, resynchronise after a bad header.
 
-A record is ``uint64 length | uint32 masked_crc32c(length) | data | uint32 masked_crc32c(data)``. Only this walk is
-a Python loop (a few hundred ns per record); decoding the payloads is vectorised in :mod:`parsers.tensorboard`.
+A record is ``uint64 length | uint32 masked_crc32c(length) | data | uint32 masked_crc32c(data)``. Records follow
+each other, so the walk is a loop: in Python (~0.45 us a record) or, for a file of :data:`COMPILED_MIN_BYTES` or
+more, compiled with numba (~25 ns a record); decoding the payloads is vectorised in :mod:`parsers.tensorboard`.
 """
 
 from __future__ import annotations
