@@ -228,10 +228,13 @@ def read_wandb_log(path: str | Path, shown: str, bulk: bool = True) -> WandbLog:
     log.config = {k: _json(v) for k, v in log.config.items() if k != "_wandb"}
     log.summary = {k: _json(v) for k, v in log.summary.items() if k != "_wandb"}
     row_meta = _row_steps(rows["text"], rows["num"], rows["stamp"], shown, warnings)
-    log.history = (
-        items.join(row_meta, on="row", how="inner", maintain_order="left")
-        .select("step", "key", "value_json", "wall_time", "row")
-    )
+    # each item with its row's step and wall time (rows left out take their items along)
+    every = pl.DataFrame({"row": pl.int_range(rows.height, eager=True, dtype=pl.Int64)})
+    row_meta = every.join(row_meta, on="row", how="left", maintain_order="left")
+    log.history = items.select(
+        step=row_meta["step"].gather(items["row"]), key="key", value_json="value_json",
+        wall_time=row_meta["wall_time"].gather(items["row"]), row="row",
+    ).filter(pl.col("step").is_not_null())
     log.warnings = warnings
     return log
 
@@ -241,7 +244,7 @@ def read_wandb_log(path: str | Path, shown: str, bulk: bool = True) -> WandbLog:
 # their ordinary shape is taken (fields in number order, short keys, shortest varints: what both client generations
 # write). Any record with something else (a repeated singular field, unknown or group fields, a duplicated key,
 # text that is not UTF-8, ...) is left to the protobuf runtime, which decides exactly as it always did.
-_PAD = 136  # zero bytes after the payloads, so that 8-byte reads of key bytes near the end stay in the buffer
+_PAD = 512  # zero bytes after the payloads, so that reads a little past a record (key words, a guessed value tag) stay in
 _MAX_FIELDS = 4096  # items in one history or summary record beyond which the record is left to the runtime
 _MAX_PARTS = 8  # key fields in one item (nested_key parts), likewise
 _MAX_KEY = 128  # bytes of an item's key fields, likewise
@@ -256,9 +259,13 @@ def _frame(buf: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     chunk of each per step; each chunk's CRC is checked by zlib."""
     a = np.frombuffer(buf, dtype=np.uint8)
     end = len(a)
-    pos = np.arange(-(-end // _BLOCK), dtype=np.int64) * _BLOCK
+    blocks = np.arange(-(-end // _BLOCK), dtype=np.int64) * _BLOCK
+    pos = blocks.copy()
     pos[0] = 7
     found: list[tuple[np.ndarray, ...]] = []
+    u32, u16 = (np.lib.stride_tricks.as_strided(np.frombuffer(buf, dtype=t, count=1), shape=(end - size + 1,),
+                                                strides=(1,)) for t, size in (("<u4", 4), ("<u2", 2)))
+    # (the little-endian numbers at each offset)
     while len(pos):
         room = _BLOCK - pos % _BLOCK
         pos, room = pos[room >= 7], room[room >= 7]
@@ -268,9 +275,7 @@ def _frame(buf: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
             if a[last:end].any():
                 return None
             pos, room = pos[~tail], room[~tail]
-        header = a[pos[:, None] + np.arange(7)].astype(np.int64)
-        crc = header[:, 0] | header[:, 1] << 8 | header[:, 2] << 16 | header[:, 3] << 24
-        length, kind = header[:, 4] | header[:, 5] << 8, header[:, 6]
+        crc, length, kind = u32[pos], u16[pos + 4].astype(np.int64), a[pos + 6]
         live = (crc != 0) | (length != 0) | (kind != 0)  # a zeroed header ends its block
         pos, room, crc, length, kind = pos[live], room[live], crc[live], length[live], kind[live]
         if ((length > room - 7) | (kind < _FULL) | (kind > _LAST) | (pos + 7 + length > end)).any():
@@ -280,9 +285,15 @@ def _frame(buf: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         pos = pos[pos % _BLOCK != 0]  # a chunk that fills its block ends the block's walk
     if not found:
         return np.zeros(_PAD, dtype=np.uint8), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    pos, length, kind, crc = (np.concatenate(c) for c in zip(*found, strict=True))
-    order = np.argsort(pos, kind="stable")
-    pos, length, kind, crc = pos[order], length[order], kind[order], crc[order]
+    # in file order: the k-th chunk of a block was found in step k
+    count = np.zeros(len(blocks), dtype=np.int64)
+    for chunk in found:
+        count[chunk[0] // _BLOCK] += 1
+    where = np.concatenate([np.cumsum(count)[c[0] // _BLOCK] - count[c[0] // _BLOCK] + k
+                            for k, c in enumerate(found)])
+    pos, length, kind, crc = (np.empty(len(where), dtype=np.int64) for _ in range(4))
+    for column, parts in zip((pos, length, kind, crc), zip(*found, strict=True), strict=True):
+        column[where] = np.concatenate(parts)
     view = memoryview(buf)
     got = np.fromiter(map(zlib.crc32, map(view.__getitem__, map(slice, (pos + 6).tolist(),
                                                                      (pos + 7 + length).tolist()))),
@@ -351,6 +362,17 @@ def _varints(a: np.ndarray, at: np.ndarray, stop: np.ndarray, most: int) -> tupl
     return value, after
 
 
+def _lengths(a: np.ndarray, at: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(lengths, starts)`` of the length-delimited values whose length varint is at ``at`` (start -1: odd)."""
+    length = a[at].astype(np.int64)
+    start = at + 1
+    longer = np.flatnonzero(length >= 0x80)
+    if len(longer):
+        length[longer], start[longer] = _varints(a, at[longer], stop[longer], 3)
+    start[(start + length > stop) | (start > stop)] = -1
+    return length, start
+
+
 def _walk(a: np.ndarray, at: np.ndarray, stop: np.ndarray, history: np.ndarray, most: int) -> tuple[np.ndarray, ...]:
     """The fields of history / summary record bodies ``a[at:stop]``, all bodies a field at a time: items
     ``(body, start, end)`` in body order, per body whether it has a step and its number, and which bodies are not of
@@ -359,95 +381,109 @@ def _walk(a: np.ndarray, at: np.ndarray, stop: np.ndarray, history: np.ndarray, 
     bad = np.zeros(n, dtype=bool)
     has_step = np.zeros(n, dtype=bool)
     step = np.zeros(n, dtype=np.int64)
-    pos = at.copy()
-    live = np.arange(n)
+    more = at < stop
+    live, pos, end = np.flatnonzero(more), at[more], stop[more]
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for _ in range(most):
-        live = live[pos[live] < stop[live]]
         if not len(live):
             break
-        p, e = pos[live], stop[live]
-        tag = a[p]
-        item, is_step = tag == 0x0A, (tag == 0x12) & history[live]
-        length, start = _varints(a, p + 1, e, 3)
-        ok = (item | is_step) & (start >= 0) & (start + length <= e)
-        stepped = ok & is_step
-        if stepped.any():  # HistoryStep: empty, or {num: varint}; and the record's last field
+        tag = a[pos]
+        length, start = _lengths(a, pos + 1, end)
+        ok = start >= 0
+        is_step = (tag == 0x12) & history[live]
+        if is_step.any():  # HistoryStep: empty, or {num: varint}; and the record's last field
+            stepped = np.flatnonzero(is_step & ok)
             sp, se = start[stepped], (start + length)[stepped]
             num, after = _varints(a, sp + 1, se, 9)
             empty = sp == se
-            fine = (se == e[stepped]) & (empty | ((a[sp] == 0x08) & (after == se)))
-            ok[np.flatnonzero(stepped)[~fine]] = False
+            fine = (se == end[stepped]) & (empty | ((a[sp] == 0x08) & (after == se)))
+            ok[stepped[~fine]] = False
             has_step[live[stepped]] = True
             step[live[stepped]] = np.where(empty, 0, num)
+        ok &= (tag == 0x0A) | is_step
         bad[live[~ok]] = True
-        took = ok & item
-        found.append((live[took], start[took], (start + length)[took]))
-        pos[live[ok]] = (start + length)[ok]
-        live = live[ok]
-    bad[live[pos[live] < stop[live]]] = True
-    bodies = np.concatenate([f[0] for f in found]) if found else np.zeros(0, dtype=np.int64)
-    order = np.argsort(bodies, kind="stable")  # items of a body come in successive steps
-    starts = np.concatenate([f[1] for f in found])[order] if found else bodies
-    ends = np.concatenate([f[2] for f in found])[order] if found else bodies
-    return bodies[order], starts, ends, has_step, step, bad
+        took = ok & ~is_step
+        after = start + length
+        found.append((live[took], start[took], after[took]))
+        more = took & (after < end)
+        live, pos, end = live[more], after[more], end[more]
+    bad[live] = True  # more fields than `most`
+    if not found:
+        empty_ = np.zeros(0, dtype=np.int64)
+        return empty_, empty_, empty_, has_step, step, bad
+    # the k-th item of a body was found in step k: its place is the body's first place plus k
+    count = np.zeros(n, dtype=np.int64)
+    for bodies, _, _ in found:
+        count[bodies] += 1
+    first = np.cumsum(count) - count
+    where = np.concatenate([first[bodies] + k for k, (bodies, _, _) in enumerate(found)])
+    out = [np.empty(len(where), dtype=np.int64) for _ in range(3)]
+    for column, parts in zip(out, zip(*found, strict=True), strict=True):
+        column[where] = np.concatenate(parts)
+    return out[0], out[1], out[2], has_step, step, bad
 
 
 def _items(a: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
     """Items ``{key | nested_key..., value_json}`` in that order: per item where its key fields end (they are
     ``a[start:key_end]``), its value's start and length, and whether it is not of that shape (then the runtime)."""
-    n = len(start)
-    pos = start.copy()
-    key_end = np.zeros(n, dtype=np.int64)
-    value_at = np.zeros(n, dtype=np.int64)
-    bad = np.ones(n, dtype=bool)
-    live = np.arange(n)
-    for _ in range(_MAX_PARTS + 1):
-        if not len(live):
-            break
-        p, e = pos[live], end[live]
-        tag = a[p]
-        value = (tag == 0x82) & (a[p + 1] == 0x01) & (p + 1 < e)
-        if value.any():
-            done = live[value]
-            length, at = _varints(a, p[value] + 2, e[value], 3)
-            key_end[done], value_at[done] = p[value], at
-            bad[done] = (at < 0) | (at + length != e[value])
-        part = ((tag == 0x0A) | (tag == 0x12)) & (p < e)
-        size = a[p + 1].astype(np.int64)
-        part &= (size < 0x80) & (p + 2 + size < e)
-        pos[live[part]] = (p + 2 + size)[part]
-        live = live[part]
-    bad |= key_end - start > _MAX_KEY
-    return key_end, value_at, end - value_at, bad
+    # most items: one key field and a value shorter than 128 bytes, all seen at once
+    size = a[start + 1].astype(np.int64)
+    key_end = start + 2 + size
+    value_len = a[key_end + 2].astype(np.int64)
+    value_at = key_end + 3
+    tag = a[start]
+    bad = ~(((tag == 0x0A) | (tag == 0x12)) & (size < 0x80) & (a[key_end] == 0x82) & (a[key_end + 1] == 0x01)
+            & (value_len < 0x80) & (value_at + value_len == end))
+    rest = np.flatnonzero(bad)
+    if len(rest):  # the others (several key parts, long values, odd ones) a field at a time
+        pos, stop = start[rest], end[rest]
+        live = np.arange(len(rest))
+        for _ in range(_MAX_PARTS + 1):
+            if not len(live):
+                break
+            p, e = pos[live], stop[live]
+            tag = a[p]
+            value = (tag == 0x82) & (a[p + 1] == 0x01) & (p + 1 < e)
+            if value.any():
+                done = rest[live[value]]
+                length, at = _varints(a, p[value] + 2, e[value], 3)
+                key_end[done], value_at[done], value_len[done] = p[value], at, length
+                bad[done] = (at < 0) | (at + length != e[value])
+            part = ((tag == 0x0A) | (tag == 0x12)) & (p < e)
+            size = a[p + 1].astype(np.int64)
+            part &= (size < 0x80) & (p + 2 + size < e)
+            pos[live[part]] = (p + 2 + size)[part]
+            live = live[part]
+        bad[rest] |= key_end[rest] - start[rest] > _MAX_KEY
+    return key_end, value_at, value_len, bad
 
 
-_WORD = np.arange(9, dtype=np.uint64)
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 
 
 def _key_ids(a: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Ids of the distinct byte strings ``a[start:stop]`` (``ids``, and one item of each id), by a hash of their
     8-byte words that is then checked word by word; None on a hash collision."""
+    if not len(start):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     size = stop - start
-    words = int(size.max(initial=0) + 7) // 8
-    if not len(a) or not len(start):
-        return np.zeros(len(start), dtype=np.int64), np.zeros(0, dtype=np.int64)
     u64 = np.lib.stride_tricks.as_strided(np.frombuffer(a.data, dtype=np.uint64, count=1), shape=(len(a) - 7,),
-                                          strides=(1,))
-
-    def word(j: int) -> np.ndarray:
-        return u64[start + 8 * j] & _MASKS[np.clip(size - 8 * j, 0, 8)]
-
+                                          strides=(1,))  # the 8 bytes from each offset (a ends in _PAD zeros)
+    words = []
     h = size.astype(np.uint64)
-    for j in range(words):
-        h = (h * np.uint64(0x100000001B3)) ^ word(j)
+    for j in range(int(size.max() + 7) // 8):
+        left = size - 8 * j
+        word = u64[start + 8 * j]
+        if (left < 8).any():
+            word &= _MASKS[np.clip(left, 0, 8)]
+        words.append(word)
+        h = (h * np.uint64(0x100000001B3)) ^ word
         h ^= h >> np.uint64(29)
     first = np.flatnonzero(pl.Series(h).is_first_distinct().to_numpy())
     by_hash = np.argsort(h[first])
     ids = by_hash[np.searchsorted(h[first][by_hash], h)]
     rep = first[ids]
-    if (size != size[rep]).any() or any((word(j) != word(j)[rep]).any() for j in range(words)):
+    if (size != size[rep]).any() or any((word != word[rep]).any() for word in words):
         return None
     return ids, first
 
