@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -451,3 +452,104 @@ def test_a_jsonl_history_with_a_byte_that_is_not_utf8_keeps_every_line(tmp_path:
     run = load_run(tmp_path)
     assert run.metrics.filter(metric="loss")["step"].to_list() == [0, 1]
     assert run.warnings == ["history.jsonl: bytes that are not UTF-8 (first at byte 58) were replaced"]
+
+
+# --- the bulk .wandb decoder against the protobuf runtime ------------------------------------------------------------
+def _wire(number: int, payload: bytes | int) -> bytes:
+    """One protobuf field: a varint when ``payload`` is an int, else length-delimited."""
+    def varint(n: int) -> bytes:
+        out = bytearray()
+        while True:
+            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+            n >>= 7
+            if not n:
+                return bytes(out)
+
+    if isinstance(payload, int):
+        return varint(number << 3) + varint(payload)
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def _raw_history(*items: bytes, step: bytes | None = None) -> bytes:
+    """A Record {num, history {items..., step}} written byte by byte (items may hold what protobuf would refuse)."""
+    body = b"".join(_wire(1, item) for item in items) + (b"" if step is None else _wire(2, step))
+    return _wire(1, 7) + _wire(2, body)
+
+
+def _logs_agree(path: Path) -> None:
+    from parsers.wandb_log import read_wandb_log
+
+    try:
+        bulk = read_wandb_log(path, "f")
+    except InputError as exc:  # no W&B header: refused alike
+        with pytest.raises(InputError, match=re.escape(str(exc))):
+            read_wandb_log(path, "f", bulk=False)
+        return
+    runtime = read_wandb_log(path, "f", bulk=False)
+    assert bulk.history.equals(runtime.history)
+    assert bulk.warnings == runtime.warnings
+    assert list(bulk.summary.items()) == list(runtime.summary.items())
+    assert list(bulk.config.items()) == list(runtime.config.items())
+    assert bulk.config_updates == runtime.config_updates
+    assert (bulk.run_id, bulk.display_name, bulk.start_time, bulk.exit_code, bulk.console, bulk.step_metrics) == (
+        runtime.run_id, runtime.display_name, runtime.start_time, runtime.exit_code, runtime.console,
+        runtime.step_metrics)
+
+
+def test_bulk_decoder_reads_what_the_protobuf_runtime_reads(tmp_path: Path) -> None:
+    """Every shape of history and summary record the bulk decoder takes or must leave to the runtime: nested keys,
+    unicode keys and values, JSON values of every kind, long values and records split over blocks (FIRST, MIDDLE,
+    LAST), a key twice in one record, key and nested key together, text that is not UTF-8 or holds NUL, a summary
+    that removes keys, unknown fields, steps present, absent or empty, configs between rows, 70 distinct keys."""
+    from parsers.wandb_proto import Record
+    from tests.wandb_writer import history, run_record, summary, write
+
+    def config(**values: str) -> bytes:
+        record = Record()
+        for key, value in values.items():
+            record.config.update.add(key=key, value_json=value)
+        return record.SerializeToString()
+
+    records = [run_record(run_id="bulk01", display_name="bulk", project="p"), config(lr="0.1")]
+    for step in range(120):
+        items = {("_step",): str(step), ("_timestamp",): f"{1.7e9 + step}", ("_runtime",): str(step / 4),
+                 ("train/loss",): repr(2.0 / (step + 1)), ("eval", "ppl"): "3.5", "grad_norm": "0.5"}
+        kinds = ['"text"', "true", "null", '{"a": 1, "b": {"c": NaN}}', "NaN", "Infinity", "-Infinity", "[1, 2]", ""]
+        items[("value", "kind")] = kinds[step % len(kinds)]
+        items[f"k{step % 70}"] = str(step)  # 70 distinct keys over the run
+        if step % 7 == 0:
+            items[("损失", "μ")] = f'"{"é" * (step % 5)}"'  # unicode key parts and value
+        if step % 11 == 0:
+            items["long"] = '"' + "x" * (100 + step * 3) + '"'  # values of 2-byte lengths
+        if step % 13 == 0:
+            items["huge"] = '"' + "y" * (40_000 if step % 26 else 70_000) + '"'  # FIRST (MIDDLE) LAST over blocks
+        records.append(summary(items, remove=("k3",) if step == 50 else ()))
+        records.append(history(items, step=None if step % 17 == 0 else step))
+        if step == 60:
+            records.append(config(lr="0.05"))
+    records[40] = _raw_history(_wire(1, b"twice") + _wire(16, b"1"), _wire(1, b"twice") + _wire(16, b"2"),
+                               _wire(1, b"_step") + _wire(16, b"999"))  # a key twice: the last value wins
+    records[41] = _raw_history(_wire(1, b"key") + _wire(2, b"nested") + _wire(16, b"1"),  # the key wins
+                               _wire(2, b"a") + _wire(2, b"") + _wire(2, b"c") + _wire(16, b"2"), step=b"")
+    records[42] = _raw_history(_wire(1, b"loss") + _wire(16, b"\xff1"))  # not UTF-8: the record is skipped
+    records[43] = _raw_history(_wire(1, b"_runtime") + _wire(16, b"\xc3"), _wire(1, b"loss") + _wire(16, b"1"))
+    records[44] = _raw_history(_wire(1, b"loss") + _wire(16, b"1\x002"), _wire(1, b"nul\x00key") + _wire(16, b"3"))
+    records[45] = _raw_history(_wire(1, b"loss") + _wire(16, b"4") + _wire(99, 5), step=_wire(1, 3) + _wire(7, b"?"))
+    records[46] = _raw_history(_wire(1, b"loss") + _wire(16, b"5"), step=_wire(1, 2**62)) + _wire(500, b"extra")
+    records[47] = _wire(1, 9) + _wire(3, _wire(1, _wire(1, b"bad") + _wire(16, b"\xe2\x82")))  # summary, not UTF-8
+    records[48] = _wire(1, 9) + _wire(3, _wire(1, _wire(1, b"s") + _wire(16, b"a\x00b")))  # NUL: fine in a summary
+    write(tmp_path / "run-bulk01.wandb", records)
+    _logs_agree(tmp_path / "run-bulk01.wandb")
+
+
+@pytest.mark.parametrize("index", range(30))
+def test_bulk_decoder_agrees_with_the_runtime_on_mutants(tmp_path: Path, index: int) -> None:
+    """Damaged and edited logs (the fuzzing mutators: CRCs broken, records cut, fields changed and reframed)."""
+    import random
+
+    from tests import mutants
+
+    seeds = [s for s in mutants.SEEDS if s.kind == "wandb"]
+    data, _ = mutants.mutate(mutants.seed_bytes(seeds[index % len(seeds)]), "wandb", random.Random(index))
+    (tmp_path / "run-m.wandb").write_bytes(data)
+    _logs_agree(tmp_path / "run-m.wandb")
