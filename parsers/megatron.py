@@ -260,26 +260,31 @@ def _line_rows(lines: pl.LazyFrame, prefix: str, layout: Layout | None) -> pl.La
         pl.col("is_args_start") | pl.col("is_args_end") | rest.str.contains(p.ARGS_CANDIDATE)
         | rest.str.contains(_ANY_EVENT) | rest.str.contains(" loss at ", literal=True)
     ).fill_null(False)
-    cells = pl.col("cells")
-
     def cell(position: int) -> pl.Expr:
         return pl.col(f"_cell{position}")
+
+    def after(position: int) -> pl.Expr:
+        return pl.col(f"_after{position}")
 
     read: dict[str, pl.Expr] = {}  # each field's value, by position
     unfit: list[pl.Expr] = [pl.lit(layout is None), pl.col("step").is_null()]
     columns: dict[str, list[str]] = {}  # metric column -> the positions it is read from
-    positions = range(len(layout.heads) if layout is not None else 1)
+    width = len(layout.heads) if layout is not None else 1
+    fields = layout.fields() if layout is not None else []
     if layout is not None:
-        unfit.append(cells.list.len() > len(layout.heads))
+        unfit.append(cell(width).is_not_null())  # more cells than the layout has
+        named = {position for position, *_ in fields}
         for position, head in enumerate(layout.heads):  # a cell with no ':' there must have none here
             if position == layout.counter:
                 continue
             if head is None:
                 unfit.append(cell(position).str.contains(":", literal=True))
-            else:
+            elif position not in named:
                 unfit.append(cell(position).is_not_null() & ~cell(position).str.starts_with(head[0]))
-        for position, head, name, scale in layout.fields():
-            value = cell(position).str.strip_prefix(head).str.strip_chars().cast(pl.Float64, strict=False)
+        for position, _, name, scale in fields:
+            # the cell begins with the head when stripping it shortened the cell
+            unfit.append(after(position).str.len_bytes() == cell(position).str.len_bytes())
+            value = after(position).str.strip_chars().cast(pl.Float64, strict=False)
             read[f"_at{position}"] = value * scale if scale != 1.0 else value
             columns.setdefault(_VALUE + name, []).append(f"_at{position}")
             # a value that is not a plain number is read again with the line
@@ -287,10 +292,16 @@ def _line_rows(lines: pl.LazyFrame, prefix: str, layout: Layout | None) -> pl.La
     counter_cell = cell(layout.counter if layout is not None else 0)
     counter = counter_cell.str.split_exact("/", 1)
     has_counter = counter_cell.str.contains(p.COUNTER_CELL)  # then the digits around the '/' are the step and total
+    # the cells split at '|', one more than the layout has (a sign that the line has more): a struct, not a list
+    cells = pl.when(iteration).then(pl.col("text")).str.split_exact("|", width)
+    last = pl.coalesce(*[cell(n) for n in reversed(range(width + 1))])
+    # a line with more cells: its last is beyond those split off, and blank when the line ends with '|'
+    beyond = pl.when(cell(width).is_not_null()).then(pl.col("text")).str.strip_chars_end().str.ends_with("|")
     return (
         lines.filter(iteration | other)
-        .with_columns(cells=pl.when(iteration).then(pl.col("text")).str.split("|"))
-        .with_columns(**{f"_cell{n}": cells.list.get(n, null_on_oob=True) for n in positions})
+        .with_columns(_cells=cells)
+        .with_columns(**{f"_cell{n}": pl.col("_cells").struct.field(f"field_{n}") for n in range(width + 1)})
+        .with_columns(**{f"_after{position}": cell(position).str.strip_prefix(head) for position, head, *_ in fields})
         .with_columns(
             step=pl.when(has_counter).then(
                 counter.struct.field("field_0").str.strip_chars_end().str.split(" ").list.last()
@@ -302,15 +313,16 @@ def _line_rows(lines: pl.LazyFrame, prefix: str, layout: Layout | None) -> pl.La
         .select(
             "line", "is_iter", "is_args_start", "is_args_end", "step", "total",
             odd=pl.when(iteration).then(pl.any_horizontal(*unfit).fill_null(False)).fill_null(False),
-            ends_pipe=(cells.list.last().str.strip_chars() == "").fill_null(False),
+            ends_pipe=pl.coalesce(beyond, last.str.strip_chars() == "").fill_null(False),
             has_counters=pl.col("text").str.contains(_COUNTERS, literal=True) & iteration,
             text=pl.col("text"),
             body=pl.when(~iteration).then(pl.col("body") + ""),
             wall_time=_wall_time(prefix),
             **{column: pl.coalesce(at) for column, at in columns.items()},
         )
-        # "+ ''" copies the few kept strings out of the file-sized buffers their views would otherwise pin
-        .with_columns(text=pl.when(~iteration | pl.col("odd")).then(pl.col("text") + ""))
+        # "+ ''" copies the few kept strings out of the file-sized buffers their views would otherwise pin (after
+        # the when: the copy is made of those strings only)
+        .with_columns(text=pl.when(~iteration | pl.col("odd")).then(pl.col("text")) + "")
     )
 
 
@@ -893,7 +905,7 @@ def _configs(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:
     kv = kv.with_columns(value=pl.Series(values, dtype=pl.String)).drop_nulls("value")
     kv = kv.unique(["attempt", "key"], keep="first", maintain_order=True)
     # the iteration line states the target length; keep it when the arguments do not
-    totals = iters.group_by("attempt").agg(pl.col("total").last()).select(
+    totals = iters.group_by("attempt", maintain_order=True).agg(pl.col("total").last()).select(
         "attempt", key=pl.lit("train_iters"), value=pl.col("total").cast(pl.String)
     ).drop_nulls("value")  # (a total beyond int64 was not read)
     known = kv.filter((pl.col("key") == "train_iters") & (pl.col("value") != "None")).select("attempt")
