@@ -50,12 +50,12 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     if kind == RUNS_TABLE:
         return [Piece(path, RUNS_TABLE, ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA), configs),
                       run, config_only=True) for run, configs in read_runs_table(path, shown, context.warnings)]
-    long = wide_to_long(read_history_file(path, shown, context.warnings), shown)
+    long, steps = wide_to_long(read_history_file(path, shown, context.warnings), shown)
     # dumps of run.history() come in no particular order; JSON lines are written as logged (a step going back
     # there is a restart)
     in_order = path.suffix.lower() in {".jsonl", ".ndjson"}
     log = history_log(long, run=run_name, source=shown, sort=not in_order)
-    note = sampling_note(long["step"], shown)
+    note = sampling_note(steps, shown)
     if path.suffix.lower() == ".csv":
         log.warnings.append(f"{shown}: pandas writes NaN as an empty cell, so a NaN here reads as 'not logged'")
     if note:

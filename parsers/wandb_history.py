@@ -156,15 +156,18 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
                        tags=tags)
 
 
-def wide_to_long(wide: pl.DataFrame, shown: str) -> pl.DataFrame:
-    """A wide history (``_step``, ``_timestamp``, one column per key) -> long ``step, key, value, wall_time``.
+def wide_to_long(wide: pl.DataFrame, shown: str) -> tuple[pl.DataFrame, pl.Series]:
+    """A wide history (``_step``, ``_timestamp``, one column per key) -> long ``step, key, value, wall_time`` of
+    the cells that hold a value, and the step of every row (empty when no column holds a metric), which says
+    whether the history was sampled (:func:`sampling_note`).
 
     Numbers, ``NaN``/``Infinity`` tokens and booleans become values; text, media and dict cells are not metrics.
     Rows come in logging order: the history's row order, then its column order.
 
     >>> wide = pl.DataFrame({"_step": ["1", "2"], "loss": ["2.5", None], "lr": ["1e-4", "Infinity"], "img": ["a", "b"]})
-    >>> wide_to_long(wide, "h.csv").rows()
-    [(1, 'loss', 2.5, None), (1, 'lr', 0.0001, None), (2, 'loss', None, None), (2, 'lr', inf, None)]
+    >>> long, steps = wide_to_long(wide, "h.csv")
+    >>> long.rows(), steps.to_list()
+    ([(1, 'loss', 2.5, None), (1, 'lr', 0.0001, None), (2, 'lr', inf, None)], [1, 2])
     """
     if "_step" not in wide.columns:
         raise InputError(f"{shown}: no _step column; not a W&B history")
@@ -176,18 +179,20 @@ def wide_to_long(wide: pl.DataFrame, shown: str) -> pl.DataFrame:
     numeric = [_as_float(wide, c).alias(c) for c in keys]
     frame = wide.select(step, wall, *numeric)
     frame = frame.select("_step", "_timestamp", *[c for c in keys if frame[c].null_count() < frame.height])
-    # logging order is row order, then the file's column order: cell (row r, key j) goes to r * k + j
     kept = frame.columns[2:]
     k, n = len(kept), frame.height
+    values = pl.concat([frame[c] for c in kept]) if k else pl.Series("value", [], dtype=pl.Float64)
+    # logging order is row order, then the file's column order: cell (row r, key j) is values[j * n + r]; only
+    # cells with a value are gathered (a history with many keys is mostly empty cells)
     index = np.uint32 if n * k < 2**32 else np.uint64
-    rows = np.broadcast_to(np.arange(n, dtype=index)[:, None], (n, k)).ravel()
-    cols = np.broadcast_to(np.arange(k, dtype=index), (n, k)).ravel()
-    ends = pl.concat([frame[c] for c in kept]) if k else pl.Series("value", [], dtype=pl.Float64)
-    return pl.DataFrame({
-        "step": frame["_step"].gather(rows), "key": pl.Series(kept, dtype=pl.String).gather(cols),
-        "value": ends.gather((np.arange(k, dtype=index) * n + np.arange(n, dtype=index)[:, None]).ravel()),
-        "wall_time": frame["_timestamp"].gather(rows),
+    cells = (np.arange(k, dtype=index) * n + np.arange(n, dtype=index)[:, None]).ravel()
+    cells = cells[values.is_not_null().to_numpy()[cells]]
+    rows = cells % index(max(n, 1))
+    long = pl.DataFrame({
+        "step": frame["_step"].gather(rows), "key": pl.Series(kept, dtype=pl.String).gather(cells // index(max(n, 1))),
+        "value": values.gather(cells), "wall_time": frame["_timestamp"].gather(rows),
     })
+    return long, frame["_step"] if k else frame["_step"].clear()
 
 
 def _is_index(column: str) -> bool:
