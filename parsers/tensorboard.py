@@ -110,7 +110,7 @@ class _FastRows:
         return pl.DataFrame(
             {
                 "offset": self.offset,
-                "tag": pl.Series(self.names, dtype=pl.Categorical).gather(pl.Series(self.tag)),  # numpy index: 2x
+                "tag": pl.Series(self.names, dtype=pl.Categorical).gather(pl.Series(self.tag)),  # NumPy index: 2x memory
                 "step": self.step,
                 "wall_time": self.wall_time,
                 "value": pl.Series(self.value).cast(pl.Float64),
@@ -180,7 +180,7 @@ def _fast_chunk(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[_Fast
     return _FastRows(s0[i], ids, names, step, _gather(buf, s0[i] + 1, "<f8"), _gather(buf, u[i] + 1, "<f4")), ~fast
 
 
-def _scalar_records(b: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, ...]:
+def _scalar_records(b: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[int | np.ndarray, ...]:
     """:func:`_fast_chunk` as one loop over the records (compiled by numba). The k records it decodes leave their
     offsets in ``starts[:k]`` and steps in ``ends[:k]`` (written behind the reading index) and their wall times,
     values and tag ids in new arrays; the others' starts and ends are collected for the slow path. Returns k, the
@@ -301,7 +301,7 @@ def _scalar_records(b: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tupl
 
 
 @cache
-def _scalar_kernel() -> Callable[..., tuple[np.ndarray, ...]]:
+def _scalar_kernel() -> Callable[..., tuple]:
     """:func:`_scalar_records` compiled (numba is imported here only; cached on disk)."""
     import numba
 
