@@ -20,6 +20,7 @@ in it, is decoded by the protobuf runtime (:class:`_Records`), so the result is 
 from __future__ import annotations
 
 import math
+import os
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -216,15 +217,15 @@ def read_wandb_log(path: str | Path, shown: str, bulk: bool = True) -> WandbLog:
     >>> sorted(log.history["key"].unique())
     ['iter', 'lr', 'mfu', 'train/loss', 'val/loss']
     """
-    buf = read_all(Path(path))
+    buf, padded = _read(Path(path))
     if not is_wandb_log(buf):
         raise InputError(f"{shown}: not a W&B run log (no ':W&B' header)")
     warnings: list[str] = []
     log = WandbLog(history=pl.DataFrame())
     records = _Records(shown, warnings, log)
-    framed = _frame(buf) if bulk else None
+    framed = _frame(buf, padded) if bulk else None
     if framed is None:  # damage (or bulk=False): the chunk walk, with its warnings
-        payloads = _chunks(buf, shown, warnings)
+        payloads = _chunks(bytes(buf), shown, warnings)
         framed = _laid(payloads) if bulk else None
     if framed is not None:
         items, rows = _bulk(*framed, records)
@@ -258,9 +259,26 @@ _MAX_KEY = 128  # bytes of an item's key fields, likewise
 _OTHER, _HISTORY, _SUMMARY, _RUNTIME = 0, 1, 2, 3
 
 
-def _frame(buf: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(payloads, starts, lengths)`` of the records of an undamaged log (payloads padded with zeros), or None when a
-    chunk is damaged or out of order (then :func:`_chunks` walks it and says what it found).
+def _read(path: Path) -> tuple[memoryview, np.ndarray]:
+    """The file's bytes, and the same bytes followed by :data:`_PAD` zeros (one read, no copy)."""
+    size, padded = -1, np.zeros(0, dtype=np.uint8)
+    try:
+        with path.open("rb") as f:
+            padded = np.zeros(os.fstat(f.fileno()).st_size + _PAD + 1, dtype=np.uint8)
+            size = f.readinto(memoryview(padded))
+    except OSError:
+        pass
+    if not 0 <= size < len(padded) - _PAD:  # unreadable (read_all says why) or grown while read
+        data = read_all(path)
+        padded = np.zeros(len(data) + _PAD, dtype=np.uint8)
+        padded[:len(data)] = np.frombuffer(data, dtype=np.uint8)
+        size = len(data)
+    return memoryview(padded)[:size], padded[:size + _PAD]
+
+
+def _frame(buf: memoryview, padded: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(payloads, starts, lengths)`` of the records of an undamaged log (``buf``; ``padded``: the same followed by
+    zeros), or None when a chunk is damaged or out of order (then :func:`_chunks` walks it and says what it found).
 
     Chunks never cross a 32 KiB block and every block starts with a chunk, so all blocks are walked at once, one
     chunk of each per step; each chunk's CRC is checked by zlib."""
@@ -307,8 +325,7 @@ def _frame(buf: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
                       dtype=np.int64, count=len(pos))
     if (got != crc).any():
         return None
-    payloads = np.zeros(end + _PAD, dtype=np.uint8)
-    payloads[:end] = a
+    payloads = padded
     starts, lengths = pos + 7, length
     split = np.flatnonzero(kind != _FULL)
     if len(split):  # records over several blocks: FIRST MIDDLE* LAST, nothing between
