@@ -580,7 +580,7 @@ def _bulk(a: np.ndarray, starts: np.ndarray, lengths: np.ndarray, records: _Reco
     item_body, item_start, item_end, has_step, step, odd = _walk(a, body[rec], ends[rec], tag[rec] == 0x12, _MAX_FIELDS)
     item_rec = rec[item_body]
     key_end, value_at, value_len, odd_item = _items(a, item_start, item_end)
-    good = np.flatnonzero(~odd_item)
+    good = np.flatnonzero(~odd_item) if odd_item.any() else slice(None)  # (odd items' records go to the runtime)
     found = _key_ids(a, item_start[good], key_end[good])
     if found is None:
         return _all_runtime(a, starts, lengths, records)
