@@ -107,6 +107,9 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
 
     extra = pl.concat([_log_interval(iters), _validation_metrics(others, iters)], how="diagonal_relaxed")
     values = _long_metrics(iters)
+    # the metrics with rows, from the value columns (not a unique over millions of rows)
+    present = [c[len(_VALUE):] for c in iters.columns if c.startswith(_VALUE) and iters[c].null_count() < iters.height]
+    present += [m for m in extra["metric"].unique(maintain_order=True).to_list() if m not in present]
     # same dtypes, so the millions of value rows are not cast or copied
     metrics = pl.concat([values, s.conform(extra, s.METRICS_SCHEMA).select(values.columns)], rechunk=False)
     events = pl.concat(
@@ -125,7 +128,7 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
         configs=finish(configs, s.CONFIGS_SCHEMA),
         warnings=warnings,
         n_attempts=max(int(bounds["attempt"].max() or 0), 1),  # type: ignore[arg-type]
-        tags=_tags(layout, metrics),
+        tags=_tags(layout, present),
     )
 
 
@@ -671,12 +674,12 @@ def with_attempt(frame: pl.DataFrame, bounds: pl.DataFrame) -> pl.DataFrame:
 
 
 # --- iteration lines ----------------------------------------------------------------------------------------------
-def _tags(layout: Layout | None, metrics: pl.DataFrame) -> dict[str, str]:
-    """Each field's key as printed (``lm loss``) -> its metric; fields outside the usual layout by their metric name."""
+def _tags(layout: Layout | None, present: list[str]) -> dict[str, str]:
+    """Each field's key as printed (``lm loss``) -> its metric; fields outside the usual layout by their metric name
+    (``present``: the metrics that have rows)."""
     tags = {cell[1]: _metric_names([cell[1]])[cell[1]] for cell in (layout.heads if layout else ()) if cell}
     tags = {k: v for k, v in tags.items() if v}
     named = set(tags.values())
-    present = metrics["metric"].unique().cast(pl.String).to_list()
     return tags | {m: m for m in present if m not in named and m != s.LOG_INTERVAL}
 
 
@@ -745,9 +748,12 @@ def _iteration_events(iters: pl.DataFrame, cut: pl.DataFrame, text: TextFile, pr
         *[pl.col(_VALUE + m).alias(m) if _VALUE + m in iters.columns else pl.lit(None, pl.Float64).alias(m)
           for m in wanted],
     )
-    wide = wide.join(cut, on="line", how="left", maintain_order="left").with_columns(
-        has_loss=pl.col(s.LOSS).is_not_null(), cut=pl.col("past").is_not_null(), text=s.coalesce_text("text", "cut_text")
-    )
+    if cut.height:
+        wide = wide.join(cut, on="line", how="left", maintain_order="left").with_columns(
+            text=s.coalesce_text("text", "cut_text"))
+    else:  # the usual case: no join and no new text column, which would copy every row
+        wide = wide.with_columns(past=pl.lit(None, dtype=pl.Boolean), cut_text=pl.lit(None, dtype=pl.String))
+    wide = wide.with_columns(has_loss=pl.col(s.LOSS).is_not_null(), cut=pl.col("past").is_not_null())
     # a cut line still shows a missing loss when it was cut after the place where the loss is printed
     missing = wide.filter(~pl.col("has_loss") & (~pl.col("cut") | pl.col("past"))).select(
         "line", "attempt", "step", "wall_time", kind=pl.lit(s.EV_LOSS_MISSING), value=pl.col(s.SKIPPED_ITERATIONS),
