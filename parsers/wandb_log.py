@@ -511,12 +511,27 @@ def _key_ids(a: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple[np.nda
         h = (h * np.uint64(0x100000001B3)) ^ word
         h ^= h >> np.uint64(29)
     first = np.flatnonzero(pl.Series(h).is_first_distinct().to_numpy())
-    by_hash = np.argsort(h[first])
-    ids = by_hash[np.searchsorted(h[first][by_hash], h)]
+    ids = _hash_ids(h, h[first])
     rep = first[ids]
     if (size != size[rep]).any() or any((word != word[rep]).any() for word in words):
         return None
     return ids, first
+
+
+def _hash_ids(h: np.ndarray, distinct: np.ndarray) -> np.ndarray:
+    """For each hash in ``h``, the index of it in ``distinct``: through a table on a slice of the hash's bits where
+    the distinct hashes differ (found for a few thousand of them), else by binary search."""
+    bits = max(int(len(distinct) - 1).bit_length() + 1, 1)
+    if bits <= 13:
+        mask = np.uint64((1 << bits) - 1)
+        for shift in range(0, 64 - bits, 3):
+            slots = (distinct >> np.uint64(shift)) & mask
+            if len(np.unique(slots)) == len(distinct):
+                table = np.zeros(1 << bits, dtype=np.int64)
+                table[slots] = np.arange(len(distinct))
+                return table[(h >> np.uint64(shift)) & mask]
+    order = np.argsort(distinct)
+    return order[np.searchsorted(distinct[order], h)]
 
 
 def _key_text(raw: bytes) -> str | None:
