@@ -20,7 +20,8 @@ from parsers.errors import InputError
 
 SEPARATOR = "\x1f"  # a control byte that does not occur in logs: each line becomes one CSV field
 _BLOCK_BYTES = 4 << 20
-_SCAN_BLOCK_BYTES = 16 << 20  # per Polars query: fewer, larger blocks cost less time, smaller ones less memory
+_SCAN_BLOCK_BYTES = 8 << 20  # per Polars query: fewer, larger blocks cost less time, smaller ones less memory (its CSV
+# reader alone takes about 8x a block in passing: 16 MiB blocks cost 234 MB of peak RSS on a 119 MB log, 8 MiB 216-223 MB)
 _BINARY_SNIFF_BYTES = 8192
 MAX_LINE_BYTES = 1 << 20  # a longer line is junk, not a log line: only its head is read
 
