@@ -557,19 +557,25 @@ def attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
     )
     starts, content = launch_starts(lines, steps, marks["line"].to_numpy(), marks["kind"].to_list())
     process = np.searchsorted(starts, lines, side="right") - 1
-    segments = (
-        pl.DataFrame({"line": lines, "process": process, "step": iters["step"]})
-        .with_columns(back=(pl.col("step") <= pl.col("step").shift(1).over("process")).fill_null(False))
-        .with_columns(segment=pl.col("back").cast(pl.Int32).cum_sum().over("process"))
-    )
-    firsts = segments.filter(pl.col("segment") > 0).group_by("process", "segment").agg(
-        start=pl.col("line").min(), content=pl.lit(True)
-    )
-    process_starts = pl.DataFrame(
-        {"process": np.arange(len(starts)), "segment": 0, "start": starts, "content": content},
-        schema={"process": pl.Int64, "segment": pl.Int32, "start": pl.Int64, "content": pl.Boolean},
-    )
-    bounds = pl.concat([process_starts, firsts.cast({"process": pl.Int64})], how="vertical_relaxed").sort("start")
+    if lines.size < 2 or bool((np.diff(lines) >= 0).all()):
+        # lines in order, so each launch's lines are one stretch: the counter goes back where a line's step is at
+        # most the one before it in the same launch, and each such line begins an attempt (NumPy: no frame of
+        # every line, nor a window over the launches)
+        back = (process[1:] == process[:-1]) & (steps[1:] <= steps[:-1])
+        firsts = pl.DataFrame({"start": lines[1:][back], "content": True},
+                              schema={"start": pl.Int64, "content": pl.Boolean})
+    else:
+        segments = (
+            pl.DataFrame({"line": lines, "process": process, "step": iters["step"]})
+            .with_columns(back=(pl.col("step") <= pl.col("step").shift(1).over("process")).fill_null(False))
+            .with_columns(segment=pl.col("back").cast(pl.Int32).cum_sum().over("process"))
+        )
+        firsts = segments.filter(pl.col("segment") > 0).group_by("process", "segment").agg(
+            start=pl.col("line").min(), content=pl.lit(True)
+        ).select("start", "content")
+    process_starts = pl.DataFrame({"start": starts, "content": content},
+                                  schema={"start": pl.Int64, "content": pl.Boolean})
+    bounds = pl.concat([process_starts, firsts], how="vertical_relaxed").sort("start")
     numbered = pl.when("content").then(pl.col("content").cast(pl.Int32).cum_sum())
     return bounds.with_columns(
         attempt=numbered.backward_fill().forward_fill().fill_null(1).cast(pl.Int32)
