@@ -4,8 +4,11 @@ Writes a 300,000-iteration log (~120 MB) under benchmarks/_data/ (once), and a c
 1,000 iterations went NaN (no loss, grad norm nan: lines of another shape than the rest). Then times, each in a
 fresh process: reading the file alone, a one-pass compiled-regex parser (iteration fields to long rows, event lines
 matched), and ``parsers.load_run``. Peak memory is the process's max RSS growth over its state after imports.
+``--phases`` adds where the parser's time goes on the clean log (warm, in one process, each phase cumulative: the
+look for the format, the blocks read, the lines as Polars frames, their classification, the iteration fields split
+and cast, then the whole parse, whose remainder assembles the frames).
 
-    python benchmarks/parse_megatron.py [--iterations 300000]
+    python benchmarks/parse_megatron.py [--iterations 300000] [--phases]
 """
 
 from __future__ import annotations
@@ -93,6 +96,38 @@ print(elapsed, peak * 1024, run.metrics.height)
 '''
 
 
+PHASES = r'''
+import sys, time
+from pathlib import Path
+from parsers import megatron as m
+from parsers.registry import console_formats
+from parsers.textfile import inspect_text, read_blocks, scan_blocks
+path, repeat = Path(sys.argv[1]), int(sys.argv[2])
+patterns = {"megatron": m.DETECT, **{n: f.detect for n, f in console_formats().items()}}
+text = inspect_text(path, path.name, patterns, head_patterns={"pdsh": m.PDSH_CMD}, first_of=True)
+prefix = m._prefix_pattern(text.matches.get("pdsh"))
+layout = m.learn_layout(text, prefix)
+phases = {
+    "look (inspect_text, all formats)": lambda: inspect_text(path, path.name, patterns, head_patterns={"pdsh": m.PDSH_CMD},
+                                                             first_of=True),
+    "read blocks": lambda: [len(b) for b in read_blocks(path)],
+    "+ lines as frames (CSV)": lambda: [b.collect(engine="streaming") for b in scan_blocks(text)],
+    "+ classify lines": lambda: [m._classify(b, prefix).collect(engine="streaming") for b in scan_blocks(text)],
+    "+ split and cast fields": lambda: [m._line_rows(m._classify(b, prefix), prefix, layout).collect(engine="streaming")
+                                        for b in scan_blocks(text)],
+    "whole parse (+ assemble)": lambda: m.parse_megatron(text, "run", path.name),
+}
+best = {}
+for _ in range(repeat):
+    for name, run in phases.items():
+        t = time.perf_counter()
+        run()
+        best[name] = min(best.get(name, 1e9), time.perf_counter() - t)
+for name, secs in best.items():
+    print(f"{name}\t{secs:.3f}")
+'''
+
+
 def timed(code: str, path: Path) -> tuple[float, float, int]:
     out = subprocess.run(
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True, cwd=ROOT
@@ -104,6 +139,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=300_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--phases", action="store_true", help="also time the parser's phases on the clean log")
     args = parser.parse_args()
     data_dir = HERE / "_data"
     data_dir.mkdir(exist_ok=True)
@@ -138,6 +174,14 @@ def main() -> None:
             )
             timings[f"{kind}: {name}"] = secs
     print(json.dumps(timings))
+    if args.phases:
+        out = subprocess.run([sys.executable, "-c", PHASES, str(logs["clean"]), str(args.repeat)], capture_output=True,
+                             text=True, check=True, cwd=ROOT).stdout
+        print(f"\nphases on the clean log (warm, one process, cumulative; best of {args.repeat})")
+        print("| phase | seconds |\n|---|---:|")
+        for line in out.splitlines():
+            name, secs = line.split("\t")
+            print(f"| {name} | {secs} |")
 
 
 if __name__ == "__main__":
