@@ -88,8 +88,8 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
             "source": [context.shown],
             "text": [f"training finished: the Trainer's summary (train_runtime {done.get('train_runtime')} s, "
                      f"train_loss {done.get('train_loss')})"]}), s.EVENTS_SCHEMA)
-    log = ParsedLog(frame, events, configs, n_attempts=1,
-                    tags={k: v for k, v in names.items() if k in set(long["key"].unique())})
+    logged = set(long["key"].unique())  # (once: in the comprehension's condition it was computed for every key)
+    log = ParsedLog(frame, events, configs, n_attempts=1, tags={k: v for k, v in names.items() if k in logged})
     return [Piece(path, FORMAT, log)]
 
 
@@ -123,7 +123,8 @@ def combine(pieces: list[Piece], context: ReadContext) -> list[Piece]:
 def _load(raw: bytes, shown: str, warnings: list[str]) -> tuple[dict[str, Any], pl.DataFrame, bool]:
     """The settings, the history as a frame (polars' JSON reader; Python's for what it refuses) and whether
     stand-ins for NaN and Infinity were put in (a byte search first: the regex pass costs more)."""
-    stood_in = b"NaN" in raw or b"Infinity" in raw
+    # (a one-byte look first: memchr, where a search for b"NaN" goes through 22 MB in 10 ms)
+    stood_in = (b"N" in raw and b"NaN" in raw) or (b"I" in raw and b"Infinity" in raw)
     text = _NONFINITE.sub(lambda m: repr(_STAND_IN[m.group(1)]).encode(), raw) if stood_in else raw
     try:
         frame = pl.read_json(io.BytesIO(text), infer_schema_length=None)
