@@ -32,8 +32,8 @@ from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import event_pb2
 
 from parsers.tfrecord import masked_crc, walk
-from parsers.wandb_log import _BLOCK, _FIRST, _FULL, _LAST, _MIDDLE, MAGIC, _chunks
 from parsers.wandb_proto import Record
+from parsers.wandb_wire import _BLOCK, _FIRST, _FULL, _LAST, _MIDDLE, MAGIC, _chunks
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = "tests/fixtures/real"

@@ -35,7 +35,7 @@ import forensics.cli
 import reports
 from forensics.analysis import analyze_path
 from parsers import InputError, load_runs
-from parsers.wandb_log import MAGIC
+from parsers.wandb_wire import MAGIC
 
 FUZZ = settings(derandomize=True, deadline=None, database=None, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -8,8 +8,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from parsers.wandb_log import MAGIC
 from parsers.wandb_proto import Record
+from parsers.wandb_wire import MAGIC
 
 _BLOCK = 32768
 
