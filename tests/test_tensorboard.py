@@ -221,15 +221,9 @@ def _raw_scalar(tag: bytes, value: float, step: int) -> bytes:
     """A torch-layout scalar record with any tag bytes (tb_writer's protobuf refuses non-UTF-8 tags)."""
     import struct
 
-    from parsers.tfrecord import masked_crc
+    from protowire import varint
 
-    def varint(n: int) -> bytes:
-        out = bytearray()
-        while True:
-            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
-            n >>= 7
-            if not n:
-                return bytes(out)
+    from parsers.tfrecord import masked_crc
 
     value_ = b"\x0a" + varint(len(tag)) + tag + b"\x15" + struct.pack("<f", value)
     summary = b"\x0a" + varint(len(value_)) + value_

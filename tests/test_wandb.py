@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from protowire import field
 
 import forensics
 from parsers import InputError, load_run, load_runs
@@ -455,25 +456,10 @@ def test_a_jsonl_history_with_a_byte_that_is_not_utf8_keeps_every_line(tmp_path:
 
 
 # --- the bulk .wandb decoder against the protobuf runtime ------------------------------------------------------------
-def _wire(number: int, payload: bytes | int) -> bytes:
-    """One protobuf field: a varint when ``payload`` is an int, else length-delimited."""
-    def varint(n: int) -> bytes:
-        out = bytearray()
-        while True:
-            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
-            n >>= 7
-            if not n:
-                return bytes(out)
-
-    if isinstance(payload, int):
-        return varint(number << 3) + varint(payload)
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
 def _raw_history(*items: bytes, step: bytes | None = None) -> bytes:
     """A Record {num, history {items..., step}} written byte by byte (items may hold what protobuf would refuse)."""
-    body = b"".join(_wire(1, item) for item in items) + (b"" if step is None else _wire(2, step))
-    return _wire(1, 7) + _wire(2, body)
+    body = b"".join(field(1, item) for item in items) + (b"" if step is None else field(2, step))
+    return field(1, 7) + field(2, body)
 
 
 def _logs_agree(path: Path) -> None:
@@ -527,17 +513,17 @@ def test_bulk_decoder_reads_what_the_protobuf_runtime_reads(tmp_path: Path) -> N
         records.append(history(items, step=None if step % 17 == 0 else step))
         if step == 60:
             records.append(config(lr="0.05"))
-    records[40] = _raw_history(_wire(1, b"twice") + _wire(16, b"1"), _wire(1, b"twice") + _wire(16, b"2"),
-                               _wire(1, b"_step") + _wire(16, b"999"))  # a key twice: the last value wins
-    records[41] = _raw_history(_wire(1, b"key") + _wire(2, b"nested") + _wire(16, b"1"),  # the key wins
-                               _wire(2, b"a") + _wire(2, b"") + _wire(2, b"c") + _wire(16, b"2"), step=b"")
-    records[42] = _raw_history(_wire(1, b"loss") + _wire(16, b"\xff1"))  # not UTF-8: the record is skipped
-    records[43] = _raw_history(_wire(1, b"_runtime") + _wire(16, b"\xc3"), _wire(1, b"loss") + _wire(16, b"1"))
-    records[44] = _raw_history(_wire(1, b"loss") + _wire(16, b"1\x002"), _wire(1, b"nul\x00key") + _wire(16, b"3"))
-    records[45] = _raw_history(_wire(1, b"loss") + _wire(16, b"4") + _wire(99, 5), step=_wire(1, 3) + _wire(7, b"?"))
-    records[46] = _raw_history(_wire(1, b"loss") + _wire(16, b"5"), step=_wire(1, 2**62)) + _wire(500, b"extra")
-    records[47] = _wire(1, 9) + _wire(3, _wire(1, _wire(1, b"bad") + _wire(16, b"\xe2\x82")))  # summary, not UTF-8
-    records[48] = _wire(1, 9) + _wire(3, _wire(1, _wire(1, b"s") + _wire(16, b"a\x00b")))  # NUL: fine in a summary
+    records[40] = _raw_history(field(1, b"twice") + field(16, b"1"), field(1, b"twice") + field(16, b"2"),
+                               field(1, b"_step") + field(16, b"999"))  # a key twice: the last value wins
+    records[41] = _raw_history(field(1, b"key") + field(2, b"nested") + field(16, b"1"),  # the key wins
+                               field(2, b"a") + field(2, b"") + field(2, b"c") + field(16, b"2"), step=b"")
+    records[42] = _raw_history(field(1, b"loss") + field(16, b"\xff1"))  # not UTF-8: the record is skipped
+    records[43] = _raw_history(field(1, b"_runtime") + field(16, b"\xc3"), field(1, b"loss") + field(16, b"1"))
+    records[44] = _raw_history(field(1, b"loss") + field(16, b"1\x002"), field(1, b"nul\x00key") + field(16, b"3"))
+    records[45] = _raw_history(field(1, b"loss") + field(16, b"4") + field(99, 5), step=field(1, 3) + field(7, b"?"))
+    records[46] = _raw_history(field(1, b"loss") + field(16, b"5"), step=field(1, 2**62)) + field(500, b"extra")
+    records[47] = field(1, 9) + field(3, field(1, field(1, b"bad") + field(16, b"\xe2\x82")))  # summary, not UTF-8
+    records[48] = field(1, 9) + field(3, field(1, field(1, b"s") + field(16, b"a\x00b")))  # NUL: fine in a summary
     write(tmp_path / "run-bulk01.wandb", records)
     _logs_agree(tmp_path / "run-bulk01.wandb")
 
