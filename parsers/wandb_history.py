@@ -122,7 +122,7 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
     An optional ``row`` column (the history row, counted from 0) becomes the ``line`` of each restart's event.
     """
     long = long.filter(pl.col("value").is_not_null() & pl.col("step").is_not_null())
-    if sort:
+    if sort and not long["step"].is_sorted():
         long = long.sort("step", maintain_order=True)
     axis = step_key(long["key"].unique(maintain_order=True).to_list(), defined)
     if axis is not None:
@@ -209,7 +209,11 @@ def _as_float(wide: pl.DataFrame, column: str) -> pl.Expr:
     if dtype == pl.Boolean or dtype.is_numeric():
         return pl.col(column).cast(pl.Float64)
     if dtype == pl.String:
-        return number(column)
+        # a column whose every cell is a number as it stands (the usual history) needs no strip: polars reads no
+        # number with white space around it, so a cell it read had none to strip
+        cells = wide[column]
+        plain = cells.cast(pl.Float64, strict=False)
+        return pl.lit(plain) if plain.null_count() == cells.null_count() else number(column)
     return pl.lit(None, dtype=pl.Float64)
 
 
