@@ -41,6 +41,8 @@ def pelt(signal: np.ndarray, penalty: float, cost: str = "l2", min_size: int = 2
     """
     if cost not in COSTS:
         raise ValueError(f"cost must be one of {COSTS}, not {cost!r}")
+    if not penalty >= 0:
+        raise ValueError(f"penalty must be a number at least 0, not {penalty!r}")
     x = np.asarray(signal, dtype=np.float64).ravel()
     if x.size < 2 * min_size:
         return [int(x.size)] if x.size else []

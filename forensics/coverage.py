@@ -113,7 +113,9 @@ def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str,
         by_source.setdefault(source, {})[metric] = entry
         total = totals.setdefault(metric, {"points": 0, "first_step": lo, "last_step": hi, "source_tags": []})
         total["points"] += points
-        total["first_step"], total["last_step"] = min(total["first_step"], lo), max(total["last_step"], hi)
+        # a source's metric may have no step at all (None): the other sources' steps stand
+        total["first_step"] = min((x for x in (total["first_step"], lo) if x is not None), default=None)
+        total["last_step"] = max((x for x in (total["last_step"], hi) if x is not None), default=None)
         total["source_tags"] = sorted(set(total["source_tags"]) | set(entry["source_tags"]))
     recognised = {m: v for m, v in totals.items() if _recognised(m)}
     # a source whose names were read but whose rows are all gone: a full-resolution source had the same steps

@@ -23,6 +23,8 @@ def theil_sen(y: np.ndarray, x: np.ndarray) -> tuple[float, float, float]:
     x = np.asarray(x, dtype=float).ravel()
     if x.size != y.size or x.size < 2:
         raise ValueError("x and y must have the same length, at least 2")
+    if np.isnan(x).any() or np.isnan(y).any():  # scipy's nan_policy="propagate"
+        return float("nan"), float("nan"), float("nan")
     dx = x[:, np.newaxis] - x
     dy = y[:, np.newaxis] - y
     slopes = dy[dx > 0] / dx[dx > 0]
@@ -31,10 +33,14 @@ def theil_sen(y: np.ndarray, x: np.ndarray) -> tuple[float, float, float]:
     slopes.sort()
     n = y.size
     sigsq = 1 / 18.0 * (n * (n - 1) * (2 * n + 5) - _tie_term(x) - _tie_term(y))
-    sigma = np.sqrt(sigsq)
+    slope = float(np.median(slopes))
+    with np.errstate(invalid="ignore"):
+        sigma = np.sqrt(sigsq)
+    if not np.isfinite(sigma):  # ties everywhere: no interval (scipy catches the same failure)
+        return slope, float("nan"), float("nan")
     upper = min(int(np.round((slopes.size - _Z * sigma) / 2.0)), slopes.size - 1)
     lower = max(int(np.round((slopes.size + _Z * sigma) / 2.0)) - 1, 0)
-    return float(np.median(slopes)), float(slopes[lower]), float(slopes[upper])
+    return slope, float(slopes[lower]), float(slopes[upper])
 
 
 def _tie_term(values: np.ndarray) -> int:

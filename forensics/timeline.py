@@ -25,8 +25,8 @@ def one_per_step(points: pl.DataFrame, keep: str) -> pl.DataFrame:
 
 
 def in_step_order(points: pl.DataFrame, across_attempts: bool = False) -> bool:
-    """Whether (attempt, step) strictly increase from row to row (no nulls); ``across_attempts``: the steps alone
-    strictly increase too."""
+    """Whether (attempt, step) strictly increase from row to row (no nulls); ``across_attempts``: whether the steps
+    alone do, whatever the attempts."""
     steps = points["step"]
     if points.height < 2:
         return points.height == 0 or steps.null_count() + points["attempt"].null_count() == 0

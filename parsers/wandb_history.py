@@ -236,7 +236,8 @@ def read_csv_text(path: Path, shown: str, warnings: list[str] | None = None) -> 
     try:
         data = path.read_bytes()
         try:  # polars checks every cell is UTF-8 (not the header: that is checked here), without a copy as str
-            data[:data.find(b"\n")].decode("utf-8")
+            line_end = data.find(b"\n")
+            (data if line_end < 0 else data[:line_end]).decode("utf-8")
             return pl.read_csv(data, infer_schema=False, null_values=[""], truncate_ragged_lines=True, encoding="utf8")
         except (UnicodeDecodeError, pl.exceptions.ComputeError):
             pass

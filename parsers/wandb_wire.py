@@ -455,7 +455,7 @@ def _bulk(a: np.ndarray, starts: np.ndarray, lengths: np.ndarray, records: _Reco
     meta = [index.get(k, -2) for k in ("_step", "_timestamp", "_runtime")]
     # values not converted (summary updates, _runtime): the ASCII ones are sound, the others are checked one by one
     summed = np.flatnonzero(~hist_item)
-    unread = np.flatnonzero(~hist_item | (sid == meta[2]))
+    unread = np.flatnonzero((~hist_item | (sid == meta[2])) & (sid >= 0))  # (odd items' records go to the runtime)
     suspect = unread[_high(a, value_at[unread], value_len[unread])]
     spoiled[[r for r, s, k in zip(item_rec[suspect].tolist(), value_at[suspect].tolist(), value_len[suspect].tolist(),
                                   strict=True) if not _plain(a[s:s + k], nul=True)]] = True

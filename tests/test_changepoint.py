@@ -57,6 +57,9 @@ def test_short_and_bad_signals() -> None:
     assert pelt(np.array([]), 1.0) == []
     with pytest.raises(ValueError, match="NaN or Inf"):
         pelt(np.array([1.0, np.nan, 2.0, 3.0, 4.0]), 1.0)
+    for penalty in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="penalty must be a number at least 0"):
+            pelt(np.arange(10.0), penalty)
     with pytest.raises(ValueError, match="cost must be one of"):
         pelt(np.zeros(10), 1.0, cost="rbf")
 

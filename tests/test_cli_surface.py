@@ -366,3 +366,6 @@ def test_theil_sen_is_scipys():
         y = np.round(rng.standard_t(3, n), 1)              # and in y
         r = theilslopes(y, x)
         assert theil_sen(y, x) == (r.slope, r.low_slope, r.high_slope)
+    assert np.isnan(theil_sen(np.array([0.0, np.nan, 1.0]), np.arange(3.0))).all()  # NaN propagates, as in scipy
+    slope, low, high = theil_sen(np.zeros(3), np.array([0.0, 1.0, 1.0]))  # ties everywhere: no interval
+    assert slope == 0.0 and np.isnan(low) and np.isnan(high)

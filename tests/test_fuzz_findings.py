@@ -56,3 +56,20 @@ def test_a_negative_or_infinite_learning_rate_has_no_peak_and_no_warning(tmp_pat
         warnings.simplefilter("error")
         found = forensics.analyze(load_run(tmp_path)).runs[0]
     assert found.schedule.lr_peak is None
+
+
+def test_a_metric_with_no_step_in_two_sources_has_no_first_step() -> None:
+    """TypeError in coverage (min of None and None): a validation loss logged without a step, in two sources (a
+    mutant of the tr8 sample with duplicated and deleted lines found it, in review)."""
+    import polars as pl
+
+    from forensics.coverage import coverage
+    from parsers import schema as s
+
+    rows = [("a.log", "val_loss", None, 3.0), ("b.log", "val_loss", None, 3.1), ("b.log", "loss", 5, 2.0),
+            ("a.log", "loss", 7, 2.1)]
+    metrics = s.conform(pl.DataFrame(rows, schema=["source", "metric", "step", "value"], orient="row")
+                        .with_columns(run=pl.lit("r"), attempt=pl.lit(1, dtype=pl.Int32)), s.METRICS_SCHEMA)
+    got = coverage(metrics, [], {}, ["a.log", "b.log"])["metrics"]
+    assert (got["val_loss"]["first_step"], got["val_loss"]["last_step"], got["val_loss"]["points"]) == (None, None, 2)
+    assert (got["loss"]["first_step"], got["loss"]["last_step"]) == (5, 7)

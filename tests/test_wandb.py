@@ -6,11 +6,12 @@ import json
 import math
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import polars as pl
 import pytest
-from protowire import field
+from protowire import field, varint
 
 import forensics
 from parsers import InputError, load_run, load_runs
@@ -350,6 +351,17 @@ def test_non_utf8_bytes_in_a_chart_export_are_replaced_with_a_warning(tmp_path: 
     assert run.attempts == [1]
 
 
+def test_a_bad_byte_in_a_history_header_with_no_line_end_is_said():
+    """Polars does not check a header's UTF-8 (it replaces the bytes); the reader does, also on a file of one line."""
+    from parsers.wandb_history import read_csv_text
+
+    warnings: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "h.csv").write_bytes(b"_step,lo\xff")
+        read_csv_text(Path(tmp) / "h.csv", "h.csv", warnings)
+    assert warnings == ["h.csv: bytes that are not UTF-8 (first at byte 8) were replaced"]
+
+
 def test_a_history_with_a_key_called_step_reads_and_claims_no_step_axis(tmp_path):
     """A run may log a key named "step" (not one of the step keys the reader follows): the history CSV still reads,
     and the key is a scalar of its own, not taken for the run's step axis."""
@@ -526,6 +538,21 @@ def test_bulk_decoder_reads_what_the_protobuf_runtime_reads(tmp_path: Path) -> N
     records[48] = field(1, 9) + field(3, field(1, field(1, b"s") + field(16, b"a\x00b")))  # NUL: fine in a summary
     write(tmp_path / "run-bulk01.wandb", records)
     _logs_agree(tmp_path / "run-bulk01.wandb")
+
+
+@pytest.mark.parametrize("length", [b"\xff", b"\xff\x7f", b"\x7f"])
+def test_a_summary_value_whose_length_is_cut_or_too_long_is_a_warning(tmp_path: Path, length: bytes) -> None:
+    """A summary item whose value length is cut (a varint left open) or runs past its record: the record is skipped
+    with the runtime's warning (the bulk decoder checked such values' bytes first: IndexError, an internal error)."""
+    from tests.wandb_writer import write
+
+    item = field(1, b"k") + varint(16 << 3 | 2) + length  # key "k", then value_json's tag and a broken length
+    write(tmp_path / "run-cut.wandb", [field(3, field(1, item))])
+    _logs_agree(tmp_path / "run-cut.wandb")
+    from parsers.wandb_log import read_wandb_log
+
+    assert read_wandb_log(tmp_path / "run-cut.wandb", "f").warnings == [
+        "f: a record that is not a valid W&B protobuf was skipped"]
 
 
 @pytest.mark.parametrize("index", range(30))
