@@ -80,11 +80,17 @@ def build_attempts(
     out: list[Attempt] = []
     furthest: int | None = None
     previous_cfg: dict[str, Any] | None = None
+    # each attempt's events and anomalies split off once (per attempt, a filter of every event is quadratic in a log
+    # whose steps restart at every line)
+    by_attempt = events.partition_by("attempt", as_dict=True, maintain_order=True)
+    flagged: dict[int, list[Anomaly]] = {}
+    for a in anomalies:
+        flagged.setdefault(a.attempt, []).append(a)
     for i, n in enumerate(numbers):
         span = spans.get(n, {})
         start, end = span.get("lo"), span.get("hi")
         interval = log_interval.get(n) or span.get("interval") or 1  # (only an attempt with steps uses it)
-        ev = events.filter(pl.col("attempt") == n)
+        ev = by_attempt.get((n,), events.clear())
         resumed, inferred = _resume_point(ev, start, interval)
         resume_at = resumed if resumed is not None else 0
         # a rollback resumes from a checkpoint behind the furthest step logged; a start from scratch is a new run
@@ -97,7 +103,7 @@ def build_attempts(
         train_iters = (this_cfg or {}).get("train_iters")
         shows_start = bool(ev.filter(pl.col("kind").is_in(list(s.START_KINDS))).height)
         ending = end_of(
-            ev, [a for a in anomalies if a.attempt == n], end, shows_start=shows_start, is_last=i == len(numbers) - 1,
+            ev, flagged.get(n, []), end, shows_start=shows_start, is_last=i == len(numbers) - 1,
             next_index=numbers[i + 1] if i + 1 < len(numbers) else None,
             completed=isinstance(train_iters, int) and train_iters > 0 and end is not None and end >= train_iters,
             last_loss_step=span.get("last_loss"), stepped=frozenset(span.get("sources") or []),
@@ -130,7 +136,7 @@ def build_attempts(
                 started_at=started, first_seen_at=first_seen, last_step_at=last_step_at, last_line_at=last_line,
                 ended_at=ending.wall_time,
                 ran_for_s=ran_for,
-                short=span.get("n_steps", 0) <= SHORT_STEPS and not any(a.attempt == n for a in anomalies),
+                short=span.get("n_steps", 0) <= SHORT_STEPS and n not in flagged,
                 config_compared=bool(previous_cfg and this_cfg),
             )
         )

@@ -49,11 +49,16 @@ def spike_scores(
     points = metric_points(metrics, metric) if points is None else points  # (attempt, step, value), if known
     per: dict[str, float | None] = {}
     hits = scored = 0
+    # each attempt's points split off once (a filter per attempt is quadratic in a log whose steps restart at every
+    # line); a null attempt matches no filter, so it has no points
+    split = points.partition_by("attempt", as_dict=True, maintain_order=True)
     for attempt in points["attempt"].unique().sort().to_list():
-        own = points.filter(pl.col("attempt") == attempt)
-        parts = stretches(own, spacing.get(attempt, 0)) if spacing else [own]
+        own = split[(attempt,)] if attempt is not None else points.clear()
+        parts = stretches(own, spacing.get(attempt, 0)) if spacing and own.height > MIN_HISTORY else [own]
         n = k = 0
         for part in parts:
+            if part.height <= MIN_HISTORY:  # no point has the history to be scored
+                continue
             flags = spike_flags(part["value"])
             n, k = n + int(flags["scored"].sum()), k + int((flags["scored"] & flags["spike"]).sum())
         per[str(attempt)] = round(100.0 * k / n, 4) if n >= MIN_HISTORY else None
