@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import polars as pl
 
@@ -97,18 +99,12 @@ def trailing_robust_z(
     """
     series = pl.Series(x, dtype=pl.Float64).fill_nan(None)
     several = groups is not None and len(groups) > 0 and groups[0] != groups[-1]  # labels are in order
-    if several:
-        frame = _trailing_by_group(series, groups, window, short)
-    else:  # one group: Series operations, each rolling median on polars' null-free kernel where it can
-        recent = rolling_median(series, short).shift(1)
-        resid = series - recent
-        centre = rolling_median(resid, window)
-        dev = (resid - centre).abs()
-        frame = pl.DataFrame({
-            "x": series, "recent": recent,
-            "history": series.shift(1).is_not_null().cast(pl.Int32).rolling_sum(window_size=window, min_samples=1),
-            "mid": centre.shift(1).fill_null(0.0), "mad": rolling_median(dev, window).shift(1),
-        })
+    bounds = np.flatnonzero(np.diff(groups)) + 1 if several else np.empty(0, dtype=np.int64)  # type: ignore[arg-type]
+    if bounds.size > _FEW_GROUPS:  # many stretches: one pass with windows over each
+        frame = _trailing_by_group(series, groups, window, short)  # type: ignore[arg-type]
+    else:  # each stretch on its own, its rolling medians on polars' null-free kernel where they can be
+        edges = [0, *bounds.tolist(), len(series)]
+        frame = pl.concat([_trailing(series.slice(a, b - a), window, short) for a, b in pairwise(edges)])
     unknown = floor if floor_without_history is None else floor_without_history
     frame = frame.with_columns(
         scale=pl.when(pl.col("history") >= min_mad_points)
@@ -119,6 +115,22 @@ def trailing_robust_z(
     noise = frame.select(pl.when(pl.col("history") >= min_mad_points).then(pl.col("mad") * 1.4826))
     return (z, frame["level"].fill_null(float("nan")).to_numpy(), frame["scale"].to_numpy(),
             noise.to_series().fill_null(float("nan")).to_numpy())
+
+
+_FEW_GROUPS = 64  # stretches (holes + 1) up to which each is computed on its own
+
+
+def _trailing(series: pl.Series, window: int, short: int) -> pl.DataFrame:
+    """The columns :func:`trailing_robust_z` needs, for one stretch."""
+    recent = rolling_median(series, short).shift(1)
+    resid = series - recent
+    centre = rolling_median(resid, window)
+    dev = (resid - centre).abs()
+    return pl.DataFrame({
+        "x": series, "recent": recent,
+        "history": series.shift(1).is_not_null().cast(pl.Int32).rolling_sum(window_size=window, min_samples=1),
+        "mid": centre.shift(1).fill_null(0.0), "mad": rolling_median(dev, window).shift(1),
+    })
 
 
 def _trailing_by_group(series: pl.Series, groups: np.ndarray, window: int, short: int) -> pl.DataFrame:

@@ -545,9 +545,11 @@ def test_an_arguments_block_without_its_end_line_hides_no_event(tmp_path):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_trailing_z_fast_path_is_the_grouped_one(seed):
-    """One group takes Series rolling medians on polars' null-free kernel (leading nulls sliced off); several groups
-    take ``over``. On one group both must give the same numbers, NaNs inside and at the start included."""
+@pytest.mark.parametrize("stretches", [1, 3])
+def test_trailing_z_fast_path_is_the_grouped_one(seed, stretches):
+    """A few stretches are each taken alone, with Series rolling medians on polars' null-free kernel (leading nulls
+    sliced off); many take one pass with ``over``. Both must give the same numbers, NaNs inside and at the start
+    included."""
     from forensics import timeline
 
     rng = np.random.default_rng(seed)
@@ -556,9 +558,9 @@ def test_trailing_z_fast_path_is_the_grouped_one(seed):
         x[rng.integers(0, 3000, 20)] = np.nan
     if seed % 3 == 0:
         x[:7] = np.nan
-    one = timeline.trailing_robust_z(x, 100, 0.01, floor_without_history=0.1)
-    series = pl.Series(x).fill_nan(None)
-    frame = timeline._trailing_by_group(series, np.zeros(x.size, dtype=np.int64), 100, 8)
+    groups = np.repeat(np.arange(stretches), np.diff(np.linspace(0, 3000, stretches + 1).astype(int)))
+    one = timeline.trailing_robust_z(x, 100, 0.01, floor_without_history=0.1, groups=groups)
+    frame = timeline._trailing_by_group(pl.Series(x).fill_nan(None), groups, 100, 8)
     level = (frame["recent"] + frame["mid"]).fill_null(float("nan")).to_numpy()
     noise = np.where(frame["history"].to_numpy() >= 10, (frame["mad"] * 1.4826).fill_null(float("nan")).to_numpy(), np.nan)
     assert np.array_equal(one[1], level, equal_nan=True)
