@@ -19,7 +19,7 @@ def piecewise(lengths: list[int], means: list[float], sds: list[float], seed: in
 CASES = [
     ([200, 200, 200], [0.0, 2.0, 1.0], [1.0, 1.0, 1.0]),
     ([50, 300, 20, 130], [5.0, 5.5, 9.0, 5.0], [0.2, 0.2, 0.2, 0.2]),
-    ([400, 400], [0.0, 0.0], [0.5, 3.0]),             # a variance change only
+    ([300, 300], [0.0, 0.0], [0.5, 3.0]),             # a variance change only
     ([400], [3.0], [1.0]),                             # no change (ruptures is O(n^2) here: larger sizes in benchmarks/)
     ([30, 30, 30, 30, 30, 30], [0.0, 4.0, 0.0, 4.0, 0.0, 4.0], [1.0] * 6),
 ]
@@ -31,7 +31,7 @@ CASES = [
 def test_same_breakpoints_as_ruptures(cost: str, lengths: list[int], means: list[float], sds: list[float],
                                       seed: int) -> None:
     x = piecewise(lengths, means, sds, seed)
-    for pen in (bic_penalty(x, cost), 3.0 * np.log(x.size), 25.0):
+    for pen in dict.fromkeys((bic_penalty(x, cost), 3.0 * np.log(x.size), 25.0)):  # (BIC is 3 log n for "normal")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             theirs = rpt.Pelt(model=cost, jump=1, min_size=2).fit(x).predict(pen=pen)
