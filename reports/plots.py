@@ -283,10 +283,12 @@ def run_figures(metrics: pl.DataFrame, run: RunFindings) -> dict[str, Any]:
         return {}
     plt = _pyplot()
     figures: dict[str, Any] = {}
-    overview = _overview(plt, loss, run) if loss.height else None
-    if overview is not None:
-        figures["overview"] = overview
-    figures["attempts"] = _attempts(plt, run, panels)
+    with warnings.catch_warnings():  # overflow in matplotlib's arithmetic on limits near 1e308 (see _tight)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        overview = _overview(plt, loss, run) if loss.height else None
+        if overview is not None:
+            figures["overview"] = overview
+        figures["attempts"] = _attempts(plt, run, panels)
     return figures
 
 

@@ -281,3 +281,20 @@ def test_values_near_the_float_limit_are_plotted_without_ticks_not_an_internal_e
             assert len(ax.get_yticks()) == 0 and len(ax.get_xticks()) > 0  # the sane x axis keeps its ticks
         finally:
             plt.close(fig)
+
+
+def test_a_loss_of_the_largest_float_on_a_log_axis_writes_no_library_warning(tmp_path) -> None:
+    """Fuzzing (campaign 2029, mutant 143): one nanoGPT loss of 1.797e308 made matplotlib warn "overflow encountered
+    in exp" on stderr while the figure was drawn (marks on a log axis with such limits)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    text = (ROOT / "tests/fixtures/real/nanogpt/ChenZihua-cn_nanoGPT_train.log").read_text()
+    assert "iter 280: loss 3.4342," in text
+    (tmp_path / "train.log").write_text(text.replace("iter 280: loss 3.4342,", "iter 280: loss 1.7976931348623157e308,"))
+    done = subprocess.run([sys.executable, "-m", "forensics.cli", "analyze", str(tmp_path / "train.log"), "-o",
+                           str(tmp_path / "out" / "r.md")], capture_output=True, text=True, cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert any((tmp_path / "out" / "r_files").glob("*.png"))
