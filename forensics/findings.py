@@ -303,6 +303,8 @@ class Schedule:
     batch_size_logged: tuple[float, float] | None = None  # first and largest logged batch size
     warmup_end_after: int | None = None      # the warm-up ended after this logged step, by warmup_end_step
     still_warming_up: bool = False           # the LR was still rising at the last logged point
+    peak_before_hole: int | None = None      # the highest LR seen was still rising into a hole in the log that ends
+                                             # at this step: its peak (and warm-up end) may lie in the hole
     batch_rampup_end_after: int | None = None  # likewise for the batch ramp-up
     from_attempt: int | None = None          # the curves are those of this attempt on (a later start from scratch)
     notes: list[str] = field(default_factory=list)

@@ -96,6 +96,23 @@ def _before(curve: pl.DataFrame, step: int) -> int | None:
     return last if step - last > 1 else None
 
 
+def _hole_after_rise(curve: pl.DataFrame, step: int, peak: float) -> int | None:
+    """When the LR rose to its highest seen value at ``step`` and the next logged point comes after a hole (more
+    than twice the curve's usual step between points) and lower, the step of that next point: the peak, and the end
+    of the warm-up, may lie in the hole.
+
+    >>> lr = pl.DataFrame({"step": [3, 4, 5, 998, 999], "value": [1e-7, 2e-7, 3e-7, 1e-7, 1e-7]})
+    >>> _hole_after_rise(lr, 5, 3e-7), _hole_after_rise(lr.filter(pl.col("step") != 998), 5, 3e-7)
+    (998, 999)
+    """
+    steps, values = curve["step"].to_list(), curve["value"].to_list()
+    i = steps.index(step)
+    if i == 0 or i + 1 >= len(steps) or values[i - 1] >= peak * (1 - PEAK_TOLERANCE):
+        return None
+    usual = float(curve["step"].diff().drop_nulls().median() or 1)  # type: ignore[arg-type]
+    return int(steps[i + 1]) if steps[i + 1] - step > max(2 * usual, 1) else None
+
+
 def schedule(metrics: pl.DataFrame, config: dict[str, Any], attempts: list[Attempt] | None = None) -> Schedule:
     """Warm-up end, LR peak and batch ramp-up end of a run; notes where the curves and the config disagree.
 
@@ -114,7 +131,9 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any], attempts: list[Attem
         out.lr_peak, out.lr_peak_step = peak, int(at_peak["step"][0])
         rising_at_end = out.lr_peak_step == int(lr["step"][-1])  # type: ignore[arg-type]
         out.still_warming_up = rising_at_end and lr["value"][0] < peak * (1 - PEAK_TOLERANCE)  # (below: not flat)
-        if lr["value"][0] < 0.5 * peak and out.lr_peak_step > lr["step"][0] and not rising_at_end:
+        out.peak_before_hole = None if rising_at_end else _hole_after_rise(lr, out.lr_peak_step, peak)
+        if (lr["value"][0] < 0.5 * peak and out.lr_peak_step > lr["step"][0] and not rising_at_end
+                and out.peak_before_hole is None):
             out.warmup_end_step = out.lr_peak_step
             out.warmup_end_after = _before(lr, out.lr_peak_step)
     out.warmup_end_configured = configured_warmup(config, samples)

@@ -254,13 +254,17 @@ def _setup(run: RunFindings) -> list[str]:
     if sched.lr_peak is not None:
         if sched.still_warming_up:
             warm = "still rising at the last logged point: the logs end during the warm-up"
+        elif sched.peak_before_hole is not None:
+            warm = (f"still rising at the last point before a hole in the log (next logged: step "
+                    f"{sched.peak_before_hole}): the peak and the end of the warm-up may lie in the hole")
         elif sched.warmup_end_step is None:
             warm = "no warm-up seen"
         elif sched.warmup_end_after is not None:
             warm = f"warm-up ends between steps {sched.warmup_end_after} and {sched.warmup_end_step} (the logged points)"
         else:
             warm = f"warm-up ends at step {sched.warmup_end_step}"
-        out.append(f"- **Schedule{since}:** LR {'reaches' if sched.still_warming_up else 'peaks at'} {shown(sched.lr_peak)} "
+        rising = sched.still_warming_up or sched.peak_before_hole is not None
+        out.append(f"- **Schedule{since}:** LR {'reaches' if rising else 'peaks at'} {shown(sched.lr_peak)} "
                    f"(step {sched.lr_peak_step}); {warm}"
                    + (f" (configured: step {sched.warmup_end_configured})" if sched.warmup_end_configured else "")
                    + ".")

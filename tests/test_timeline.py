@@ -565,3 +565,20 @@ def test_trailing_z_fast_path_is_the_grouped_one(seed, stretches):
     noise = np.where(frame["history"].to_numpy() >= 10, (frame["mad"] * 1.4826).fill_null(float("nan")).to_numpy(), np.nan)
     assert np.array_equal(one[1], level, equal_nan=True)
     assert np.array_equal(one[3], noise, equal_nan=True)
+
+
+def test_an_lr_still_rising_into_a_hole_has_no_peak_and_no_warm_up_end(tmp_path):
+    """A pasted excerpt ("......" between steps 7 and 998) whose LR rises to its last point before the hole: the peak
+    and the end of the warm-up are not seen, and the chronicle does not call step 7 either (it did)."""
+    def line(step: int, lr: float) -> str:
+        return (f" iteration {step:8d}/    1000 | consumed samples: {step * 64:12d} | learning rate: {lr:.3E} | "
+                f"global batch size:    64 | lm loss: 1.300000E+00 | loss scale: 1.0 | grad norm: 9.000 |")
+    rows = [line(st, 2.5e-7 * (st - 2)) for st in range(3, 8)] + [" ......"]
+    rows += [line(st, 1.25e-7) for st in range(998, 1001)]
+    (tmp_path / "train.log").write_text("\n".join(rows) + "\n")
+    run = analyzed(tmp_path / "train.log")
+    sched = run.schedule
+    assert (sched.lr_peak_step, sched.peak_before_hole, sched.warmup_end_step) == (7, 998, None)
+    text = reports.render(forensics.Findings(runs=[run]), "markdown")
+    assert ("LR reaches 1.25e-06 (step 7); still rising at the last point before a hole in the log (next logged: "
+            "step 998): the peak and the end of the warm-up may lie in the hole.") in text
