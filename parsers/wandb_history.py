@@ -217,16 +217,14 @@ def _as_float(wide: pl.DataFrame, column: str) -> pl.Expr:
     return pl.lit(None, dtype=pl.Float64)
 
 
-def _decoded(path: Path, shown: str, warnings: list[str] | None) -> tuple[bytes, str, bool]:
-    """The file's bytes, its text and whether the bytes are not all UTF-8 (then said in a warning, and replaced in
-    the text)."""
-    data = path.read_bytes()
+def _decoded(data: bytes, shown: str, warnings: list[str] | None) -> tuple[str, bool]:
+    """A file's text and whether its bytes are not all UTF-8 (then said in a warning, and replaced in the text)."""
     try:
-        return data, data.decode("utf-8"), False
+        return data.decode("utf-8"), False
     except UnicodeDecodeError as exc:
         if warnings is not None:
             warnings.append(f"{shown}: bytes that are not UTF-8 (first at byte {exc.start}) were replaced")
-        return data, data.decode("utf-8", errors="replace"), True
+        return data.decode("utf-8", errors="replace"), True
 
 
 def read_csv_text(path: Path, shown: str, warnings: list[str] | None = None) -> pl.DataFrame:
@@ -241,7 +239,7 @@ def read_csv_text(path: Path, shown: str, warnings: list[str] | None = None) -> 
             return pl.read_csv(data, infer_schema=False, null_values=[""], truncate_ragged_lines=True, encoding="utf8")
         except (UnicodeDecodeError, pl.exceptions.ComputeError):
             pass
-        data, _, lossy = _decoded(path, shown, warnings)
+        _, lossy = _decoded(data, shown, warnings)  # (the file is not read again)
         encoding = "utf8-lossy" if lossy else "utf8"
         try:
             return pl.read_csv(data, infer_schema=False, null_values=[""], truncate_ragged_lines=True,
@@ -307,7 +305,7 @@ def read_history_file(path: Path, shown: str, warnings: list[str] | None = None)
 def _json_records(path: Path, shown: str, warnings: list[str] | None) -> list[Any]:
     """A JSON history: an array of records, or pandas' ``{key: {row: value}}``. An array cut short or damaged keeps
     its sound records, with a warning."""
-    _, text, _ = _decoded(path, shown, warnings)
+    text, _ = _decoded(path.read_bytes(), shown, warnings)
     try:
         value = json_value(text)
         return value if isinstance(value, list) else _columns_to_rows(value)
@@ -328,7 +326,7 @@ def _json_records(path: Path, shown: str, warnings: list[str] | None) -> list[An
 def _json_lines(path: Path, shown: str, warnings: list[str] | None) -> list[Any]:
     """Every sound line of a JSON-lines file; the others (a cut last line, a damaged one) are counted in a warning."""
     rows, bad = [], []
-    _, text, _ = _decoded(path, shown, warnings)
+    text, _ = _decoded(path.read_bytes(), shown, warnings)
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
