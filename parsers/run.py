@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
 
-from parsers import registry
+from parsers import registry, remote
 from parsers import schema as s
 from parsers.config_names import canonical_configs
 from parsers.errors import shown_path
@@ -85,14 +86,80 @@ def _candidate_files(root: Path, warnings: list[str]) -> list[Path]:
 
 def load_runs(path: str | Path, name: str | None = None) -> list[Run]:
     """Read a run directory (every log in it, recognised by content) or a single file into one run per training
-    run it holds (see the module docstring for when that is more than one).
+    run it holds (see the module docstring for when that is more than one). ``path`` may be a URL
+    (``s3://bucket/runs/tr8/``, ``gs://``, ``hf://``, ``memory://``, ``file://``): it is read through fsspec, only
+    the files a reader takes are downloaded, and every name shown is the URL's (see :mod:`parsers.remote`).
 
     Raises :class:`InputError` with a one-line message when the path is missing or nothing in it can be read.
 
     >>> [run.name for run in load_runs("tests/fixtures/real/wandb/kingb12__text_aug_experiments/wandb_export.csv")]
     ['bert_substitute_02', 'bert_substitute_10', 'bert_substitute_08', 'bert_substitute_04', 'bert_substitute_06']
+    >>> import fsspec
+    >>> fs = fsspec.filesystem("memory")
+    >>> fs.put("sample_logs/tr8-104B-sample", "/doc/tr8", recursive=True)
+    >>> [run] = load_runs("memory://doc/tr8/")
+    >>> run.name, run.path, [src.path for src in run.sources]
+    ('tr8', 'memory://doc/tr8', ['main_log.txt'])
+    >>> fs.rm("/doc", recursive=True)
     """
-    root = Path(path)
+    if remote.is_url(path):
+        return _load_url(str(path), name)
+    return _load_local(Path(path), name)
+
+
+def _load_url(url: str, name: str | None) -> list[Run]:
+    """:func:`load_runs` of a URL: a ``file://`` URL read in place, any other staged (:func:`remote.staged`); the
+    names that show the local copy are then the URL's."""
+    local = remote.local_path(url)
+    if local is not None:
+        return _relabeled_runs(lambda: _load_local(local, name), shown_path(local), remote.shown(url))
+    with remote.staged(url) as stage:
+        return _relabeled_runs(lambda: _load_local(stage.root, name, stage.warnings), shown_path(stage.root), stage.url)
+
+
+def _relabeled(text: str, local: str, url: str) -> str:
+    """``text`` with the local path ``local`` it starts with (alone, or before ``/`` or ``:``) shown as ``url``.
+
+    >>> _relabeled("/tmp/x/tr8/train.log: empty file", "/tmp/x/tr8", "s3://b/tr8")
+    's3://b/tr8/train.log: empty file'
+    >>> _relabeled("/tmp/x/tr80", "/tmp/x/tr8", "s3://b/tr8")
+    '/tmp/x/tr80'
+    """
+    if text == local or text.startswith((local + "/", local + ":")):
+        return url + text[len(local):]
+    return text
+
+
+def _relabeled_runs(load: Callable[[], list[Run]], local: str, url: str) -> list[Run]:
+    """The runs ``load`` reads from the local copy ``local`` of ``url``, every name they show (path, sources,
+    warnings, skipped, tags, the frames' ``source`` column, an error) the URL's."""
+    try:
+        runs = load()
+    except InputError as exc:
+        raise InputError(_relabeled(str(exc), local, url)) from None
+    for run in runs:
+        run.path = _relabeled(run.path, local, url)
+        run.sources = [replace(src, path=_relabeled(src.path, local, url)) for src in run.sources]
+        run.warnings = [_relabeled(w, local, url) for w in run.warnings]
+        run.skipped = [_relabeled(w, local, url) for w in run.skipped]
+        run.tags = [{**tag, "source": _relabeled(tag["source"], local, url)} for tag in run.tags]
+        run.metrics, run.events, run.configs = (_relabeled_sources(f, local, url)
+                                                for f in (run.metrics, run.events, run.configs))
+    return runs
+
+
+def _relabeled_sources(frame: pl.DataFrame, local: str, url: str) -> pl.DataFrame:
+    """``frame`` with its ``source`` column relabeled (see :func:`_relabeled`), its dtype kept."""
+    names = frame["source"].unique().drop_nulls().cast(pl.String).to_list()
+    mapping = {n: new for n in names if (new := _relabeled(n, local, url)) != n}
+    if not mapping:
+        return frame
+    dtype = frame.schema["source"]
+    return frame.with_columns(pl.col("source").cast(pl.String).replace(mapping).cast(dtype))
+
+
+def _load_local(root: Path, name: str | None, early: list[str] | None = None) -> list[Run]:
+    """:func:`load_runs` of a local path; ``early``: warnings said before any file is read (a URL's staging)."""
     shown = shown_path(root)
     try:
         if not root.exists():
@@ -101,7 +168,7 @@ def load_runs(path: str | Path, name: str | None = None) -> list[Run]:
         dir_name = name or shown_path(root.resolve().name if is_dir else root.stem)
     except OSError as exc:  # a path too long, a loop of links
         raise InputError(f"{shown}: cannot read ({exc.strerror or exc})") from None
-    context = ReadContext(shown=shown, run=dir_name, single=is_file, root=root)
+    context = ReadContext(shown=shown, run=dir_name, single=is_file, root=root, warnings=list(early or []))
     pieces = _read_all(_candidate_files(root, context.warnings), context)
     warnings, skipped = context.warnings, context.skipped
     if not any(not p.config_only or p.fmt == RUNS_TABLE for p in pieces):
