@@ -149,7 +149,8 @@ class Analysis:
 
 def analyze_path(path: str | Path) -> Analysis:
     """Load a run directory or a log file (every run it holds) and analyze it: the library call behind
-    ``forensics analyze``. Bad input raises :class:`parsers.InputError` with a one-line message.
+    ``forensics analyze``. ``path`` may be a URL (``s3://bucket/runs/tr8/``, see :func:`parsers.load_runs`). Bad
+    input raises :class:`parsers.InputError` with a one-line message.
 
     >>> analysis = analyze_path("sample_logs/tr8-104B-sample")
     >>> analysis.findings.runs[0].attempts[1].config_changes
@@ -158,7 +159,9 @@ def analyze_path(path: str | Path) -> Analysis:
     >>> json.loads(reports.render(analysis.findings, "json"))["runs"][0]["model"]["parameters_stated"]
     104000000000.0
     """
-    from parsers import load_runs
+    from parsers import load_runs, remote
 
     runs = load_runs(path)
-    return Analysis(analyze(*runs), {r.name: r.metrics for r in runs}, Path(path))
+    # a URL's run is protected where it is local (file://); a remote one cannot be written into by a local report
+    read = remote.local_path(str(path)) if remote.is_url(path) else Path(path)
+    return Analysis(analyze(*runs), {r.name: r.metrics for r in runs}, read)

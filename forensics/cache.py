@@ -53,7 +53,7 @@ from typing import Any
 import polars as pl
 
 import parsers
-from parsers import InputError, Run, load_runs, registry
+from parsers import InputError, Run, load_runs, registry, remote
 from parsers.frames import FORMAT_VERSION, read_frames, write_frames
 from parsers.reader import HEAD_BYTES
 from parsers.textfile import json_value
@@ -124,7 +124,7 @@ def content_digest(path: Path, name: str | None = None) -> str:
 
 def input_signature(path: str | Path) -> str:
     """A key for a run path: its resolved location and every file's relative path, size, mtime and
-    :func:`content_digest`.
+    :func:`content_digest`. A URL is keyed without downloading anything (:func:`url_signature`).
 
     >>> import tempfile
     >>> tmp = Path(tempfile.mkdtemp())
@@ -144,6 +144,8 @@ def input_signature(path: str | Path) -> str:
     (True, False)
     >>> shutil.rmtree(tmp)
     """
+    if remote.is_url(path):
+        return url_signature(str(path))
     given = Path(path)
     root = given.resolve()
     h = hashlib.sha256(os.fsencode(root))  # (a name that is not UTF-8 is bytes the OS gave: hashed as they are)
@@ -159,6 +161,62 @@ def input_signature(path: str | Path) -> str:
         shown = str(given) if p == root else relative
         h.update(f"{relative}\0{stamp}\0{content_digest(p, shown)}\0".encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:24]
+
+
+VERSION_MARKS = ("ETag", "etag", "md5Hash", "crc32c", "generation", "VersionId", "version_id", "blob_id", "sha256",
+                 "checksum", "LastModified", "last_modified", "updated", "mtime", "modified", "created")
+
+
+def url_signature(url: str) -> str:
+    """A key for the run at ``url``, from its listing alone (nothing is downloaded): the URL and, for every file
+    (hidden ones left out, as a read leaves them), its relative path, size and the version marks the storage
+    lists of it: those of :data:`VERSION_MARKS` it gives (S3: ``ETag``, ``LastModified``; GCS: ``md5Hash``,
+    ``crc32c``, ``generation``, ``updated``; Hugging Face: ``blob_id``; fsspec's memory store: ``created``). A
+    file with none of them is keyed by a digest of its bytes, streamed. A ``file://`` URL is keyed as its local
+    path (content digests), and apart from it; a URL that cannot be listed gets a key of its error, under which
+    nothing is kept (its read fails the same way).
+
+    >>> import fsspec
+    >>> fs = fsspec.filesystem("memory")
+    >>> fs.pipe("/sig/tr8/train.log", b"iteration 1/10 | lm loss: 2.5 |\\n")
+    >>> first = url_signature("memory://sig/tr8")
+    >>> first == input_signature("memory://sig/tr8/"), len(first)
+    (True, 24)
+    >>> fs.pipe("/sig/tr8/train.log", b"iteration 1/10 | lm loss: 2.4 |\\n")  # rewritten: same size, new mark
+    >>> url_signature("memory://sig/tr8") == first
+    False
+    >>> fs.rm("/sig", recursive=True)
+    """
+    h = hashlib.sha256(remote.shown(url).encode("utf-8", "surrogateescape"))
+    try:
+        local = remote.local_path(url)
+        if local is not None:
+            h.update(f"\0{input_signature(local)}".encode())
+            return h.hexdigest()[:24]
+        found = remote.listing(url)
+    except InputError as exc:
+        h.update(f"\0unreadable:{exc}".encode("utf-8", "surrogateescape"))
+        return h.hexdigest()[:24]
+    for file in found.files:
+        marks = {key: str(file.info[key]) for key in VERSION_MARKS if file.info.get(key) is not None}
+        stamp = json.dumps(marks or {"sha256": _remote_digest(found.fs, file.path)}, sort_keys=True)
+        h.update(f"{file.relative}\0{file.info.get('size')}\0{stamp}\0".encode("utf-8", "surrogateescape"))
+    for warning in found.warnings:
+        h.update(f"{warning}\0".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()[:24]
+
+
+def _remote_digest(fs: Any, path: str) -> str:
+    """The SHA-256 of a remote file's bytes, streamed in :data:`CHUNK` blocks; an error's name when it cannot be
+    read (the read will fail too)."""
+    digest = hashlib.sha256()
+    try:
+        with fs.open(path, "rb") as handle:
+            while block := handle.read(CHUNK):
+                digest.update(block)
+    except Exception as exc:  # any storage error: the key says so, the read reports it
+        return f"unreadable:{type(exc).__name__}"
+    return digest.hexdigest()
 
 
 def _file_digest(path: Path) -> str:

@@ -1,0 +1,304 @@
+"""Runs at URLs (parsers.remote): read through fsspec's memory:// filesystem, they give the frames a local read gives,
+show the URL in every name, download only what a reader takes, and key the cache without downloading."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import fsspec
+import polars as pl
+import pytest
+from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
+
+from forensics.analysis import analyze_path
+from forensics.cache import cached_load_runs, input_signature
+from parsers import InputError, load_run, load_runs, remote
+from parsers.reader import HEAD_BYTES
+from parsers.run import Run
+
+REAL = Path("tests/fixtures/real")
+RUN_DIRS = [
+    Path("sample_logs/tr8-104B-sample"),
+    REAL / "tensorboard/fyh2001_megatron-sft-recipes_fsdp2",  # an event file larger than the head
+    REAL / "wandb/jackokeefe11__nanoGPT",  # .wandb logs with their sidecars: several runs
+    REAL / "mlflow/swahili_stt_keras",
+    REAL / "lightning/0Xero7_slm_training",
+    REAL / "hf_output_dir/zhl-2022_x-algorithm_qwen3_17b_text_effective",
+]
+SINGLE_FILES = [
+    REAL / "wandb/kingb12__text_aug_experiments/wandb_export.csv",
+    REAL / "nanogpt/karpathy_nanoGPT_issue215_excerpt.txt",
+]
+
+
+@pytest.fixture
+def mem() -> Iterator[tuple[MemoryFileSystem, str]]:
+    """The memory filesystem and a fresh folder in it (``/t-<random>``), removed after the test."""
+    fs = fsspec.filesystem("memory")
+    root = f"/t-{uuid.uuid4().hex[:8]}"
+    yield fs, root
+    if fs.exists(root):
+        fs.rm(root, recursive=True)
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Bytes read from each memory:// file from now on (every read of a memory file goes through these)."""
+    counted: Counter[str] = Counter()
+    read, readinto, cat_file = MemoryFile.read, MemoryFile.readinto, MemoryFileSystem.cat_file
+
+    def counting_read(self: MemoryFile, *args: object) -> bytes:
+        data = read(self, *args)
+        counted[self.path] += len(data)
+        return data
+
+    def counting_readinto(self: MemoryFile, buffer: bytearray) -> int:
+        size = readinto(self, buffer)
+        counted[self.path] += size
+        return size
+
+    def counting_cat(self: MemoryFileSystem, path: str, *args: object, **kwargs: object) -> bytes:
+        data = cat_file(self, path, *args, **kwargs)
+        counted[self._strip_protocol(path)] += len(data)
+        return data
+
+    monkeypatch.setattr(MemoryFile, "read", counting_read)
+    monkeypatch.setattr(MemoryFile, "readinto", counting_readinto)
+    monkeypatch.setattr(MemoryFileSystem, "cat_file", counting_cat)
+    return counted
+
+
+def upload(fs: MemoryFileSystem, local: Path, target: str) -> str:
+    """Copy a local file or directory to ``target`` in memory; its URL."""
+    fs.put(str(local), target, recursive=local.is_dir())
+    return f"memory:/{target}"
+
+
+def shown_strings(run: Run) -> list[str]:
+    """Every name a run shows: its path, sources, warnings, skipped files, tags and the frames' sources."""
+    frames = (run.metrics, run.events, run.configs)
+    return [run.path, *(s.path for s in run.sources), *run.warnings, *run.skipped, *(t["source"] for t in run.tags),
+            *(v for f in frames for v in f["source"].unique().drop_nulls().cast(pl.String).to_list())]
+
+
+def assert_no_staging(runs: list[Run]) -> None:
+    staging = str(Path(tempfile.gettempdir()) / "forensics-")
+    for run in runs:
+        assert not [text for text in shown_strings(run) if staging in text]
+
+
+@pytest.mark.parametrize("local", RUN_DIRS, ids=lambda p: p.name)
+def test_url_run_reads_as_local(mem: tuple[MemoryFileSystem, str], local: Path) -> None:
+    fs, root = mem
+    url = upload(fs, local, f"{root}/{local.name}") + "/"
+    expected, got = load_runs(local), load_runs(url)
+    assert [r.name for r in got] == [r.name for r in expected]
+    for mine, theirs in zip(got, expected, strict=True):
+        assert mine.path == url.rstrip("/")
+        assert mine.metrics.equals(theirs.metrics) and mine.events.equals(theirs.events)
+        assert mine.configs.equals(theirs.configs)
+        assert mine.sources == theirs.sources
+        # (sorted: the console readers list a file's tags in an order that varies from one local read to the next)
+        assert sorted(map(str, mine.tags)) == sorted(map(str, theirs.tags))
+        assert mine.warnings == theirs.warnings and mine.skipped == theirs.skipped
+    assert_no_staging(got)
+
+
+def test_large_files_are_copied_in_blocks(mem: tuple[MemoryFileSystem, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    fs, root = mem
+    local = RUN_DIRS[1]
+    url = upload(fs, local, f"{root}/{local.name}")
+    monkeypatch.setattr(remote, "BLOCK", 1000)  # many blocks per file
+    assert load_run(url).metrics.equals(load_run(local).metrics)
+
+
+@pytest.mark.parametrize("local", SINGLE_FILES, ids=lambda p: p.name)
+def test_single_file_url_shows_the_url(mem: tuple[MemoryFileSystem, str], local: Path) -> None:
+    fs, root = mem
+    url = upload(fs, local, f"{root}/logs/{local.name}")
+    expected, got = load_runs(local), load_runs(url)
+    assert [r.name for r in got] == [r.name for r in expected]
+    for mine, theirs in zip(got, expected, strict=True):
+        assert mine.path == url and [s.path for s in mine.sources] == [url] * len(theirs.sources)
+        sources = {f["source"].cast(pl.String).unique().to_list()[0] for f in (mine.metrics, mine.configs) if f.height}
+        assert sources == {url}
+        def same(a: pl.DataFrame, b: pl.DataFrame) -> bool:
+            return a.drop("source").equals(b.drop("source"))
+        assert same(mine.metrics, theirs.metrics) and same(mine.configs, theirs.configs)
+        assert same(mine.events, theirs.events)
+    assert_no_staging(got)
+
+
+def test_a_file_no_reader_takes_is_not_downloaded(mem: tuple[MemoryFileSystem, str], reads: Counter[str],
+                                                  tmp_path: Path) -> None:
+    fs, root = mem
+    local = tmp_path / "tr8"
+    local.mkdir()
+    (local / "main_log.txt").write_bytes((RUN_DIRS[0] / "main_log.txt").read_bytes())
+    (local / "model.pt").write_bytes(b"\x00\x01" * (1 << 20))  # a 2 MiB checkpoint
+    (local / ".hidden").mkdir()
+    (local / ".hidden" / "notes.log").write_text("not read\n")
+    url = upload(fs, local, f"{root}/tr8")
+    reads.clear()
+    run, expected = load_run(url), load_run(local)
+    assert run.skipped == expected.skipped == ["model.pt: binary file, not a text log"]
+    assert reads[f"{root}/tr8/model.pt"] <= HEAD_BYTES
+    assert reads[f"{root}/tr8/main_log.txt"] == (local / "main_log.txt").stat().st_size
+    assert f"{root}/tr8/.hidden/notes.log" not in reads
+    assert [s.path for s in run.sources] == ["main_log.txt"]
+
+
+def test_staging_directory_is_removed(mem: tuple[MemoryFileSystem, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    fs, root = mem
+    made: list[Path] = []
+    mkdtemp = tempfile.mkdtemp
+
+    def recorded(*args: object, **kwargs: object) -> str:
+        made.append(Path(mkdtemp(*args, **kwargs)))  # type: ignore[arg-type]
+        return str(made[-1])
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recorded)
+    url = upload(fs, RUN_DIRS[0], f"{root}/tr8")
+    load_run(url)
+    fs.pipe(f"{root}/junk/blob.bin", b"\x00" * 10)
+    with pytest.raises(InputError, match="no readable training logs"):
+        load_runs(f"memory:/{root}/junk")
+    assert len(made) == 2 and not any(p.exists() for p in made)
+
+
+def test_missing_url_is_one_line_naming_it(mem: tuple[MemoryFileSystem, str]) -> None:
+    _, root = mem
+    url = f"memory:/{root}/no/such/run/"
+    with pytest.raises(InputError) as caught:
+        load_runs(url)
+    assert str(caught.value) == f"memory:/{root}/no/such/run: no such file or directory"
+    assert not remote.exists(url) and not remote.is_dir(url)
+
+
+def test_empty_remote_directory(mem: tuple[MemoryFileSystem, str]) -> None:
+    fs, root = mem
+    fs.mkdir(f"{root}/empty")
+    with pytest.raises(InputError) as caught:
+        load_runs(f"memory:/{root}/empty")
+    assert str(caught.value) == f"memory:/{root}/empty: no readable training logs (no files)"
+
+
+def test_unknown_scheme_names_it() -> None:
+    with pytest.raises(InputError) as caught:
+        load_runs("nosuch://bucket/runs/tr8")
+    assert str(caught.value) == "nosuch://bucket/runs/tr8: unknown URL scheme 'nosuch' (no fsspec filesystem for it)"
+
+
+def test_missing_package_names_the_extra() -> None:
+    pytest.importorskip("fsspec")
+    try:
+        import s3fs  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("s3fs is installed: no missing package to report")
+    with pytest.raises(InputError) as caught:
+        load_runs("s3://bucket/runs/tr8/")
+    assert str(caught.value) == "s3://bucket/runs/tr8/: needs s3fs (pip install 'forensics[s3]')"
+
+
+class _Refusing(MemoryFileSystem):
+    """A filesystem whose every call fails the way cloud storage does without credentials or permission."""
+
+    protocol = ("refusing",)
+    error: BaseException = OSError()
+
+    def info(self, path: str, **kwargs: object) -> dict:
+        raise self.error
+
+    def ls(self, path: str, detail: bool = True, **kwargs: object) -> list:
+        raise self.error
+
+
+@pytest.mark.parametrize(("error", "said"), [
+    (type("NoCredentialsError", (Exception,), {})("Unable to locate credentials"),
+     "no credentials (Unable to locate credentials)"),
+    (PermissionError("Access Denied"), "permission denied (Access Denied)"),
+    (FileNotFoundError("The specified bucket does not exist"), "no such file or directory"),
+])
+def test_storage_errors_are_one_line(monkeypatch: pytest.MonkeyPatch, error: BaseException, said: str) -> None:
+    fsspec.register_implementation("refusing", _Refusing, clobber=True)
+    monkeypatch.setattr(_Refusing, "error", error)
+    url = "refusing://bucket/runs"
+    for call in (load_runs, remote.subdirectories):
+        with pytest.raises(InputError) as caught:
+            call(url)
+        assert str(caught.value) == f"{url}: {said}"
+    if said == "no such file or directory":
+        assert not remote.exists(url)
+    else:
+        with pytest.raises(InputError, match=re.escape(f"{url}: {said}")):
+            remote.exists(url)
+    assert len(input_signature(url)) == 24  # a key, under which nothing is ever kept (the read fails)
+
+
+def test_file_url_reads_in_place() -> None:
+    local = RUN_DIRS[0].resolve()
+    url = f"file://{local}"
+    run, expected = load_run(url), load_run(local)
+    assert run.path == url and run.name == expected.name and run.metrics.equals(expected.metrics)
+    assert remote.local_path(url) == local
+    with pytest.raises(InputError, match=f"^{url}/nope: no such file or directory$"):
+        load_runs(f"{url}/nope")
+
+
+def test_discovery_helpers(mem: tuple[MemoryFileSystem, str]) -> None:
+    fs, root = mem
+    for name in ("b-run", "a-run", ".hidden"):
+        fs.pipe(f"{root}/runs/{name}/train.log", b"x\n")
+    fs.pipe(f"{root}/runs/notes.txt", b"x\n")
+    url = f"memory:/{root}/runs"
+    assert remote.subdirectories(url) == [f"{url}/a-run", f"{url}/b-run"]
+    assert remote.subdirectories(url + "/") == [f"{url}/a-run", f"{url}/b-run"]
+    assert remote.is_dir(url) and not remote.is_dir(f"{url}/notes.txt") and remote.exists(f"{url}/notes.txt")
+    assert remote.run_name(f"{url}/a-run/") == "a-run" and remote.run_name(f"{url}/notes.txt") == "notes"
+    assert remote.parent_name(f"{url}/a-run") == "runs"
+    assert [remote.is_url(p) for p in ("s3://b/x", "hf://datasets/x", "C:/x", "c://x", "runs", Path("s3://b"))] == [
+        True, True, False, False, False, False]
+
+
+def test_signature_follows_remote_changes_and_a_cached_read_downloads_nothing(
+        mem: tuple[MemoryFileSystem, str], reads: Counter[str], tmp_path: Path) -> None:
+    fs, root = mem
+    url = upload(fs, RUN_DIRS[0], f"{root}/tr8")
+    log = f"{root}/tr8/main_log.txt"
+    first = input_signature(url)
+    assert input_signature(url + "/") == first and input_signature(url) == first
+    reads.clear()
+    [parsed] = cached_load_runs(url, tmp_path)
+    assert reads[log] > 0
+    reads.clear()
+    [cached] = cached_load_runs(url, tmp_path)
+    assert sum(reads.values()) == 0  # listed, not read
+    assert cached.path == parsed.path == url and cached.metrics.equals(parsed.metrics)
+    text = fs.cat_file(log)
+    fs.pipe(log, text.replace(b"lm loss: 6.", b"lm loss: 7.", 1))  # same size, other content
+    assert fs.size(log) == len(text) and input_signature(url) != first
+    reads.clear()
+    [again] = cached_load_runs(url, tmp_path)
+    assert reads[log] > 0 and not again.metrics.equals(parsed.metrics)
+    fs.pipe(f"{root}/tr8/extra.bin", b"\x00")
+    assert input_signature(url) not in (first, input_signature(f"memory:/{root}/other"))
+
+
+def test_analyze_path_takes_a_url(mem: tuple[MemoryFileSystem, str]) -> None:
+    fs, root = mem
+    local = RUN_DIRS[0]
+    url = upload(fs, local, f"{root}/{local.name}")
+    analysis, expected = analyze_path(url), analyze_path(local)
+    assert analysis.read is None and expected.read == local
+    [run], [theirs] = analysis.findings.runs, expected.findings.runs
+    assert run.path == url and run.name == theirs.name == local.name
+    assert [(a.kind, a.step, a.detail) for a in run.anomalies] == [(a.kind, a.step, a.detail) for a in theirs.anomalies]
+    assert len(run.attempts) == len(theirs.attempts)
+    assert analysis.metrics[run.name].equals(expected.metrics[run.name])
