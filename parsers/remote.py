@@ -35,6 +35,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
 BLOCK = 4 << 20  # bytes copied at a time when a file is staged
+WORKERS = 8  # files staged at once
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+(::[A-Za-z][A-Za-z0-9+.-]+)*://")  # 2+ chars: C:/ is a drive letter
 _EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}  # pyproject's optional extras
 _NO_CREDENTIALS = {"NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError",
@@ -289,9 +291,9 @@ def _open(fs: AbstractFileSystem, path: str) -> Any:
         return fs.open(path, "rb")
 
 
-def _stage_file(fs: AbstractFileSystem, source: str, target: Path, name: str) -> None:
+def _stage_file(fs: AbstractFileSystem, source: str, target: Path, name: str, whole: bool = False) -> Any:
     """Copy ``source`` to ``target``: whole when a reader takes it (its head and ``name``, as the readers will
-    be shown it, decide), else only its head."""
+    be shown it, decide) or when ``whole``, else only its head. The reader that takes it, or None."""
     from parsers import registry
     from parsers.reader import HEAD_BYTES
 
@@ -299,18 +301,83 @@ def _stage_file(fs: AbstractFileSystem, source: str, target: Path, name: str) ->
     with _open(fs, source) as src, target.open("wb") as out:
         head = src.read(HEAD_BYTES)
         out.write(head)
-        if len(head) < HEAD_BYTES or registry.reader_for(head, name) is None:
-            return
-        while block := src.read(BLOCK):
-            out.write(block)
+        reader = registry.reader_for(head, name)
+        if len(head) == HEAD_BYTES and (whole or reader is not None):
+            while block := src.read(BLOCK):
+                out.write(block)
+    return reader
+
+
+@dataclass
+class _Job:
+    """One file to stage: where it is, where it goes, the name the readers are shown and the URL messages show."""
+
+    source: str
+    target: Path
+    name: str
+    url: str
+    whole: bool = False
+
+
+def _stage_all(fs: AbstractFileSystem, jobs: list[_Job], stage: Staged, single: bool) -> list[Any]:
+    """Stage every job, :data:`WORKERS` at a time (object storage answers each request after a round trip); the
+    reader that took each file (None: none, or not read). A file that cannot be read is said in
+    ``stage.warnings``, in listing order; missing credentials, or any failure of a file given on its own, raise."""
+
+    def attempt(job: _Job) -> tuple[Any, InputError | None]:
+        try:
+            return _stage_file(fs, job.source, job.target, job.name, job.whole), None
+        except Exception as exc:
+            with contextlib.suppress(OSError):
+                job.target.unlink(missing_ok=True)
+            return None, failure(job.url, exc)
+
+    if len(jobs) > 1:
+        with ThreadPoolExecutor(max_workers=min(WORKERS, len(jobs))) as pool:
+            outcomes = list(pool.map(attempt, jobs))
+    else:
+        outcomes = [attempt(job) for job in jobs]
+    for job, (_, error) in zip(jobs, outcomes, strict=True):
+        if error is not None and (single or str(error).startswith(f"{job.url}: no credentials")):
+            raise error
+    stage.warnings.extend(str(error) for _, error in outcomes if error is not None)
+    return [reader for reader, _ in outcomes]
+
+
+# what a reader reads beside a file given on its own (on a local disk it finds them there), relative to the file's
+# folder: a .wandb log's sidecars, a Lightning metrics.csv's hparams.yaml, an MLflow meta.yaml's whole run folder
+_BESIDE = {"wandb": ("files/config.yaml", "files/wandb-summary.json", "files/output.log"),
+           "lightning": ("hparams.yaml",), "mlflow": ("",)}
+
+
+def _beside(found: Listing, reader: Any, root: Path, url: str) -> list[_Job]:
+    """The files ``reader`` reads beside the single file ``found``, staged beside its copy ``root``."""
+    folder = posixpath.dirname(found.path.rstrip("/"))
+    folder_url = url.rsplit("/", 1)[0]
+    jobs = []
+    for relative in _BESIDE.get(getattr(reader, "FORMAT", ""), ()):
+        where = posixpath.join(folder, relative) if relative else folder
+        try:
+            entries = found.fs.find(where, detail=True, withdirs=False)
+        except Exception:  # (nothing there: the reader finds nothing either, as on a local disk)
+            continue
+        for path, meta in entries.items():
+            inside = path[len(folder) + 1:] if path.startswith(folder + "/") else ""
+            parts = inside.split("/")
+            if (path == found.path or meta.get("type", "file") != "file" or not inside
+                    or any(p in ("", ".", "..") or p.startswith(".") for p in parts)):
+                continue
+            jobs.append(_Job(path, root.parent / inside, inside, f"{folder_url}/{inside}", whole=True))
+    return jobs
 
 
 @contextlib.contextmanager
 def staged(url: str) -> Iterator[Staged]:
     """The run at ``url`` copied into a private local directory (see the module docstring), removed on exit. A
-    directory is staged as ``<tmp>/<its name>``, a file as ``<tmp>/<its folder's name>/<its name>``, so the
-    readers see the names they would see on a local disk. A file that cannot be read is said in ``warnings``;
-    missing credentials stop the whole read (:class:`InputError`)."""
+    directory is staged as ``<tmp>/<its name>``, a file as ``<tmp>/<its folder's name>/<its name>`` (with what its
+    reader reads beside it: a ``.wandb`` log's ``files/``, an MLflow run's folder), so the readers see the names
+    they would see on a local disk. A file that cannot be read is said in ``warnings``; missing credentials stop
+    the whole read (:class:`InputError`)."""
     from parsers.reader import display_path
 
     found = listing(url)
@@ -322,17 +389,11 @@ def staged(url: str) -> Iterator[Staged]:
             root = tmp / _basename(url)
             root.mkdir(parents=True)
         stage = Staged(root, shown(url), list(found.warnings))
-        for file in found.files:
-            target = root if found.single else root / file.relative
-            file_url = stage.url if found.single else f"{stage.url}/{file.relative}"
-            try:
-                _stage_file(found.fs, file.path, target, display_path(target, root))
-            except Exception as exc:
-                error = failure(file_url, exc)
-                if found.single or str(error).startswith(f"{file_url}: no credentials"):
-                    raise error from None
-                stage.warnings.append(str(error))
-                target.unlink(missing_ok=True)
+        jobs = [_Job(f.path, root, display_path(root, root), stage.url) if found.single else
+                _Job(f.path, root / f.relative, f.relative, f"{stage.url}/{f.relative}") for f in found.files]
+        readers = _stage_all(found.fs, jobs, stage, found.single)
+        if found.single and (beside := _beside(found, readers[0], root, stage.url)):
+            _stage_all(found.fs, beside, stage, False)
         yield stage
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -8,6 +8,7 @@ import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import fsspec
@@ -132,6 +133,30 @@ def test_single_file_url_shows_the_url(mem: tuple[MemoryFileSystem, str], local:
         assert same(mine.metrics, theirs.metrics) and same(mine.configs, theirs.configs)
         assert same(mine.events, theirs.events)
     assert_no_staging(got)
+
+
+WITH_SIDECARS = [
+    REAL / "wandb/jackokeefe11__nanoGPT/wandb/run-20240214_191836-mw8ngzqq/run-mw8ngzqq.wandb",  # files/ beside it
+    REAL / "lightning/0Xero7_slm_training/lightning_logs/version_0/metrics.csv",  # hparams.yaml beside it
+    REAL / "mlflow/swahili_stt_keras/mlruns/1/ed05f9cd599442fe9a0c9222184710b8/meta.yaml",  # its run folder
+]
+
+
+@pytest.mark.parametrize("local", WITH_SIDECARS, ids=lambda p: p.parent.name)
+def test_single_file_url_with_what_its_reader_reads_beside_it(mem: tuple[MemoryFileSystem, str], local: Path) -> None:
+    fs, root = mem
+    folder = upload(fs, local.parent, f"{root}/{local.parent.parent.name}/{local.parent.name}")
+    url = f"{folder}/{local.name}"
+    [expected], [got] = load_runs(local), load_runs(url)
+    def as_url(text: str) -> str:
+        return url + text[len(str(local)):] if text.startswith(str(local)) else text
+    assert got.name == expected.name and got.path == url
+    assert got.sources == [replace(s, path=as_url(s.path)) for s in expected.sources]
+    assert got.warnings == [as_url(w) for w in expected.warnings] and got.skipped == [as_url(w) for w in expected.skipped]
+    assert expected.configs.height and got.configs.drop("source").equals(expected.configs.drop("source"))
+    assert got.metrics.drop("source").equals(expected.metrics.drop("source"))
+    assert got.events.drop("source").equals(expected.events.drop("source"))
+    assert_no_staging([got])
 
 
 def test_a_file_no_reader_takes_is_not_downloaded(mem: tuple[MemoryFileSystem, str], reads: Counter[str],
