@@ -318,6 +318,8 @@ def cached_load_runs(path: str | Path, cache_dir: str | Path | None = None, name
     (True, True)
     >>> shutil.rmtree(cache_dir)
     """
+    if cache_dir is not None and remote.is_url(cache_dir):
+        return _cached_load_runs_remote(path, str(cache_dir), name, signature)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     # the key is taken before the run is read: a file that changes while it is parsed leaves the entry under the
     # key of the old content, which is not looked up again
@@ -332,6 +334,88 @@ def cached_load_runs(path: str | Path, cache_dir: str | Path | None = None, name
     runs = load_runs(path, name=name)
     publish(entry, lambda staging: write_frames(runs, staging))
     return runs
+
+
+def _cached_load_runs_remote(path: str | Path, cache: str, name: str | None, signature: str | None) -> list[Run]:
+    """:func:`cached_load_runs` with the cache at a URL (``s3://bucket/forensics-cache``): the entry is fetched
+    (:func:`fetch_remote`) into a private temp dir and read from there; a run read afresh is published there
+    (:func:`publish_remote`), replacing an entry that could not be used."""
+    key = f"{signature or input_signature(path)}-{code_signature(*FRAME_CODE)}-{name or ''}"
+    entry = f"{cache.rstrip('/')}/frames/{key}"
+    with tempfile.TemporaryDirectory(prefix="forensics-cache-") as tmp:
+        local = Path(tmp) / "entry"
+        found = fetch_remote(entry, local)
+        if found:
+            try:
+                return read_frames(local)
+            except InputError:  # see cached_load_runs
+                pass
+    runs = load_runs(path, name=name)
+    publish_remote(entry, lambda staging: write_frames(runs, staging), replace=found is not None)
+    return runs
+
+
+def fetch_remote(entry: str, local: Path) -> bool | None:
+    """Download the cache entry at URL ``entry`` into the local directory ``local``, streamed: True when it is
+    whole (every file its seal names, each byte for byte), None when it has no seal (not published, or still being
+    published: never read), False when it cannot be used (damaged, or unreadable storage).
+
+    A remote entry is ``<entry>/digests.json`` (the seal: ``{"staged": ".tmp-<id>", "digests": {name: sha256}}``)
+    naming the ``<entry>/.tmp-<id>/`` prefix that holds its files (see :func:`publish_remote`).
+    """
+    try:
+        fs, where = remote.filesystem(entry)
+        try:
+            sealed = json_value(fs.cat_file(f"{where}/{SEAL}"))
+        except FileNotFoundError:
+            return None
+        staged, digests = sealed["staged"], sealed["digests"]  # (TypeError, KeyError: not a seal)
+        names = list(digests)
+        if not (isinstance(staged, str) and staged.startswith(".tmp-") and "/" not in staged and names
+                and all(isinstance(n, str) and n and "/" not in n and not n.startswith(".") for n in names)):
+            return False
+        local.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            fs.get_file(f"{where}/{staged}/{name}", str(local / name))  # streamed to disk in blocks
+            if _file_digest(local / name) != digests[name]:
+                return False
+        return True
+    except Exception:  # any storage or decoding error: the entry is not used, the run is read instead
+        return False
+
+
+def publish_remote(entry: str, write: Callable[[Path], object], replace: bool = False) -> None:
+    """Publish cache entry ``entry`` (a URL) with the stage-then-publish rule of object storage, which has no
+    rename: ``write`` fills a local temp dir, its files are uploaded under a fresh ``<entry>/.tmp-<id>/`` prefix,
+    then the seal (:data:`SEAL`, naming that prefix and each file's digest) is written last, in one request, so a
+    reader sees a whole entry or none. An entry already sealed is kept (first to publish wins) unless ``replace``
+    (it could not be used). A cache that cannot be written is skipped silently.
+
+    >>> import fsspec
+    >>> publish_remote("memory://cachedoc/frames/k", lambda staging: (staging / "a.txt").write_text("first"))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     fetch_remote("memory://cachedoc/frames/k", Path(tmp) / "e"), (Path(tmp) / "e" / "a.txt").read_text()
+    (True, 'first')
+    >>> print(fetch_remote("memory://cachedoc/frames/unpublished", Path("unused")))
+    None
+    >>> fsspec.filesystem("memory").rm("/cachedoc", recursive=True)
+    """
+    import uuid
+
+    try:
+        fs, where = remote.filesystem(entry)
+        if not replace and fs.exists(f"{where}/{SEAL}"):
+            return
+        with tempfile.TemporaryDirectory(prefix="forensics-cache-") as tmp:
+            staging = Path(tmp)
+            write(staging)
+            digests = {p.name: _file_digest(p) for p in sorted(staging.iterdir())}
+            staged = f".tmp-{uuid.uuid4().hex}"
+            for name in digests:
+                fs.put_file(str(staging / name), f"{where}/{staged}/{name}")
+            fs.pipe_file(f"{where}/{SEAL}", json.dumps({"staged": staged, "digests": digests}).encode())
+    except Exception:  # caching never makes a command fail
+        pass
 
 
 def result_entry(cache_dir: Path, path: str | Path, signature: str | None = None) -> Path:

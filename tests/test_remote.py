@@ -327,3 +327,63 @@ def test_analyze_path_takes_a_url(mem: tuple[MemoryFileSystem, str]) -> None:
     assert [(a.kind, a.step, a.detail) for a in run.anomalies] == [(a.kind, a.step, a.detail) for a in theirs.anomalies]
     assert len(run.attempts) == len(theirs.attempts)
     assert analysis.metrics[run.name].equals(expected.metrics[run.name])
+
+
+def test_cache_at_a_url_is_staged_then_sealed(mem: tuple[MemoryFileSystem, str], monkeypatch: pytest.MonkeyPatch,
+                                              reads: Counter[str]) -> None:
+    fs, root = mem
+    cache = f"memory:/{root}/cache"
+    url = upload(fs, RUN_DIRS[0], f"{root}/{RUN_DIRS[0].name}")
+    written: list[str] = []
+    put_file, pipe_file = MemoryFileSystem.put_file, MemoryFileSystem.pipe_file
+
+    def put(self: MemoryFileSystem, lpath: str, rpath: str, *args: object, **kwargs: object) -> None:
+        written.append(rpath)
+        put_file(self, lpath, rpath, *args, **kwargs)
+
+    def pipe(self: MemoryFileSystem, path: str, *args: object, **kwargs: object) -> None:
+        written.append(path)
+        pipe_file(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryFileSystem, "put_file", put)
+    monkeypatch.setattr(MemoryFileSystem, "pipe_file", pipe)
+    [parsed] = cached_load_runs(url, cache)
+    [entry] = fs.ls(f"{root}/cache/frames", detail=False)
+    assert written[-1] == f"{entry}/digests.json" and len(written) == 5  # runs.json, 3 frames, then the seal
+    assert all(p.startswith(f"{entry}/.tmp-") for p in written[:-1])
+    monkeypatch.setattr("forensics.cache.load_runs", lambda *a, **k: pytest.fail("read again despite the cache"))
+    reads.clear()
+    [cached] = cached_load_runs(url, cache)
+    assert not [p for p in reads if p.startswith(f"{root}/{RUN_DIRS[0].name}")]  # the run is not downloaded
+    assert cached.path == url and cached.metrics.equals(parsed.metrics) and cached.events.equals(parsed.events)
+    assert cached.configs.equals(parsed.configs) and cached.sources == parsed.sources
+
+
+def test_cache_at_a_url_never_reads_an_unsealed_or_damaged_entry(mem: tuple[MemoryFileSystem, str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    fs, root = mem
+    cache = f"memory:/{root}/cache"
+    local = RUN_DIRS[0]
+    [parsed] = cached_load_runs(local, cache)
+    [entry] = fs.ls(f"{root}/cache/frames", detail=False)
+    [staged] = [p for p in fs.ls(entry, detail=False) if p.rsplit("/", 1)[-1].startswith(".tmp-")]
+    parsed_again: list[object] = []
+    load = load_runs
+
+    def counted(*args: object, **kwargs: object) -> list[Run]:
+        parsed_again.append(args)
+        return load(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("forensics.cache.load_runs", counted)
+    metrics = fs.cat_file(f"{staged}/0.metrics.parquet")
+    fs.pipe(f"{staged}/0.metrics.parquet", metrics[:-9] + bytes(9))  # damaged: parsed again, and replaced
+    [healed] = cached_load_runs(local, cache)
+    assert len(parsed_again) == 1 and healed.metrics.equals(parsed.metrics)
+    [cached] = cached_load_runs(local, cache)  # the replacement is whole
+    assert len(parsed_again) == 1 and cached.metrics.equals(parsed.metrics)
+    fs.rm(f"{entry}/digests.json")  # no seal: never read, whatever the files
+    [unsealed] = cached_load_runs(local, cache)
+    assert len(parsed_again) == 2 and unsealed.metrics.equals(parsed.metrics)
+    fsspec.register_implementation("refusing", _Refusing, clobber=True)
+    [uncached] = cached_load_runs(local, "refusing://bucket/cache")  # a cache that cannot be used: read anyway
+    assert len(parsed_again) == 3 and uncached.metrics.equals(parsed.metrics)
