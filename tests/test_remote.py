@@ -3,6 +3,7 @@ show the URL in every name, download only what a reader takes, and key the cache
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 import uuid
@@ -381,9 +382,14 @@ def test_cache_at_a_url_never_reads_an_unsealed_or_damaged_entry(mem: tuple[Memo
     assert len(parsed_again) == 1 and healed.metrics.equals(parsed.metrics)
     [cached] = cached_load_runs(local, cache)  # the replacement is whole
     assert len(parsed_again) == 1 and cached.metrics.equals(parsed.metrics)
+    staged = f"{entry}/{json.loads(fs.cat_file(f'{entry}/digests.json'))['staged']}"  # the replacement's files
+    index = fs.cat_file(f"{staged}/runs.json")
+    fs.pipe(f"{staged}/runs.json", index.replace(b'"path": "sample_logs/', b'"path": "elsewhere/', 1))  # still valid
+    [checked] = cached_load_runs(local, cache)
+    assert len(parsed_again) == 2 and checked.path == parsed.path == str(local)
     fs.rm(f"{entry}/digests.json")  # no seal: never read, whatever the files
     [unsealed] = cached_load_runs(local, cache)
-    assert len(parsed_again) == 2 and unsealed.metrics.equals(parsed.metrics)
+    assert len(parsed_again) == 3 and unsealed.metrics.equals(parsed.metrics)
     fsspec.register_implementation("refusing", _Refusing, clobber=True)
     [uncached] = cached_load_runs(local, "refusing://bucket/cache")  # a cache that cannot be used: read anyway
-    assert len(parsed_again) == 3 and uncached.metrics.equals(parsed.metrics)
+    assert len(parsed_again) == 4 and uncached.metrics.equals(parsed.metrics)
