@@ -324,14 +324,21 @@ def _stage_all(fs: AbstractFileSystem, jobs: list[_Job], stage: Staged, single: 
     reader that took each file (None: none, or not read). A file that cannot be read is said in
     ``stage.warnings``, in listing order; missing credentials, or any failure of a file given on its own, raise."""
 
+    top = str(stage.root.parent if single else stage.root)
+
     def attempt(job: _Job) -> tuple[Any, InputError | None]:
         try:
             return _stage_file(fs, job.source, job.target, job.name, job.whole), None
         except Exception as exc:
             with contextlib.suppress(OSError):
                 job.target.unlink(missing_ok=True)
+            if isinstance(exc, OSError) and str(exc.filename or "").startswith(top):  # (never show the local copy)
+                return None, InputError(f"{job.url}: cannot be copied to a local file ({exc.strerror or exc})")
             return None, failure(job.url, exc)
 
+    for job in jobs:  # folders first, in listing order: a name that is both a file and a folder fails the same way
+        with contextlib.suppress(OSError):
+            job.target.parent.mkdir(parents=True, exist_ok=True)
     if len(jobs) > 1:
         with ThreadPoolExecutor(max_workers=min(WORKERS, len(jobs))) as pool:
             outcomes = list(pool.map(attempt, jobs))

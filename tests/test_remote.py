@@ -393,3 +393,15 @@ def test_cache_at_a_url_never_reads_an_unsealed_or_damaged_entry(mem: tuple[Memo
     fsspec.register_implementation("refusing", _Refusing, clobber=True)
     [uncached] = cached_load_runs(local, "refusing://bucket/cache")  # a cache that cannot be used: read anyway
     assert len(parsed_again) == 4 and uncached.metrics.equals(parsed.metrics)
+
+
+def test_a_name_that_is_both_file_and_folder(mem: tuple[MemoryFileSystem, str]) -> None:
+    fs, root = mem
+    log = (RUN_DIRS[0] / "main_log.txt").read_bytes()
+    fs.pipe(f"{root}/run/main_log.txt", log)
+    fs.pipe(f"{root}/run/logs", b"iteration 1/10 | lm loss: 2.5 |\n")  # a file `logs` and a file under `logs/`,
+    fs.store[f"{root}/run/logs/x.log"] = MemoryFile(fs, f"{root}/run/logs/x.log", log)  # as S3 can hold
+    run = load_run(f"memory:/{root}/run")
+    assert run.warnings[0] == f"memory:/{root}/run/logs: cannot be copied to a local file (Is a directory)"
+    assert [s.path for s in run.sources] == ["main_log.txt"]
+    assert_no_staging([run])
