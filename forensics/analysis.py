@@ -15,6 +15,7 @@ from forensics.configs import config_table, differing_keys, settings
 from forensics.coverage import assign_roles, coverage
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames, SpikeDetector
 from forensics.detectors.chance import LossAboveChanceDetector
+from forensics.detectors.layer_grads import LayerGradDetector, layer_grad_metrics, spike_origins
 from forensics.detectors.loss_scale import startup_searches
 from forensics.findings import BLOWUP_KINDS, Anomaly, Blips, Findings, RunFindings
 from forensics.gaps import SETTINGS, discontinuities
@@ -55,12 +56,15 @@ def detect(frames: RunFrames, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
 
 def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTORS) -> RunFindings:
     """Analyze one loaded run (see :func:`parsers.load_run`)."""
-    metrics, roles = assign_roles(run.metrics)
+    metrics, roles = _assign_roles(run.metrics)
     frames = RunFrames(metrics=metrics, events=run.events)
     table = config_table(run.configs)
     config = table[max(table)] if table else {}
     vocab = vocabulary(config, run.events)  # known: a loss above chance is an absolute check
     anomalies = detect(frames, (*detectors, LossAboveChanceDetector(vocab)) if vocab else detectors)
+    origins = spike_origins(anomalies, frames) if any(isinstance(d, LayerGradDetector) for d in detectors) else []
+    if origins:  # where each spike's grad norm started, among the per-layer grad norms
+        anomalies = sorted([*anomalies, *origins], key=lambda a: (a.attempt, a.step, a.end_step, a.kind))
     attempts = build_attempts(metrics, run.events, table, anomalies, frames.steps(), frames.spacing())
     link_config_changes(attempts, anomalies, frames, table)
     model = check_model(config, run.events, run.name, run.path)
@@ -94,6 +98,17 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         setup=[*model.notes, *(x.sentence() for x in startup_searches(frames).values())],
         summary={k: v for k, v in config.items() if k.startswith((s.SUMMARY_PREFIX, s.RUN_INFO_PREFIX))},
     )
+
+
+def _assign_roles(metrics: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
+    """:func:`~forensics.coverage.assign_roles`, with the per-layer grad norms out of the running: one layer's norm
+    never stands in for the global grad norm."""
+    layered = layer_grad_metrics(metrics)
+    if not layered:
+        return assign_roles(metrics)
+    mine = pl.col("metric").cast(pl.String).is_in(layered)
+    rest, roles = assign_roles(metrics.filter(~mine))
+    return (pl.concat([rest, metrics.filter(mine)]) if roles else metrics), roles
 
 
 def blips(frames: RunFrames, detectors: tuple[Detector, ...] = DEFAULT_DETECTORS) -> list[Blips]:

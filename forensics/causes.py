@@ -47,6 +47,7 @@ def suspect(
         *skipped_batches(attempts, anomalies, events),
         *optimizer_state_lost(attempts, anomalies, metrics, events, table, intervals),
         *logit_growth(anomalies),
+        *layer_imbalance(anomalies, troubles),
         *stops(attempts, anomalies, events),
     ]
     return sorted(merge(causes), key=lambda c: -c.confidence)
@@ -170,6 +171,34 @@ def logit_growth(anomalies: list[Anomaly]) -> list[Cause]:
     return [Cause(
         kind="logits", cause="attention or output logit growth", confidence=0.5, evidence=notes[:4],
         check_next="qk-layernorm and z-loss (1e-4) fix logit growth in Wortsman et al.; check per-layer logits",
+    )]
+
+
+def layer_imbalance(anomalies: list[Anomaly], troubles: list[Anomaly]) -> list[Cause]:
+    """One layer group's grad norm rising against the others before the first instability of its attempt (GLM-130B:
+    the embedding's gradients, "several magnitude larger" than other layers', preceded its collapses), from the
+    :attr:`Kind.GRAD_NORM_RATIO` findings. Against it: such a finding that began only after the instability."""
+    ratios = [a for a in anomalies if a.kind == Kind.GRAD_NORM_RATIO]
+    first = first_trouble(troubles)
+    evidence, counter = [], []
+    for r in ratios:
+        t = first.get(r.attempt)
+        if t is None:
+            continue
+        if r.step < t.step:
+            evidence.append(f"attempt {r.attempt}: {r.detail}; {step_count(t.step - r.step)} before the "
+                            f"{t.kind.replace('_', ' ')} at step {t.step}")
+        elif r.step > t.step:
+            counter.append(f"attempt {r.attempt}: {r.metric} began rising at step {r.step}, after the "
+                           f"{t.kind.replace('_', ' ')} at step {t.step}")
+    if not evidence:
+        return []
+    return [Cause(
+        kind="layer_grads", cause="one layer group's gradients grew out of proportion to the others",
+        confidence=0.45 if any("embedding" in e for e in evidence) else 0.35, evidence=evidence[:4],
+        counter_evidence=counter[:4],
+        check_next="GLM-130B shrank the embedding's gradient (word_embedding * 0.1 + word_embedding.detach() * 0.9); "
+                   "a lower LR or weight decay off the embedding (OLMo 2) also help; see the per-layer heatmap",
     )]
 
 

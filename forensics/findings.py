@@ -76,6 +76,8 @@ class Kind(StrEnum):
     CHANGEPOINT = "changepoint"
     LOSS_PLATEAU = "loss_plateau"
     LOSS_ABOVE_CHANCE = "loss_above_chance"
+    GRAD_NORM_RATIO = "grad_norm_ratio"          # a layer group's share of the grad norm drifted, or a spike began there
+    CLIPPING = "clipping"                        # the grad norm above the configured clip threshold (sustained, or 10x)
 
 
 ANOMALY_KINDS: frozenset[Kind] = frozenset(Kind)

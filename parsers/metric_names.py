@@ -4,6 +4,11 @@ Megatron's flat tags (``lm loss``, ``grad-norm``), BigScience's grouped tags (``
 tensorboardX's underscore rewrites (``lm_loss``) and common ``train/loss`` names all map to one canonical name.
 Tags ending in `` vs samples`` / `` vs tokens`` are the same metric on another x-axis. Unknown tags keep their
 own name.
+
+Per-layer and per-parameter gradient norms (OLMo's ``optim/grad/<param>.norm``, Composer's ``l2_norm/grad/<param>``,
+``grad_norm/<layer>``, ``grads/<param>/norm``) become ``grad_norm/<group>/<layer>/<parameter>``
+(:func:`parsers.schema.layer_grad_metric`; :func:`layer_grad_name`): grouped by block index and by what the
+parameter is (embedding, attention, MLP, norm, a whole block, output head, other). They never become ``grad_norm``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from parsers import schema as s
 _LEAVES: dict[str, str] = {
     "lm loss": s.LOSS, "loss": s.LOSS, "train loss": s.LOSS, "training loss": s.LOSS,
     "grad norm": s.GRAD_NORM, "gradient norm": s.GRAD_NORM, "grad norm total": s.GRAD_NORM,
-    "global grad norm": s.GRAD_NORM,
+    "global grad norm": s.GRAD_NORM, "total grad norm": s.GRAD_NORM,
     "learning rate": s.LR, "lr": s.LR,
     "loss scale": s.LOSS_SCALE,
     "batch size": s.BATCH_SIZE, "global batch size": s.BATCH_SIZE,
@@ -36,6 +41,80 @@ _AXIS = re.compile(r"\s+vs\s+(samples|tokens|gigaflos.*|steps)$")
 SECONDS_TAGS = frozenset({"iteration-time", "iteration-time/iteration-time", "iteration_time"})
 
 
+# a per-layer grad norm: "<...>/<head>/<parameter>"; heads that say "gradient" only need a norm suffix on the parameter
+_LAYER_GRAD = re.compile(r"^(?:[^/]+/)*?(?P<head>grad_norms?|grad-norms?|gradient_norms?|grad_l2_norm|norm2_gradient"
+                         r"|l2_norm/grad|(?P<bare>grads?|gradients?))/(?P<rest>.+)$", re.IGNORECASE)
+_NORM_SUFFIX = re.compile(r"(?:[./_]l2)?[./_](?:l2_?)?norm$", re.IGNORECASE)
+_AGGREGATES = frozenset({"total", "global", "all", "clip", "clipped", "pre clip", "post clip", "unclipped", "before clip",
+                         "after clip", "max", "min", "mean", "avg", "std", "median", "norm", "l2", "sum"})
+_DIGITS = re.compile(r"(?:^|[./_-])(\d+)(?=[./_-]|$)")
+_IS_NORM = re.compile(r"norm|(?:^|[./_])ln(?:_?f|_?\d)?(?:[./_]|$)")
+_IS_EMBED = re.compile(r"embed|(?:^|[./_])(?:wte|wpe|tok_embeddings)(?:[./_]|$)")
+_IS_HEAD = re.compile(r"lm_head|unembed|(?:^|[./_])(?:head|output|ff_out|out_proj_head)(?:[./_]|$)")
+_IS_ATTN = re.compile(r"att|q_proj|k_proj|v_proj|o_proj|qkv|query|(?:^|[./_])(?:key|value|w[qkvo])(?:[./_]|$)")
+_IS_MLP = re.compile(r"mlp|ffn|ff_|feed_forward|(?:^|[./_])(?:fc\d?|c_fc|w[123]|experts?|intermediate)(?:[./_]|$)"
+                     r"|gate_proj|up_proj|down_proj|dense_h_to_4h|dense_4h_to_h")
+_CONTAINERS = frozenset({"layer", "layers", "block", "blocks", "h", "transformer", "model", "decoder", "encoder",
+                         "weight", "bias", "module", "backbone", "gpt", "base", "model_", "trunk"})
+
+
+def layer_group(parameter: str) -> tuple[str, int | None]:
+    """``(group, block index or None)`` of a parameter or layer name (``parsers.schema.LAYER_GROUPS``).
+
+    >>> layer_group("transformer.blocks.0.att_proj.weight"), layer_group("transformer.wte.weight")
+    (('attention', 0), ('embedding', None))
+    >>> layer_group("model.layers.5.mlp.down_proj.weight"), layer_group("layer_3"), layer_group("transformer.ff_out")
+    (('mlp', 5), ('block', 3), ('head', None))
+    >>> layer_group("model.layers.2.input_layernorm.weight"), layer_group("lm_head.weight"), layer_group("rotary")
+    (('norm', 2), ('head', None), ('other', None))
+    """
+    name = parameter.lower()
+    found = _DIGITS.search(name)
+    layer = int(found.group(1)) if found else None
+    if _IS_NORM.search(name):
+        return "norm", layer
+    if _IS_EMBED.search(name):
+        return "embedding", layer
+    if layer is None and _IS_HEAD.search(name):
+        return "head", layer
+    if _IS_ATTN.search(name):
+        return "attention", layer
+    if _IS_MLP.search(name):
+        return "mlp", layer
+    if _IS_HEAD.search(name):
+        return "head", layer
+    words = [w for w in re.split(r"[./_-]+", name) if w and not w.isdigit()]
+    if layer is not None and all(w in _CONTAINERS for w in words):
+        return "block", layer
+    return "other", layer
+
+
+def layer_grad_name(tag: str) -> str | None:
+    """The canonical name of a per-layer or per-parameter grad-norm tag, or None for any other tag (the global grad
+    norm among them: ``grad_norm/total``, ``optim/total_grad_norm``).
+
+    >>> layer_grad_name("optim/grad/transformer.blocks.0.att_proj.weight.norm")
+    'grad_norm/attention/0/transformer.blocks.0.att_proj.weight'
+    >>> layer_grad_name("grad_norm/embedding"), layer_grad_name("train/grads/layers.7/norm")
+    ('grad_norm/embedding/-/embedding', 'grad_norm/block/7/layers.7')
+    >>> [layer_grad_name(t) for t in ("optim/grad/transformer.wte.weight.max", "grad_norm/total", "train/grad_norm")]
+    [None, None, None]
+    """
+    found = _LAYER_GRAD.match(tag)
+    if not found:
+        return None
+    rest = found.group("rest")
+    suffix = _NORM_SUFFIX.search(rest)
+    if suffix:
+        rest = rest[: suffix.start()]
+    elif found.group("bare"):
+        return None  # optim/grad/<param>.max, grads/<param>/mean: not a norm
+    if not rest or _leaf(rest) in _AGGREGATES or _leaf(rest.split("/")[-1]) in _AGGREGATES:
+        return None
+    group, layer = layer_group(rest)
+    return s.layer_grad_metric(group, layer, rest)
+
+
 def _leaf(text: str) -> str:
     return re.sub(r"[\s_-]+", " ", text.strip().lower())
 
@@ -47,12 +126,18 @@ def canonical(tag: str) -> tuple[str, str]:
     ('loss', 'samples')
     >>> canonical("grad-norm"), canonical("train/loss"), canonical("dup_steps/foo"), canonical("train/train_loss")
     (('grad_norm', 'step'), ('loss', 'step'), ('dup_steps/foo', 'step'), ('train/train_loss', 'step'))
+    >>> canonical("optim/grad/transformer.wte.weight.norm"), canonical("l2_norm/grad/global")
+    (('grad_norm/embedding/-/transformer.wte.weight', 'step'), ('grad_norm', 'step'))
+    >>> canonical("optim/total_grad_norm"), canonical("grad-norm/grad-norm")
+    (('grad_norm', 'step'), ('grad_norm', 'step'))
     """
     axis = "step"
     base = tag
     if found := _AXIS.search(tag):
         axis = found.group(1).split()[0]
         base = tag[: found.start()]
+    if base.lower() == "l2_norm/grad/global":  # Composer's OptimizerMonitor: the global norm of its per-parameter ones
+        return s.GRAD_NORM, axis
     parts = [p for p in base.split("/") if p]
     leaf = _leaf(parts[-1]) if parts else ""
     if len(parts) > 1 and _leaf(parts[-2]) in {"train", "training"} and leaf.startswith("train "):
@@ -62,7 +147,7 @@ def canonical(tag: str) -> tuple[str, str]:
     if name is None and len(parts) > 1 and _leaf(parts[0]) in {"train", "training", "optimizer", "loss"}:
         name = _LEAVES.get(_leaf(parts[0]) + " " + leaf) or _LEAVES.get(leaf)
     if name is None:
-        return base, axis
+        return layer_grad_name(base) or base, axis
     if validation and name == s.LOSS:
         name = s.VAL_LOSS
     return name, axis

@@ -46,6 +46,34 @@ STEP_AXIS = "(step axis)"  # never a metric's name
 MIN_SUFFIX = "__min"
 MAX_SUFFIX = "__max"
 
+# per-layer / per-parameter gradient norms (``parsers.metric_names.layer_grad_name``), one series per tag:
+# "grad_norm/<group>/<layer>/<parameter>", <group> one of LAYER_GROUPS, <layer> the block index or "-" (embedding,
+# output head, final norm), <parameter> the tag's own parameter or layer name (keeps two tags of one layer apart).
+# The global GRAD_NORM is never one of them, and they never take its role.
+LAYER_GRAD_PREFIX = "grad_norm/"
+NO_LAYER = "-"
+LAYER_GROUPS: tuple[str, ...] = ("embedding", "attention", "mlp", "norm", "block", "head", "other")
+
+
+def layer_grad_metric(group: str, layer: int | None, parameter: str) -> str:
+    """The canonical name of one per-layer grad-norm series.
+
+    >>> layer_grad_metric("attention", 0, "transformer.blocks.0.att_proj.weight")
+    'grad_norm/attention/0/transformer.blocks.0.att_proj.weight'
+    """
+    return f"{LAYER_GRAD_PREFIX}{group}/{NO_LAYER if layer is None else layer}/{parameter}"
+
+
+def is_layer_grad(metric: str) -> bool:
+    """Whether a metric name is a per-layer grad-norm series (see ``layer_grad_metric``).
+
+    >>> is_layer_grad("grad_norm/mlp/3/layers.3.mlp"), is_layer_grad("grad_norm"), is_layer_grad("grad_norm__max")
+    (True, False, False)
+    """
+    parts = metric.split("/", 3)
+    return len(parts) == 4 and parts[0] + "/" == LAYER_GRAD_PREFIX and parts[1] in LAYER_GROUPS
+
+
 CANONICAL_METRICS: tuple[str, ...] = (
     LOSS, GRAD_NORM, LR, LOSS_SCALE, SKIPPED_ITERATIONS, NAN_ITERATIONS, VAL_LOSS, VAL_PPL, BATCH_SIZE,
     CONSUMED_SAMPLES, CONSUMED_TOKENS, ITERATION_TIME_MS, PARAMS_NORM, NUM_ZEROS, LOG_INTERVAL, TFLOPS_PER_GPU,

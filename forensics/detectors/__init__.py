@@ -3,6 +3,7 @@
 from forensics.detectors.base import Detector, RunFrames
 from forensics.detectors.divergence import DivergenceDetector
 from forensics.detectors.hang import HangDetector
+from forensics.detectors.layer_grads import LayerGradDetector
 from forensics.detectors.loss_scale import LossScaleCollapseDetector
 from forensics.detectors.nan import NanDetector
 from forensics.detectors.plateau import LossPlateauDetector
@@ -24,6 +25,7 @@ DEFAULT_DETECTORS: tuple[Detector, ...] = (
     RegimeShiftDetector(metric="grad_norm"),
     RegimeShiftDetector(metric="iteration_time_ms"),
     RegimeShiftDetector(metric="loss_scale"),
+    LayerGradDetector(),
 )
 # opt-in: on labelled curves it finds ~83% of plateaus but flags ~1% of other curves (see benchmarks/detection.py)
 EXPERIMENTAL_DETECTORS: tuple[Detector, ...] = (LossPlateauDetector(),)
@@ -34,6 +36,7 @@ __all__ = [
     "Detector",
     "DivergenceDetector",
     "HangDetector",
+    "LayerGradDetector",
     "LossPlateauDetector",
     "LossScaleCollapseDetector",
     "NanDetector",

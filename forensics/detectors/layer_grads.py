@@ -1,0 +1,277 @@
+"""Per-layer gradient norms: which layer group's share of the gradient drifts, and where a spike starts.
+
+GLM-130B (Zeng et al. 2023, section 3): "a training collapse usually lags behind a spike in gradient norm by a few
+training steps ... usually caused by the embedding layer's abnormal gradients ... its gradient norm is often several
+magnitude larger than those of other layers". Runs that log per-layer or per-parameter grad norms (``grad_norm/<group>/
+<layer>/<parameter>`` in the canonical frames, :func:`parsers.metric_names.layer_grad_name`) get two findings, both
+:attr:`~forensics.findings.Kind.GRAD_NORM_RATIO`:
+
+* **drift**: a *unit* (one group of one layer: ``embedding``, ``attention 3``, ``mlp 3``; its parameters' norms
+  combined as sqrt(sum of squares)) whose ratio to the median of the other units at the same step rose at least
+  ``DRIFT`` (3x) above its lowest level, and at least ``NOISE_SIGMAS`` (4) robust sigmas of its own scatter, on a rolling median of
+  ``SMOOTH`` points (9 to 25: a twentieth of the attempt), and stands at or above that median there. The first
+  tenth of each attempt is burn-in (the shares settle while training starts). A lone outlier never moves a rolling
+  median: a clean run with heavy-tailed per-layer noise raises none. The onset is where the smoothed ratio last stood
+  within 20% of its low before it rose (less half the median's window, by which it lags). One finding per group and
+  attempt (its most drifted unit; the detail counts the others of the group that drifted too).
+* **origin** (:func:`spike_origins`, on the anomalies found): for a grad-norm spike, divergence or NaN, the unit
+  whose grad norm departed first from its own trailing median (at least ``DEPART`` (3x) and ``DEPART_SIGMAS`` (5)
+  robust sigmas) and stayed departed at every point up to the incident's step, within ``LEAD_WINDOW`` logged points
+  before it: when one unit departed before every other still departed there, or was the only one, or rose 3x more
+  (in its own multiple) than every other that departed at that step. (A lone heavy-tailed outlier in some layer a
+  few steps before is not the incident's start: it must still be up.)
+
+>>> import numpy as np, polars as pl
+>>> from parsers import schema as s
+>>> from forensics.detectors.base import RunFrames
+>>> rng = np.random.default_rng(0)
+>>> steps = np.arange(1, 2001)
+>>> rows = []
+>>> for name, level in (("embedding/-/wte", 1.0), ("attention/0/h.0.attn", 1.0), ("mlp/0/h.0.mlp", 2.0),
+...                     ("attention/1/h.1.attn", 1.0), ("mlp/1/h.1.mlp", 2.0)):
+...     v = level * np.exp(0.1 * rng.standard_normal(steps.size))
+...     if name.startswith("embedding"):
+...         v = v * np.where(steps > 1500, np.exp((steps - 1500) / 100), 1.0)  # 3x by step 1610, rising
+...     rows.append(pl.DataFrame({"step": steps, "value": v, "metric": s.LAYER_GRAD_PREFIX + name}))
+>>> m = s.conform(pl.concat(rows).with_columns(run=pl.lit("r"), source=pl.lit("x"), attempt=1), s.METRICS_SCHEMA)
+>>> [found] = LayerGradDetector().detect(RunFrames(m, s.empty(s.EVENTS_SCHEMA)))
+>>> found.metric, found.step, found.end_step, found.value > 50
+('grad_norm/embedding/-', 1509, 2000, True)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from forensics.detectors.base import RunFrames
+from forensics.findings import Anomaly, Kind, shown, step_count
+from parsers import schema as s
+
+DRIFT = 3.0           # a unit's ratio to the median unit must rise this far above its low
+NOISE_SIGMAS = 4.0    # ... and this many robust sigmas of its own scatter about its rolling median
+SMOOTH = (9, 25)      # points in the rolling median: a twentieth of the attempt, within these bounds
+BURN_IN = 0.1         # the first tenth of an attempt's points: the shares settle while training starts
+MIN_UNITS = 3         # a median unit needs at least three units logged at the step
+MIN_POINTS = 40       # an attempt needs this many steps with per-layer norms for a drift
+DEPART = 3.0          # origin: a unit's grad norm at least this multiple of its trailing median ...
+DEPART_SIGMAS = 5.0   # ... and this many robust sigmas of its own scatter
+TRAILING = 20         # points in the trailing median a departure is measured against
+LEAD_WINDOW = 20      # logged points before an incident where its origin is sought
+ORIGIN_OF = (Kind.GRAD_NORM_SPIKE, Kind.DIVERGENCE, Kind.NAN)
+
+
+@dataclass(frozen=True)
+class LayerGradDetector:
+    """Layer groups whose share of the grad norm drifted up (see the module docstring)."""
+
+    name: Kind = Kind.GRAD_NORM_RATIO
+
+    def detect(self, frames: RunFrames) -> list[Anomaly]:
+        units = unit_norms(frames)
+        if units.height == 0:
+            return []
+        out = []
+        for (attempt,), own in units.group_by("attempt", maintain_order=True):
+            out += _drifts(int(attempt), own)  # type: ignore[arg-type]
+        return sorted(out, key=lambda a: (a.attempt, a.step, a.metric))
+
+
+def unit_label(group: str, layer: str) -> str:
+    """How the chronicle names a unit.
+
+    >>> unit_label("embedding", "-"), unit_label("attention", "3")
+    ('embedding', 'attention 3')
+    """
+    return group if layer == s.NO_LAYER else f"{group} {layer}"
+
+
+def unit_norms(frames: RunFrames) -> pl.DataFrame:
+    """(attempt, step, unit, group, layer, norm): per step, each unit's grad norm (its parameters' norms combined as
+    sqrt(sum of squares); the last value of a tag logged twice at a step), sorted by unit and step. Empty when the
+    run logs no per-layer grad norms."""
+    return frames.remember("layer_grad_units", lambda: _unit_norms(frames.metrics))
+
+
+def layer_grad_metrics(metrics: pl.DataFrame) -> list[str]:
+    """The per-layer grad-norm series among a run's metrics, by name."""
+    return sorted(m for m in metrics["metric"].unique().cast(pl.String).to_list() if m and s.is_layer_grad(m))
+
+
+def _unit_norms(metrics: pl.DataFrame) -> pl.DataFrame:
+    names = layer_grad_metrics(metrics)
+    schema = {"attempt": pl.Int32, "step": pl.Int64, "unit": pl.String, "group": pl.String, "layer": pl.String,
+              "norm": pl.Float64}
+    if not names:
+        return pl.DataFrame(schema=schema)
+    table = pl.DataFrame({"metric": names}).with_columns(
+        parts=pl.col("metric").str.splitn("/", 4)).select(
+        "metric", group=pl.col("parts").struct.field("field_1"), layer=pl.col("parts").struct.field("field_2"))
+    rows = (
+        metrics.lazy().filter(pl.col("metric").cast(pl.String).is_in(names) & pl.col("value").is_finite()
+                              & (pl.col("value") >= 0))
+        .select("attempt", "step", pl.col("metric").cast(pl.String), "value")
+        .group_by("attempt", "step", "metric").agg(pl.col("value").last())
+        .join(table.lazy(), on="metric")
+        .group_by("attempt", "step", "group", "layer").agg(norm=(pl.col("value") ** 2).sum().sqrt())
+        .with_columns(unit=pl.concat_str(pl.lit(s.LAYER_GRAD_PREFIX), "group", pl.lit("/"), "layer"))
+        .filter(pl.col("norm") > 0)
+        .sort("attempt", "unit", "step")
+        .collect()
+    )
+    return rows.select(list(schema)).cast(schema)  # type: ignore[arg-type]
+
+
+def _smooth_width(n: int) -> int:
+    return int(np.clip(n // 20, *SMOOTH))
+
+
+def others_median(units: pl.DataFrame) -> pl.DataFrame:
+    """``units`` (at steps where at least ``MIN_UNITS`` are logged) with ``median``: the median of the *other* units'
+    norms at the step (leaving the unit itself out, so a unit rising through the middle of the others does not drag
+    its own reference up with it)."""
+    by = ("attempt", "step")
+    ranked = units.with_columns(k=(pl.col("norm").rank("ordinal").over(by) - 1).cast(pl.Int64),
+                                m=(pl.len().over(by) - 1).cast(pl.Int64)).filter(pl.col("m") >= MIN_UNITS - 1)
+    ranked = ranked.join(units.group_by(by).agg(v=pl.col("norm").sort()), on=list(by))
+
+    def at(j: pl.Expr) -> pl.Expr:  # the j-th smallest of the others
+        return pl.col("v").list.get(pl.when(j < pl.col("k")).then(j).otherwise(j + 1))
+
+    m = pl.col("m")
+    median = pl.when(m % 2 == 1).then(at((m - 1) // 2)).otherwise((at(m // 2 - 1) + at(m // 2)) / 2)
+    return ranked.with_columns(median=median).drop("k", "m", "v")
+
+
+def _drifts(attempt: int, units: pl.DataFrame) -> list[Anomaly]:
+    units = others_median(units)
+    steps = units["step"].unique().sort()
+    n_steps = steps.len()
+    if n_steps < MIN_POINTS:
+        return []
+    width = _smooth_width(n_steps)
+    first = int(steps[int(n_steps * BURN_IN)])
+    ratios = (
+        units.filter(pl.col("step") >= first)
+        .sort("unit", "step")
+        .with_columns(r=(pl.col("norm") / pl.col("median")).log())
+        .with_columns(smooth=pl.col("r").rolling_median(width, min_samples=width).over("unit"))
+    )
+    found: dict[str, list[tuple[float, Anomaly]]] = {}
+    for (unit,), own in ratios.group_by("unit", maintain_order=True):
+        hit = _drift(attempt, str(unit), own, width)
+        if hit:
+            found.setdefault(str(own["group"][0]), []).append(hit)
+    out = []
+    for group, hits in found.items():
+        hits.sort(key=lambda h: (-h[0], h[1].step))
+        top = hits[0][1]
+        if len(hits) > 1:
+            others = ", ".join(a.metric.rsplit("/", 1)[-1] for _, a in hits[1:6]) + (", ..." if len(hits) > 6 else "")
+            top.detail += f"; {len(hits) - 1} other {group} unit{'s' if len(hits) > 2 else ''} drifted too ({others})"
+        out.append(top)
+    return out
+
+
+def _drift(attempt: int, unit: str, own: pl.DataFrame, width: int) -> tuple[float, Anomaly] | None:
+    smooth = own["smooth"].to_numpy()
+    ok = np.isfinite(smooth)
+    if ok.sum() < width:
+        return None
+    r = own["r"].to_numpy()
+    sigma = 1.4826 * float(np.median(np.abs(r[ok] - smooth[ok])))
+    need = max(math.log(DRIFT), NOISE_SIGMAS * sigma)
+    low = np.fmin.accumulate(np.where(ok, smooth, np.inf))
+    fired = np.flatnonzero(ok & (smooth - low >= need) & (smooth >= 0.0))
+    if fired.size == 0:
+        return None
+    at = int(fired[0])
+    base = float(low[at])
+    low_at = int(np.flatnonzero(smooth == base)[0])
+    near = np.flatnonzero(ok[: at] & (np.arange(at) >= low_at) & (smooth[: at] - base <= math.log(1.2)))
+    onset = max(int(near[-1]) - width // 2 + 1, 0) if near.size else low_at
+    peak_at = at + int(np.nanargmax(np.where(ok[at:], smooth[at:], -np.inf)))
+    steps = own["step"].to_numpy()
+    group, layer = str(own["group"][0]), str(own["layer"][0])
+    label = unit_label(group, layer)
+    peak, start = math.exp(float(smooth[peak_at])), math.exp(base)
+    still = " and still rising at the last point" if peak_at == len(smooth) - 1 else ""
+    detail = (f"{label} grad norm rose from {times(start)} to {times(peak)} the median of the other layer groups "
+              f"between steps {int(steps[onset])} and {int(steps[peak_at])}{still} (rolling median of {width} points; "
+              f"GLM-130B: abnormal embedding gradients preceded its collapses)")
+    return float(smooth[peak_at]) - base, Anomaly(
+        Kind.GRAD_NORM_RATIO, unit, attempt, int(steps[onset]), int(steps[peak_at]), round(peak, 4), round(start, 4),
+        detail=detail)
+
+
+def times(x: float) -> str:
+    """A ratio as the chronicle says it.
+
+    >>> times(0.834), times(7.06), times(712.4), times(25310.0)
+    ('0.83x', '7.1x', '712x', '25,310x')
+    """
+    return f"{x:.2g}x" if x < 1 else f"{x:.1f}x" if x < 10 else f"{x:,.0f}x"
+
+
+def spike_origins(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
+    """For each grad-norm or loss spike, divergence or NaN, where its grad norm started: the unit that departed from
+    its own trailing median first (see the module docstring), as a :attr:`Kind.GRAD_NORM_RATIO` finding at the
+    departure, or nothing when no unit led."""
+    incidents = [a for a in anomalies if a.kind in ORIGIN_OF]
+    units = unit_norms(frames) if incidents else None
+    if units is None or units.height == 0:
+        return []
+    excess = frames.remember("layer_grad_excess", lambda: _excess(units))
+    intervals = frames.intervals()
+    out, seen = [], set()
+    for a in sorted(incidents, key=lambda x: (x.attempt, x.step)):
+        window = LEAD_WINDOW * intervals.get(a.attempt, 1)
+        near = excess.filter((pl.col("attempt") == a.attempt) & pl.col("step").is_between(a.step - window, a.step))
+        # each unit's last point up to the incident, when it is still departed there: since when it has been
+        first = (near.sort("step").group_by("unit").last().filter(pl.col("departed"))
+                 .with_columns(step=pl.col("since")).sort(["step", "e", "unit"], descending=[False, True, False]))
+        if first.height == 0:
+            continue
+        top = first.row(0, named=True)
+        top = near.filter((pl.col("unit") == top["unit"]) & (pl.col("step") == top["step"])).row(0, named=True)
+        tied = first.filter(pl.col("step") == top["step"])["e"].to_list()  # by excess, largest first
+        if len(tied) > 1 and tied[0] - tied[1] < math.log(DEPART):
+            continue  # several units rose at once, alike: no single origin
+        key = (a.attempt, top["unit"], top["step"])
+        if key in seen:
+            continue
+        seen.add(key)
+        label = unit_label(top["group"], top["layer"])
+        lead = a.step - int(top["step"])
+        when = "at the same step" if lead == 0 else f"{step_count(lead)} before it"
+        rise = (f"it rose to {shown(round(top['norm'], 6))} ({times(math.exp(top['e']))} its trailing median) at step "
+                f"{int(top['step'])}, {when}")
+        incident = f"the {a.kind.replace('_', ' ')} at step {a.step}"
+        if len(tied) > 1:
+            detail = (f"{incident} started in the {label} grad norm: {rise}, {times(math.exp(tied[0] - tied[1]))} "
+                      f"more than the {len(tied) - 1} other layer group(s) that rose at that step")
+        elif first.height > 1:
+            second = first.row(1, named=True)
+            detail = (f"{incident} started in the {label} grad norm: {rise}; next: "
+                      f"{unit_label(second['group'], second['layer'])} at step {second['step']}")
+        else:
+            detail = f"{incident}: only the {label} grad norm departed from its level before it: {rise}"
+        out.append(Anomaly(Kind.GRAD_NORM_RATIO, top["unit"], a.attempt, int(top["step"]), a.step,
+                           round(top["norm"], 6), round(top["base"], 6), detail=detail))
+    return out
+
+
+def _excess(units: pl.DataFrame) -> pl.DataFrame:
+    """Per unit and step: its log excess over the trailing median of its previous ``TRAILING`` points, and whether it
+    departed (at least ``DEPART`` times and ``DEPART_SIGMAS`` robust sigmas of the unit's excesses)."""
+    out = units.with_columns(
+        base=pl.col("norm").shift(1).rolling_median(TRAILING, min_samples=TRAILING // 2).over("attempt", "unit"))
+    out = out.with_columns(e=(pl.col("norm") / pl.col("base")).log())
+    out = out.with_columns(sigma=1.4826 * (pl.col("e") - pl.col("e").median().over("attempt", "unit")).abs()
+                           .median().over("attempt", "unit"))
+    out = out.with_columns(departed=(pl.col("e") >= math.log(DEPART)) & (pl.col("e") >= DEPART_SIGMAS * pl.col("sigma")))
+    streak = (pl.col("departed") != pl.col("departed").shift(1)).fill_null(True).cum_sum().over("attempt", "unit")
+    return out.with_columns(streak=streak).with_columns(since=pl.col("step").min().over("attempt", "unit", "streak"))

@@ -1,0 +1,122 @@
+"""Per-layer grad norms (issue 21): recognised in the canonical frames, a layer group's rising share found with its
+onset, joined to a divergence's warning and causes, the layer where a spike starts, and silence on clean noise."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+import reports
+from forensics.analysis import analyze_run
+from forensics.findings import Findings, Kind
+from parsers import schema as s
+from parsers.metric_names import canonical
+from parsers.run import Run
+
+LAYERS = 6
+PARAMS = {  # OLMo's W&B names (optim/grad/<param>.norm) and their levels
+    "transformer.wte.weight": 0.4,
+    **{f"transformer.blocks.{i}.att_proj.weight": 0.3 for i in range(LAYERS)},
+    **{f"transformer.blocks.{i}.ff_proj.weight": 0.5 for i in range(LAYERS)},
+    "transformer.ff_out.weight": 0.6,
+}
+
+
+def _run(n: int, seed: int, embedding: np.ndarray | None = None, spike_at: dict[str, int] | None = None,
+         diverge_at: int | None = None) -> Run:
+    """A run as a W&B or TensorBoard reader would give it: each tag through ``canonical``; per-layer norms with
+    heavy-tailed noise, x exp(0.1 t) for Student-t(3) t clipped at +-8 (up to 2.2x either way: no lone point is a
+    grad-norm spike of its own), the global grad norm their sqrt-sum-of-squares."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(1, n + 1)
+    columns: dict[str, np.ndarray] = {}
+    for param, level in PARAMS.items():
+        v = level * np.exp(0.1 * np.clip(rng.standard_t(3, n), -8, 8))
+        if embedding is not None and "wte" in param:
+            v = v * embedding
+        for name, step in (spike_at or {}).items():
+            if name in param:
+                v[step - 1:step + 2] *= 40.0
+        columns[f"optim/grad/{param}.norm"] = v
+    columns["optim/total_grad_norm"] = np.sqrt(sum(v ** 2 for v in columns.values()))
+    loss = 2.5 + 1.5 * np.exp(-steps / 800) + 0.02 * rng.standard_t(3, n)
+    if diverge_at is not None:
+        loss = np.where(steps >= diverge_at, loss + (steps - diverge_at) * 0.02, loss)
+    columns["train/loss"] = loss
+    frames = [pl.DataFrame({"step": steps, "value": v, "metric": canonical(tag)[0]}) for tag, v in columns.items()]
+    metrics = s.conform(pl.concat(frames).with_columns(run=pl.lit("gen"), source=pl.lit("gen"), attempt=1),
+                        s.METRICS_SCHEMA)
+    tags = [{"source": "gen", "tag": t, "metric": canonical(t)[0]} for t in columns]
+    return Run("gen", "gen", metrics, s.empty(s.EVENTS_SCHEMA), s.empty(s.CONFIGS_SCHEMA), tags=tags)
+
+
+def _ratios(findings) -> list:
+    return [a for a in findings.anomalies if a.kind == Kind.GRAD_NORM_RATIO]
+
+
+def test_tags_become_per_layer_series_and_never_the_global_grad_norm():
+    assert canonical("optim/grad/transformer.blocks.3.att_proj.weight.norm")[0] == \
+        "grad_norm/attention/3/transformer.blocks.3.att_proj.weight"
+    assert canonical("grad_norm/layer_3")[0] == "grad_norm/block/3/layer_3"
+    assert canonical("grad_norm/embedding")[0] == "grad_norm/embedding/-/embedding"
+    assert canonical("grad_norm/model.layers.5.mlp.down_proj.weight")[0].startswith("grad_norm/mlp/5/")
+    assert canonical("optim/grad/transformer.ln_f.weight.norm")[0] == "grad_norm/norm/-/transformer.ln_f.weight"
+    # the global norm keeps its name; statistics other than the norm are not norms
+    assert [canonical(t)[0] for t in ("grad_norm", "train/grad_norm", "grad-norm/grad-norm", "optim/total_grad_norm")] \
+        == ["grad_norm"] * 4
+    assert canonical("optim/grad/transformer.wte.weight.max")[0] == "optim/grad/transformer.wte.weight.max"
+    # with no global grad norm logged, no per-layer one takes its role
+    run = _run(600, 1)
+    run.metrics = run.metrics.filter(pl.col("metric") != s.GRAD_NORM)
+    found = analyze_run(run)
+    assert s.GRAD_NORM not in found.coverage["metrics"] and s.GRAD_NORM not in found.coverage["roles"]
+
+
+def test_embedding_share_rising_before_a_divergence_is_found_and_warns():
+    n = 4000
+    steps = np.arange(1, n + 1)
+    embedding = np.where(steps > 3000, np.exp((steps - 3000) / 150), 1.0)  # 3x by ~3165, 55x by 3600
+    found = analyze_run(_run(n, 7, embedding=embedding, diverge_at=3600))
+    ratios = _ratios(found)
+    drift = [a for a in ratios if a.metric == "grad_norm/embedding/-" and "median of the other" in a.detail]
+    assert len(drift) == 1 and drift[0].step == 3014, [(a.metric, a.step, a.detail) for a in ratios]
+    divergence = next(a for a in found.anomalies if a.kind == Kind.DIVERGENCE)
+    assert divergence.step == 3612
+    signal = next(x for x in divergence.warning["signals"] if x["kind"] == "grad_norm_ratio")
+    assert signal["step"] == 3014 and divergence.step - signal["step"] == 598
+    cause = next(c for c in found.suspected_causes if c.kind == "layer_grads")
+    assert "591 steps before the loss spike at step 3605" in cause.evidence[0]
+
+
+def test_clean_heavy_tailed_run_with_per_layer_norms_has_no_finding():
+    for seed in range(3):
+        found = analyze_run(_run(10_000, seed))
+        assert _ratios(found) == [], [a.detail for a in _ratios(found)]
+        assert not [c for c in found.suspected_causes if c.kind == "layer_grads"]
+
+
+def test_the_layer_where_a_spike_starts():
+    # layer 2's MLP spikes 40x at step 1500, two steps before every other group; the global norm spikes with it
+    run = _run(3000, 3, spike_at={"blocks.2.ff_proj": 1500})
+    found = analyze_run(run)
+    origin = [a for a in _ratios(found) if "grad norm spike" in a.detail]
+    assert [(a.metric, a.step, a.end_step) for a in origin] == [("grad_norm/mlp/2", 1500, 1500)], \
+        [a.detail for a in _ratios(found)]
+    assert "only the mlp 2 grad norm departed" in origin[0].detail
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown"])
+def test_reports_carry_the_findings(fmt):
+    n = 4000
+    steps = np.arange(1, n + 1)
+    embedding = np.where(steps > 3000, np.exp((steps - 3000) / 150), 1.0)
+    found = analyze_run(_run(n, 7, embedding=embedding, diverge_at=3600))
+    text = reports.render(Findings([found]), fmt)
+    if fmt == "json":
+        kinds = [a["kind"] for a in json.loads(text)["runs"][0]["anomalies"]]
+        assert "grad_norm_ratio" in kinds
+    else:
+        assert "## Layer gradients" in text and "embedding grad norm rose" in text
