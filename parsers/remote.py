@@ -50,8 +50,9 @@ WORKERS = 8  # files staged at once
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+(::[A-Za-z][A-Za-z0-9+.-]+)*://")  # 2+ chars: C:/ is a drive letter
 _EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}  # pyproject's optional extras
 _NO_CREDENTIALS = {"NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError",
-                   "DefaultCredentialsError", "RefreshError", "LocalTokenNotFoundError"}  # botocore, google, hf
-_MISSING = {"NoSuchBucket", "NoSuchKey", "RepositoryNotFoundError", "EntryNotFoundError", "RevisionNotFoundError"}
+                   "DefaultCredentialsError", "RefreshError", "LocalTokenNotFoundError", "Unauthorized"}
+_MISSING = {"NoSuchBucket", "NoSuchKey", "NotFound", "RepositoryNotFoundError", "EntryNotFoundError",
+            "RevisionNotFoundError"}  # (by class name: botocore, google, huggingface_hub)
 
 
 def is_url(path: object) -> bool:
@@ -98,7 +99,7 @@ def failure(url: str, exc: BaseException) -> InputError:
     names = {kind.__name__ for kind in type(exc).__mro__}
     detail = _one_line(str(exc))
     said = f" ({detail})" if detail and detail.strip("'\"/") not in url else ""
-    if names & _NO_CREDENTIALS:
+    if names & _NO_CREDENTIALS or "Anonymous caller" in detail:  # (gcsfs falls back to anonymous access)
         return InputError(f"{url}: no credentials{said}")
     if isinstance(exc, FileNotFoundError) or names & _MISSING:
         return InputError(f"{url}: no such file or directory")
