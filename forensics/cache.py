@@ -34,6 +34,12 @@ columns and dtypes against the canonical schema (:func:`parsers.read_frames`), a
 removed and made again from the run, exactly as if it had never been there: it is never served, and never turns
 into an error or an unreadable run.
 
+**URLs.** A run at a URL (``s3://``, ``gs://``, ``memory://``: :mod:`parsers.remote`) is keyed from its listing
+alone (:func:`url_signature`: each file's size and the ETag or checksum the storage lists), so a hit downloads
+nothing of the run. The cache itself may be at a URL (``cache_dir="s3://bucket/cache"``, frames entries only): with
+no rename in object storage, an entry's files are uploaded under a fresh ``.tmp-`` prefix and its seal, naming
+them, is written last (:func:`publish_remote`); an entry without its seal is never read (:func:`fetch_remote`).
+
 **Outside the runs.** The cache dir is ``$FORENSICS_CACHE_DIR``, else ``$XDG_CACHE_HOME/forensics``, else
 ``~/.cache/forensics`` (:func:`default_cache_dir`), or a directory the caller names; nothing is ever written into a
 run directory, which may be read-only, shared or still being written by the training job.
