@@ -3,12 +3,13 @@
 
 **Reading a URL run** (:func:`staged`): its files are listed (hidden ones left out, as on a local disk), each
 file's head (:data:`parsers.reader.HEAD_BYTES`) is read with one ranged read, and the registry decides from it
-which reader takes the file. Only those files are copied, streamed in :data:`BLOCK` blocks (bounded memory), into
-a private local directory that keeps their relative paths; a file that no reader takes is never downloaded: its
-head alone is staged, which is all a read looks at, so it is skipped with the same words as on a local disk. The
-readers then read the staging directory as they read any local run (:func:`parsers.load_runs` does this, and
-removes it afterwards); every name they show is the URL's, never the staging directory's. A ``file://`` URL is
-its local path (:func:`local_path`): nothing is copied.
+which reader takes the file. Only those files are copied, streamed in :data:`BLOCK` blocks (bounded memory),
+:data:`WORKERS` at a time, into a private local directory that keeps their relative paths (under ``$TMPDIR``,
+which needs room for the run's logs). A file that no reader takes is never downloaded: its head alone is staged,
+all that a read looks at, so it is skipped with the same words as on a local disk. The readers then read the
+staging directory as they read any local run (:func:`parsers.load_runs` does this, and removes it afterwards);
+every name they show is the URL's, never the staging directory's. A ``file://`` URL is its local path
+(:func:`local_path`): nothing is copied.
 
 **Errors** are one-line :class:`parsers.InputError` s naming the URL and the cause (:func:`failure`): a scheme
 without its package (``s3://b/x: needs s3fs (pip install 'forensics[s3]')``), an unknown scheme, no credentials,
