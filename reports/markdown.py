@@ -1,5 +1,6 @@
 """The markdown incident chronicle: summary, what was read and checked, timeline, one entry per attempt (short
-launches in one line each), suspected causes with evidence and counter-evidence, setup findings, inputs."""
+launches in one line each), the layer-gradient findings with their heatmap (when the run logs per-layer grad norms),
+suspected causes with evidence and counter-evidence, setup findings, inputs."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from forensics.findings import (
     Blips,
     EndReason,
     Findings,
+    Kind,
     RunFindings,
     first_anomaly,
     shown,
@@ -176,17 +178,42 @@ def _attempt_entry(run: RunFindings, a: Attempt) -> list[str]:
     if a.behaviour:
         out.append("- **What followed the change:**")
         out += [f"  - {md(b)}" for b in a.behaviour]
-    mine = [x for x in run.anomalies if x.attempt == a.index]
+    mine = [x for x in run.anomalies if x.attempt == a.index and x.kind not in LAYER_KINDS]
     if mine:
         out.append("- **What happened:**")
         out += ["\n".join("  " + part for part in _anomaly_line(x).split("\n")) for x in mine]
     elif a.start_step is not None:
-        out.append("- **What happened:** no anomalies.")
+        layered = any(x.attempt == a.index and x.kind in LAYER_KINDS for x in run.anomalies)
+        out.append("- **What happened:** no anomalies" + (" in the loss and the global grad norm (see *Layer "
+                                                          "gradients*)." if layered else "."))
     line = blips_line([b for b in run.blips if b.attempt == a.index])
     if line:
         out.append(line)
     out += [f"- **How it ended:** {ending(a)}.", ""]
     return out
+
+
+LAYER_KINDS = frozenset({Kind.GRAD_NORM_RATIO, Kind.CLIPPING})  # told in their own section, not per attempt
+
+
+def layer_section(run: RunFindings, image: str | None = None) -> list[str]:
+    """The layer-gradient findings (grad-norm ratios, clipping) in their own section, with the heatmap of grad norm by
+    layer and step; nothing for a run that has neither.
+
+    >>> layer_section(RunFindings("r", "r", [], [], [], None, []))  # type: ignore[arg-type]
+    []
+    """
+    mine = [x for x in run.anomalies if x.kind in LAYER_KINDS]
+    if not mine and not image:
+        return []
+    out = ["## Layer gradients", ""]
+    if image:
+        out += [f"![grad norm by layer and step]({image})", ""]
+    if not mine:
+        return [*out, "No layer group's share of the grad norm drifted, and no spike started in one layer group.", ""]
+    for x in mine:
+        out.append(f"- attempt {x.attempt}, " + _anomaly_line(x)[2:])
+    return [*out, ""]
 
 
 def blips_line(blips: list[Blips]) -> str:
@@ -314,6 +341,7 @@ def _run(run: RunFindings, images: dict[str, str] | None = None) -> list[str]:
         out += [f"![loss and grad norm per attempt]({images['attempts']})", ""]
     for a in full:
         out += _attempt_entry(run, a)
+    out += layer_section(run, images.get("layer_grads"))
     out += _causes(run)
     out += _setup_findings(run)
     if run.config_diffs:

@@ -1,5 +1,7 @@
 """PNG plots beside the chronicle: the loss across attempts (one lane per attempt, for runs with more than one), and
-loss, grad norm and (fp16) loss scale on a shared step axis with anomalies and rollbacks marked.
+loss, grad norm and (fp16) loss scale on a shared step axis with anomalies and rollbacks marked, and, for a run that
+logs per-layer grad norms, a heatmap of grad norm by layer group and step (log colour scale; ``HEAT_BINS`` step bins,
+the largest value in each).
 
 Millions of points are reduced per attempt to at most ``BINS`` step bins (min, median, max), so a one-step spike
 still shows at full height. A run with many attempts (a log whose steps were duplicated or reordered can have hundreds)
@@ -32,6 +34,7 @@ TITLE_CHARS = 64
 MAX_LANES = 12       # an overview gives at most this many attempts a lane of their own (the others: grey in each lane)
 CONTEXT_POINTS = 40_000  # the grey "other attempts" behind an overview lane: at most about this many points
 ABSURD = 1e300       # an axis limit beyond this (or not finite) gets no ticks: a tick locator overflows on it
+HEAT_BINS = 400     # step bins of the per-layer grad-norm heatmap
 _COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 _CONTEXT = "#c7c7c7"  # the other attempts behind an overview lane
 # anomaly kind -> (marker, colour, legend label); a NaN is a vertical line, the rest a marker at the value
@@ -273,8 +276,9 @@ def _attempts(plt, run: RunFindings, panels: list[tuple[pl.DataFrame, str, str]]
 
 def run_figures(metrics: pl.DataFrame, run: RunFindings) -> dict[str, Any]:
     """The figures :func:`plot_run` saves, by name: "overview" (the loss across attempts, one lane each; only for a run
-    with at least two attempts that logged a loss) and "attempts" (loss, grad norm and, for an fp16 run, the loss
-    scale, on a shared step axis). The caller closes them."""
+    with at least two attempts that logged a loss), "attempts" (loss, grad norm and, for an fp16 run, the loss
+    scale, on a shared step axis) and "layer_grads" (:func:`layer_heatmap`, for a run with per-layer grad norms). The
+    caller closes them."""
     loss, grad, scale = binned(metrics, s.LOSS), binned(metrics, s.GRAD_NORM), binned(metrics, s.LOSS_SCALE)
     panels = [(d, m, label) for d, m, label in ((loss, s.LOSS, "loss"), (grad, s.GRAD_NORM, "grad norm"),
                                                 (scale, s.LOSS_SCALE, "loss scale"))
@@ -289,7 +293,57 @@ def run_figures(metrics: pl.DataFrame, run: RunFindings) -> dict[str, Any]:
         if overview is not None:
             figures["overview"] = overview
         figures["attempts"] = _attempts(plt, run, panels)
+        heat = layer_heatmap(plt, metrics, run)
+        if heat is not None:
+            figures["layer_grads"] = heat
     return figures
+
+
+def _unit_order(unit: str) -> tuple[int, int, int, str]:
+    """Heatmap rows top to bottom: the embedding, then each layer's groups in depth order, then the final norm and
+    the output head."""
+    _, group, layer = unit.split("/")
+    rank = s.LAYER_GROUPS.index(group) if group in s.LAYER_GROUPS else len(s.LAYER_GROUPS)
+    if layer == s.NO_LAYER:
+        return (0 if group == "embedding" else 2, 0, rank, unit)
+    return (1, int(layer) if layer.isdigit() else 0, rank, unit)
+
+
+def layer_heatmap(plt, metrics: pl.DataFrame, run: RunFindings):  # type: ignore[no-untyped-def]
+    """Grad norm by layer group (rows) and step (``HEAT_BINS`` bins, the largest value in each; every attempt), on a
+    log colour scale, with the grad-norm-ratio findings marked; None for a run with no per-layer grad norms."""
+    from matplotlib.colors import LogNorm
+
+    from forensics.detectors.layer_grads import _unit_norms, unit_label
+
+    units = _unit_norms(metrics)
+    if units.height == 0:
+        return None
+    low, high = int(units["step"].min()), int(units["step"].max())  # type: ignore[arg-type]
+    edges = np.linspace(low, high + 1, HEAT_BINS + 1)
+    rows = sorted(units["unit"].unique().to_list(), key=_unit_order)
+    bins = np.clip(np.searchsorted(edges, units["step"].to_numpy(), "right") - 1, 0, HEAT_BINS - 1)
+    cells = (units.select(row=pl.col("unit").replace_strict(rows, list(range(len(rows)))), bin=pl.Series(bins),
+                          norm="norm")
+             .group_by("row", "bin").agg(pl.col("norm").max()))
+    grid = np.full((len(rows), HEAT_BINS), np.nan)
+    grid[cells["row"].to_numpy(), cells["bin"].to_numpy()] = cells["norm"].to_numpy()
+    positive = grid[np.isfinite(grid) & (grid > 0)]
+    fig, ax = plt.subplots(figsize=(9, 1.5 + min(0.18 * len(rows), 9)))
+    mesh = ax.pcolormesh(edges, np.arange(len(rows) + 1), np.ma.masked_invalid(grid), cmap="viridis", shading="flat",
+                         norm=LogNorm(vmin=float(positive.min()), vmax=float(positive.max())))
+    ax.invert_yaxis()
+    every = max(1, len(rows) // 40)  # at most about 40 row labels
+    ax.set_yticks(np.arange(0, len(rows), every) + 0.5,
+                  [unit_label(*r.split("/")[1:]) for r in rows[::every]], fontsize=6)
+    for a in run.anomalies:
+        if a.kind == Kind.GRAD_NORM_RATIO and a.metric in rows:
+            ax.plot([a.step], [rows.index(a.metric) + 0.5], marker=">", color="#d62728", ms=5, ls="none")
+    fig.colorbar(mesh, ax=ax, label="grad norm (log scale)")
+    ax.set_title(f"{_short(run.name, TITLE_CHARS)}: grad norm by layer group and step")
+    ax.set_xlabel("step")
+    _tight(fig)
+    return fig
 
 
 def _save(fig, path: Path) -> None:  # type: ignore[no-untyped-def]

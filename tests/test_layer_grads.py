@@ -120,3 +120,20 @@ def test_reports_carry_the_findings(fmt):
         assert "grad_norm_ratio" in kinds
     else:
         assert "## Layer gradients" in text and "embedding grad norm rose" in text
+
+
+def test_heatmap_beside_the_chronicle_is_deterministic(tmp_path):
+    from forensics.analysis import Analysis
+
+    n = 4000
+    steps = np.arange(1, n + 1)
+    embedding = np.where(steps > 3000, np.exp((steps - 3000) / 150), 1.0)
+    run = _run(n, 7, embedding=embedding, diverge_at=3600)
+    analysis = Analysis(Findings([analyze_run(run)]), {run.name: run.metrics})
+    first = reports.write(analysis, tmp_path / "a" / "r.md")
+    second = reports.write(analysis, tmp_path / "b" / "r.md")
+    heat = [p for p in first if p.name.endswith("-layer_grads.png")]
+    assert len(heat) == 1 and heat[0].read_bytes()[:4] == b"\x89PNG"
+    assert heat[0].read_bytes() == next(p for p in second if p.name.endswith("-layer_grads.png")).read_bytes()
+    text = first[0].read_text()
+    assert "## Layer gradients" in text and "![grad norm by layer and step](r_files/gen-layer_grads.png)" in text

@@ -8,12 +8,12 @@ magnitude larger than those of other layers". Runs that log per-layer or per-par
 
 * **drift**: a *unit* (one group of one layer: ``embedding``, ``attention 3``, ``mlp 3``; its parameters' norms
   combined as sqrt(sum of squares)) whose ratio to the median of the other units at the same step rose at least
-  ``DRIFT`` (3x) above its lowest level, and at least ``NOISE_SIGMAS`` (4) robust sigmas of its own scatter, on a rolling median of
-  ``SMOOTH`` points (9 to 25: a twentieth of the attempt), and stands at or above that median there. The first
-  tenth of each attempt is burn-in (the shares settle while training starts). A lone outlier never moves a rolling
-  median: a clean run with heavy-tailed per-layer noise raises none. The onset is where the smoothed ratio last stood
-  within 20% of its low before it rose (less half the median's window, by which it lags). One finding per group and
-  attempt (its most drifted unit; the detail counts the others of the group that drifted too).
+  ``DRIFT`` (3x) above its lowest level, and at least ``NOISE_SIGMAS`` (4) robust sigmas of its own scatter, on a
+  rolling median of ``SMOOTH`` points (9 to 25: a twentieth of the attempt), and stands at or above that median there.
+  The first tenth of each attempt is burn-in (the shares settle while training starts). A lone outlier never moves a
+  rolling median: a clean run with heavy-tailed per-layer noise raises none. The onset is where the smoothed ratio
+  last stood within 20% of its low before it rose (less half the median's window, by which it lags). One finding per
+  group and attempt (its most drifted unit; the detail counts the others of the group that drifted too).
 * **origin** (:func:`spike_origins`, on the anomalies found): for a grad-norm spike, divergence or NaN, the unit
   whose grad norm departed first from its own trailing median (at least ``DEPART`` (3x) and ``DEPART_SIGMAS`` (5)
   robust sigmas) and stayed departed at every point up to the incident's step, within ``LEAD_WINDOW`` logged points
