@@ -1,17 +1,18 @@
-"""``forensics compare``: read many runs in parallel (processes), analyze each, and set them side by side.
+"""``forensics compare``: read many runs in parallel (local processes or Ray tasks), analyze each, and set them side
+by side.
 
 Each run's canonical frames are cached as Parquet and its comparison row and overlay curves beside them (see
 :mod:`forensics.cache`), keyed by every input file's size, mtime and content digest and by the code's signature, so comparing
-the same runs again reads a few kilobytes per run. Only the rows and small binned curves come back to the parent
-process, so memory does not grow with the number of runs beyond what is being compared.
+the same runs again reads a few kilobytes per run. The runs not in the cache are read and analyzed by
+:func:`forensics.engines.run_all` (``engine="local"``: processes on this machine; ``"ray"``: tasks on a Ray cluster);
+only the rows and small binned curves come back to the driver, so its memory does not grow with the runs' sizes. A
+run whose worker died twice is a row with that error, never a hang.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor  # noqa: F401 - tests/test_cli_surface.py patches it here
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -21,6 +22,7 @@ import polars as pl
 from forensics.analysis import analyze_run
 from forensics.cache import cached_load_runs, default_cache_dir, input_signature, read_result, result_entry, write_result
 from forensics.comparison import Comparison, RunRow, compare_rows, summarize
+from forensics.engines import Engine, checked, run_all
 from forensics.findings import Outcome
 from forensics.timeline import by_step, step_bins
 from parsers import InputError, load_runs
@@ -129,15 +131,25 @@ def _ingest_and_cache(name: str, path: Path, cache_dir: Path | None, signature: 
     return result
 
 
+def _worker_died(item: tuple[str, Path, Path | None, str | None], message: str) -> RunResult:
+    """The row of a run whose worker died (killed, out of memory, crashed) twice: its error, nothing cached."""
+    name, path, _, _ = item
+    return RunResult(RunRow(name=name, path=str(path), error=message))
+
+
 def compare_runs(
     paths: Iterable[str | Path], baseline: str | None = None, jobs: int | None = None,
     cache: bool | str | Path = True, progress: Callable[[str, int], None] | None = None,
+    engine: Engine | str = Engine.LOCAL, address: str | None = None,
 ) -> Compared:
     """Compare runs (see :func:`discover` for how ``paths`` name them). ``cache``: True keeps frames and results
     in the user cache dir (:func:`forensics.cache.default_cache_dir`), a path keeps them there, False reads
-    everything afresh and caches nothing. ``jobs``: worker processes (default: one per CPU). ``progress`` is called
-    with each run's name and the number of runs as each finishes. Raises :class:`parsers.InputError` for a missing
-    path, an unknown ``baseline``, ``jobs`` below 1, or when no run could be read.
+    everything afresh and caches nothing. ``engine``: "local" (processes on this machine) or "ray" (tasks on the
+    Ray cluster at ``address``, or a local Ray instance; see :mod:`forensics.engines`); ``jobs``: worker processes
+    (default: one per CPU), or Ray tasks in flight. ``progress`` is called with each run's name and the number of
+    runs as each finishes. Raises :class:`parsers.InputError` for a missing path, an unknown ``baseline`` or
+    ``engine``, ``jobs`` below 1, an ``address`` without Ray, a Ray that cannot be started or reached, or when no
+    run could be read.
 
     >>> result = compare_runs(["tests/fixtures/real/nanogpt", "sample_logs/clean-1.3B"], cache=False, jobs=1)
     >>> [(r.name, str(r.outcome)) for r in result.comparison.rows]
@@ -145,14 +157,13 @@ def compare_runs(
     >>> sorted(result.overlay["metric"].unique())
     ['grad_norm', 'loss']
     """
-    if jobs is not None and jobs < 1:
-        raise InputError(f"--jobs {jobs}: must be at least 1")
+    engine = checked(engine, jobs, address)
     found = discover(paths)
     if baseline is not None and baseline not in {name for name, _ in found}:
         raise InputError(f"--baseline {baseline}: no such run (runs: {', '.join(n for n, _ in found)})")
     where = (default_cache_dir() if cache is True else Path(cache)) if cache not in (False, None) else None
     results: dict[str, RunResult] = {}
-    todo: list[tuple[str, Path, str | None]] = []
+    todo: list[tuple[str, Path, Path | None, str | None]] = []
 
     def done(name: str, result: RunResult) -> None:
         results[name] = result
@@ -165,18 +176,9 @@ def compare_runs(
         if cached is not None:
             done(name, cached)
         else:
-            todo.append((name, path, signature))
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
-    if workers == 1:
-        for name, path, signature in todo:
-            done(name, _ingest_and_cache(name, path, where, signature))
-    elif todo:
-        context = multiprocessing.get_context("spawn")  # Polars is not fork-safe
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            futures = {pool.submit(_ingest_and_cache, name, path, where, signature): name
-                       for name, path, signature in todo}
-            for future in as_completed(futures):
-                done(futures[future], future.result())
+            todo.append((name, path, where, signature))
+    run_all(_ingest_and_cache, todo, engine=engine, jobs=jobs, address=address, failed=_worker_died,
+            done=lambda i, result: done(todo[i][0], result))
     ordered = [results[name] for name, _ in found]
     if all(r.row.outcome == Outcome.UNREADABLE for r in ordered):
         raise InputError("no readable runs: " + "; ".join(r.row.error or r.row.name for r in ordered))

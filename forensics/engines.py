@@ -1,0 +1,271 @@
+"""Where many independent tasks run: local processes or a Ray cluster, behind one call (:func:`run_all`).
+
+``forensics compare`` and the fleet index give :func:`run_all` a picklable top-level function and one tuple of
+positional arguments per item (a run); it returns the results in item order and calls ``done`` in the driver as
+each finishes. Only the results travel back, so they should be small (a row, binned curves).
+
+**Local** (the default): inline when one worker is enough, else ``jobs`` spawned processes (one per CPU by default;
+Polars is not fork-safe). Each process is driven by its own thread and given one item at a time, so a process that
+dies (killed, out of memory, a crash in native code) names its item: that item is retried once in a fresh process
+and, if it dies again, becomes ``failed(item, message)``; the other items go on.
+
+**Ray**: ``import ray`` happens only here (the optional extra ``forensics[ray]``). An initialised Ray is used as it
+is; otherwise ``address`` None starts a local instance (no dashboard, quiet, shut down afterwards) and ``"auto"``,
+``host:port`` or ``ray://host:port`` connect to a running cluster, whose workers must see the same paths (a shared
+file system or URLs) and have ``forensics`` installed. Each item is one task (``max_retries=1``: a task whose worker
+dies is retried once by Ray); at most ``jobs`` tasks are in flight (default: twice the cluster's CPUs, at least 64)
+and results are collected with ``ray.wait`` as each finishes, so the driver holds results only. A task lost to a
+system failure after its retry (``WorkerCrashedError``, ``OutOfMemoryError``, ``NodeDiedError``, ...) becomes
+``failed(item, message)``.
+
+On both engines an exception raised by ``task`` itself is a bug, not a run's verdict: it stops the run and is
+raised in the driver (tasks report bad input in their results). While Ray runs, ``sys.stdout`` is redirected to
+stderr, because Ray prints its raylet's notices ("A worker died ...") on the driver's stdout, which may be JSON.
+
+>>> run_all(pow, [(2, 3), (3, 2)], failed=lambda item, message: -1)
+[8, 9]
+>>> run_all(pow, [(2, 3)], engine="spark", failed=lambda item, message: -1)
+Traceback (most recent call last):
+parsers.errors.InputError: --engine spark: unknown engine (local or ray)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import queue
+import socket
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from enum import StrEnum
+from itertools import islice
+from typing import Any, TypeVar
+
+from parsers import InputError
+
+T = TypeVar("T")
+RAY_MISSING = "--engine ray needs ray (pip install 'forensics[ray]')"
+RAY_MIN_IN_FLIGHT = 64
+CONNECT_TIMEOUT_S = 5.0
+
+
+class Engine(StrEnum):
+    """Where :func:`run_all` runs its tasks."""
+
+    LOCAL = "local"
+    RAY = "ray"
+
+    @classmethod
+    def named(cls, name: Engine | str) -> Engine:
+        """The engine called ``name``; InputError for an unknown one.
+
+        >>> Engine.named("ray")
+        <Engine.RAY: 'ray'>
+        """
+        try:
+            return cls(name)
+        except ValueError:
+            raise InputError(f"--engine {name}: unknown engine (local or ray)") from None
+
+
+def run_all(task: Callable[..., T], items: Sequence[tuple], *, engine: Engine | str = Engine.LOCAL,
+            jobs: int | None = None, address: str | None = None,
+            failed: Callable[[tuple, str], T], done: Callable[[int, T], None] | None = None) -> list[T]:
+    """``task(*item)`` for every item, in item order, on ``engine`` (see the module docstring). ``jobs``: local
+    processes, or Ray tasks in flight. ``address``: the Ray cluster (``--engine ray`` only). ``done(i, result)`` is
+    called in the driver as item ``i`` finishes; ``failed(item, message)`` is the result of an item whose worker
+    died twice. Raises InputError for an unknown engine, ``jobs`` below 1, an address without Ray, a missing
+    ``ray`` or a cluster that cannot be reached.
+
+    >>> run_all(divmod, [(7, 2), (9, 4)], jobs=1, failed=lambda item, message: None, done=lambda i, r: print(i, r))
+    0 (3, 1)
+    1 (2, 1)
+    [(3, 1), (2, 1)]
+    """
+    engine = checked(engine, jobs, address)
+    results: list[Any] = [None] * len(items)
+
+    def finish(i: int, result: T) -> None:
+        results[i] = result
+        if done is not None:
+            done(i, result)
+
+    if items:
+        run = _run_ray if engine is Engine.RAY else _run_local
+        run(task, items, jobs, address, failed, finish)
+    return results
+
+
+def checked(engine: Engine | str, jobs: int | None = None, address: str | None = None) -> Engine:
+    """The engine named ``engine``, after checking that it exists, that ``jobs`` is at least 1 and that an
+    ``address`` comes with Ray (InputError otherwise), so that callers refuse bad options before any work.
+
+    >>> checked("local", jobs=0)
+    Traceback (most recent call last):
+    parsers.errors.InputError: --jobs 0: must be at least 1
+    """
+    named = Engine.named(engine)
+    if jobs is not None and jobs < 1:
+        raise InputError(f"--jobs {jobs}: must be at least 1")
+    if address is not None and named is not Engine.RAY:
+        raise InputError(f"--address {address}: only with --engine ray")
+    return named
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: first line of the message``, for a row's error.
+
+    >>> one_line(ValueError("bad\\nmore"))
+    'ValueError: bad'
+    """
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+# --- local processes -----------------------------------------------------------------------------------------------
+
+
+def _run_local(task: Callable[..., T], items: Sequence[tuple], jobs: int | None, _address: str | None,
+               failed: Callable[[tuple, str], T], finish: Callable[[int, T], None]) -> None:
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(items)))
+    if workers == 1:
+        for i, item in enumerate(items):
+            finish(i, task(*item))
+        return
+    todo = iter(enumerate(items))
+    lock, stop = threading.Lock(), threading.Event()
+    out: queue.SimpleQueue[tuple[int, Any, BaseException | None]] = queue.SimpleQueue()
+
+    def slot() -> None:  # one thread, one process at a time, one item at a time
+        try:
+            _drive_process(task, todo, lock, stop, failed, out)
+        except BaseException as exc:  # handed to the driver, which raises it
+            out.put((-1, None, exc))
+
+    threads = [threading.Thread(target=slot, name=f"forensics-worker-{n}", daemon=True) for n in range(workers)]
+    for thread in threads:
+        thread.start()
+    try:
+        for _ in items:
+            i, result, error = out.get()
+            if error is not None:
+                raise error
+            finish(i, result)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+
+
+def _drive_process(task: Callable[..., T], todo: Iterator[tuple[int, tuple]], lock: threading.Lock,
+                   stop: threading.Event, failed: Callable[[tuple, str], T],
+                   out: queue.SimpleQueue[tuple[int, Any, BaseException | None]]) -> None:
+    """Take items from ``todo`` until it is empty or ``stop`` is set, run each in this slot's process and put
+    ``(i, result, None)`` on ``out``; a dead process is replaced and its item retried once, then ``failed``."""
+    pool: ProcessPoolExecutor | None = None
+    try:
+        while not stop.is_set():
+            with lock:
+                taken = next(todo, None)
+            if taken is None:
+                return
+            i, item = taken
+            message = ""
+            for _attempt in range(2):
+                pool = pool or ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+                try:
+                    out.put((i, pool.submit(task, *item).result(), None))
+                    break
+                except BrokenProcessPool as exc:
+                    pool.shutdown()
+                    pool = None
+                    if stop.is_set():  # the driver is stopping (Ctrl-C reaches the workers too): no retry
+                        return
+                    message = f"worker process died twice ({one_line(exc)})"
+            else:
+                out.put((i, failed(item, message), None))
+    finally:
+        if pool is not None:
+            pool.shutdown()
+
+
+# --- Ray ---------------------------------------------------------------------------------------------------------
+
+
+def _run_ray(task: Callable[..., T], items: Sequence[tuple], jobs: int | None, address: str | None,
+             failed: Callable[[tuple, str], T], finish: Callable[[int, T], None]) -> None:
+    with contextlib.redirect_stdout(sys.stderr), _ray_session(address) as ray:
+        remote = ray.remote(max_retries=1)(task)
+        in_flight = jobs or max(RAY_MIN_IN_FLIGHT, 2 * int(ray.cluster_resources().get("CPU", 1)))
+        todo = iter(enumerate(items))
+        pending: dict[Any, int] = {}
+        try:
+            while True:
+                for i, item in islice(todo, in_flight - len(pending)):
+                    pending[remote.remote(*item)] = i
+                if not pending:
+                    return
+                [ready], _ = ray.wait(list(pending), num_returns=1)
+                i = pending.pop(ready)
+                finish(i, _ray_result(ray, ready, items[i], failed))
+        finally:
+            for ref in pending:  # only when stopping early: cancel what still runs on a shared cluster
+                ray.cancel(ref)
+
+
+def _ray_result(ray: Any, ref: Any, item: tuple, failed: Callable[[tuple, str], T]) -> T:
+    """The task's result; ``failed`` when a system failure lost it; the task's own exception raised as itself."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        if exc.cause is None or isinstance(exc.cause, ray.exceptions.RayError):
+            return failed(item, f"Ray task failed ({one_line(exc.cause or exc)})")
+        raise exc.cause from exc
+    except ray.exceptions.RayError as exc:
+        return failed(item, f"Ray task lost after a retry ({one_line(exc)})")
+
+
+@contextlib.contextmanager
+def _ray_session(address: str | None) -> Iterator[Any]:
+    """Ray, initialised: as it already is, or connected to ``address`` / a new local instance (then shut down)."""
+    try:
+        import ray
+    except ImportError:
+        raise InputError(RAY_MISSING) from None
+    if ray.is_initialized():
+        yield ray
+        return
+    _check_reachable(address)
+    options: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
+    if address is None:
+        options["include_dashboard"] = False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ray.init(address=address, **options)
+    except Exception as exc:
+        where = f"--address {address}: cannot connect to Ray" if address else "--engine ray: cannot start Ray"
+        raise InputError(f"{where} ({one_line(exc)})") from None
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def _check_reachable(address: str | None) -> None:
+    """A plain ``host:port`` address that nothing listens on is refused at once (Ray would retry for ever)."""
+    if address is None or address == "auto" or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise InputError(f"--address {address}: not auto, host:port or ray://host:port")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise InputError(f"--address {address}: cannot connect to Ray ({one_line(exc)})") from None
