@@ -137,3 +137,19 @@ def test_heatmap_beside_the_chronicle_is_deterministic(tmp_path):
     assert heat[0].read_bytes() == next(p for p in second if p.name.endswith("-layer_grads.png")).read_bytes()
     text = first[0].read_text()
     assert "## Layer gradients" in text and "![grad norm by layer and step](r_files/gen-layer_grads.png)" in text
+
+
+def test_a_tensorboard_file_of_per_parameter_norms_is_read_as_layer_series(tmp_path):
+    import tb_writer as tb
+
+    import parsers
+
+    tags = ["optim/grad/transformer.wte.weight.norm", "optim/grad/transformer.blocks.0.att_proj.weight.norm",
+            "optim/grad/transformer.blocks.0.att_proj.weight.max", "optim/total_grad_norm", "train/loss"]
+    records = [tb.scalar(tag, 1.0 + step / 100, step) for step in range(1, 31) for tag in tags]
+    tb.write(tmp_path / "events.out.tfevents.1.host", tb.version(), *records)
+    run = parsers.load_run(tmp_path)
+    names = sorted(run.metrics["metric"].unique().cast(pl.String).to_list())
+    assert names == ["grad_norm", "grad_norm/attention/0/transformer.blocks.0.att_proj.weight",
+                     "grad_norm/embedding/-/transformer.wte.weight", "loss",
+                     "optim/grad/transformer.blocks.0.att_proj.weight.max"]
