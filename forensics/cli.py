@@ -3,8 +3,8 @@ into one line on stderr (exit 2). Heavy modules are imported inside the commands
 and ``--help`` start at once.
 
 Every command is a documented library function: ``analyze`` is :func:`forensics.analyze_path` then
-:func:`reports.write`; ``compare`` is :func:`forensics.compare_runs` then :func:`reports.write`; ``export`` is
-:func:`parsers.write_frames`.
+:func:`reports.write`; ``compare`` is :func:`forensics.compare_runs` then :func:`reports.write`; ``index`` is
+:func:`forensics.fleet.index`; ``export`` is :func:`parsers.write_frames`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def main_options(
 
 @app.command()
 def analyze(
-    run_dir: Path = typer.Argument(..., metavar="RUN", help="A run directory (every log in it) or a single log file."),
+    run_dir: str = typer.Argument(..., metavar="RUN", help="A run directory (every log in it) or a single log file; "
+                                  "a URL (s3://, gs://, hf://, file://) is read through fsspec."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
     fmt: str = typer.Option("markdown", "--format", "-f", help="markdown or json."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="With -o and markdown: PNG plots beside the report."),
@@ -75,8 +76,8 @@ def analyze(
 
 @app.command()
 def compare(
-    runs: list[Path] = typer.Argument(..., metavar="RUNS",
-                                      help="A directory whose subdirectories are runs, or several run paths."),
+    runs: list[str] = typer.Argument(..., metavar="RUNS", help="A directory whose subdirectories are runs, or several "
+                                     "run paths (local paths or URLs)."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the comparison here instead of stdout."),
     fmt: str = typer.Option("markdown", "--format", "-f", help="markdown or json."),
     baseline: str | None = typer.Option(None, "--baseline", "-b", help="The run others are diffed against "
@@ -86,6 +87,9 @@ def compare(
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Cache location (default: the user cache dir, "
                                           "or $FORENSICS_CACHE_DIR)."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="With -o and markdown: overlay PNGs beside it."),
+    engine: str = typer.Option("local", "--engine", "-e", help="local (processes) or ray."),
+    address: str | None = typer.Option(None, "--address", help="With --engine ray: auto or ray://host:port "
+                                       "(default: a local Ray instance)."),
 ) -> None:
     """Compare runs: outcome, first anomaly, spikes, losses, config differences from a baseline, top suspected
     cause; which config keys separate failed runs from healthy ones; LR sensitivity of an LR sweep.
@@ -102,7 +106,7 @@ def compare(
         refuse_inside(output, runs)
     with progress() as advance:
         result = compare_runs(runs, baseline=baseline, jobs=jobs, cache=(cache_dir or True) if cache else False,
-                              progress=advance)
+                              progress=advance, engine=engine, address=address)
     if output is None:
         render = reports.render_compare_json if fmt == "json" else reports.render_compare_markdown
         sys.stdout.write(render(result.comparison))
@@ -111,8 +115,38 @@ def compare(
 
 
 @app.command()
+def index(
+    root: str = typer.Argument(..., metavar="ROOT", help="A tree of runs: each directory with logs in it is a run."),
+    output: Path = typer.Option(..., "--output", "-o", help="Directory for runs.parquet and anomalies.parquet "
+                                "(kept between calls: only new and changed runs are analysed)."),
+    engine: str = typer.Option("local", "--engine", "-e", help="local (processes) or ray."),
+    address: str | None = typer.Option(None, "--address", help="With --engine ray: auto or ray://host:port "
+                                       "(default: a local Ray instance)."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Local engine: parallel processes (default: one per CPU)."),
+    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached frames of unchanged runs."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Cache location (default: the user cache dir, "
+                                          "or $FORENSICS_CACHE_DIR)."),
+) -> None:
+    """Index a fleet of runs into Parquet tables (one row per run, one per anomaly) to query with Polars.
+
+    Example: forensics index /shared/runs -o fleet/ then pl.read_parquet("fleet/runs.parquet")
+    """
+    from rich.console import Console
+
+    from forensics.fleet import index as index_runs
+    from reports.escape import terminal
+    from reports.terminal import progress
+
+    with progress("analysing runs") as advance:
+        done = index_runs(root, output, engine=engine, jobs=jobs, address=address,
+                          cache=(cache_dir or True) if cache else False, progress=advance)
+    Console(highlight=False).print(terminal(f"{done.summary()}; index in {output} ({done.runs.name}, "
+                                            f"{done.anomalies.name})"))
+
+
+@app.command()
 def export(
-    run_dir: Path = typer.Argument(..., metavar="RUN", help="A run directory or a single log file."),
+    run_dir: str = typer.Argument(..., metavar="RUN", help="A run directory or a single log file (or a URL)."),
     output: Path = typer.Option(..., "--output", "-o", help="Directory for the Parquet frames."),
 ) -> None:
     """Write a run's canonical frames (metrics, events, configs) as Parquet for notebooks; read them back with

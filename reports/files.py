@@ -62,9 +62,18 @@ def check_format(fmt: str) -> None:
 
 
 def refuse_inside(output: str | Path, read: Iterable[str | Path]) -> None:
-    """Raise :class:`parsers.InputError` when ``output`` lies inside any path in ``read`` (see :func:`inside`)."""
-    for path in map(Path, read):
-        if path.exists() and inside(Path(output), path):
+    """Raise :class:`parsers.InputError` when ``output`` lies inside any path in ``read`` (see :func:`inside`); a
+    ``file://`` URL is its local path, other URLs are not on this machine's disks.
+
+    >>> refuse_inside("sample_logs/clean-1.3B/report.md", ["file://" + str(Path("sample_logs").resolve())])
+    Traceback (most recent call last):
+    parsers.errors.InputError: sample_logs/clean-1.3B/report.md: inside /.../sample_logs, the run being read; ...
+    """
+    from parsers import remote
+
+    for given in read:
+        path = (remote.local_path(str(given)) if remote.is_url(given) else Path(given))
+        if path is not None and path.exists() and inside(Path(output), path):
             raise InputError(f"{output}: inside {path}, the run being read; forensics never writes into what it reads")
 
 

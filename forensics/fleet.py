@@ -1,0 +1,381 @@
+"""``forensics index``: a fleet index, one Parquet row per run and one per anomaly, for questions across many runs.
+
+:func:`index` walks a tree of runs (:func:`find_runs`), analyses each run that is new or has changed since the last
+index in ``output`` (through the frames cache, on the local or the Ray engine, :mod:`forensics.engines`) and
+writes two tables that plain Polars answers questions on:
+
+- ``runs.parquet`` (:data:`RUN_SCHEMA`): one row per run: where it is, what it was read from, how far it got and how
+  it ended, its first anomaly, spike count and OLMo spike score, min/final loss, the top suspected cause, the model
+  size from its shape, as printed and as named, and the key settings (lr, batch size, sequence length, precision)
+  and schedule (LR peak, end of warm-up);
+- ``anomalies.parquet`` (:data:`ANOMALY_SCHEMA`): one row per anomaly of every run, with its run's name.
+
+**What changed.** Each row keeps its run's :func:`forensics.cache.input_signature` (every file's size, mtime and
+content digest; for a URL, its size and ETag or checksum) and the signature of the code that analysed it. A run whose
+signatures are both unchanged keeps its rows without being read; a new run, a changed run and every run after a
+code change are analysed; a run no longer in the tree leaves the index. :class:`Indexed` says how many of each.
+
+**Writing.** ``output`` must lie outside the tree (nothing is written into what is read). Each table is written to a
+temporary file beside it and renamed into place, anomalies first: a reader never sees half a table, and an index
+interrupted between the two renames is made whole by the next run (the runs table decides what is reanalysed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from forensics.engines import Engine, run_all
+
+RUN_SCHEMA: dict[str, pl.DataType] = {
+    "name": pl.String(), "path": pl.String(), "signature": pl.String(), "code": pl.String(),
+    "formats": pl.List(pl.String()), "steps": pl.Int64(), "attempts": pl.Int64(),
+    "outcome": pl.String(), "outcome_step": pl.Int64(),
+    "first_anomaly": pl.String(), "first_anomaly_step": pl.Int64(), "spikes": pl.Int64(), "spike_score": pl.Float64(),
+    "initial_loss": pl.Float64(), "min_loss": pl.Float64(), "final_loss": pl.Float64(), "top_cause": pl.String(),
+    "params_from_shape": pl.Float64(), "params_logged": pl.Float64(), "params_stated": pl.Float64(),
+    "size_mismatch": pl.Boolean(),
+    "lr": pl.Float64(), "global_batch_size": pl.Int64(), "micro_batch_size": pl.Int64(), "seq_length": pl.Int64(),
+    "precision": pl.String(), "lr_peak": pl.Float64(), "lr_peak_step": pl.Int64(), "warmup_end_step": pl.Int64(),
+    "started": pl.Datetime("ms", "UTC"), "ended": pl.Datetime("ms", "UTC"), "error": pl.String(),
+}
+ANOMALY_SCHEMA: dict[str, pl.DataType] = {
+    "run": pl.String(), "attempt": pl.Int64(), "kind": pl.String(), "metric": pl.String(), "step": pl.Int64(),
+    "end_step": pl.Int64(), "value": pl.Float64(), "baseline": pl.Float64(), "recovered_step": pl.Int64(),
+    "warning_step": pl.Int64(), "warning_lead_steps": pl.Int64(), "detail": pl.String(),
+}
+RUNS_FILE, ANOMALIES_FILE = "runs.parquet", "anomalies.parquet"
+
+# subdirectories that belong to the run above them: a Trainer's checkpoint-N/ and runs/ folders, a wandb/ folder,
+# TensorBoard and log folders, an MLflow run's metrics/, params/ and tags/. A directory whose subdirectories with
+# logs are all of these is a run, even with no log of its own.
+RUN_PARTS = re.compile(r"^(checkpoint-\d+|global_step\d+|runs|wandb|tensorboard|tb|tb_logs|logs?|events|metrics|params"
+                       r"|tags|artifacts)$", re.I)
+# code and notes beside runs (a generator script, a README with pasted log lines) do not make a directory a run,
+# though they are read with the run they sit in
+NOT_EVIDENCE = frozenset({".py", ".md", ".rst", ".ipynb", ".sh", ".yaml", ".yml", ".toml", ".cfg", ".ini",
+                          ".html"})
+
+
+@dataclass
+class Indexed:
+    """What :func:`index` did: the tables' paths and how many runs were new, changed, unchanged and gone."""
+
+    runs: Path
+    anomalies: Path
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    unreadable: int = 0
+
+    def summary(self) -> str:
+        """One line: "12 new, 3 changed, 2,480 unchanged, 1 removed (2 unreadable)"."""
+        said = f"{self.new:,} new, {self.changed:,} changed, {self.unchanged:,} unchanged, {self.removed:,} removed"
+        return said + (f" ({self.unreadable:,} unreadable)" if self.unreadable else "")
+
+
+@dataclass
+class _Tree:
+    """A tree of runs listed once: each directory's subdirectories and files (hidden ones left out), by its path
+    relative to the root ("" for the root), and how to read a file's head."""
+
+    subdirs: dict[str, list[str]]
+    files: dict[str, list[str]]
+    head: Callable[[str], bytes]
+
+    def has_log(self, folder: str) -> bool:
+        """Whether a reader takes a file directly in ``folder`` (code and notes aside)."""
+        from parsers import registry
+
+        return any(registry.reader_for(self.head(_joined(folder, name)), name) is not None
+                   for name in self.files.get(folder, []) if Path(name).suffix.lower() not in NOT_EVIDENCE)
+
+    def runs(self, folder: str = "") -> Iterator[str]:
+        holds: dict[str, bool] = {}
+
+        def holds_log(d: str) -> bool:
+            if d not in holds:
+                holds[d] = self.has_log(d) or any(holds_log(_joined(d, s)) for s in self.subdirs.get(d, []))
+            return holds[d]
+
+        holding = [s for s in self.subdirs.get(folder, []) if holds_log(_joined(folder, s))]
+        if self.has_log(folder) or (holding and all(RUN_PARTS.match(s) for s in holding)):
+            yield folder
+            return
+        for s in holding:
+            yield from self.runs(_joined(folder, s))
+
+
+def _joined(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
+
+
+def _local_tree(root: Path) -> _Tree:
+    from parsers import registry
+
+    subdirs: dict[str, list[str]] = {}
+    files: dict[str, list[str]] = {}
+    for folder, dirs, names in os.walk(root, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        key = Path(folder).relative_to(root).as_posix().removeprefix(".")
+        subdirs[key] = dirs
+        files[key] = sorted(n for n in names if not n.startswith("."))
+    return _Tree(subdirs, files, lambda relative: registry.head_of(root / relative))
+
+
+def _url_tree(url: str) -> _Tree:
+    """One listing of everything under ``url`` (object stores list files, their folders are implied)."""
+    from parsers import remote
+    from parsers.reader import HEAD_BYTES
+
+    found = remote.listing(url)
+    subdirs: dict[str, set[str]] = {"": set()}
+    files: dict[str, list[str]] = {}
+    for f in found.files:
+        folder, _, name = f.relative.rpartition("/")
+        files.setdefault(folder, []).append(name)
+        parts = folder.split("/") if folder else []
+        for i, part in enumerate(parts):
+            subdirs.setdefault("/".join(parts[:i]), set()).add(part)
+            subdirs.setdefault("/".join(parts[:i + 1]), set())
+
+    def head(relative: str) -> bytes:
+        try:
+            return found.fs.cat_file(f"{found.path.rstrip('/')}/{relative}", start=0, end=HEAD_BYTES)
+        except Exception:  # unreadable: not a log (the read of the run says why, if it is one)
+            return b""
+
+    return _Tree({k: sorted(v) for k, v in subdirs.items()}, {k: sorted(v) for k, v in files.items()}, head)
+
+
+def _local(root: str | Path) -> Path:
+    """A local root as a path (a ``file://`` URL is its path)."""
+    from parsers import remote
+
+    return (remote.local_path(str(root)) or Path(root)) if remote.is_url(root) else Path(root)
+
+
+def find_runs(root: str | Path) -> list[tuple[str, str | Path]]:
+    """The runs in a tree (a local path or a URL, see :mod:`parsers.remote`), named by their path under ``root``: a
+    directory is a run when a reader takes a file directly in it (code and notes aside: :data:`NOT_EVIDENCE`), or
+    when every subdirectory with logs in it is a run-part folder (:data:`RUN_PARTS`: ``checkpoint-N/``, ``runs/``,
+    ``wandb/``, ``logs/``..., a Trainer's output dir); a run's subdirectories are part of it. Files are recognised
+    by their first 64 KiB only, and the tree is listed once. A single log file is one run. Raises
+    :class:`parsers.InputError` for a missing root.
+
+    >>> find_runs("sample_logs")
+    [('clean-1.3B', PosixPath('sample_logs/clean-1.3B')), ('tr8-104B-sample', PosixPath('sample_logs/tr8-104B-sample'))]
+    >>> import fsspec
+    >>> memory = fsspec.filesystem("memory")
+    >>> memory.pipe("/fleet/a/tr8/train.log", Path("sample_logs/tr8-104B-sample/main_log.txt").read_bytes()[:65536])
+    >>> memory.pipe("/fleet/b/out/checkpoint-10/trainer_state.json", b'{"log_history": [{"loss": 2.0, "step": 10}]}')
+    >>> memory.pipe("/fleet/b/notes.md", b"iteration 1/10 | lm loss: 2.5 |")
+    >>> find_runs("memory://fleet")
+    [('a/tr8', 'memory://fleet/a/tr8'), ('b/out', 'memory://fleet/b/out')]
+    >>> memory.rm("/fleet", recursive=True)
+    """
+    from parsers import InputError, remote
+
+    if remote.is_url(root) and remote.local_path(str(root)) is None:
+        url = str(root).rstrip("/")
+        if not remote.is_dir(url):
+            if not remote.exists(url):
+                raise InputError(f"{remote.shown(url)}: no such file or directory")
+            return [(remote.run_name(url, directory=False), url)]
+        tree = _url_tree(url)
+        return [(r or remote.run_name(url, directory=True), f"{url}/{r}" if r else url) for r in tree.runs()]
+    top = _local(root)
+    if not top.exists():
+        raise InputError(f"{top}: no such file or directory")
+    if top.is_file():
+        return [(top.stem, top)]
+    return [(r or top.resolve().name, top / r if r else top) for r in _local_tree(top).runs()]
+
+
+def _precision(config: dict[str, Any]) -> str | None:
+    if config.get("bf16") is True:
+        return "bf16"
+    if config.get("fp16") is True:
+        return "fp16"
+    return "fp32" if "fp16" in config or "bf16" in config else None
+
+
+def _number(value: Any, kind: type) -> Any:
+    try:
+        return kind(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def index_one(name: str, path: str | Path, cache_dir: Path | None, signature: str, code: str
+              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Read (through the frames cache), analyse and summarise one run: its ``runs`` row and its ``anomalies``
+    rows. An unreadable run is a row with its error and no anomalies (the engines' task, so top-level)."""
+    from forensics.analysis import analyze_run
+    from forensics.cache import cached_load_runs
+    from forensics.comparison import summarize
+    from forensics.findings import Outcome
+    from parsers import InputError, load_runs
+
+    row: dict[str, Any] = {"name": name, "path": str(path), "signature": signature, "code": code}
+    try:
+        runs = cached_load_runs(path, cache_dir, signature=signature) if cache_dir is not None else load_runs(path)
+        run = runs[0]
+        findings = analyze_run(run)
+        summary = summarize(findings, run.metrics)
+    except InputError as exc:
+        return row | {"outcome": str(Outcome.UNREADABLE), "error": str(exc)}, []
+    except Exception as exc:  # a bug of ours: the run's row says so, the index goes on
+        return row | {"outcome": str(Outcome.UNREADABLE), "error": f"internal error: {type(exc).__name__}: {exc}"}, []
+    first = next((a for a in sorted(findings.anomalies, key=lambda a: (a.attempt, a.step))
+                  if a.step == summary.first_anomaly_step), None) if summary.first_anomaly_step is not None else None
+    config, model, schedule = findings.config, findings.model, findings.schedule
+    starts = [a.started_at or a.first_seen_at for a in findings.attempts]
+    ends = [a.ended_at or a.last_line_at for a in findings.attempts]
+    row |= {
+        "formats": sorted({src["format"] for src in findings.sources}),
+        "steps": summary.steps_reached, "attempts": len(findings.attempts),
+        "outcome": str(summary.outcome), "outcome_step": summary.outcome_step,
+        "first_anomaly": str(first.kind) if first else None, "first_anomaly_step": summary.first_anomaly_step,
+        "spikes": summary.spikes, "spike_score": summary.spike_score,
+        "initial_loss": summary.initial_loss, "min_loss": summary.min_loss, "final_loss": summary.final_loss,
+        "top_cause": summary.top_cause,
+        "params_from_shape": model.parameters_from_shape, "params_logged": model.parameters_logged,
+        "params_stated": model.parameters_stated, "size_mismatch": model.size_mismatch,
+        "lr": _number(config.get("lr"), float), "global_batch_size": _number(config.get("global_batch_size"), int),
+        "micro_batch_size": _number(config.get("micro_batch_size"), int),
+        "seq_length": _number(config.get("seq_length"), int), "precision": _precision(config),
+        "lr_peak": schedule.lr_peak, "lr_peak_step": schedule.lr_peak_step, "warmup_end_step": schedule.warmup_end_step,
+        "started": _ms(min((t for t in starts if t is not None), default=None)),
+        "ended": _ms(max((t for t in ends if t is not None), default=None)),
+        "error": f"{len(runs)} runs inside; indexed the first ({run.name})" if len(runs) > 1 else None,
+    }
+    anomalies = [{
+        "run": name, "attempt": a.attempt, "kind": str(a.kind), "metric": a.metric, "step": a.step,
+        "end_step": a.end_step, "value": a.value, "baseline": a.baseline, "recovered_step": a.recovered_step,
+        "warning_step": (a.warning or {}).get("step"), "warning_lead_steps": (a.warning or {}).get("lead_steps"),
+        "detail": a.detail,
+    } for a in sorted(findings.anomalies, key=lambda a: (a.attempt, a.step, a.end_step))]
+    return row, anomalies
+
+
+def _ms(seconds: float | None) -> int | None:
+    return round(seconds * 1000) if seconds is not None else None
+
+
+def _frame(rows: list[dict[str, Any]], schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    from forensics.findings import finite_or_none
+
+    clean = [{k: finite_or_none(v) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
+    if not clean:
+        return pl.DataFrame(schema=schema)
+    frame = pl.DataFrame(clean, schema_overrides=schema, infer_schema_length=None)
+    return frame.select(pl.col(c).cast(t) if c in frame.columns else pl.lit(None, t).alias(c)
+                        for c, t in schema.items())
+
+
+def _previous(output: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The tables of the last index in ``output``; empty ones when there is none or it cannot be read."""
+    try:
+        runs = pl.read_parquet(output / RUNS_FILE)
+        anomalies = pl.read_parquet(output / ANOMALIES_FILE)
+        if runs.schema == pl.Schema(RUN_SCHEMA) and anomalies.schema == pl.Schema(ANOMALY_SCHEMA):
+            return runs, anomalies
+    except Exception:  # missing, damaged or from another version: index everything afresh
+        pass
+    return _frame([], RUN_SCHEMA), _frame([], ANOMALY_SCHEMA)
+
+
+def _write(frame: pl.DataFrame, path: Path) -> None:
+    staging = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    try:
+        frame.write_parquet(staging)
+        os.replace(staging, path)
+    finally:
+        staging.unlink(missing_ok=True)
+
+
+def index(
+    root: str | Path, output: str | Path, *, engine: Engine | str = Engine.LOCAL, jobs: int | None = None,
+    address: str | None = None, cache: bool | str | Path = True,
+    progress: Callable[[str, int], None] | None = None,
+) -> Indexed:
+    """Index the runs under ``root`` (see :func:`find_runs`) into ``output``/runs.parquet and
+    ``output``/anomalies.parquet, analysing only runs that are new or changed since the last index there (or all,
+    when the code changed). ``engine``, ``jobs`` and ``address`` are those of :func:`forensics.engines.run_all`;
+    ``cache`` that of :func:`forensics.compare_runs`. ``progress`` is called with each analysed run's name and the
+    number to analyse. Raises :class:`parsers.InputError` for a missing root or an ``output`` inside it.
+
+    >>> import tempfile, polars as pl
+    >>> out = Path(tempfile.mkdtemp()) / "fleet"
+    >>> index("sample_logs", out, jobs=1, cache=False).summary()
+    '2 new, 0 changed, 0 unchanged, 0 removed'
+    >>> pl.read_parquet(out / "runs.parquet").select("name", "outcome", "steps", "params_from_shape").rows()
+    [('clean-1.3B', 'completed', 3000, 1315819520.0), ('tr8-104B-sample', 'diverged', 7360, 57534480384.0)]
+    >>> index("sample_logs", out, jobs=1, cache=False).summary()  # again: nothing is read
+    '0 new, 0 changed, 2 unchanged, 0 removed'
+    >>> pl.read_parquet(out / "anomalies.parquet").filter(kind="divergence").select("run", "attempt", "step").rows()
+    [('tr8-104B-sample', 1, 7010), ('tr8-104B-sample', 2, 6930), ('tr8-104B-sample', 3, 4960)]
+    """
+    from forensics.cache import RESULT_CODE, code_signature, default_cache_dir, input_signature
+    from parsers import InputError
+    from reports.files import refuse_inside
+
+    if jobs is not None and jobs < 1:
+        raise InputError(f"--jobs {jobs}: must be at least 1")
+    if engine not in set(Engine):
+        raise InputError(f"--engine {engine}: unknown engine (local or ray)")
+    output = Path(output)
+    refuse_inside(output, [_local(root)])  # (a URL root is not a local directory)
+    found = find_runs(root)
+    code = code_signature(*RESULT_CODE)
+    where = (default_cache_dir() if cache is True else Path(cache)) if cache not in (False, None) else None
+    before, before_anomalies = _previous(output)
+    known = {r["path"]: r for r in before.select("path", "signature", "code").iter_rows(named=True)}
+    report = Indexed(output / RUNS_FILE, output / ANOMALIES_FILE)
+    keep: list[str] = []
+    todo: list[tuple[str, str | Path, Path | None, str, str]] = []
+    for name, path in found:
+        signature = input_signature(path)
+        old = known.get(str(path))
+        if old is not None and old["signature"] == signature and old["code"] == code:
+            keep.append(str(path))
+            report.unchanged += 1
+            continue
+        report.changed += old is not None
+        report.new += old is None
+        todo.append((name, path, where, signature, code))
+    report.removed = len(set(known) - {str(p) for _, p in found})
+
+    def done(i: int, result: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
+        if progress:
+            progress(todo[i][0], len(todo))
+
+    def failed(item: tuple, message: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        name, path, _, signature, code = item
+        return {"name": name, "path": str(path), "signature": signature, "code": code, "outcome": "unreadable",
+                "error": message}, []
+
+    results = run_all(index_one, todo, engine=engine, jobs=jobs, address=address, failed=failed, done=done)
+    kept = before.filter(pl.col("path").is_in(keep))
+    fresh = _frame([row for row, _ in results], RUN_SCHEMA)
+    order = {str(path): i for i, (_, path) in enumerate(found)}
+    runs = pl.concat([kept, fresh]).sort(pl.col("path").replace_strict(order, return_dtype=pl.Int64))
+    names = set(kept["name"].to_list())
+    anomalies = pl.concat([before_anomalies.filter(pl.col("run").is_in(names)),
+                           _frame([a for _, rows in results for a in rows], ANOMALY_SCHEMA)])
+    report.unreadable = runs.filter(outcome="unreadable").height
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        _write(anomalies, report.anomalies)
+        _write(runs, report.runs)
+    except OSError as exc:
+        raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
+    return report

@@ -1,0 +1,156 @@
+"""``forensics index``: runs found in a tree, their rows and anomalies, and re-indexing only what changed."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import forensics.fleet as fleet
+from forensics.cli import app
+from parsers import InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+REAL = ROOT / "tests" / "fixtures" / "real"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """Two projects: two Megatron runs, a Trainer output dir (checkpoint-N/ and runs/ only), a run whose only
+    log is a damaged event file, and a notes folder that is not a run."""
+    root = tmp_path / "runs"
+    shutil.copytree(ROOT / "sample_logs" / "tr8-104B-sample", root / "megatron" / "tr8-104B")
+    shutil.copytree(ROOT / "sample_logs" / "clean-1.3B", root / "megatron" / "clean")
+    shutil.copytree(REAL / "hf_output_dir" / "zhl-2022_x-algorithm_qwen3_17b_text_effective", root / "hf" / "qwen3")
+    (root / "hf" / "qwen3" / "logging.jsonl").unlink()  # its logs now lie only in checkpoint-N/ and runs/
+    (root / "hf" / "broken").mkdir(parents=True)
+    (root / "hf" / "broken" / "events.out.tfevents.1.host").write_bytes(b"\x00garbage, not a TFRecord")
+    (root / "notes").mkdir()
+    (root / "notes" / "README.md").write_text("iteration 10/ 100 | lm loss: 2.0 |\n")  # notes, not a run
+    return root
+
+
+@pytest.fixture
+def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the runs index_one is called for (the local engine runs it inline with jobs=1)."""
+    names: list[str] = []
+    real = fleet.index_one
+
+    def spy(name: str, *args: object) -> object:
+        names.append(name)
+        return real(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fleet, "index_one", spy)
+    return names
+
+
+def test_find_runs_takes_trainer_output_dirs_whole_and_skips_notes(tree: Path) -> None:
+    assert [name for name, _ in fleet.find_runs(tree)] == ["hf/broken", "hf/qwen3", "megatron/clean", "megatron/tr8-104B"]
+    lightning = [name for name, _ in fleet.find_runs(REAL / "lightning")]
+    assert lightning == [f"0Xero7_slm_training/lightning_logs/version_{n}" for n in (0, 5, 7, 9)]
+    mlflow = [name for name, _ in fleet.find_runs(REAL / "mlflow")]  # an MLflow run: metrics/, params/, tags/
+    assert mlflow == ["swahili_stt_keras/mlruns/1/ed05f9cd599442fe9a0c9222184710b8"]
+
+
+def test_index_writes_one_row_per_run_and_one_per_anomaly(tree: Path, tmp_path: Path) -> None:
+    done = fleet.index(tree, tmp_path / "fleet", jobs=1, cache=False)
+    assert done.summary() == "4 new, 0 changed, 0 unchanged, 0 removed (1 unreadable)"
+    runs = pl.read_parquet(done.runs)
+    assert runs.schema == pl.Schema(fleet.RUN_SCHEMA)
+    tr8 = runs.row(by_predicate=pl.col("name") == "megatron/tr8-104B", named=True)
+    assert (tr8["outcome"], tr8["outcome_step"], tr8["steps"], tr8["attempts"]) == ("diverged", 4960, 7360, 3)
+    assert (tr8["params_stated"], tr8["params_from_shape"], tr8["size_mismatch"]) == (104e9, 57534480384.0, True)
+    assert (tr8["lr"], tr8["global_batch_size"], tr8["seq_length"], tr8["precision"]) == (6e-05, 2048, 2048, "fp16")
+    assert tr8["formats"] == ["megatron"]
+    assert str(tr8["started"]) == "2021-09-22 10:00:00+00:00"
+    qwen = runs.row(by_predicate=pl.col("name") == "hf/qwen3", named=True)
+    assert qwen["formats"] == ["hf-trainer-state", "tensorboard"] and qwen["steps"] > 0
+    broken = runs.row(by_predicate=pl.col("name") == "hf/broken", named=True)
+    assert broken["outcome"] == "unreadable" and "events.out.tfevents.1.host" in broken["error"]
+    anomalies = pl.read_parquet(done.anomalies)
+    divergences = anomalies.filter(run="megatron/tr8-104B", kind="divergence").select("attempt", "step").rows()
+    assert divergences == [(1, 7010), (2, 6930), (3, 4960)]
+    assert set(anomalies["run"]) <= set(runs["name"])
+
+
+def test_reindex_reads_only_new_and_changed_runs(tree: Path, tmp_path: Path, analysed: list[str]) -> None:
+    out = tmp_path / "fleet"
+    fleet.index(tree, out, jobs=1, cache=False)
+    first = pl.read_parquet(out / fleet.RUNS_FILE)
+    analysed.clear()
+    assert fleet.index(tree, out, jobs=1, cache=False).summary() == (
+        "0 new, 0 changed, 4 unchanged, 0 removed (1 unreadable)")
+    assert analysed == []
+    assert pl.read_parquet(out / fleet.RUNS_FILE).equals(first)
+
+    with (tree / "megatron" / "clean" / "train.log").open("a") as log:
+        log.write(" iteration     3010/    3000 | lm loss: 9.000000E+00 |\n")
+    shutil.rmtree(tree / "hf" / "broken")
+    shutil.copytree(ROOT / "tests" / "fixtures" / "real" / "nanogpt", tree / "nano")
+    done = fleet.index(tree, out, jobs=1, cache=False)
+    assert done.summary() == "1 new, 1 changed, 2 unchanged, 1 removed"
+    assert sorted(analysed) == ["megatron/clean", "nano"]
+    runs = pl.read_parquet(done.runs)
+    assert runs["name"].to_list() == ["hf/qwen3", "megatron/clean", "megatron/tr8-104B", "nano"]
+    assert runs.filter(name="megatron/clean")["final_loss"].item() == 9.0
+    anomalies = pl.read_parquet(done.anomalies)
+    assert "hf/broken" not in anomalies["run"] and anomalies.filter(run="megatron/tr8-104B").height > 0
+
+
+def test_a_code_change_reanalyses_every_run(tree: Path, tmp_path: Path, analysed: list[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "fleet"
+    fleet.index(tree, out, jobs=1, cache=False)
+    import forensics.cache
+
+    monkeypatch.setattr(forensics.cache, "code_signature", lambda *code: "another-version")
+    analysed.clear()
+    assert fleet.index(tree, out, jobs=1, cache=False).summary().startswith("0 new, 4 changed, 0 unchanged")
+    assert len(analysed) == 4
+
+
+def test_index_refuses_to_write_into_the_tree_and_names_bad_options(tree: Path) -> None:
+    with pytest.raises(InputError, match=r"inside .*runs, the run being read"):
+        fleet.index(tree, tree / "fleet", jobs=1)
+    with pytest.raises(InputError, match="--engine spark: unknown engine"):
+        fleet.index(tree, tree.parent / "fleet", engine="spark")
+    with pytest.raises(InputError, match="no such file or directory"):
+        fleet.index(tree / "missing", tree.parent / "fleet")
+    assert not (tree / "fleet").exists() and not (tree.parent / "fleet").exists()
+
+
+def test_cli_index_says_what_it_did(tree: Path, tmp_path: Path) -> None:
+    args = ["index", str(tree), "-o", str(tmp_path / "fleet"), "-j", "1", "--no-cache"]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert first.output.startswith("4 new, 0 changed, 0 unchanged, 0 removed (1 unreadable); index in ")
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0 and again.output.startswith("0 new, 0 changed, 4 unchanged")
+
+
+def test_a_fleet_in_object_storage_is_indexed_and_reindexed_by_url(tmp_path: Path, analysed: list[str]) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    memory = fsspec.filesystem("memory")
+    try:
+        memory.put(str(ROOT / "sample_logs" / "tr8-104B-sample"), "/bucket/runs/tr8-104B", recursive=True)
+        memory.put(str(ROOT / "sample_logs" / "clean-1.3B"), "/bucket/runs/clean", recursive=True)
+        out = tmp_path / "fleet"
+        assert fleet.index("memory://bucket/runs", out, jobs=1, cache=False).summary() == (
+            "2 new, 0 changed, 0 unchanged, 0 removed")
+        runs = pl.read_parquet(out / fleet.RUNS_FILE)
+        assert runs.select("name", "path", "outcome", "outcome_step").rows() == [
+            ("clean", "memory://bucket/runs/clean", "completed", 3000),
+            ("tr8-104B", "memory://bucket/runs/tr8-104B", "diverged", 4960)]
+        analysed.clear()
+        assert fleet.index("memory://bucket/runs", out, jobs=1, cache=False).summary().startswith(
+            "0 new, 0 changed, 2 unchanged")
+        assert analysed == []
+        memory.pipe("/bucket/runs/clean/train.log", (ROOT / "sample_logs" / "clean-1.3B" / "train.log").read_bytes()
+                    + b" iteration     3010/    3000 | lm loss: 9.000000E+00 |\n")
+        assert fleet.index("memory://bucket/runs", out, jobs=1, cache=False).summary().startswith("0 new, 1 changed")
+        assert analysed == ["clean"]
+    finally:
+        memory.rm("/bucket", recursive=True)
