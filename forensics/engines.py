@@ -10,12 +10,13 @@ dies (killed, out of memory, a crash in native code) names its item: that item i
 and, if it dies again, becomes ``failed(item, message)``; the other items go on.
 
 **Ray**: ``import ray`` happens only here (the optional extra ``forensics[ray]``). An initialised Ray is used as it
-is; otherwise ``address`` None starts a local instance (no dashboard, quiet, shut down afterwards) and ``"auto"``,
-``host:port`` or ``ray://host:port`` connect to a running cluster, whose workers must see the same paths (a shared
-file system or URLs) and have ``forensics`` installed. Each item is one task (``max_retries=1``: a task whose worker
-dies is retried once by Ray); at most ``jobs`` tasks are in flight (default: twice the cluster's CPUs, at least 64)
-and results are collected with ``ray.wait`` as each finishes, so the driver holds results only. A task lost to a
-system failure after its retry (``WorkerCrashedError``, ``OutOfMemoryError``, ``NodeDiedError``, ...) becomes
+is; otherwise ``address`` None starts a new local instance (no dashboard, quiet, shut down afterwards), or connects
+to ``$RAY_ADDRESS`` when it is set (as under ``ray job submit``), and ``"auto"``, ``host:port`` or
+``ray://host:port`` connect to a running cluster, whose workers must see the same paths (a shared file system or
+URLs) and have ``forensics`` installed. Each item is one task (``max_retries=1``: a task whose worker dies is
+retried once by Ray); at most ``jobs`` tasks are in flight (default: twice the cluster's CPUs, at least 64) and
+results are collected with ``ray.wait`` as each finishes, so the driver holds results only. A task lost to a system
+failure after its retry (``WorkerCrashedError``, ``OutOfMemoryError``, ``NodeDiedError``, ...) becomes
 ``failed(item, message)``.
 
 On both engines an exception raised by ``task`` itself is a bug, not a run's verdict: it stops the run and is
@@ -233,7 +234,8 @@ def _ray_result(ray: Any, ref: Any, item: tuple, failed: Callable[[tuple, str], 
 
 @contextlib.contextmanager
 def _ray_session(address: str | None) -> Iterator[Any]:
-    """Ray, initialised: as it already is, or connected to ``address`` / a new local instance (then shut down)."""
+    """Ray, initialised: as it already is, or connected to ``address`` (else ``$RAY_ADDRESS``, as Ray does) or to a
+    new local instance; what this starts or connects is shut down afterwards."""
     try:
         import ray
     except ImportError:
@@ -241,16 +243,17 @@ def _ray_session(address: str | None) -> Iterator[Any]:
     if ray.is_initialized():
         yield ray
         return
-    _check_reachable(address)
+    target = address or os.environ.get("RAY_ADDRESS") or None
+    _check_reachable(target)
     options: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
-    if address is None:
-        options["include_dashboard"] = False
+    if target is None:  # "local": a new instance, never a cluster someone else `ray start`-ed on this machine
+        options.update(address="local", include_dashboard=False)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ray.init(address=address, **options)
+            ray.init(**options) if target is None else ray.init(address=target, **options)
     except Exception as exc:
-        where = f"--address {address}: cannot connect to Ray" if address else "--engine ray: cannot start Ray"
+        where = f"--address {target}: cannot connect to Ray" if target else "--engine ray: cannot start Ray"
         raise InputError(f"{where} ({one_line(exc)})") from None
     try:
         yield ray
