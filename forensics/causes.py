@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from forensics.detectors.clipping import thresholds, what_if
 from forensics.findings import (
     INSTABILITY_KINDS,
     Anomaly,
@@ -22,6 +23,7 @@ from forensics.findings import (
 from forensics.infra import infrastructure, memory, program_errors, stops
 from forensics.resumes import optimizer_state_lost, recurrence, skipped_batches
 from forensics.timeline import log_intervals
+from parsers import schema as s
 
 
 def suspect(
@@ -48,6 +50,7 @@ def suspect(
         *optimizer_state_lost(attempts, anomalies, metrics, events, table, intervals),
         *logit_growth(anomalies),
         *layer_imbalance(anomalies, troubles),
+        *clipping(metrics, anomalies, troubles, table),
         *stops(attempts, anomalies, events),
     ]
     return sorted(merge(causes), key=lambda c: -c.confidence)
@@ -200,6 +203,54 @@ def layer_imbalance(anomalies: list[Anomaly], troubles: list[Anomaly]) -> list[C
         check_next="GLM-130B shrank the embedding's gradient (word_embedding * 0.1 + word_embedding.detach() * 0.9); "
                    "a lower LR or weight decay off the embedding (OLMo 2) also help; see the per-layer heatmap",
     )]
+
+
+def clipping(metrics: pl.DataFrame, anomalies: list[Anomaly], troubles: list[Anomaly],
+             table: dict[int, dict[str, Any]]) -> list[Cause]:
+    """With the clip threshold known: sustained clipping that began before the first instability of its attempt
+    (against it: clipping that began only after), and the grad-norm spikes before it that the fixed threshold did not
+    cap near the usual level, with what a threshold that adapts would have done (a what-if, said as one:
+    :func:`forensics.detectors.clipping.what_if`)."""
+    limits = thresholds(table)
+    first = first_trouble(troubles)
+    if not limits or not first:
+        return []
+    run_limit = limits[max(limits)]
+    out = []
+    evidence, counter = [], []
+    for a in anomalies:
+        t = first.get(a.attempt)
+        if a.kind != Kind.CLIPPING or a.metric != s.CLIPPED_SHARE or t is None:
+            continue
+        if a.step < t.step:
+            evidence.append(f"attempt {a.attempt}: {a.detail}; it began {step_count(t.step - a.step)} before the "
+                            f"{t.kind.replace('_', ' ')} at step {t.step}")
+        else:
+            counter.append(f"attempt {a.attempt}: clipping became sustained at step {a.step}, after the "
+                           f"{t.kind.replace('_', ' ')} at step {t.step}")
+    if evidence:
+        out.append(Cause(
+            kind="clipping", cause="gradients clipped at most steps before the instability", confidence=0.35,
+            evidence=evidence[:4], counter_evidence=counter[:4],
+            check_next="the grad norm was rising through the clip threshold: look at what raised it (LR, data, a "
+                       "layer group in the per-layer norms); clipping every step hides the gradient's growth",
+        ))
+    spikes = [a for a in anomalies if a.attempt in first and a.step <= first[a.attempt].step and (
+        a.kind == Kind.GRAD_NORM_SPIKE or (a.kind == Kind.CLIPPING and a.metric == s.GRAD_NORM))]
+    spikes = list({(a.attempt, a.step): a for a in spikes}.values())  # a spike that is also 10x the threshold: once
+    points = metrics.filter(pl.col("metric") == s.GRAD_NORM).select("attempt", "step", "value") if spikes else None
+    notes = []
+    for spike in spikes[:8]:
+        limit = limits.get(spike.attempt, run_limit)
+        notes += [f"attempt {spike.attempt}, {n}" for n in what_if(points, [spike], limit)]  # type: ignore[arg-type]
+    if notes:
+        out.append(Cause(
+            kind="clip_threshold", cause="grad-norm spikes the fixed clip threshold did not hold near the usual level",
+            confidence=0.25, evidence=notes[:4],
+            check_next="a clip threshold that adapts to the grad norm (ZClip's z-score rule; GLM-130B used the "
+                       "grad-norm statistics as an instability detector) would have capped these spikes lower",
+        ))
+    return out
 
 
 WARMUP_WINDOW = 0.25  # trouble within a quarter of the warm-up length (at least 1,000 steps) after it ends

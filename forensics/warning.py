@@ -15,7 +15,9 @@ after the last hole in the log before it (what lies across a gap is never a warn
   many in its second half as in its first;
 * **a layer group's grad-norm share rising** (GLM-130B: the embedding's abnormal gradients before its collapses): a
   :attr:`~forensics.findings.Kind.GRAD_NORM_RATIO` finding (:mod:`forensics.detectors.layer_grads`) that began in the
-  look-back, when the run logs per-layer grad norms.
+  look-back, when the run logs per-layer grad norms;
+* **sustained clipping**: the grad norm above the configured clip threshold at most steps from a step in the
+  look-back on (:mod:`forensics.detectors.clipping`).
 
 The look-back is ``LOOKBACK`` (300) logged points or 3,000 steps, whichever is longer (at most 5,000 points). The
 warning is the earliest signal; its lead is the blow-up's step minus that signal's step (a signal begins before the
@@ -81,6 +83,8 @@ def warning_before(blowup: Anomaly, anomalies: list[Anomaly], frames: RunFrames,
                             "detail": f"the loss scale fell to {shown(a.value or 0)} from step {a.step}"})
         elif a.kind == Kind.GRAD_NORM_RATIO:
             signals.append({"kind": "grad_norm_ratio", "step": a.step, "detail": a.detail})
+        elif a.kind == Kind.CLIPPING and a.metric == s.CLIPPED_SHARE:
+            signals.append({"kind": "sustained_clipping", "step": a.step, "detail": a.detail})
         elif a.kind == Kind.LOSS_SPIKE and a.recovered_step is None:
             signals.append({"kind": "unrecovered_spike", "step": a.step,
                             "detail": f"a loss spike at step {a.step} that was not back to its level before it"})

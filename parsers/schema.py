@@ -74,6 +74,10 @@ def is_layer_grad(metric: str) -> bool:
     return len(parts) == 4 and parts[0] + "/" == LAYER_GRAD_PREFIX and parts[1] in LAYER_GROUPS
 
 
+# derived, never read from a log: the share of logged steps whose grad norm was above the clip threshold (the metric of
+# a sustained-clipping finding, forensics.detectors.clipping)
+CLIPPED_SHARE = "clipped_share"
+
 CANONICAL_METRICS: tuple[str, ...] = (
     LOSS, GRAD_NORM, LR, LOSS_SCALE, SKIPPED_ITERATIONS, NAN_ITERATIONS, VAL_LOSS, VAL_PPL, BATCH_SIZE,
     CONSUMED_SAMPLES, CONSUMED_TOKENS, ITERATION_TIME_MS, PARAMS_NORM, NUM_ZEROS, LOG_INTERVAL, TFLOPS_PER_GPU,

@@ -153,3 +153,79 @@ def test_a_tensorboard_file_of_per_parameter_norms_is_read_as_layer_series(tmp_p
     assert names == ["grad_norm", "grad_norm/attention/0/transformer.blocks.0.att_proj.weight",
                      "grad_norm/embedding/-/transformer.wte.weight", "loss",
                      "optim/grad/transformer.blocks.0.att_proj.weight.max"]
+
+
+# --- clipping (issue 21, part 2) -----------------------------------------------------------------------------------
+
+
+def _clip_run(grad: np.ndarray, clip: float | None, diverge_at: int | None = None, seed: int = 0) -> Run:
+    """A run with a global grad norm (no per-layer norms), its loss, and ``clip_grad`` in its config."""
+    rng = np.random.default_rng(seed)
+    n = grad.size
+    steps = np.arange(1, n + 1)
+    loss = 2.5 + 1.5 * np.exp(-steps / 800) + 0.02 * np.clip(rng.standard_t(3, n), -8, 8)
+    if diverge_at is not None:
+        loss = np.where(steps >= diverge_at, loss + (steps - diverge_at) * 0.02, loss)
+    metrics = s.conform(pl.concat([
+        pl.DataFrame({"step": steps, "value": grad, "metric": s.GRAD_NORM}),
+        pl.DataFrame({"step": steps, "value": loss, "metric": s.LOSS}),
+    ]).with_columns(run=pl.lit("gen"), source=pl.lit("gen"), attempt=1), s.METRICS_SCHEMA)
+    configs = s.empty(s.CONFIGS_SCHEMA) if clip is None else s.conform(pl.DataFrame({
+        "run": ["gen"], "source": ["gen"], "attempt": [1], "key": ["clip_grad"], "value": [str(clip)],
+        "typed": [json.dumps(clip)]}), s.CONFIGS_SCHEMA)
+    return Run("gen", "gen", metrics, s.empty(s.EVENTS_SCHEMA), configs)
+
+
+def _noise(n: int, seed: int, level: float = 0.3) -> np.ndarray:
+    return level * np.exp(0.15 * np.clip(np.random.default_rng(seed).standard_t(3, n), -8, 8))
+
+
+def _clipping(found) -> list:
+    return [a for a in found.anomalies if a.kind == Kind.CLIPPING]
+
+
+def test_sustained_clipping_before_a_divergence_is_a_precursor_with_its_lead():
+    n = 3000
+    steps = np.arange(1, n + 1)
+    grad = _noise(n, 11) * np.where(steps > 2000, 5.0, 1.0)  # from step 2001 above the threshold 1.0 at most steps
+    found = analyze_run(_clip_run(grad, 1.0, diverge_at=2600, seed=11))
+    sustained = [a for a in _clipping(found) if a.metric == s.CLIPPED_SHARE]
+    assert [(a.step, a.end_step) for a in sustained] == [(2001, 3000)], [a.detail for a in _clipping(found)]
+    assert sustained[0].baseline == 0.0 and sustained[0].value > 0.8
+    divergence = next(a for a in found.anomalies if a.kind == Kind.DIVERGENCE)
+    signal = next(x for x in divergence.warning["signals"] if x["kind"] == "sustained_clipping")
+    assert divergence.step == 2605 and signal["step"] == 2001 and divergence.step - signal["step"] == 604
+    assert divergence.warning["lead_steps"] == 717  # the grad-norm rise (forensics.warning) is the earliest signal
+    cause = next(c for c in found.suspected_causes if c.kind == "clipping")
+    assert "it began 604 steps before the loss spike at step 2605" in cause.evidence[0]
+
+
+def test_a_spike_far_through_the_threshold_and_the_what_if():
+    n = 3000
+    grad = _noise(n, 5)
+    grad[1499] = 15.0  # ~50x the usual 0.3: 15x the threshold 1.0, clipped to 1.0 = 3.2x the usual level
+    found = analyze_run(_clip_run(grad, 1.0, diverge_at=2600, seed=5))
+    far = [a for a in _clipping(found) if a.metric == s.GRAD_NORM]
+    assert [(a.step, a.end_step, a.value, a.baseline) for a in far] == [(1500, 1500, 15.0, 1.0)]
+    assert "1 logged step with a grad norm 10x the clip threshold 1 or more: step 1500 (15, 15x)" in far[0].detail
+    what_if = next(c for c in found.suspected_causes if c.kind == "clip_threshold")
+    assert what_if.evidence[0].startswith("attempt 1, step 1500: grad norm 15 (")
+    assert "(49x its trailing median 0.31), clipped to the threshold 1 (3.2x the trailing median)" in what_if.evidence[0]
+    assert "3x the trailing median would have capped it at 0.93, ZClip's z-score rule (z 2.5 on an EMA) at 0.65" \
+        in what_if.evidence[0]
+    assert "(what-if from the logged norms, not what happened)" in what_if.evidence[0]
+    # a threshold that held the spike near the usual level (0.5: 1.6x the usual 0.31) leaves nothing to suggest
+    held = analyze_run(_clip_run(grad, 0.5, diverge_at=2600, seed=5))
+    assert [a.step for a in _clipping(held)] == [1500]
+    assert not [c for c in held.suspected_causes if c.kind == "clip_threshold"]
+
+
+def test_no_clipping_finding_on_a_clean_run_or_without_a_threshold():
+    for seed in range(3):
+        found = analyze_run(_clip_run(_noise(10_000, seed), 1.0, seed=seed))
+        assert _clipping(found) == [], [a.detail for a in _clipping(found)]
+    grad = _noise(3000, 5)
+    grad[1499] = 15.0
+    assert _clipping(analyze_run(_clip_run(grad, None, diverge_at=2600, seed=5))) == []
+    # a run that clips every step (its grad norm 20x its threshold throughout) has no onset and no 10x event
+    assert _clipping(analyze_run(_clip_run(_noise(3000, 4, level=20.0), 1.0, seed=4))) == []

@@ -1,0 +1,194 @@
+"""Gradient clipping, post hoc: with the clip threshold known from the config (``clip_grad``: Megatron's name, which
+``grad_clip``, ``max_grad_norm`` and ``gradient_clipping`` become; Lightning's ``gradient_clip_val``), what the
+logged grad norm says about it. The logged grad norm is taken as the norm *before* clipping (what Megatron, the
+Hugging Face Trainer, llm.c, torchtitan and OLMo log), so a point above the threshold is a clipped step. A threshold
+of 0 (or none) means no clipping: nothing is said.
+
+Findings (:attr:`~forensics.findings.Kind.CLIPPING`):
+
+* **sustained clipping** (metric :data:`parsers.schema.CLIPPED_SHARE`): the share of clipped points over a rolling
+  window of ``WINDOW`` points (10 to 100: a twentieth of the attempt) reached ``SUSTAINED`` (50%) after it had been at
+  most ``RARE`` (20%) earlier in the attempt (after the first tenth, where clipping is common while the grad norm
+  settles): the onset is the window's first clipped step. A run that clips most steps from start to end has no onset:
+  its threshold is simply below its usual grad norm, which is a setting, not an event.
+* **far above the threshold** (metric ``grad_norm``): the points whose grad norm was ``FAR`` (10x) the threshold or
+  more while the median of the ``TRAILING`` (100) points before them (at least 10) was below it, one finding per
+  attempt listing them. (A run whose grad norm is usually above its threshold, as in many fine-tunes that log norms
+  of 20 against a threshold of 1, clips every step: 10x is its usual level, not an event.)
+
+:func:`what_if` (a suggestion, never a fact about the run): which grad-norm spikes a threshold that adapts would have
+capped, and at what: ``TRAILING_MULTIPLE`` (3x) the trailing median of the previous ``TRAILING`` (100) points, or
+ZClip's z-score rule (Kumar et al. 2025: ``ZCLIP_Z`` = 2.5 standard deviations above an EMA of the grad norm with
+``ZCLIP_ALPHA`` = 0.97; here the EMA runs over the logged norms, without ZClip's feeding back of the clipped value).
+
+>>> import polars as pl
+>>> from parsers import schema as s
+>>> from forensics.detectors.base import RunFrames
+>>> grad = [0.5] * 300 + [1.5] * 100 + [0.5] * 99 + [30.0]      # clipped from step 301 to 400; 60x at step 500
+>>> m = s.conform(pl.DataFrame({"run": "r", "source": "x", "attempt": 1, "step": range(1, 501),
+...                             "metric": "grad_norm", "value": grad}), s.METRICS_SCHEMA)
+>>> found = ClippingDetector(1.0).detect(RunFrames(m, s.empty(s.EVENTS_SCHEMA)))
+>>> [(a.metric, a.step, a.end_step, a.value) for a in found]
+[('clipped_share', 301, 400, 1.0), ('grad_norm', 500, 500, 30.0)]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from forensics.detectors.base import RunFrames
+from forensics.findings import Anomaly, Kind, shown
+from parsers import schema as s
+
+CLIP_KEYS = ("clip_grad", "gradient_clip_val")  # canonical config key, then Lightning's (kept by its own name)
+WINDOW = (10, 100)    # points in the rolling clipped share: a twentieth of the attempt, within these bounds
+SUSTAINED = 0.5       # a rolling share of clipped points at least this is sustained clipping
+RARE = 0.2            # ... after it had been at most this, earlier in the attempt
+BURN_IN = 0.1         # the first tenth of an attempt: clipping is common while the grad norm settles
+FAR = 10.0            # a grad norm at least this multiple of the threshold is listed
+TRAILING = 100        # what-if: points in the trailing median
+TRAILING_MULTIPLE = 3.0
+ZCLIP_ALPHA = 0.97    # ZClip's EMA weight on the old value
+ZCLIP_Z = 2.5
+SPIKE_CAP = 3.0       # what-if: a spike is worth a word when its grad norm was this multiple of its trailing median
+
+
+def thresholds(table: dict[int, dict[str, Any]]) -> dict[int, float]:
+    """Per attempt, the clip threshold its config sets (attempts whose config sets none, or 0, are left out).
+
+    >>> thresholds({1: {"clip_grad": 1.0}, 2: {"clip_grad": 0.0}, 3: {"gradient_clip_val": 0.5}, 4: {}})
+    {1: 1.0, 3: 0.5}
+    """
+    out = {}
+    for attempt, config in table.items():
+        value = next((config[k] for k in CLIP_KEYS if k in config), None)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+            out[attempt] = float(value)
+    return out
+
+
+@dataclass(frozen=True)
+class ClippingDetector:
+    """Sustained clipping and grad norms far above the clip threshold (see the module docstring). ``threshold``: the
+    run's clip threshold (None: only the attempts in ``per_attempt`` are judged); ``per_attempt``: an attempt's own,
+    when its config sets one."""
+
+    threshold: float | None
+    per_attempt: dict[int, float] = field(default_factory=dict, compare=False)
+    name: Kind = Kind.CLIPPING
+
+    def detect(self, frames: RunFrames) -> list[Anomaly]:
+        points = frames.points(s.GRAD_NORM).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
+        out: list[Anomaly] = []
+        for (attempt,), own in points.group_by("attempt", maintain_order=True):
+            limit = self.per_attempt.get(int(attempt), self.threshold)  # type: ignore[arg-type]
+            if limit is None:
+                continue
+            steps, values = own["step"].to_numpy(), own["value"].to_numpy()
+            out += _sustained(int(attempt), steps, values, limit)  # type: ignore[arg-type]
+            out += _far(int(attempt), steps, values, limit)  # type: ignore[arg-type]
+        return sorted(out, key=lambda a: (a.attempt, a.step, a.metric))
+
+
+def _sustained(attempt: int, steps: np.ndarray, values: np.ndarray, limit: float) -> list[Anomaly]:
+    n = steps.size
+    width = int(np.clip(n // 20, *WINDOW))
+    if n < 2 * width:
+        return []
+    clipped = (values > limit).astype(float)
+    share = pl.Series(clipped).rolling_mean(width, min_samples=width).to_numpy()
+    start = max(int(n * BURN_IN), width - 1)
+    out = []
+    rare_seen = False
+    i = since = start
+    while i < n:
+        if share[i] <= RARE:
+            rare_seen = True
+        if rare_seen and share[i] >= SUSTAINED:
+            end = i
+            while end + 1 < n and share[end + 1] >= SUSTAINED:
+                end += 1
+            window = slice(i - width + 1, i + 1)
+            onset = i - width + 1 + int(np.flatnonzero(clipped[window])[0])
+            last = int(np.flatnonzero(clipped[: end + 1])[-1])
+            before = clipped[since:onset]
+            was = float(before.mean()) if before.size else 0.0
+            during = float(clipped[onset: last + 1].mean())
+            to = "the end of the attempt" if end == n - 1 else f"step {int(steps[last])}"
+            out.append(Anomaly(
+                Kind.CLIPPING, s.CLIPPED_SHARE, attempt, int(steps[onset]), int(steps[last]), round(during, 4),
+                round(was, 4),
+                detail=(f"grad norm above the clip threshold {shown(limit)} at {during:.0%} of logged steps from step "
+                        f"{int(steps[onset])} to {to} (against {was:.0%} before; rolling share over {width} points)")))
+            rare_seen = False
+            i = since = end + 1
+            continue
+        i += 1
+    return out
+
+
+def _far(attempt: int, steps: np.ndarray, values: np.ndarray, limit: float) -> list[Anomaly]:
+    usual = pl.Series(values).shift(1).rolling_median(TRAILING, min_samples=10).to_numpy()
+    far = np.flatnonzero((values >= FAR * limit) & (usual < limit))  # through a threshold that did not usually bind
+    if far.size == 0:
+        return []
+    top = far[np.argsort(-values[far], kind="stable")][:5]
+    listed = ", ".join(f"step {int(steps[i])} ({shown(float(values[i]))}, {values[i] / limit:.0f}x)" for i in sorted(top))
+    more = f" and {far.size - top.size} more" if far.size > top.size else ""
+    peak = int(far[np.argmax(values[far])])
+    return [Anomaly(
+        Kind.CLIPPING, s.GRAD_NORM, attempt, int(steps[far[0]]), int(steps[far[-1]]), float(values[peak]), limit,
+        detail=(f"{far.size} logged step{'s' if far.size != 1 else ''} with a grad norm {FAR:.0f}x the clip threshold "
+                f"{shown(limit)} or more: {listed}{more}"))]
+
+
+def what_if(points: pl.DataFrame, spikes: list[Anomaly], limit: float | None) -> list[str]:
+    """For each grad-norm spike at least ``SPIKE_CAP`` times its trailing median that the fixed threshold ``limit``
+    (None: not known) let through at ``SPIKE_CAP`` times that median or more (not clipped, or clipped at a threshold
+    that far above the usual level), one sentence: what the fixed threshold did to it, and the level at which a
+    threshold that adapts would have capped it (see the module docstring). Suggestions computed from the logged
+    norms, said as such.
+
+    >>> import polars as pl
+    >>> from forensics.findings import Anomaly
+    >>> pts = pl.DataFrame({"attempt": 1, "step": list(range(1, 202)), "value": [0.2, 0.3] * 100 + [4.0]})
+    >>> print(what_if(pts, [Anomaly("grad_norm_spike", "grad_norm", 1, 201, 201, 4.0, 0.25)], 5.0)[0])
+    ... # doctest: +NORMALIZE_WHITESPACE
+    step 201: grad norm 4 (16x its trailing median 0.25), under the clip threshold 5, so not clipped; a threshold of
+    3x the trailing median would have capped it at 0.75, ZClip's z-score rule (z 2.5 on an EMA) at 0.38 (what-if from
+    the logged norms, not what happened)
+    """
+    out = []
+    for spike in spikes:
+        mine = points.filter((pl.col("attempt") == spike.attempt) & pl.col("value").is_finite()
+                             & (pl.col("step") <= spike.step)).sort("step")
+        before = mine["value"].to_numpy()[:-1][-TRAILING:]
+        at = mine.filter(pl.col("step") == spike.step)
+        if before.size < 10 or at.height == 0:
+            continue
+        value = float(at["value"][0])
+        median = float(np.median(before))
+        if not median > 0 or value < SPIKE_CAP * median:
+            continue
+        ema = pl.Series(mine["value"].to_numpy()[:-1])
+        mu = float(ema.ewm_mean(alpha=1 - ZCLIP_ALPHA, adjust=False)[-1])
+        sd = float(ema.ewm_std(alpha=1 - ZCLIP_ALPHA, adjust=False)[-1])
+        zclip = mu + ZCLIP_Z * sd
+        if limit is not None and min(value, limit) < SPIKE_CAP * median:
+            continue  # the fixed threshold held it near the usual level
+        if limit is None:
+            fixed = "with no clip threshold known"
+        elif value > limit:
+            fixed = f"clipped to the threshold {shown(limit)} ({limit / median:.1f}x the trailing median)"
+        else:
+            fixed = f"under the clip threshold {shown(limit)}, so not clipped"
+        out.append(f"step {spike.step}: grad norm {shown(value)} ({value / median:.0f}x its trailing median "
+                   f"{median:.2g}), {fixed}; a threshold of {TRAILING_MULTIPLE:.0f}x the trailing median would have "
+                   f"capped it at {TRAILING_MULTIPLE * median:.2g}, ZClip's z-score rule (z {ZCLIP_Z} on an EMA) at "
+                   f"{zclip:.2g} (what-if from the logged norms, not what happened)")
+    return out
