@@ -43,7 +43,10 @@ SECONDS_TAGS = frozenset({"iteration-time", "iteration-time/iteration-time", "it
 
 # a per-layer grad norm: "<...>/<head>/<parameter>"; heads that say "gradient" only need a norm suffix on the parameter
 _LAYER_GRAD = re.compile(r"^(?:[^/]+/)*?(?P<head>grad_norms?|grad-norms?|gradient_norms?|grad_l2_norm|norm2_gradient"
+                         r"|grad_\d+(?:\.\d+)?_norm"  # Lightning's grad_norm(): grad_2.0_norm/<param>
                          r"|l2_norm/grad|(?P<bare>grads?|gradients?))/(?P<rest>.+)$", re.IGNORECASE)
+# Composer's OptimizerMonitor and Lightning's grad_norm(): the global norm beside their per-parameter ones
+_GLOBAL_NORMS = frozenset({"l2_norm/grad/global", "grad_2.0_norm_total", "grad_2_norm_total"})
 _NORM_SUFFIX = re.compile(r"(?:[./_]l2)?[./_](?:l2_?)?norm$", re.IGNORECASE)
 _AGGREGATES = frozenset({"total", "global", "all", "clip", "clipped", "pre clip", "post clip", "unclipped", "before clip",
                          "after clip", "max", "min", "mean", "avg", "std", "median", "norm", "l2", "sum"})
@@ -97,6 +100,10 @@ def layer_grad_name(tag: str) -> str | None:
     'grad_norm/attention/0/transformer.blocks.0.att_proj.weight'
     >>> layer_grad_name("grad_norm/embedding"), layer_grad_name("train/grads/layers.7/norm")
     ('grad_norm/embedding/-/embedding', 'grad_norm/block/7/layers.7')
+    >>> layer_grad_name("grad_2.0_norm/model.layers.1.self_attn.q_proj.weight")  # Lightning's grad_norm()
+    'grad_norm/attention/1/model.layers.1.self_attn.q_proj.weight'
+    >>> layer_grad_name("Health/Grad_Norm/Embeddings"), layer_grad_name("norms/grad_norm/transformer.h.0.attn.weight")
+    ('grad_norm/embedding/-/Embeddings', 'grad_norm/attention/0/transformer.h.0.attn.weight')
     >>> [layer_grad_name(t) for t in ("optim/grad/transformer.wte.weight.max", "grad_norm/total", "train/grad_norm")]
     [None, None, None]
     """
@@ -128,15 +135,15 @@ def canonical(tag: str) -> tuple[str, str]:
     (('grad_norm', 'step'), ('loss', 'step'), ('dup_steps/foo', 'step'), ('train/train_loss', 'step'))
     >>> canonical("optim/grad/transformer.wte.weight.norm"), canonical("l2_norm/grad/global")
     (('grad_norm/embedding/-/transformer.wte.weight', 'step'), ('grad_norm', 'step'))
-    >>> canonical("optim/total_grad_norm"), canonical("grad-norm/grad-norm")
-    (('grad_norm', 'step'), ('grad_norm', 'step'))
+    >>> canonical("optim/total_grad_norm"), canonical("grad-norm/grad-norm"), canonical("grad_2.0_norm_total")
+    (('grad_norm', 'step'), ('grad_norm', 'step'), ('grad_norm', 'step'))
     """
     axis = "step"
     base = tag
     if found := _AXIS.search(tag):
         axis = found.group(1).split()[0]
         base = tag[: found.start()]
-    if base.lower() == "l2_norm/grad/global":  # Composer's OptimizerMonitor: the global norm of its per-parameter ones
+    if base.lower() in _GLOBAL_NORMS:  # the global norm of their per-parameter ones
         return s.GRAD_NORM, axis
     parts = [p for p in base.split("/") if p]
     leaf = _leaf(parts[-1]) if parts else ""

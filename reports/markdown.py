@@ -185,7 +185,7 @@ def _attempt_entry(run: RunFindings, a: Attempt) -> list[str]:
     elif a.start_step is not None:
         layered = any(x.attempt == a.index and x.kind in LAYER_KINDS for x in run.anomalies)
         out.append("- **What happened:** no anomalies" + (" in the loss and the global grad norm (see *Layer "
-                                                          "gradients*)." if layered else "."))
+                                                          "gradients and clipping*)." if layered else "."))
     line = blips_line([b for b in run.blips if b.attempt == a.index])
     if line:
         out.append(line)
@@ -206,11 +206,12 @@ def layer_section(run: RunFindings, image: str | None = None) -> list[str]:
     mine = [x for x in run.anomalies if x.kind in LAYER_KINDS]
     if not mine and not image:
         return []
-    out = ["## Layer gradients", ""]
+    out = ["## Layer gradients and clipping", ""]
     if image:
         out += [f"![grad norm by layer and step]({image})", ""]
     if not mine:
-        return [*out, "No layer group's share of the grad norm drifted, and no spike started in one layer group.", ""]
+        return [*out, "No layer group's share of the grad norm drifted, no spike started in one layer group, and "
+                      "nothing was found about clipping.", ""]
     for x in mine:
         out.append(f"- attempt {x.attempt}, " + _anomaly_line(x)[2:])
     return [*out, ""]

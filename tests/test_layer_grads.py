@@ -119,7 +119,7 @@ def test_reports_carry_the_findings(fmt):
         kinds = [a["kind"] for a in json.loads(text)["runs"][0]["anomalies"]]
         assert "grad_norm_ratio" in kinds
     else:
-        assert "## Layer gradients" in text and "embedding grad norm rose" in text
+        assert "## Layer gradients and clipping" in text and "embedding grad norm rose" in text
 
 
 def test_heatmap_beside_the_chronicle_is_deterministic(tmp_path):
@@ -136,7 +136,8 @@ def test_heatmap_beside_the_chronicle_is_deterministic(tmp_path):
     assert len(heat) == 1 and heat[0].read_bytes()[:4] == b"\x89PNG"
     assert heat[0].read_bytes() == next(p for p in second if p.name.endswith("-layer_grads.png")).read_bytes()
     text = first[0].read_text()
-    assert "## Layer gradients" in text and "![grad norm by layer and step](r_files/gen-layer_grads.png)" in text
+    assert "## Layer gradients and clipping" in text
+    assert "![grad norm by layer and step](r_files/gen-layer_grads.png)" in text
 
 
 def test_a_tensorboard_file_of_per_parameter_norms_is_read_as_layer_series(tmp_path):
