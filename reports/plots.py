@@ -316,14 +316,15 @@ def layer_heatmap(plt, metrics: pl.DataFrame, run: RunFindings):  # type: ignore
 
     from forensics.detectors.layer_grads import _unit_norms, unit_label
 
-    units = _unit_norms(metrics)
+    units, names = _unit_norms(metrics)
     if units.height == 0:
         return None
     low, high = int(units["step"].min()), int(units["step"].max())  # type: ignore[arg-type]
     edges = np.linspace(low, high + 1, HEAT_BINS + 1)
-    rows = sorted(units["unit"].unique().to_list(), key=_unit_order)
+    ids = sorted(units["unit"].unique().to_list(), key=lambda i: _unit_order(names[i][0]))
+    rows = [names[i][0] for i in ids]
     bins = np.clip(np.searchsorted(edges, units["step"].to_numpy(), "right") - 1, 0, HEAT_BINS - 1)
-    cells = (units.select(row=pl.col("unit").replace_strict(rows, list(range(len(rows)))), bin=pl.Series(bins),
+    cells = (units.select(row=pl.col("unit").replace_strict(ids, list(range(len(ids)))), bin=pl.Series(bins),
                           norm="norm")
              .group_by("row", "bin").agg(pl.col("norm").max()))
     grid = np.full((len(rows), HEAT_BINS), np.nan)

@@ -71,12 +71,12 @@ class LayerGradDetector:
     name: Kind = Kind.GRAD_NORM_RATIO
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
-        units = unit_norms(frames)
+        units, names = unit_norms(frames)
         if units.height == 0:
             return []
         out = []
         for (attempt,), own in units.group_by("attempt", maintain_order=True):
-            out += _drifts(int(attempt), own)  # type: ignore[arg-type]
+            out += _drifts(int(attempt), own, names)  # type: ignore[arg-type]
         return sorted(out, key=lambda a: (a.attempt, a.step, a.metric))
 
 
@@ -89,9 +89,10 @@ def unit_label(group: str, layer: str) -> str:
     return group if layer == s.NO_LAYER else f"{group} {layer}"
 
 
-def unit_norms(frames: RunFrames) -> pl.DataFrame:
-    """(attempt, step, unit, group, layer, norm): per step, each unit's grad norm (its parameters' norms combined as
-    sqrt(sum of squares); the last value of a tag logged twice at a step), sorted by unit and step. Empty when the
+def unit_norms(frames: RunFrames) -> tuple[pl.DataFrame, dict[int, tuple[str, str, str]]]:
+    """(attempt, step, unit, norm): per step, each unit's grad norm (its parameters' norms combined as sqrt(sum of
+    squares); the last value of a tag logged twice at a step), sorted by attempt, unit and step, with ``unit`` an
+    integer id; and the ids' names: id -> (metric name ``grad_norm/<group>/<layer>``, group, layer). Empty when the
     run logs no per-layer grad norms."""
     return frames.remember("layer_grad_units", lambda: _unit_norms(frames.metrics))
 
@@ -101,28 +102,30 @@ def layer_grad_metrics(metrics: pl.DataFrame) -> list[str]:
     return sorted(m for m in metrics["metric"].unique().cast(pl.String).to_list() if m and s.is_layer_grad(m))
 
 
-def _unit_norms(metrics: pl.DataFrame) -> pl.DataFrame:
+def _unit_norms(metrics: pl.DataFrame) -> tuple[pl.DataFrame, dict[int, tuple[str, str, str]]]:
     names = layer_grad_metrics(metrics)
-    schema = {"attempt": pl.Int32, "step": pl.Int64, "unit": pl.String, "group": pl.String, "layer": pl.String,
-              "norm": pl.Float64}
+    schema = {"attempt": pl.Int32, "step": pl.Int64, "unit": pl.UInt32, "norm": pl.Float64}
     if not names:
-        return pl.DataFrame(schema=schema)
-    table = pl.DataFrame({"metric": names}).with_columns(
-        parts=pl.col("metric").str.splitn("/", 4)).select(
-        "metric", group=pl.col("parts").struct.field("field_1"), layer=pl.col("parts").struct.field("field_2"))
+        return pl.DataFrame(schema=schema), {}
+    parts = [n.split("/", 3) for n in names]
+    pairs = sorted({(p[1], p[2]) for p in parts})
+    uid = {pair: i for i, pair in enumerate(pairs)}
+    table = pl.DataFrame({"metric": names, "unit": [uid[(p[1], p[2])] for p in parts]},
+                         schema={"metric": metrics.schema["metric"], "unit": pl.UInt32})
+    single = len(pairs) == len(names)  # one series per unit: no sum over parameters
     rows = (
-        metrics.lazy().filter(pl.col("metric").cast(pl.String).is_in(names) & pl.col("value").is_finite()
-                              & (pl.col("value") >= 0))
-        .select("attempt", "step", pl.col("metric").cast(pl.String), "value")
-        .group_by("attempt", "step", "metric").agg(pl.col("value").last())
+        metrics.lazy().filter(pl.col("metric").is_in(names) & pl.col("value").is_finite() & (pl.col("value") >= 0))
+        .select("attempt", "step", "metric", "value")
         .join(table.lazy(), on="metric")
-        .group_by("attempt", "step", "group", "layer").agg(norm=(pl.col("value") ** 2).sum().sqrt())
-        .with_columns(unit=pl.concat_str(pl.lit(s.LAYER_GRAD_PREFIX), "group", pl.lit("/"), "layer"))
-        .filter(pl.col("norm") > 0)
-        .sort("attempt", "unit", "step")
-        .collect()
+        .unique(subset=["attempt", "step", "metric"], keep="last", maintain_order=True)
     )
-    return rows.select(list(schema)).cast(schema)  # type: ignore[arg-type]
+    if single:
+        rows = rows.select("attempt", "step", "unit", norm="value")
+    else:
+        rows = rows.group_by("attempt", "step", "unit").agg(norm=(pl.col("value") ** 2).sum().sqrt())
+    rows = rows.filter(pl.col("norm") > 0).sort("attempt", "unit", "step").collect()
+    named = {i: (f"{s.LAYER_GRAD_PREFIX}{g}/{layer}", g, layer) for (g, layer), i in uid.items()}
+    return rows.select(list(schema)).cast(schema), named  # type: ignore[arg-type]
 
 
 def _smooth_width(n: int) -> int:
@@ -132,21 +135,26 @@ def _smooth_width(n: int) -> int:
 def others_median(units: pl.DataFrame) -> pl.DataFrame:
     """``units`` (at steps where at least ``MIN_UNITS`` are logged) with ``median``: the median of the *other* units'
     norms at the step (leaving the unit itself out, so a unit rising through the middle of the others does not drag
-    its own reference up with it)."""
+    its own reference up with it).
+
+    >>> u = pl.DataFrame({"attempt": 1, "step": [1] * 5, "unit": list("abcde"), "norm": [1.0, 2.0, 3.0, 4.0, 10.0]})
+    >>> others_median(u).sort("unit")["median"].to_list()
+    [3.5, 3.5, 3.0, 2.5, 2.5]
+    """
     by = ("attempt", "step")
-    ranked = units.with_columns(k=(pl.col("norm").rank("ordinal").over(by) - 1).cast(pl.Int64),
-                                m=(pl.len().over(by) - 1).cast(pl.Int64)).filter(pl.col("m") >= MIN_UNITS - 1)
-    ranked = ranked.join(units.group_by(by).agg(v=pl.col("norm").sort()), on=list(by))
+    # leaving out one of n sorted values v, the others' median is among v[p-1], v[p], v[p+1] (p = n // 2), chosen by
+    # where the one left out stands against v[p] (an equal value counts as v[p] itself)
+    order = units.group_by(by).agg(n=pl.len(), v=pl.col("norm").sort()).filter(pl.col("n") >= MIN_UNITS).select(
+        *by, "n", a=pl.col("v").list.get(pl.col("n") // 2 - 1), b=pl.col("v").list.get(pl.col("n") // 2),
+        c=pl.col("v").list.get(pl.col("n") // 2 + 1, null_on_oob=True))
+    joined = units.join(order, on=list(by))
+    x, a, b, c = pl.col("norm"), pl.col("a"), pl.col("b"), pl.col("c")
+    odd = (pl.when(x < b).then((b + c) / 2).when(x > b).then((a + b) / 2).otherwise((a + c) / 2))
+    even = pl.when(x < b).then(b).otherwise(a)
+    return joined.with_columns(median=pl.when(pl.col("n") % 2 == 1).then(odd).otherwise(even)).drop("n", "a", "b", "c")
 
-    def at(j: pl.Expr) -> pl.Expr:  # the j-th smallest of the others
-        return pl.col("v").list.get(pl.when(j < pl.col("k")).then(j).otherwise(j + 1))
 
-    m = pl.col("m")
-    median = pl.when(m % 2 == 1).then(at((m - 1) // 2)).otherwise((at(m // 2 - 1) + at(m // 2)) / 2)
-    return ranked.with_columns(median=median).drop("k", "m", "v")
-
-
-def _drifts(attempt: int, units: pl.DataFrame) -> list[Anomaly]:
+def _drifts(attempt: int, units: pl.DataFrame, names: dict[int, tuple[str, str, str]]) -> list[Anomaly]:
     units = others_median(units)
     steps = units["step"].unique().sort()
     n_steps = steps.len()
@@ -162,9 +170,9 @@ def _drifts(attempt: int, units: pl.DataFrame) -> list[Anomaly]:
     )
     found: dict[str, list[tuple[float, Anomaly]]] = {}
     for (unit,), own in ratios.group_by("unit", maintain_order=True):
-        hit = _drift(attempt, str(unit), own, width)
+        hit = _drift(attempt, names[int(unit)], own, width)  # type: ignore[arg-type]
         if hit:
-            found.setdefault(str(own["group"][0]), []).append(hit)
+            found.setdefault(names[int(unit)][1], []).append(hit)  # type: ignore[arg-type]
     out = []
     for group, hits in found.items():
         hits.sort(key=lambda h: (-h[0], h[1].step))
@@ -176,7 +184,7 @@ def _drifts(attempt: int, units: pl.DataFrame) -> list[Anomaly]:
     return out
 
 
-def _drift(attempt: int, unit: str, own: pl.DataFrame, width: int) -> tuple[float, Anomaly] | None:
+def _drift(attempt: int, name: tuple[str, str, str], own: pl.DataFrame, width: int) -> tuple[float, Anomaly] | None:
     smooth = own["smooth"].to_numpy()
     ok = np.isfinite(smooth)
     if ok.sum() < width:
@@ -195,7 +203,7 @@ def _drift(attempt: int, unit: str, own: pl.DataFrame, width: int) -> tuple[floa
     onset = max(int(near[-1]) - width // 2 + 1, 0) if near.size else low_at
     peak_at = at + int(np.nanargmax(np.where(ok[at:], smooth[at:], -np.inf)))
     steps = own["step"].to_numpy()
-    group, layer = str(own["group"][0]), str(own["layer"][0])
+    unit, group, layer = name
     label = unit_label(group, layer)
     peak, start = math.exp(float(smooth[peak_at])), math.exp(base)
     still = " and still rising at the last point" if peak_at == len(smooth) - 1 else ""
@@ -221,15 +229,24 @@ def spike_origins(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
     its own trailing median first (see the module docstring), as a :attr:`Kind.GRAD_NORM_RATIO` finding at the
     departure, or nothing when no unit led."""
     incidents = [a for a in anomalies if a.kind in ORIGIN_OF]
-    units = unit_norms(frames) if incidents else None
-    if units is None or units.height == 0:
+    if not incidents:
+        return []
+    units, names = unit_norms(frames)
+    if units.height == 0:
         return []
     excess = frames.remember("layer_grad_excess", lambda: _excess(units))
+    by_attempt = {int(k[0]): part.sort("step") for k, part in excess.group_by("attempt")}  # type: ignore[arg-type]
+    step_arrays = {k: part["step"].to_numpy() for k, part in by_attempt.items()}
     intervals = frames.intervals()
     out, seen = [], set()
     for a in sorted(incidents, key=lambda x: (x.attempt, x.step)):
         window = LEAD_WINDOW * intervals.get(a.attempt, 1)
-        near = excess.filter((pl.col("attempt") == a.attempt) & pl.col("step").is_between(a.step - window, a.step))
+        part = by_attempt.get(a.attempt)
+        if part is None:
+            continue
+        steps = step_arrays[a.attempt]
+        lo, hi = np.searchsorted(steps, a.step - window, "left"), np.searchsorted(steps, a.step, "right")
+        near = part.slice(int(lo), int(hi - lo))  # the incident's window, without a scan of every point
         # each unit's last point up to the incident, when it is still departed there: since when it has been
         first = (near.sort("step").group_by("unit").last().filter(pl.col("departed"))
                  .with_columns(step=pl.col("since")).sort(["step", "e", "unit"], descending=[False, True, False]))
@@ -244,7 +261,8 @@ def spike_origins(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
         if key in seen:
             continue
         seen.add(key)
-        label = unit_label(top["group"], top["layer"])
+        unit, group, layer = names[int(top["unit"])]
+        label = unit_label(group, layer)
         lead = a.step - int(top["step"])
         when = "at the same step" if lead == 0 else f"{step_count(lead)} before it"
         rise = (f"it rose to {shown(round(top['norm'], 6))} ({times(math.exp(top['e']))} its trailing median) at step "
@@ -256,10 +274,10 @@ def spike_origins(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
         elif first.height > 1:
             second = first.row(1, named=True)
             detail = (f"{incident} started in the {label} grad norm: {rise}; next: "
-                      f"{unit_label(second['group'], second['layer'])} at step {second['step']}")
+                      f"{unit_label(*names[int(second['unit'])][1:])} at step {second['step']}")
         else:
             detail = f"{incident}: only the {label} grad norm departed from its level before it: {rise}"
-        out.append(Anomaly(Kind.GRAD_NORM_RATIO, top["unit"], a.attempt, int(top["step"]), a.step,
+        out.append(Anomaly(Kind.GRAD_NORM_RATIO, unit, a.attempt, int(top["step"]), a.step,
                            round(top["norm"], 6), round(top["base"], 6), detail=detail))
     return out
 
