@@ -16,7 +16,7 @@ from forensics.coverage import assign_roles, coverage
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames, SpikeDetector
 from forensics.detectors.chance import LossAboveChanceDetector
 from forensics.detectors.clipping import ClippingDetector, thresholds
-from forensics.detectors.layer_grads import LayerGradDetector, layer_grad_metrics, spike_origins
+from forensics.detectors.layer_grads import LayerGradDetector, layer_coverage, layer_grad_metrics, spike_origins
 from forensics.detectors.loss_scale import startup_searches
 from forensics.findings import BLOWUP_KINDS, Anomaly, Blips, Findings, RunFindings
 from forensics.gaps import SETTINGS, discontinuities
@@ -91,8 +91,9 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         schedule=timing,
         config=settings(config),
         config_diffs=differing_keys({str(n): cfg for n, cfg in sorted(table.items())}) if len(table) > 1 else {},
-        coverage=coverage(metrics, getattr(run, "tags", []), roles, [src.path for src in run.sources],
-                          checks={m: spike_checks(SpikeDetector(m), frames) for m in (s.LOSS, s.GRAD_NORM)}),
+        coverage=layer_coverage(coverage(metrics, getattr(run, "tags", []), roles, [src.path for src in run.sources],
+                                         checks={m: spike_checks(SpikeDetector(m), frames) for m in (s.LOSS, s.GRAD_NORM)}),
+                                frames),
         blips=blips(frames, detectors),
         gaps=gaps,
         discontinuities=[d for d in discontinuities(curves, gaps, frames.steps(), frames.spacing())

@@ -204,11 +204,18 @@ def layer_section(run: RunFindings, image: str | None = None) -> list[str]:
     []
     """
     mine = [x for x in run.anomalies if x.kind in LAYER_KINDS]
-    if not mine and not image:
+    read = run.coverage.get("layer_grad_norms")
+    if not mine and not image and not read:
         return []
     out = ["## Layer gradients and clipping", ""]
     if image:
         out += [f"![grad norm by layer and step]({image})", ""]
+    if read:
+        units = read["units"]
+        shown_units = ", ".join(units[:12]) + (f" and {len(units) - 12} more" if len(units) > 12 else "")
+        out += [f"Read {read['series']} per-layer grad-norm series ({read['points']:,} points) as {len(units)} layer "
+                f"groups: {md(shown_units)}; checked for NaN/Inf, for a group whose share of the grad norm drifted, "
+                "and for where each grad-norm spike started.", ""]
     if not mine:
         return [*out, "No layer group's share of the grad norm drifted, no spike started in one layer group, and "
                       "nothing was found about clipping.", ""]

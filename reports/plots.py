@@ -299,29 +299,19 @@ def run_figures(metrics: pl.DataFrame, run: RunFindings) -> dict[str, Any]:
     return figures
 
 
-def _unit_order(unit: str) -> tuple[int, int, int, str]:
-    """Heatmap rows top to bottom: the embedding, then each layer's groups in depth order, then the final norm and
-    the output head."""
-    _, group, layer = unit.split("/")
-    rank = s.LAYER_GROUPS.index(group) if group in s.LAYER_GROUPS else len(s.LAYER_GROUPS)
-    if layer == s.NO_LAYER:
-        return (0 if group == "embedding" else 2, 0, rank, unit)
-    return (1, int(layer) if layer.isdigit() else 0, rank, unit)
-
-
 def layer_heatmap(plt, metrics: pl.DataFrame, run: RunFindings):  # type: ignore[no-untyped-def]
     """Grad norm by layer group (rows) and step (``HEAT_BINS`` bins, the largest value in each; every attempt), on a
     log colour scale, with the grad-norm-ratio findings marked; None for a run with no per-layer grad norms."""
     from matplotlib.colors import LogNorm
 
-    from forensics.detectors.layer_grads import _unit_norms, unit_label
+    from forensics.detectors.layer_grads import _unit_norms, unit_label, unit_order
 
     units, names = _unit_norms(metrics)
     if units.height == 0:
         return None
     low, high = int(units["step"].min()), int(units["step"].max())  # type: ignore[arg-type]
     edges = np.linspace(low, high + 1, HEAT_BINS + 1)
-    ids = sorted(units["unit"].unique().to_list(), key=lambda i: _unit_order(names[i][0]))
+    ids = sorted(units["unit"].unique().to_list(), key=lambda i: unit_order(names[i][0]))
     rows = [names[i][0] for i in ids]
     bins = np.clip(np.searchsorted(edges, units["step"].to_numpy(), "right") - 1, 0, HEAT_BINS - 1)
     cells = (units.select(row=pl.col("unit").replace_strict(ids, list(range(len(ids)))), bin=pl.Series(bins),

@@ -137,6 +137,12 @@ def test_heatmap_beside_the_chronicle_is_deterministic(tmp_path):
     assert heat[0].read_bytes() == next(p for p in second if p.name.endswith("-layer_grads.png")).read_bytes()
     text = first[0].read_text()
     assert "## Layer gradients and clipping" in text
+    assert ("Read 14 per-layer grad-norm series (56,000 points) as 14 layer groups: embedding, attention 0, mlp 0, "
+            "attention 1, mlp 1") in text
+    assert "grad\\_norm/attention/0/" not in text  # not among the scalars checked for NaN/Inf only
+    coverage = analysis.findings.runs[0].coverage
+    assert coverage["layer_grad_norms"]["series"] == 14 and coverage["layer_grad_norms"]["units"][-1] == "head"
+    assert not [m for m in coverage["other_scalars"] if m.startswith("grad_norm/")]
     assert "![grad norm by layer and step](r_files/gen-layer_grads.png)" in text
 
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -126,6 +127,36 @@ def _unit_norms(metrics: pl.DataFrame) -> tuple[pl.DataFrame, dict[int, tuple[st
     rows = rows.filter(pl.col("norm") > 0).sort("attempt", "unit", "step").collect()
     named = {i: (f"{s.LAYER_GRAD_PREFIX}{g}/{layer}", g, layer) for (g, layer), i in uid.items()}
     return rows.select(list(schema)).cast(schema), named  # type: ignore[arg-type]
+
+
+def layer_coverage(record: dict[str, Any], frames: RunFrames) -> dict[str, Any]:
+    """A run's coverage record (:func:`forensics.coverage.coverage`) with its per-layer grad-norm series out of
+    ``other_scalars`` (they are not checked for NaN/Inf only) and under ``layer_grad_norms``: ``series`` (how many),
+    ``units`` (the layer groups they make, top to bottom), ``points`` (values logged). Unchanged for a run without
+    them."""
+    layered = set(layer_grad_metrics(frames.metrics))
+    if not layered:
+        return record
+    units, names = unit_norms(frames)
+    ids = sorted({int(u) for u in units["unit"].unique().to_list()}, key=lambda i: unit_order(names[i][0]))
+    return {**record, "other_scalars": [m for m in record.get("other_scalars", []) if m not in layered],
+            "layer_grad_norms": {"series": len(layered), "units": [unit_label(*names[i][1:]) for i in ids],
+                                 "points": int(frames.metrics.select(pl.col("metric").is_in(list(layered)).sum()).item())}}
+
+
+def unit_order(unit: str) -> tuple[int, int, int, str]:
+    """Units top to bottom: the embedding, then each layer's groups in depth order, then the final norm and the
+    output head.
+
+    >>> sorted(["grad_norm/head/-", "grad_norm/mlp/1", "grad_norm/attention/1", "grad_norm/mlp/0", "grad_norm/embedding/-"],
+    ...        key=unit_order)
+    ['grad_norm/embedding/-', 'grad_norm/mlp/0', 'grad_norm/attention/1', 'grad_norm/mlp/1', 'grad_norm/head/-']
+    """
+    _, group, layer = unit.split("/")
+    rank = s.LAYER_GROUPS.index(group) if group in s.LAYER_GROUPS else len(s.LAYER_GROUPS)
+    if layer == s.NO_LAYER:
+        return (0 if group == "embedding" else 2, 0, rank, unit)
+    return (1, int(layer) if layer.isdigit() else 0, rank, unit)
 
 
 def _smooth_width(n: int) -> int:
