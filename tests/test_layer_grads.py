@@ -236,3 +236,24 @@ def test_no_clipping_finding_on_a_clean_run_or_without_a_threshold():
     assert _clipping(analyze_run(_clip_run(grad, None, diverge_at=2600, seed=5))) == []
     # a run that clips every step (its grad norm 20x its threshold throughout) has no onset and no 10x event
     assert _clipping(analyze_run(_clip_run(_noise(3000, 4, level=20.0), 1.0, seed=4))) == []
+
+
+def test_a_slow_wander_every_layer_group_shares_is_not_a_drift():
+    """Each group's share wanders slowly (AR(1), phi 0.999, sd 0.2 in log: its running low to a later high reaches 3x
+    over 20,000 steps), every group alike: no group drifted out of proportion to the others."""
+    from scipy.signal import lfilter
+
+    from forensics.detectors.base import RunFrames
+    from forensics.detectors.layer_grads import LayerGradDetector
+
+    n, phi, sd = 20_000, 0.999, 0.2
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        frames = []
+        for param in PARAMS:
+            wander = lfilter([1.0], [1.0, -phi], rng.standard_normal(n) * sd * np.sqrt(1 - phi ** 2))
+            v = PARAMS[param] * np.exp(wander + 0.1 * np.clip(rng.standard_t(3, n), -8, 8))
+            frames.append(pl.DataFrame({"step": np.arange(1, n + 1), "value": v,
+                                        "metric": canonical(f"optim/grad/{param}.norm")[0]}))
+        m = s.conform(pl.concat(frames).with_columns(run=pl.lit("r"), source=pl.lit("x"), attempt=1), s.METRICS_SCHEMA)
+        assert LayerGradDetector().detect(RunFrames(m, s.empty(s.EVENTS_SCHEMA))) == []

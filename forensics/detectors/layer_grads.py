@@ -9,7 +9,9 @@ magnitude larger than those of other layers". Runs that log per-layer or per-par
 * **drift**: a *unit* (one group of one layer: ``embedding``, ``attention 3``, ``mlp 3``; its parameters' norms
   combined as sqrt(sum of squares)) whose ratio to the median of the other units at the same step rose at least
   ``DRIFT`` (3x) above its lowest level, and at least ``NOISE_SIGMAS`` (4) robust sigmas of its own scatter, on a
-  rolling median of ``SMOOTH`` points (9 to 25: a twentieth of the attempt), and stands at or above that median there.
+  rolling median of ``SMOOTH`` points (9 to 25: a twentieth of the attempt), and stands at or above that median there;
+  its largest rise (in log) is at least ``RELATIVE`` (2) times the median unit's largest rise, so a slow wander that
+  every layer group shares (correlated noise in every share) is not one group's drift.
   The first tenth of each attempt is burn-in (the shares settle while training starts). A lone outlier never moves a
   rolling median: a clean run with heavy-tailed per-layer noise raises none. The onset is where the smoothed ratio
   last stood within 20% of its low before it rose (less half the median's window, by which it lags). One finding per
@@ -58,6 +60,7 @@ SMOOTH = (9, 25)      # points in the rolling median: a twentieth of the attempt
 BURN_IN = 0.1         # the first tenth of an attempt's points: the shares settle while training starts
 MIN_UNITS = 3         # a median unit needs at least three units logged at the step
 MIN_POINTS = 40       # an attempt needs this many steps with per-layer norms for a drift
+RELATIVE = 2.0        # a drifting unit rose at least this many times (in log) the median unit's largest rise
 DEPART = 3.0          # origin: a unit's grad norm at least this multiple of its trailing median ...
 DEPART_SIGMAS = 5.0   # ... and this many robust sigmas of its own scatter
 TRAILING = 20         # points in the trailing median a departure is measured against
@@ -200,10 +203,16 @@ def _drifts(attempt: int, units: pl.DataFrame, names: dict[int, tuple[str, str, 
         .with_columns(smooth=pl.col("r").rolling_median(width, min_samples=width).over("unit"))
     )
     found: dict[str, list[tuple[float, Anomaly]]] = {}
+    rises, hits = [], []
     for (unit,), own in ratios.group_by("unit", maintain_order=True):
-        hit = _drift(attempt, names[int(unit)], own, width)  # type: ignore[arg-type]
+        rise, hit = _drift(attempt, names[int(unit)], own, width)  # type: ignore[arg-type]
+        rises.append(rise)
         if hit:
-            found.setdefault(names[int(unit)][1], []).append(hit)  # type: ignore[arg-type]
+            hits.append((rise, names[int(unit)][1], hit))  # type: ignore[arg-type]
+    typical = float(np.median(rises)) if rises else 0.0
+    for rise, group, hit in hits:
+        if rise >= RELATIVE * typical:  # not a wander every layer group shares
+            found.setdefault(group, []).append((rise, hit))
     out = []
     for group, hits in found.items():
         hits.sort(key=lambda h: (-h[0], h[1].step))
@@ -215,18 +224,21 @@ def _drifts(attempt: int, units: pl.DataFrame, names: dict[int, tuple[str, str, 
     return out
 
 
-def _drift(attempt: int, name: tuple[str, str, str], own: pl.DataFrame, width: int) -> tuple[float, Anomaly] | None:
+def _drift(attempt: int, name: tuple[str, str, str], own: pl.DataFrame,
+           width: int) -> tuple[float, Anomaly | None]:
+    """The unit's largest rise (log of the smoothed ratio over its running low), and its drift finding if any."""
     smooth = own["smooth"].to_numpy()
     ok = np.isfinite(smooth)
     if ok.sum() < width:
-        return None
+        return 0.0, None
     r = own["r"].to_numpy()
     sigma = 1.4826 * float(np.median(np.abs(r[ok] - smooth[ok])))
     need = max(math.log(DRIFT), NOISE_SIGMAS * sigma)
     low = np.fmin.accumulate(np.where(ok, smooth, np.inf))
-    fired = np.flatnonzero(ok & (smooth - low >= need) & (smooth >= 0.0))
+    rise = np.where(ok, smooth - low, 0.0)
+    fired = np.flatnonzero(ok & (rise >= need) & (smooth >= 0.0))
     if fired.size == 0:
-        return None
+        return float(rise.max()), None
     at = int(fired[0])
     base = float(low[at])
     low_at = int(np.flatnonzero(smooth == base)[0])
@@ -241,7 +253,7 @@ def _drift(attempt: int, name: tuple[str, str, str], own: pl.DataFrame, width: i
     detail = (f"{label} grad norm rose from {times(start)} to {times(peak)} the median of the other layer groups "
               f"between steps {int(steps[onset])} and {int(steps[peak_at])}{still} (rolling median of {width} points; "
               f"GLM-130B: abnormal embedding gradients preceded its collapses)")
-    return float(smooth[peak_at]) - base, Anomaly(
+    return float(rise.max()), Anomaly(
         Kind.GRAD_NORM_RATIO, unit, attempt, int(steps[onset]), int(steps[peak_at]), round(peak, 4), round(start, 4),
         detail=detail)
 
