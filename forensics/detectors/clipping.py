@@ -30,6 +30,11 @@ ZClip's z-score rule (Kumar et al. 2025: ``ZCLIP_Z`` = 2.5 standard deviations a
 >>> found = ClippingDetector(1.0).detect(RunFrames(m, s.empty(s.EVENTS_SCHEMA)))
 >>> [(a.metric, a.step, a.end_step, a.value) for a in found]
 [('clipped_share', 301, 400, 1.0), ('grad_norm', 500, 500, 30.0)]
+>>> grad = [0.5] * 300 + [1.5] * 100 + [0.5] * 200 + [1.5] * 100 + [0.5] * 100    # two episodes, rare between
+>>> m = m.head(0).vstack(s.conform(pl.DataFrame({"run": "r", "source": "x", "attempt": 1, "step": range(1, 801),
+...                                              "metric": "grad_norm", "value": grad}), s.METRICS_SCHEMA))
+>>> [(a.step, a.end_step, a.baseline) for a in ClippingDetector(1.0).detect(RunFrames(m, s.empty(s.EVENTS_SCHEMA)))]
+[(301, 400, 0.0), (601, 700, 0.0)]
 """
 
 from __future__ import annotations
@@ -103,32 +108,28 @@ def _sustained(attempt: int, steps: np.ndarray, values: np.ndarray, limit: float
     clipped = (values > limit).astype(float)
     share = pl.Series(clipped).rolling_mean(width, min_samples=width).to_numpy()
     start = max(int(n * BURN_IN), width - 1)
+    above = np.zeros(n, dtype=bool)
+    above[start:] = share[start:] >= SUSTAINED
+    rare_seen = np.cumsum(np.r_[np.zeros(start, dtype=bool), share[start:] <= RARE])  # rare points up to each index
+    edges = np.flatnonzero(np.diff(np.r_[0, above.astype(np.int8), 0]))
     out = []
-    rare_seen = False
-    i = since = start
-    while i < n:
-        if share[i] <= RARE:
-            rare_seen = True
-        if rare_seen and share[i] >= SUSTAINED:
-            end = i
-            while end + 1 < n and share[end + 1] >= SUSTAINED:
-                end += 1
-            window = slice(i - width + 1, i + 1)
-            onset = i - width + 1 + int(np.flatnonzero(clipped[window])[0])
-            last = int(np.flatnonzero(clipped[: end + 1])[-1])
-            before = clipped[since:onset]
-            was = float(before.mean()) if before.size else 0.0
-            during = float(clipped[onset: last + 1].mean())
-            to = "the end of the attempt" if end == n - 1 else f"step {int(steps[last])}"
-            out.append(Anomaly(
-                Kind.CLIPPING, s.CLIPPED_SHARE, attempt, int(steps[onset]), int(steps[last]), round(during, 4),
-                round(was, 4),
-                detail=(f"grad norm above the clip threshold {shown(limit)} at {during:.0%} of logged steps from step "
-                        f"{int(steps[onset])} to {to} (against {was:.0%} before; rolling share over {width} points)")))
-            rare_seen = False
-            i = since = end + 1
-            continue
-        i += 1
+    since = start  # where the stretch before the next episode begins
+    for first, stop in zip(edges[::2], edges[1::2], strict=True):  # each run of sustained windows (few)
+        end = int(stop) - 1
+        if rare_seen[first] - (rare_seen[since - 1] if since > 0 else 0) == 0:
+            continue  # clipping was never rare before it: no onset
+        onset = int(first) - width + 1 + int(np.flatnonzero(clipped[int(first) - width + 1: int(first) + 1])[0])
+        last = int(np.flatnonzero(clipped[: end + 1])[-1])
+        before = clipped[since:onset]
+        was = float(before.mean()) if before.size else 0.0
+        during = float(clipped[onset: last + 1].mean())
+        to = "the end of the attempt" if end == n - 1 else f"step {int(steps[last])}"
+        out.append(Anomaly(
+            Kind.CLIPPING, s.CLIPPED_SHARE, attempt, int(steps[onset]), int(steps[last]), round(during, 4),
+            round(was, 4),
+            detail=(f"grad norm above the clip threshold {shown(limit)} at {during:.0%} of logged steps from step "
+                    f"{int(steps[onset])} to {to} (against {was:.0%} before; rolling share over {width} points)")))
+        since = end + 1
     return out
 
 
