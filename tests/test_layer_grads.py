@@ -82,13 +82,13 @@ def test_embedding_share_rising_before_a_divergence_is_found_and_warns():
     found = analyze_run(_run(n, 7, embedding=embedding, diverge_at=3600))
     ratios = _ratios(found)
     drift = [a for a in ratios if a.metric == "grad_norm/embedding/-" and "median of the other" in a.detail]
-    assert len(drift) == 1 and drift[0].step == 3014, [(a.metric, a.step, a.detail) for a in ratios]
+    assert len(drift) == 1 and drift[0].step == 3024, [(a.metric, a.step, a.detail) for a in ratios]
     divergence = next(a for a in found.anomalies if a.kind == Kind.DIVERGENCE)
     assert divergence.step == 3612
     signal = next(x for x in divergence.warning["signals"] if x["kind"] == "grad_norm_ratio")
-    assert signal["step"] == 3014 and divergence.step - signal["step"] == 598
+    assert signal["step"] == 3024 and divergence.step - signal["step"] == 588
     cause = next(c for c in found.suspected_causes if c.kind == "layer_grads")
-    assert "591 steps before the loss spike at step 3605" in cause.evidence[0]
+    assert "581 steps before the loss spike at step 3605" in cause.evidence[0]
 
 
 def test_clean_heavy_tailed_run_with_per_layer_norms_has_no_finding():
@@ -257,3 +257,17 @@ def test_a_slow_wander_every_layer_group_shares_is_not_a_drift():
                                         "metric": canonical(f"optim/grad/{param}.norm")[0]}))
         m = s.conform(pl.concat(frames).with_columns(run=pl.lit("r"), source=pl.lit("x"), attempt=1), s.METRICS_SCHEMA)
         assert LayerGradDetector().detect(RunFrames(m, s.empty(s.EVENTS_SCHEMA))) == []
+
+
+def test_nothing_is_compared_across_a_hole_in_the_log():
+    # the embedding's level is 5x after a hole of 10,000 unlogged steps: no drift is measured across it
+    steps = np.arange(1, 4001)
+    run = _run(4000, 2, embedding=np.where(steps > 2000, 5.0, 1.0))
+    run.metrics = run.metrics.with_columns(
+        step=pl.when(pl.col("step") > 2000).then(pl.col("step") + 10_000).otherwise(pl.col("step")))
+    found = analyze_run(run)
+    assert [g.before_step for g in found.gaps] == [12001]
+    assert _ratios(found) == []
+    # the same levels without the hole: the embedding's share rose 5x at step 2001 (found at 1998)
+    assert [(a.metric, a.step) for a in _ratios(analyze_run(_run(4000, 2, embedding=np.where(steps > 2000, 5.0, 1.0))))] \
+        == [("grad_norm/embedding/-", 1998)]

@@ -11,11 +11,12 @@ magnitude larger than those of other layers". Runs that log per-layer or per-par
   ``DRIFT`` (3x) above its lowest level, and at least ``NOISE_SIGMAS`` (4) robust sigmas of its own scatter, on a
   rolling median of ``SMOOTH`` points (9 to 25: a twentieth of the attempt), and stands at or above that median there;
   its largest rise (in log) is at least ``RELATIVE`` (2) times the median unit's largest rise, so a slow wander that
-  every layer group shares (correlated noise in every share) is not one group's drift.
-  The first tenth of each attempt is burn-in (the shares settle while training starts). A lone outlier never moves a
-  rolling median: a clean run with heavy-tailed per-layer noise raises none. The onset is where the smoothed ratio
-  last stood within 20% of its low before it rose (less half the median's window, by which it lags). One finding per
-  group and attempt (its most drifted unit; the detail counts the others of the group that drifted too).
+  every layer group shares (correlated noise in every share) is not one group's drift. The first tenth of each attempt
+  is burn-in (the shares settle while training starts). A lone outlier never moves a rolling median: a clean run with
+  heavy-tailed per-layer noise raises none. The onset is where the smoothed ratio last stood within 20% of its usual
+  level (its median before the rise) before it rose (less half the median's window, by which it lags). One finding per
+  group and attempt (its most drifted unit; the detail counts the others of the group that drifted too). Each stretch
+  of an attempt between holes in the log is judged on its own (nothing is compared across a hole).
 * **origin** (:func:`spike_origins`, on the anomalies found): for a grad-norm spike, divergence or NaN, the unit
   whose grad norm departed first from its own trailing median (at least ``DEPART`` (3x) and ``DEPART_SIGMAS`` (5)
   robust sigmas) and stayed departed at every point up to the incident's step, within ``LEAD_WINDOW`` logged points
@@ -38,7 +39,7 @@ magnitude larger than those of other layers". Runs that log per-layer or per-par
 >>> m = s.conform(pl.concat(rows).with_columns(run=pl.lit("r"), source=pl.lit("x"), attempt=1), s.METRICS_SCHEMA)
 >>> [found] = LayerGradDetector().detect(RunFrames(m, s.empty(s.EVENTS_SCHEMA)))
 >>> found.metric, found.step, found.end_step, found.value > 50
-('grad_norm/embedding/-', 1509, 2000, True)
+('grad_norm/embedding/-', 1520, 2000, True)
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind, shown, step_count
+from forensics.gaps import since_last_gap
 from parsers import schema as s
 
 DRIFT = 3.0           # a unit's ratio to the median unit must rise this far above its low
@@ -78,9 +80,14 @@ class LayerGradDetector:
         units, names = unit_norms(frames)
         if units.height == 0:
             return []
+        gaps = frames.gaps()
         out = []
         for (attempt,), own in units.group_by("attempt", maintain_order=True):
-            out += _drifts(int(attempt), own, names)  # type: ignore[arg-type]
+            # nothing is measured across a hole in the log: each stretch between holes on its own
+            cuts = np.array(sorted(g.before_step for g in gaps if g.attempt == attempt), dtype=np.int64)
+            stretch = np.searchsorted(cuts, own["step"].to_numpy(), side="right")
+            for part in np.unique(stretch):
+                out += _drifts(int(attempt), own.filter(pl.Series(stretch == part)), names)  # type: ignore[arg-type]
         return sorted(out, key=lambda a: (a.attempt, a.step, a.metric))
 
 
@@ -242,7 +249,8 @@ def _drift(attempt: int, name: tuple[str, str, str], own: pl.DataFrame,
     at = int(fired[0])
     base = float(low[at])
     low_at = int(np.flatnonzero(smooth == base)[0])
-    near = np.flatnonzero(ok[: at] & (np.arange(at) >= low_at) & (smooth[: at] - base <= math.log(1.2)))
+    usual = float(np.median(smooth[: at][ok[: at]]))  # its level before the rise
+    near = np.flatnonzero(ok[: at] & (np.arange(at) >= low_at) & (smooth[: at] - usual <= math.log(1.2)))
     onset = max(int(near[-1]) - width // 2 + 1, 0) if near.size else low_at
     peak_at = at + int(np.nanargmax(np.where(ok[at:], smooth[at:], -np.inf)))
     steps = own["step"].to_numpy()
@@ -277,10 +285,10 @@ def spike_origins(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
     units, names = unit_norms(frames)
     if units.height == 0:
         return []
-    excess = frames.remember("layer_grad_excess", lambda: _excess(units))
+    excess = frames.remember("layer_grad_excess", lambda: _excess(units, frames.gaps()))
     by_attempt = {int(k[0]): part.sort("step") for k, part in excess.group_by("attempt")}  # type: ignore[arg-type]
     step_arrays = {k: part["step"].to_numpy() for k, part in by_attempt.items()}
-    intervals = frames.intervals()
+    intervals, gaps = frames.intervals(), frames.gaps()
     out, seen = [], set()
     for a in sorted(incidents, key=lambda x: (x.attempt, x.step)):
         window = LEAD_WINDOW * intervals.get(a.attempt, 1)
@@ -288,7 +296,8 @@ def spike_origins(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
         if part is None:
             continue
         steps = step_arrays[a.attempt]
-        lo, hi = np.searchsorted(steps, a.step - window, "left"), np.searchsorted(steps, a.step, "right")
+        since = max(a.step - window, since_last_gap(gaps, a.attempt, a.step) or a.step - window)  # not across a hole
+        lo, hi = np.searchsorted(steps, since, "left"), np.searchsorted(steps, a.step, "right")
         near = part.slice(int(lo), int(hi - lo))  # the incident's window, without a scan of every point
         # each unit's last point up to the incident, when it is still departed there: since when it has been
         first = (near.sort("step").group_by("unit").last().filter(pl.col("departed"))
@@ -325,14 +334,24 @@ def spike_origins(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
     return out
 
 
-def _excess(units: pl.DataFrame) -> pl.DataFrame:
-    """Per unit and step: its log excess over the trailing median of its previous ``TRAILING`` points, and whether it
-    departed (at least ``DEPART`` times and ``DEPART_SIGMAS`` robust sigmas of the unit's excesses)."""
-    out = units.with_columns(
-        base=pl.col("norm").shift(1).rolling_median(TRAILING, min_samples=TRAILING // 2).over("attempt", "unit"))
+def _excess(units: pl.DataFrame, gaps: list[Any]) -> pl.DataFrame:
+    """Per unit and step: its log excess over the trailing median of its previous ``TRAILING`` points (in the same
+    stretch between holes in the log), and whether it departed (at least ``DEPART`` times and ``DEPART_SIGMAS``
+    robust sigmas of the unit's excesses)."""
+    holes = [(g.attempt, g.before_step) for g in gaps if g.attempt is not None]
+    if holes:
+        cuts = pl.DataFrame(holes, schema={"attempt": units.schema["attempt"], "before_step": pl.Int64}, orient="row")
+        cuts = cuts.sort("attempt", "before_step").with_columns(stretch=pl.int_range(1, pl.len() + 1).over("attempt"))
+        units = (units.sort("step").join_asof(cuts.sort("before_step"), left_on="step", right_on="before_step",
+                                              by="attempt", strategy="backward")
+                 .with_columns(pl.col("stretch").fill_null(0)).drop("before_step").sort("attempt", "unit", "step"))
+    else:
+        units = units.with_columns(stretch=pl.lit(0))
+    by = ("attempt", "stretch", "unit")
+    out = units.with_columns(base=pl.col("norm").shift(1).rolling_median(TRAILING, min_samples=TRAILING // 2).over(by))
     out = out.with_columns(e=(pl.col("norm") / pl.col("base")).log())
-    out = out.with_columns(sigma=1.4826 * (pl.col("e") - pl.col("e").median().over("attempt", "unit")).abs()
-                           .median().over("attempt", "unit"))
+    out = out.with_columns(sigma=1.4826 * (pl.col("e") - pl.col("e").median().over(by)).abs()
+                           .median().over(by))
     out = out.with_columns(departed=(pl.col("e") >= math.log(DEPART)) & (pl.col("e") >= DEPART_SIGMAS * pl.col("sigma")))
-    streak = (pl.col("departed") != pl.col("departed").shift(1)).fill_null(True).cum_sum().over("attempt", "unit")
-    return out.with_columns(streak=streak).with_columns(since=pl.col("step").min().over("attempt", "unit", "streak"))
+    streak = (pl.col("departed") != pl.col("departed").shift(1)).fill_null(True).cum_sum().over(by)
+    return out.with_columns(streak=streak).with_columns(since=pl.col("step").min().over(*by, "streak"))
