@@ -6,6 +6,8 @@ of 0 (or none) means no clipping: nothing is said.
 
 Findings (:attr:`~forensics.findings.Kind.CLIPPING`):
 
+Each stretch of an attempt between holes in the log is judged on its own.
+
 * **sustained clipping** (metric :data:`parsers.schema.CLIPPED_SHARE`): the share of clipped points over a rolling
   window of ``WINDOW`` points (10 to 100: a twentieth of the attempt) reached ``SUSTAINED`` (50%) after it had been at
   most ``RARE`` (20%) earlier in the attempt (after the first tenth, where clipping is common while the grad norm
@@ -13,7 +15,7 @@ Findings (:attr:`~forensics.findings.Kind.CLIPPING`):
   its threshold is simply below its usual grad norm, which is a setting, not an event.
 * **far above the threshold** (metric ``grad_norm``): the points whose grad norm was ``FAR`` (10x) the threshold or
   more while the median of the ``TRAILING`` (100) points before them (at least 10) was below it, one finding per
-  attempt listing them. (A run whose grad norm is usually above its threshold, as in many fine-tunes that log norms
+  stretch listing them. (A run whose grad norm is usually above its threshold, as in many fine-tunes that log norms
   of 20 against a threshold of 1, clips every step: 10x is its usual level, not an event.)
 
 :func:`what_if` (a suggestion, never a fact about the run): which grad-norm spikes a threshold that adapts would have
@@ -90,13 +92,19 @@ class ClippingDetector:
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         points = frames.points(s.GRAD_NORM).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
         out: list[Anomaly] = []
+        gaps = frames.gaps()
         for (attempt,), own in points.group_by("attempt", maintain_order=True):
             limit = self.per_attempt.get(int(attempt), self.threshold)  # type: ignore[arg-type]
             if limit is None:
                 continue
             steps, values = own["step"].to_numpy(), own["value"].to_numpy()
-            out += _sustained(int(attempt), steps, values, limit)  # type: ignore[arg-type]
-            out += _far(int(attempt), steps, values, limit)  # type: ignore[arg-type]
+            # nothing is measured across a hole in the log: each stretch between holes on its own
+            cuts = np.array(sorted(g.before_step for g in gaps if g.attempt == attempt), dtype=np.int64)
+            stretch = np.searchsorted(cuts, steps, side="right")
+            for part in np.unique(stretch):
+                mine = stretch == part
+                out += _sustained(int(attempt), steps[mine], values[mine], limit)  # type: ignore[arg-type]
+                out += _far(int(attempt), steps[mine], values[mine], limit)  # type: ignore[arg-type]
         return sorted(out, key=lambda a: (a.attempt, a.step, a.metric))
 
 
