@@ -82,10 +82,11 @@ def compare(
     fmt: str = typer.Option("markdown", "--format", "-f", help="markdown or json."),
     baseline: str | None = typer.Option(None, "--baseline", "-b", help="The run others are diffed against "
                                         "(default: the healthy run that got furthest)."),
-    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Parallel processes, at least 1 (default: one per CPU)."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Parallel processes, at least 1 (default: one per CPU); "
+                                    "with --engine ray, tasks in flight."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached frames and results of unchanged runs."),
-    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Cache location (default: the user cache dir, "
-                                          "or $FORENSICS_CACHE_DIR)."),
+    cache_dir: str | None = typer.Option(None, "--cache-dir", help="Cache location (default: the user cache dir, or "
+                                         "$FORENSICS_CACHE_DIR); a URL (s3://...) keeps the frames there."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="With -o and markdown: overlay PNGs beside it."),
     engine: str = typer.Option("local", "--engine", "-e", help="local (processes) or ray."),
     address: str | None = typer.Option(None, "--address", help="With --engine ray: auto or ray://host:port "
@@ -122,10 +123,11 @@ def index(
     engine: str = typer.Option("local", "--engine", "-e", help="local (processes) or ray."),
     address: str | None = typer.Option(None, "--address", help="With --engine ray: auto or ray://host:port "
                                        "(default: a local Ray instance)."),
-    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Local engine: parallel processes (default: one per CPU)."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Parallel processes, at least 1 (default: one per CPU); "
+                                    "with --engine ray, tasks in flight."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached frames of unchanged runs."),
-    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Cache location (default: the user cache dir, "
-                                          "or $FORENSICS_CACHE_DIR)."),
+    cache_dir: str | None = typer.Option(None, "--cache-dir", help="Cache location (default: the user cache dir, or "
+                                         "$FORENSICS_CACHE_DIR); a URL (s3://...) keeps the frames there."),
 ) -> None:
     """Index a fleet of runs into Parquet tables (one row per run, one per anomaly) to query with Polars.
 

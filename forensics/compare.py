@@ -12,7 +12,6 @@ run whose worker died twice is a row with that error, never a hang.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor  # noqa: F401 - tests/test_cli_surface.py patches it here
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -64,25 +63,68 @@ class Compared(NamedTuple):
     overlay: pl.DataFrame
 
 
-def discover(paths: Iterable[str | Path]) -> list[tuple[str, Path]]:
+def cache_location(cache: bool | str | Path | None) -> str | Path | None:
+    """The cache dir that ``cache`` names: True the user cache dir (:func:`forensics.cache.default_cache_dir`),
+    False or None none, else the path or URL given (a URL keeps the frames only, see :mod:`forensics.cache`)."""
+    from parsers import remote
+
+    if cache in (False, None):
+        return None
+    if cache is True:
+        return default_cache_dir()
+    return str(cache) if remote.is_url(cache) else Path(cache)  # type: ignore[arg-type]
+
+
+def _where(path: str | Path) -> tuple[str | Path, bool, bool]:
+    """A run path as compare keeps it (a local path, or a URL that is not ``file://``), whether it exists and
+    whether it is a directory."""
+    from parsers import remote
+
+    if remote.is_url(path):
+        local = remote.local_path(str(path))
+        if local is None:
+            url = str(path)
+            there = remote.exists(url)
+            return url, there, there and remote.is_dir(url)
+        path = local
+    path = Path(path)
+    return path, path.exists(), path.is_dir()
+
+
+def discover(paths: Iterable[str | Path]) -> list[tuple[str, str | Path]]:
     """The runs to compare, named by their directory: one path that holds run subdirectories gives one run per
-    subdirectory (hidden ones skipped); otherwise each path is a run. Raises InputError for a missing path.
+    subdirectory (hidden ones skipped); otherwise each path is a run. A path may be a URL (see
+    :mod:`parsers.remote`). Raises InputError for a missing path.
 
     >>> discover(["sample_logs"])
     [('clean-1.3B', PosixPath('sample_logs/clean-1.3B')), ('tr8-104B-sample', PosixPath('sample_logs/tr8-104B-sample'))]
+    >>> import fsspec
+    >>> fsspec.filesystem("memory").pipe("/exp/lr-1e-3/train.log", b"iteration 1/10 | lm loss: 2.5 |\\n")
+    >>> discover(["memory://exp"])
+    [('lr-1e-3', 'memory://exp/lr-1e-3')]
+    >>> fsspec.filesystem("memory").rm("/exp", recursive=True)
     """
-    paths = [Path(p) for p in paths]
-    for p in paths:
-        if not p.exists():
-            raise InputError(f"{p}: no such file or directory")
-    if len(paths) == 1 and paths[0].is_dir():
-        subdirs = sorted(d for d in paths[0].iterdir() if d.is_dir() and not d.name.startswith("."))
-        if subdirs:
-            return [(d.name, d) for d in subdirs]
-    names = [p.name if p.is_dir() else p.stem for p in paths]
+    from parsers import remote
+
+    found = [_where(p) for p in paths]
+    for given, (p, there, _) in zip(paths, found, strict=True):
+        if not there:
+            raise InputError(f"{remote.shown(str(given)) if remote.is_url(given) else p}: no such file or directory")
+    if len(found) == 1 and found[0][2]:
+        root = found[0][0]
+        if isinstance(root, str):
+            subdirs = remote.subdirectories(root)
+            if subdirs:
+                return [(remote.run_name(d, directory=True), d) for d in subdirs]
+        else:
+            local = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
+            if local:
+                return [(d.name, d) for d in local]
+    names = [remote.run_name(p, directory=d) if isinstance(p, str) else p.name if d else p.stem for p, _, d in found]
     if len(set(names)) < len(names):  # same directory names under different parents: name by the parent too
-        names = [f"{p.parent.name}/{n}" for p, n in zip(paths, names, strict=True)]
-    return list(zip(names, paths, strict=True))
+        names = [f"{remote.parent_name(p) if isinstance(p, str) else p.parent.name}/{n}"
+                 for (p, _, _), n in zip(found, names, strict=True)]
+    return [(n, p) for n, (p, _, _) in zip(names, found, strict=True)]
 
 
 def curves(name: str, metrics: pl.DataFrame, bins: int = CURVE_BINS) -> pl.DataFrame:
@@ -104,7 +146,8 @@ def curves(name: str, metrics: pl.DataFrame, bins: int = CURVE_BINS) -> pl.DataF
     return pl.concat([p.select(list(CURVE_SCHEMA)).cast(CURVE_SCHEMA) for p in parts])  # type: ignore[arg-type]
 
 
-def ingest(name: str, path: Path, cache_dir: Path | None = None, signature: str | None = None) -> RunResult:
+def ingest(name: str, path: str | Path, cache_dir: str | Path | None = None, signature: str | None = None
+           ) -> RunResult:
     """Read (through the frame cache), analyze and summarize one run; an unreadable run gives a row with its error.
     A path that holds several runs (a W&B runs table) is compared as its first run, with the others noted."""
     try:
@@ -122,16 +165,26 @@ def ingest(name: str, path: Path, cache_dir: Path | None = None, signature: str 
         return RunResult(RunRow(name=name, path=str(path), error=f"internal error: {type(exc).__name__}: {exc}"))
 
 
-def _ingest_and_cache(name: str, path: Path, cache_dir: Path | None, signature: str | None) -> RunResult:
+def _results_dir(cache_dir: str | Path | None) -> Path | None:
+    """Where compare results are kept: the cache dir when it is local (a cache at a URL keeps frames only)."""
+    from parsers import remote
+
+    if cache_dir is None or not remote.is_url(cache_dir):
+        return Path(cache_dir) if cache_dir is not None else None
+    return remote.local_path(str(cache_dir))
+
+
+def _ingest_and_cache(name: str, path: str | Path, cache_dir: str | Path | None, signature: str | None) -> RunResult:
     """:func:`ingest`, its result kept under the key its files had before they were read (one hashing per run,
     and a file changed while it was read never leaves its old result under its new content's key)."""
     result = ingest(name, path, cache_dir, signature)
+    cache_dir = _results_dir(cache_dir)
     if cache_dir is not None and signature is not None and result.row.outcome != Outcome.UNREADABLE:
         result.keep(cache_dir, path, signature)
     return result
 
 
-def _worker_died(item: tuple[str, Path, Path | None, str | None], message: str) -> RunResult:
+def _worker_died(item: tuple[str, str | Path, str | Path | None, str | None], message: str) -> RunResult:
     """The row of a run whose worker died (killed, out of memory, crashed) twice: its error, nothing cached."""
     name, path, _, _ = item
     return RunResult(RunRow(name=name, path=str(path), error=message))
@@ -161,9 +214,9 @@ def compare_runs(
     found = discover(paths)
     if baseline is not None and baseline not in {name for name, _ in found}:
         raise InputError(f"--baseline {baseline}: no such run (runs: {', '.join(n for n, _ in found)})")
-    where = (default_cache_dir() if cache is True else Path(cache)) if cache not in (False, None) else None
+    where = cache_location(cache)
     results: dict[str, RunResult] = {}
-    todo: list[tuple[str, Path, Path | None, str | None]] = []
+    todo: list[tuple[str, str | Path, str | Path | None, str | None]] = []
 
     def done(name: str, result: RunResult) -> None:
         results[name] = result
@@ -172,7 +225,8 @@ def compare_runs(
 
     for name, path in found:
         signature = input_signature(path) if where is not None else None
-        cached = RunResult.cached(where, name, path, signature) if where is not None and signature else None
+        kept = _results_dir(where)
+        cached = RunResult.cached(kept, name, path, signature) if kept is not None and signature else None
         if cached is not None:
             done(name, cached)
         else:

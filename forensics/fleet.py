@@ -31,7 +31,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.engines import Engine, run_all
+from forensics.engines import Engine, checked, run_all
 
 RUN_SCHEMA: dict[str, pl.DataType] = {
     "name": pl.String(), "path": pl.String(), "signature": pl.String(), "code": pl.String(),
@@ -214,7 +214,7 @@ def _number(value: Any, kind: type) -> Any:
         return None
 
 
-def index_one(name: str, path: str | Path, cache_dir: Path | None, signature: str, code: str
+def index_one(name: str, path: str | Path, cache_dir: str | Path | None, signature: str, code: str
               ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Read (through the frames cache), analyse and summarise one run: its ``runs`` row and its ``anomalies``
     rows. An unreadable run is a row with its error and no anomalies (the engines' task, so top-level)."""
@@ -324,24 +324,22 @@ def index(
     >>> pl.read_parquet(out / "anomalies.parquet").filter(kind="divergence").select("run", "attempt", "step").rows()
     [('tr8-104B-sample', 1, 7010), ('tr8-104B-sample', 2, 6930), ('tr8-104B-sample', 3, 4960)]
     """
-    from forensics.cache import RESULT_CODE, code_signature, default_cache_dir, input_signature
+    from forensics.cache import RESULT_CODE, code_signature, input_signature
+    from forensics.compare import cache_location
     from parsers import InputError
     from reports.files import refuse_inside
 
-    if jobs is not None and jobs < 1:
-        raise InputError(f"--jobs {jobs}: must be at least 1")
-    if engine not in set(Engine):
-        raise InputError(f"--engine {engine}: unknown engine (local or ray)")
+    engine = checked(engine, jobs, address)
     output = Path(output)
     refuse_inside(output, [_local(root)])  # (a URL root is not a local directory)
     found = find_runs(root)
     code = code_signature(*RESULT_CODE)
-    where = (default_cache_dir() if cache is True else Path(cache)) if cache not in (False, None) else None
+    where = cache_location(cache)
     before, before_anomalies = _previous(output)
     known = {r["path"]: r for r in before.select("path", "signature", "code").iter_rows(named=True)}
     report = Indexed(output / RUNS_FILE, output / ANOMALIES_FILE)
     keep: list[str] = []
-    todo: list[tuple[str, str | Path, Path | None, str, str]] = []
+    todo: list[tuple[str, str | Path, str | Path | None, str, str]] = []
     for name, path in found:
         signature = input_signature(path)
         old = known.get(str(path))

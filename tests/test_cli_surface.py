@@ -159,7 +159,7 @@ def never(*_: object, **__: object) -> None:
 
 def test_compare_runs_refuses_bad_jobs_and_an_unknown_baseline_before_reading(monkeypatch):
     monkeypatch.setattr(compare_module, "_ingest_and_cache", never)
-    monkeypatch.setattr(compare_module, "ProcessPoolExecutor", never)
+    monkeypatch.setattr(compare_module, "run_all", never)
     for jobs in (0, -1):
         with pytest.raises(InputError) as exc:
             compare_runs([SAMPLES], jobs=jobs, cache=False)

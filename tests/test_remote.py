@@ -405,3 +405,36 @@ def test_a_name_that_is_both_file_and_folder(mem: tuple[MemoryFileSystem, str]) 
     assert run.warnings[0] == f"memory:/{root}/run/logs: cannot be copied to a local file (Is a directory)"
     assert [s.path for s in run.sources] == ["main_log.txt"]
     assert_no_staging([run])
+
+
+def test_compare_and_the_cli_take_urls(mem: tuple[MemoryFileSystem, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from forensics.cli import app
+    from forensics.compare import compare_runs
+    from reports import render_compare_json
+
+    fs, root = mem
+    for run in ("tr8-104B-sample", "clean-1.3B"):
+        fs.put(f"sample_logs/{run}", f"{root}/exp/{run}", recursive=True)
+    remote_rows = json.loads(render_compare_json(compare_runs([f"memory://{root}/exp"], jobs=1, cache=False).comparison))
+    local_rows = json.loads(render_compare_json(compare_runs(["sample_logs"], jobs=1, cache=False).comparison))
+    runs = ("clean-1.3B", "tr8-104B-sample")
+    assert [r["path"] for r in remote_rows["runs"]] == [f"memory://{root}/exp/{n}" for n in runs]
+    for row in (*remote_rows["runs"], *local_rows["runs"]):
+        row.pop("path")
+    assert remote_rows == local_rows
+    cache = f"memory://{root}/cache"  # a cache at a URL keeps the frames; the second compare reads them from it
+    first = compare_runs([f"memory://{root}/exp/clean-1.3B", f"memory://{root}/exp/tr8-104B-sample"], jobs=1, cache=cache)
+    assert len(fs.glob(f"{root}/cache/frames/*/digests.json")) == 2  # two sealed entries
+
+    def never(*_: object, **__: object) -> None:
+        raise AssertionError("a run was parsed")
+
+    monkeypatch.setattr("forensics.cache.load_runs", never)
+    again = compare_runs([f"memory://{root}/exp/clean-1.3B", f"memory://{root}/exp/tr8-104B-sample"], jobs=1, cache=cache)
+    assert render_compare_json(again.comparison) == render_compare_json(first.comparison)
+    done = CliRunner().invoke(app, ["analyze", f"memory://{root}/exp/clean-1.3B", "-f", "json"])
+    assert done.exit_code == 0 and json.loads(done.stdout)["runs"][0]["path"] == f"memory://{root}/exp/clean-1.3B"
+    missing = CliRunner().invoke(app, ["compare", f"memory://{root}/nothing"])
+    assert missing.exit_code != 0 and f"memory://{root}/nothing: no such file or directory" in str(missing.exception)
