@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import engine_tasks
+import polars as pl
 import pytest
 from conftest import ROOT, SAMPLES
 
@@ -164,3 +165,14 @@ def test_unknown_engine_bad_options_and_missing_ray_are_input_errors(monkeypatch
     with pytest.raises(InputError) as exc:
         compare_runs([SAMPLES], engine="ray", cache=False)
     assert str(exc.value) == RAY_MISSING == "--engine ray needs ray (pip install 'forensics[ray]')"
+
+
+def test_the_fleet_index_on_ray_is_the_local_index(runs, tmp_path, ray_cluster):
+    from forensics.fleet import index
+
+    on_ray = index(runs, tmp_path / "ray", engine="ray", cache=tmp_path / "cache-ray")
+    local = index(runs, tmp_path / "local", jobs=1, cache=tmp_path / "cache-local")
+    assert on_ray.summary() == local.summary() and on_ray.new >= len(RUNS)  # (some copies hold nested runs)
+    assert pl.read_parquet(on_ray.runs).equals(pl.read_parquet(local.runs))
+    assert pl.read_parquet(on_ray.anomalies).equals(pl.read_parquet(local.anomalies))
+    assert index(runs, tmp_path / "ray", engine="ray").summary().startswith(f"0 new, 0 changed, {on_ray.new} unchanged")
