@@ -87,10 +87,10 @@ def main() -> None:
     parser.add_argument("--engines", default="local,ray")
     args = parser.parse_args()
     data = HERE / "_data" / f"fleet-{args.runs}x{args.steps}"
-    if not (data / "done").exists():
+    if not (data / ".done").exists():
         shutil.rmtree(data, ignore_errors=True)
         generate(data, args.runs, args.steps)
-        (data / "done").touch()
+        (data / ".done").touch()
     size = sum(p.stat().st_size for p in data.rglob("*") if p.is_file())
     print(f"{args.runs} runs x {args.steps:,} steps ({', '.join(FORMATS)}): {size / 1e9:.2f} GB")
     print("| engine | runs | pass | seconds | ms per run | warm faster by | driver peak RSS | summary |")

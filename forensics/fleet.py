@@ -94,8 +94,12 @@ class _Tree:
         """Whether a reader takes a file directly in ``folder`` (code and notes aside)."""
         from parsers import registry
 
-        return any(registry.reader_for(self.head(_joined(folder, name)), name) is not None
-                   for name in self.files.get(folder, []) if Path(name).suffix.lower() not in NOT_EVIDENCE)
+        for name in self.files.get(folder, []):
+            if Path(name).suffix.lower() not in NOT_EVIDENCE:
+                head = self.head(_joined(folder, name))
+                if head.strip() and registry.reader_for(head, name) is not None:  # (an empty file is no log)
+                    return True
+        return False
 
     def runs(self, folder: str = "") -> Iterator[str]:
         holds: dict[str, bool] = {}

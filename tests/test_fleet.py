@@ -30,6 +30,7 @@ def tree(tmp_path: Path) -> Path:
     (root / "hf" / "broken" / "events.out.tfevents.1.host").write_bytes(b"\x00garbage, not a TFRecord")
     (root / "notes").mkdir()
     (root / "notes" / "README.md").write_text("iteration 10/ 100 | lm loss: 2.0 |\n")  # notes, not a run
+    (root / "notes" / "done").touch()  # an empty file is no log either
     return root
 
 
