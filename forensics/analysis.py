@@ -15,7 +15,7 @@ from forensics.configs import config_table, differing_keys, settings
 from forensics.coverage import assign_roles, coverage
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames, SpikeDetector
 from forensics.detectors.chance import LossAboveChanceDetector
-from forensics.detectors.clipping import ClippingDetector, thresholds
+from forensics.detectors.clipping import ClippingDetector, fold_into_divergences, thresholds
 from forensics.detectors.layer_grads import LayerGradDetector, layer_coverage, layer_grad_metrics, spike_origins
 from forensics.detectors.loss_scale import startup_searches
 from forensics.findings import BLOWUP_KINDS, Anomaly, Blips, Findings, RunFindings
@@ -66,6 +66,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     clip = (ClippingDetector(limits.get(max(table), None) if table else None, limits),) if limits else ()
     extra = (*((LossAboveChanceDetector(vocab),) if vocab else ()), *clip)
     anomalies = detect(frames, (*detectors, *extra) if extra else detectors)
+    anomalies = fold_into_divergences(anomalies)  # clipping and layer-group drift that a divergence's course is
     origins = spike_origins(anomalies, frames) if any(isinstance(d, LayerGradDetector) for d in detectors) else []
     if origins:  # where each spike's grad norm started, among the per-layer grad norms
         anomalies = sorted([*anomalies, *origins], key=lambda a: (a.attempt, a.step, a.end_step, a.kind))

@@ -208,8 +208,8 @@ def layer_imbalance(anomalies: list[Anomaly], troubles: list[Anomaly]) -> list[C
 def clipping(metrics: pl.DataFrame, anomalies: list[Anomaly], troubles: list[Anomaly],
              table: dict[int, dict[str, Any]]) -> list[Cause]:
     """With the clip threshold known: sustained clipping that began before the first instability of its attempt
-    (against it: clipping that began only after), and the grad-norm spikes before it that the fixed threshold did not
-    cap near the usual level, with what a threshold that adapts would have done (a what-if, said as one:
+    (against it: clipping that began only after), and the points up to it that the fixed threshold let through at 10x
+    the usual grad norm or more, with what a threshold that adapts would have done (a what-if, said as one:
     :func:`forensics.detectors.clipping.what_if`)."""
     limits = thresholds(table)
     first = first_trouble(troubles)
@@ -235,17 +235,11 @@ def clipping(metrics: pl.DataFrame, anomalies: list[Anomaly], troubles: list[Ano
             check_next="the grad norm was rising through the clip threshold: look at what raised it (LR, data, a "
                        "layer group in the per-layer norms); clipping every step hides the gradient's growth",
         ))
-    spikes = [a for a in anomalies if a.attempt in first and a.step <= first[a.attempt].step and (
-        a.kind == Kind.GRAD_NORM_SPIKE or (a.kind == Kind.CLIPPING and a.metric == s.GRAD_NORM))]
-    spikes = list({(a.attempt, a.step): a for a in spikes}.values())  # a spike that is also 10x the threshold: once
-    points = metrics.filter(pl.col("metric") == s.GRAD_NORM).select("attempt", "step", "value") if spikes else None
-    notes = []
-    for spike in spikes[:8]:
-        limit = limits.get(spike.attempt, run_limit)
-        notes += [f"attempt {spike.attempt}, {n}" for n in what_if(points, [spike], limit)]  # type: ignore[arg-type]
+    points = metrics.filter(pl.col("metric") == s.GRAD_NORM).select("attempt", "step", "value")
+    notes = what_if(points, {a: limits.get(a, run_limit) for a in first}, {a: t.step for a, t in first.items()})
     if notes:
         out.append(Cause(
-            kind="clip_threshold", cause="grad-norm spikes the fixed clip threshold did not hold near the usual level",
+            kind="clip_threshold", cause="grad-norm spikes the fixed clip threshold let through at 10x the usual level",
             confidence=0.25, evidence=notes[:4],
             check_next="a clip threshold that adapts to the grad norm (ZClip's z-score rule; GLM-130B used the "
                        "grad-norm statistics as an instability detector) would have capped these spikes lower",

@@ -18,10 +18,11 @@ Each stretch of an attempt between holes in the log is judged on its own.
   stretch listing them. (A run whose grad norm is usually above its threshold, as in many fine-tunes that log norms
   of 20 against a threshold of 1, clips every step: 10x is its usual level, not an event.)
 
-:func:`what_if` (a suggestion, never a fact about the run): which grad-norm spikes a threshold that adapts would have
-capped, and at what: ``TRAILING_MULTIPLE`` (3x) the trailing median of the previous ``TRAILING`` (100) points, or
-ZClip's z-score rule (Kumar et al. 2025: ``ZCLIP_Z`` = 2.5 standard deviations above an EMA of the grad norm with
-``ZCLIP_ALPHA`` = 0.97; here the EMA runs over the logged norms, without ZClip's feeding back of the clipped value).
+:func:`what_if` (a suggestion, never a fact about the run): for the points a loose fixed threshold let through at 10x
+the usual grad norm or more, the level at which a threshold that adapts would have capped them: ``TRAILING_MULTIPLE``
+(3x) the trailing median of the previous ``TRAILING`` (100) points, or ZClip's z-score rule (Kumar et al. 2025:
+``ZCLIP_Z`` = 2.5 standard deviations above an EMA of the grad norm with ``ZCLIP_ALPHA`` = 0.97; here the EMA runs
+over the logged norms, without ZClip's feeding back of the clipped value).
 
 >>> import polars as pl
 >>> from parsers import schema as s
@@ -62,7 +63,7 @@ TRAILING = 100        # what-if: points in the trailing median
 TRAILING_MULTIPLE = 3.0
 ZCLIP_ALPHA = 0.97    # ZClip's EMA weight on the old value
 ZCLIP_Z = 2.5
-SPIKE_CAP = 3.0       # what-if: a spike is worth a word when its grad norm was this multiple of its trailing median
+LOOSE = 10.0          # what-if: a spike the fixed threshold let through at this multiple of the usual level or more
 
 
 def thresholds(table: dict[int, dict[str, Any]]) -> dict[int, float]:
@@ -141,6 +142,16 @@ def _sustained(attempt: int, steps: np.ndarray, values: np.ndarray, limit: float
     return out
 
 
+def fold_into_divergences(anomalies: list[Anomaly]) -> list[Anomaly]:
+    """Drop the clipping and layer-group drift findings that begin inside a divergence (at or after its onset, up to
+    its end): they are its course, as its spikes are (:func:`forensics.precursors.consolidate`)."""
+    spans = [(a.attempt, a.step, a.end_step) for a in anomalies if a.kind == Kind.DIVERGENCE]
+    if not spans:
+        return anomalies
+    return [a for a in anomalies if a.kind not in (Kind.CLIPPING, Kind.GRAD_NORM_RATIO)
+            or not any(a.attempt == att and start <= a.step <= end for att, start, end in spans)]
+
+
 def _far(attempt: int, steps: np.ndarray, values: np.ndarray, limit: float) -> list[Anomaly]:
     usual = pl.Series(values).shift(1).rolling_median(TRAILING, min_samples=10).to_numpy()
     far = np.flatnonzero((values >= FAR * limit) & (usual < limit))  # through a threshold that did not usually bind
@@ -156,48 +167,47 @@ def _far(attempt: int, steps: np.ndarray, values: np.ndarray, limit: float) -> l
                 f"{shown(limit)} or more: {listed}{more}"))]
 
 
-def what_if(points: pl.DataFrame, spikes: list[Anomaly], limit: float | None) -> list[str]:
-    """For each grad-norm spike at least ``SPIKE_CAP`` times its trailing median that the fixed threshold ``limit``
-    (None: not known) let through at ``SPIKE_CAP`` times that median or more (not clipped, or clipped at a threshold
-    that far above the usual level), one sentence: what the fixed threshold did to it, and the level at which a
-    threshold that adapts would have capped it (see the module docstring). Suggestions computed from the logged
-    norms, said as such.
+def what_if(points: pl.DataFrame, limits: dict[int, float], until: dict[int, int], most: int = 4) -> list[str]:
+    """The points (at most ``most``, the largest first; each attempt's up to its step in ``until``) whose grad norm was
+    at least ``LOOSE`` (10) times the median of the ``TRAILING`` points before it and that its fixed clip threshold
+    (``limits``, per attempt) let through at ``LOOSE`` times that median or more (not clipped, or clipped at a
+    threshold that far above the usual level): one sentence each, with what the fixed threshold did and the level at
+    which a threshold that adapts would have capped it (see the module docstring). Suggestions from the logged norms,
+    said as such.
 
-    >>> import polars as pl
-    >>> from forensics.findings import Anomaly
     >>> pts = pl.DataFrame({"attempt": 1, "step": list(range(1, 202)), "value": [0.2, 0.3] * 100 + [4.0]})
-    >>> print(what_if(pts, [Anomaly("grad_norm_spike", "grad_norm", 1, 201, 201, 4.0, 0.25)], 5.0)[0])
-    ... # doctest: +NORMALIZE_WHITESPACE
-    step 201: grad norm 4 (16x its trailing median 0.25), under the clip threshold 5, so not clipped; a threshold of
-    3x the trailing median would have capped it at 0.75, ZClip's z-score rule (z 2.5 on an EMA) at 0.38 (what-if from
-    the logged norms, not what happened)
+    >>> what_if(pts, {1: 1.0}, {1: 201})  # clipped at 4x the usual level: the fixed threshold held it
+    []
+    >>> print(what_if(pts, {1: 5.0}, {1: 201})[0])  # doctest: +NORMALIZE_WHITESPACE
+    attempt 1, step 201: grad norm 4 (16x its trailing median 0.25), under the clip threshold 5, so not clipped; a
+    threshold of 3x the trailing median would have capped it at 0.75, ZClip's z-score rule (z 2.5 on an EMA) at 0.38
+    (what-if from the logged norms, not what happened)
     """
+    mine = points.filter(pl.col("attempt").is_in(list(until)) & pl.col("value").is_finite()).sort("attempt", "step")
+    if mine.height == 0:
+        return []
+    before = pl.col("value").shift(1)
+    mine = mine.with_columns(
+        median=before.rolling_median(TRAILING, min_samples=10).over("attempt"),
+        mu=before.ewm_mean(alpha=1 - ZCLIP_ALPHA, adjust=False).over("attempt"),
+        sd=before.ewm_std(alpha=1 - ZCLIP_ALPHA, adjust=False).over("attempt"),
+        limit=pl.col("attempt").replace_strict(limits, default=None, return_dtype=pl.Float64),
+        until=pl.col("attempt").replace_strict(until, default=None, return_dtype=pl.Int64))
+    let_through = pl.min_horizontal("value", pl.col("limit").fill_null(float("inf")))
+    found = mine.filter((pl.col("step") <= pl.col("until")) & (pl.col("median") > 0)
+                        & (pl.col("value") >= LOOSE * pl.col("median")) & (let_through >= LOOSE * pl.col("median")))
     out = []
-    for spike in spikes:
-        mine = points.filter((pl.col("attempt") == spike.attempt) & pl.col("value").is_finite()
-                             & (pl.col("step") <= spike.step)).sort("step")
-        before = mine["value"].to_numpy()[:-1][-TRAILING:]
-        at = mine.filter(pl.col("step") == spike.step)
-        if before.size < 10 or at.height == 0:
-            continue
-        value = float(at["value"][0])
-        median = float(np.median(before))
-        if not median > 0 or value < SPIKE_CAP * median:
-            continue
-        ema = pl.Series(mine["value"].to_numpy()[:-1])
-        mu = float(ema.ewm_mean(alpha=1 - ZCLIP_ALPHA, adjust=False)[-1])
-        sd = float(ema.ewm_std(alpha=1 - ZCLIP_ALPHA, adjust=False)[-1])
-        zclip = mu + ZCLIP_Z * sd
-        if limit is not None and min(value, limit) < SPIKE_CAP * median:
-            continue  # the fixed threshold held it near the usual level
+    for row in found.sort("value", descending=True).head(most).sort("attempt", "step").iter_rows(named=True):
+        value, median, limit = row["value"], row["median"], row["limit"]
         if limit is None:
             fixed = "with no clip threshold known"
         elif value > limit:
             fixed = f"clipped to the threshold {shown(limit)} ({limit / median:.1f}x the trailing median)"
         else:
             fixed = f"under the clip threshold {shown(limit)}, so not clipped"
-        out.append(f"step {spike.step}: grad norm {shown(value)} ({value / median:.0f}x its trailing median "
-                   f"{median:.2g}), {fixed}; a threshold of {TRAILING_MULTIPLE:.0f}x the trailing median would have "
-                   f"capped it at {TRAILING_MULTIPLE * median:.2g}, ZClip's z-score rule (z {ZCLIP_Z} on an EMA) at "
-                   f"{zclip:.2g} (what-if from the logged norms, not what happened)")
+        zclip = row["mu"] + ZCLIP_Z * row["sd"]
+        out.append(f"attempt {row['attempt']}, step {row['step']}: grad norm {shown(value)} ({value / median:.0f}x its "
+                   f"trailing median {median:.2g}), {fixed}; a threshold of {TRAILING_MULTIPLE:.0f}x the trailing "
+                   f"median would have capped it at {TRAILING_MULTIPLE * median:.2g}, ZClip's z-score rule (z "
+                   f"{ZCLIP_Z} on an EMA) at {zclip:.2g} (what-if from the logged norms, not what happened)")
     return out
