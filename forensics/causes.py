@@ -51,6 +51,7 @@ def suspect(
         *logit_growth(anomalies),
         *layer_imbalance(anomalies, troubles),
         *clipping(metrics, anomalies, troubles, table),
+        *logit_trend(anomalies, troubles),
         *stops(attempts, anomalies, events),
     ]
     return sorted(merge(causes), key=lambda c: -c.confidence)
@@ -174,6 +175,36 @@ def logit_growth(anomalies: list[Anomaly]) -> list[Cause]:
     return [Cause(
         kind="logits", cause="attention or output logit growth", confidence=0.5, evidence=notes[:4],
         check_next="qk-layernorm and z-loss (1e-4) fix logit growth in Wortsman et al.; check per-layer logits",
+    )]
+
+
+def logit_trend(anomalies: list[Anomaly], troubles: list[Anomaly]) -> list[Cause]:
+    """Attention logits or the z-loss growing log-linearly before the first instability of its attempt
+    (:attr:`Kind.LOGIT_GROWTH`; Wortsman et al. 2023). Merges with :func:`logit_growth` (one kind). Against it:
+    growth that began only after the instability."""
+    first = first_trouble(troubles)
+    evidence, counter, metrics = [], [], set()
+    for a in anomalies:
+        t = first.get(a.attempt)
+        if a.kind != Kind.LOGIT_GROWTH or t is None:
+            continue
+        if a.step < t.step:
+            metrics.add(a.metric)
+            evidence.append(f"attempt {a.attempt}: {a.detail}; it began {step_count(t.step - a.step)} before the "
+                            f"{t.kind.replace('_', ' ')} at step {t.step}")
+        else:
+            counter.append(f"attempt {a.attempt}: {a.metric} began growing at step {a.step}, after the "
+                           f"{t.kind.replace('_', ' ')} at step {t.step}")
+    if not evidence:
+        return []
+    attention = s.MAX_ATTENTION_LOGIT in metrics
+    return [Cause(
+        kind="logits", cause="attention-logit growth" if attention else "output-logit divergence (z-loss rising)",
+        confidence=0.55,  # a trend test with its lead: its words lead when merged with logit_growth's notes
+        evidence=evidence[:4], counter_evidence=counter[:4],
+        check_next=("QK-layernorm and QK-clip are the published mitigations for attention-logit growth (Wortsman et "
+                    "al. 2023; Kimi K2 clips at a max logit of 100)" if attention else
+                    "a z-loss (1e-4 log^2 Z, PaLM; Wortsman et al. 2023) keeps the output logits from drifting"),
     )]
 
 

@@ -78,6 +78,7 @@ class Kind(StrEnum):
     LOSS_ABOVE_CHANCE = "loss_above_chance"
     GRAD_NORM_RATIO = "grad_norm_ratio"          # a layer group's share of the grad norm drifted, or a spike began there
     CLIPPING = "clipping"                        # the grad norm above the configured clip threshold (sustained, or 10x)
+    LOGIT_GROWTH = "logit_growth"                # attention logits or the z-loss growing log-linearly
 
 
 ANOMALY_KINDS: frozenset[Kind] = frozenset(Kind)

@@ -17,7 +17,9 @@ after the last hole in the log before it (what lies across a gap is never a warn
   :attr:`~forensics.findings.Kind.GRAD_NORM_RATIO` finding (:mod:`forensics.detectors.layer_grads`) that began in the
   look-back, when the run logs per-layer grad norms;
 * **sustained clipping**: the grad norm above the configured clip threshold at most steps from a step in the
-  look-back on (:mod:`forensics.detectors.clipping`).
+  look-back on (:mod:`forensics.detectors.clipping`);
+* **logit growth** (Wortsman et al. 2023): attention logits or the z-loss growing log-linearly from a step in the
+  look-back (:mod:`forensics.detectors.logits`).
 
 The look-back is ``LOOKBACK`` (300) logged points or 3,000 steps, whichever is longer (at most 5,000 points). The
 warning is the earliest signal; its lead is the blow-up's step minus that signal's step (a signal begins before the
@@ -85,6 +87,8 @@ def warning_before(blowup: Anomaly, anomalies: list[Anomaly], frames: RunFrames,
             signals.append({"kind": "grad_norm_ratio", "step": a.step, "detail": a.detail})
         elif a.kind == Kind.CLIPPING and a.metric == s.CLIPPED_SHARE:
             signals.append({"kind": "sustained_clipping", "step": a.step, "detail": a.detail})
+        elif a.kind == Kind.LOGIT_GROWTH:
+            signals.append({"kind": "logit_growth", "step": a.step, "detail": a.detail})
         elif a.kind == Kind.LOSS_SPIKE and a.recovered_step is None:
             signals.append({"kind": "unrecovered_spike", "step": a.step,
                             "detail": f"a loss spike at step {a.step} that was not back to its level before it"})

@@ -34,6 +34,9 @@ _LEAVES: dict[str, str] = {
     "lm loss validation": s.VAL_LOSS, "valid lm loss": s.VAL_LOSS, "validation loss": s.VAL_LOSS,
     "val loss": s.VAL_LOSS, "eval loss": s.VAL_LOSS,
     "lm loss validation ppl": s.VAL_PPL, "validation ppl": s.VAL_PPL, "val ppl": s.VAL_PPL,
+    "z loss": s.Z_LOSS, "zloss": s.Z_LOSS,
+    "max attention logit": s.MAX_ATTENTION_LOGIT, "max attention logits": s.MAX_ATTENTION_LOGIT,
+    "max attn logit": s.MAX_ATTENTION_LOGIT, "attention logit max": s.MAX_ATTENTION_LOGIT,
 }
 _VALIDATION_PARTS = {"val", "valid", "validation", "eval", "evaluation", "lm loss validation"}
 _AXIS = re.compile(r"\s+vs\s+(samples|tokens|gigaflos.*|steps)$")
@@ -135,6 +138,8 @@ def canonical(tag: str) -> tuple[str, str]:
     (('grad_norm', 'step'), ('loss', 'step'), ('dup_steps/foo', 'step'), ('train/train_loss', 'step'))
     >>> canonical("optim/grad/transformer.wte.weight.norm"), canonical("l2_norm/grad/global")
     (('grad_norm/embedding/-/transformer.wte.weight', 'step'), ('grad_norm', 'step'))
+    >>> canonical("train/ZLoss"), canonical("train/Z loss"), canonical("max_attention_logit")
+    (('z_loss', 'step'), ('z_loss', 'step'), ('max_attention_logit', 'step'))
     >>> canonical("optim/total_grad_norm"), canonical("grad-norm/grad-norm"), canonical("grad_2.0_norm_total")
     (('grad_norm', 'step'), ('grad_norm', 'step'), ('grad_norm', 'step'))
     """
@@ -157,4 +162,6 @@ def canonical(tag: str) -> tuple[str, str]:
         return layer_grad_name(base) or base, axis
     if validation and name == s.LOSS:
         name = s.VAL_LOSS
+    if validation and name in s.LOGIT_METRICS:
+        return base, axis  # a validation z-loss is not the training one
     return name, axis

@@ -74,6 +74,13 @@ def is_layer_grad(metric: str) -> bool:
     return len(parts) == 4 and parts[0] + "/" == LAYER_GRAD_PREFIX and parts[1] in LAYER_GROUPS
 
 
+# logits (Wortsman et al. 2023: attention-logit growth and output-logit divergence precede instabilities), read when a
+# run logs them: the z-loss (log^2 Z of the output softmax, OLMo's train/ZLoss) and the largest attention logit
+# (Megatron's log_max_attention_logit, the QK-clip statistic). Not in CANONICAL_METRICS: not needed by every check.
+Z_LOSS = "z_loss"
+MAX_ATTENTION_LOGIT = "max_attention_logit"
+LOGIT_METRICS: tuple[str, ...] = (MAX_ATTENTION_LOGIT, Z_LOSS)
+
 # derived, never read from a log: the share of logged steps whose grad norm was above the clip threshold (the metric of
 # a sustained-clipping finding, forensics.detectors.clipping)
 CLIPPED_SHARE = "clipped_share"

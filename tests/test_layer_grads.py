@@ -274,3 +274,65 @@ def test_nothing_is_compared_across_a_hole_in_the_log():
     # the same levels without the hole: the embedding's share rose 5x at step 2001 (found at 1998)
     assert [(a.metric, a.step) for a in _ratios(analyze_run(_run(4000, 2, embedding=np.where(steps > 2000, 5.0, 1.0))))] \
         == [("grad_norm/embedding/-", 1998)]
+
+
+# --- logit growth (issue 21, part 3) -------------------------------------------------------------------------------
+
+
+def _logit_run(n: int, seed: int, metric: str, growth: np.ndarray, diverge_at: int | None = None) -> Run:
+    """Loss, global grad norm and one logit series (``metric``: level 12, heavy-tailed noise, times ``growth``)."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(1, n + 1)
+    loss = 2.5 + 1.5 * np.exp(-steps / 800) + 0.02 * np.clip(rng.standard_t(3, n), -8, 8)
+    if diverge_at is not None:
+        loss = np.where(steps >= diverge_at, loss + (steps - diverge_at) * 0.02, loss)
+    logit = 12.0 * np.exp(0.1 * np.clip(rng.standard_t(3, n), -8, 8)) * growth
+    metrics = s.conform(pl.concat([
+        pl.DataFrame({"step": steps, "value": loss, "metric": s.LOSS}),
+        pl.DataFrame({"step": steps, "value": _noise(n, seed), "metric": s.GRAD_NORM}),
+        pl.DataFrame({"step": steps, "value": logit, "metric": metric}),
+    ]).with_columns(run=pl.lit("gen"), source=pl.lit("gen"), attempt=1), s.METRICS_SCHEMA)
+    return Run("gen", "gen", metrics, s.empty(s.EVENTS_SCHEMA), s.empty(s.CONFIGS_SCHEMA))
+
+
+def test_attention_logit_growth_before_a_divergence_warns_with_its_lead():
+    assert canonical("train/ZLoss")[0] == s.Z_LOSS and canonical("max_attention_logit")[0] == s.MAX_ATTENTION_LOGIT
+    assert canonical("val/z_loss")[0] == "val/z_loss"  # a validation z-loss is not the training one
+    n = 4000
+    steps = np.arange(1, n + 1)
+    growth = np.where(steps > 2000, np.exp((steps - 2000) / 720), 1.0)  # 8x by step 3500
+    found = analyze_run(_logit_run(n, 3, s.MAX_ATTENTION_LOGIT, growth, diverge_at=3500))
+    logits = [a for a in found.anomalies if a.kind == Kind.LOGIT_GROWTH]
+    assert [(a.metric, a.step) for a in logits] == [(s.MAX_ATTENTION_LOGIT, 2131)], [a.detail for a in logits]
+    assert "to 190 at step 3985" in logits[0].detail and "above 100, where Kimi K2's QK-clip caps" in logits[0].detail
+    divergence = next(a for a in found.anomalies if a.kind == Kind.DIVERGENCE)
+    signal = next(x for x in divergence.warning["signals"] if x["kind"] == "logit_growth")
+    assert (divergence.step, signal["step"], divergence.warning["lead_steps"]) == (3511, 2131, 1380)
+    cause = next(c for c in found.suspected_causes if c.kind == "logits")
+    assert cause.cause == "attention-logit growth" and "QK-layernorm and QK-clip" in cause.check_next
+    assert any("it began 1380 steps before the loss spike at step 3511" in e for e in cause.evidence)
+
+
+def test_a_rising_z_loss_is_output_logit_divergence():
+    n = 4000
+    steps = np.arange(1, n + 1)
+    found = analyze_run(_logit_run(n, 4, s.Z_LOSS, np.where(steps > 2500, np.exp((steps - 2500) / 400), 1.0),
+                                   diverge_at=3600))
+    logits = [a for a in found.anomalies if a.kind == Kind.LOGIT_GROWTH]
+    assert [(a.metric, a.step) for a in logits] == [(s.Z_LOSS, 2569)], [a.detail for a in logits]
+    assert next(c for c in found.suspected_causes if c.kind == "logits").cause == \
+        "output-logit divergence (z-loss rising)"
+
+
+def test_flat_heavy_tailed_logits_and_a_level_shift_are_not_growth():
+    n = 10_000
+    steps = np.arange(1, n + 1)
+    for seed in range(3):
+        assert not [a for a in analyze_run(_logit_run(n, seed, s.MAX_ATTENTION_LOGIT, np.ones(n))).anomalies
+                    if a.kind == Kind.LOGIT_GROWTH]
+    # a log-linear rise to 2x is below the 3x a finding needs
+    found = analyze_run(_logit_run(n, 8, s.MAX_ATTENTION_LOGIT, np.where(steps > 5000, 2.0 ** ((steps - 5000) / 5000), 1.0)))
+    assert not [a for a in found.anomalies if a.kind == Kind.LOGIT_GROWTH]
+    # a step to 4x that then holds is a level shift, not a log-linear rise
+    found = analyze_run(_logit_run(n, 9, s.MAX_ATTENTION_LOGIT, np.where(steps > 5000, 4.0, 1.0)))
+    assert not [a for a in found.anomalies if a.kind == Kind.LOGIT_GROWTH]

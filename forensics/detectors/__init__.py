@@ -4,6 +4,7 @@ from forensics.detectors.base import Detector, RunFrames
 from forensics.detectors.divergence import DivergenceDetector
 from forensics.detectors.hang import HangDetector
 from forensics.detectors.layer_grads import LayerGradDetector
+from forensics.detectors.logits import LogitGrowthDetector
 from forensics.detectors.loss_scale import LossScaleCollapseDetector
 from forensics.detectors.nan import NanDetector
 from forensics.detectors.plateau import LossPlateauDetector
@@ -26,6 +27,7 @@ DEFAULT_DETECTORS: tuple[Detector, ...] = (
     RegimeShiftDetector(metric="iteration_time_ms"),
     RegimeShiftDetector(metric="loss_scale"),
     LayerGradDetector(),
+    LogitGrowthDetector(),
 )
 # opt-in: on labelled curves it finds ~83% of plateaus but flags ~1% of other curves (see benchmarks/detection.py)
 EXPERIMENTAL_DETECTORS: tuple[Detector, ...] = (LossPlateauDetector(),)
@@ -37,6 +39,7 @@ __all__ = [
     "DivergenceDetector",
     "HangDetector",
     "LayerGradDetector",
+    "LogitGrowthDetector",
     "LossPlateauDetector",
     "LossScaleCollapseDetector",
     "NanDetector",

@@ -143,12 +143,12 @@ def _sustained(attempt: int, steps: np.ndarray, values: np.ndarray, limit: float
 
 
 def fold_into_divergences(anomalies: list[Anomaly]) -> list[Anomaly]:
-    """Drop the clipping and layer-group drift findings that begin inside a divergence (at or after its onset, up to
-    its end): they are its course, as its spikes are (:func:`forensics.precursors.consolidate`)."""
+    """Drop the clipping, layer-group drift and logit-growth findings that begin inside a divergence (at or after its
+    onset, up to its end): they are its course, as its spikes are (:func:`forensics.precursors.consolidate`)."""
     spans = [(a.attempt, a.step, a.end_step) for a in anomalies if a.kind == Kind.DIVERGENCE]
     if not spans:
         return anomalies
-    return [a for a in anomalies if a.kind not in (Kind.CLIPPING, Kind.GRAD_NORM_RATIO)
+    return [a for a in anomalies if a.kind not in (Kind.CLIPPING, Kind.GRAD_NORM_RATIO, Kind.LOGIT_GROWTH)
             or not any(a.attempt == att and start <= a.step <= end for att, start, end in spans)]
 
 
