@@ -53,6 +53,8 @@ def analyze(
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the report here instead of stdout."),
     fmt: str = typer.Option("markdown", "--format", "-f", help="markdown or json."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="With -o and markdown: PNG plots beside the report."),
+    perplexity: bool = typer.Option(False, "--perplexity", help="With plots: an exp(loss) (perplexity) panel under "
+                                    "the loss, where a spike shows earlier and larger."),
 ) -> None:
     """Analyze a run and write its incident chronicle (markdown) or findings (JSON).
 
@@ -71,7 +73,7 @@ def analyze(
         return
     from reports.terminal import print_summary
 
-    print_summary(analysis.findings, reports.write(analysis, output, fmt, plots))
+    print_summary(analysis.findings, reports.write(analysis, output, fmt, plots, perplexity=perplexity))
 
 
 @app.command()

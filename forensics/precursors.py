@@ -7,7 +7,8 @@
 * a slow upward drift of the grad norm before the first instability (OLMo 2: "slow growth in the magnitude of the
   gradient norm ... correlated with increasing frequency of spikes"), as a robust Theil-Sen slope;
 * growth of attention or output logits when the run logs them (Wortsman et al.: attention logits above 1e4
-  diverged; output-logit divergence).
+  diverged; output-logit divergence): for the max attention logit and the z-loss, the logit-growth detector's
+  finding restated (:mod:`forensics.detectors.logits` is the one judge of their growth).
 
 It also folds the loss and grad-norm spikes that happen *during* a divergence into it (they are the divergence,
 not separate incidents), and notes when the evidence is a mean over a log interval.
@@ -85,7 +86,7 @@ def annotate(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
         out.append(replace(a, grad_norm_lead=lead, precursors=notes, averaged_over=averaged))
     first = next((a for a in sorted(out, key=lambda x: (x.attempt, x.step)) if a.kind in INSTABILITY_KINDS), None)
     if first is not None:
-        extra = [n for n in (_grad_drift(first, frames), *_logit_growth(first, frames)) if n]
+        extra = [n for n in (_grad_drift(first, frames), *_logit_growth(first, frames, anomalies)) if n]
         if extra:
             out = [replace(a, precursors=a.precursors + extra) if a is first else a for a in out]
     return out
@@ -141,10 +142,21 @@ def _grad_drift(first: Anomaly, frames: RunFrames) -> str | None:
             f"{int(step[-1])} (robust slope, 95% interval above zero)")
 
 
-def _logit_growth(first: Anomaly, frames: RunFrames) -> list[str]:
-    names = [m for m in frames.metrics["metric"].unique().cast(pl.String).to_list() if any(k in m.lower() for k in _LOGIT)]
-    notes = []
+def _logit_growth(first: Anomaly, frames: RunFrames, anomalies: list[Anomaly]) -> list[str]:
+    """Logit growth before the first instability. For the metrics :mod:`forensics.detectors.logits` reads
+    (:data:`parsers.schema.LOGIT_METRICS`) its :attr:`Kind.LOGIT_GROWTH` finding is the one source: the note
+    restates that finding (begun in the same stretch, before this) and nothing else is judged here, so a level shift
+    or a 2x wander the detector rejects is never called growth. Other metrics named like a logit (an output-logit
+    mean the detector does not read) keep the plain check: the latest tenth's largest value at least 2x the first
+    fifth's median."""
     since = since_last_gap(frames.gaps(), first.attempt, first.step) or 0
+    notes = [f"{g.metric} grew log-linearly from step {g.step}, {step_count(first.step - g.step)} before this (the "
+             f"logit-growth finding: usual level {g.baseline:.4g}, {g.value:.4g} at its peak at step {g.end_step}; "
+             "attention or output logit growth precedes divergence, Wortsman et al. 2023)"
+             for g in anomalies if g.kind == Kind.LOGIT_GROWTH and g.attempt == first.attempt
+             and since <= g.step < first.step and g.baseline is not None and g.value is not None]
+    names = [m for m in frames.metrics["metric"].unique().cast(pl.String).to_list()
+             if any(k in m.lower() for k in _LOGIT) and m not in s.LOGIT_METRICS]
     for name in sorted(names):
         points = frames.points(name).filter(
             (pl.col("attempt") == first.attempt) & (pl.col("step") <= first.step) & (pl.col("step") >= since)

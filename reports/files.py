@@ -27,11 +27,12 @@ FORMATS = ("markdown", "json")
 
 
 def write(result: Analysis | Compared, output: str | Path, fmt: str = "markdown", plots: bool = True,
-          protect: Iterable[str | Path] = ()) -> list[Path]:
+          protect: Iterable[str | Path] = (), perplexity: bool = False) -> list[Path]:
     """Write an analysis (:func:`forensics.analyze_path`) or a comparison (:func:`forensics.compare_runs`) to
     ``output`` as ``markdown`` (with PNG plots in ``<output stem>_files/`` when ``plots``) or ``json``; returns the
-    files written. Nothing is written inside what was read (the analysis's path, and every path in ``protect``):
-    a single log protects only itself, a directory everything under it.
+    files written. ``perplexity``: an analysis's loss plot gets an exp(loss) panel under the loss (where a spike
+    shows earlier and larger). Nothing is written inside what was read (the analysis's path, and every path in
+    ``protect``): a single log protects only itself, a directory everything under it.
 
     >>> import tempfile, forensics
     >>> analysis = forensics.analyze_path("sample_logs/clean-1.3B")
@@ -49,7 +50,7 @@ def write(result: Analysis | Compared, output: str | Path, fmt: str = "markdown"
     refuse_inside(output, [*protect, *([result.read] if getattr(result, "read", None) else [])])
     try:
         if hasattr(result, "findings"):
-            return write_report(result.findings, result.metrics, output, fmt, plots)
+            return write_report(result.findings, result.metrics, output, fmt, plots, perplexity)
         return write_comparison(result.comparison, result.overlay, output, fmt, plots)
     except OSError as exc:
         raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
@@ -104,9 +105,11 @@ def inside(child: Path, parent: Path) -> bool:
 
 def write_report(
     findings: Findings, metrics: dict[str, pl.DataFrame], output: Path, fmt: str = "markdown", plots: bool = True,
+    perplexity: bool = False,
 ) -> list[Path]:
     """Write ``findings`` to ``output`` (markdown or json). For markdown with ``plots``, each run's PNGs go to
-    ``<output stem>_files/`` and the chronicle links them by relative path. Returns the files written.
+    ``<output stem>_files/`` (with ``perplexity``, the loss plot has an exp(loss) panel) and the chronicle links
+    them by relative path. Returns the files written.
 
     >>> import tempfile, parsers, forensics
     >>> runs = parsers.load_runs("sample_logs/tr8-104B-sample")
@@ -124,7 +127,7 @@ def write_report(
             frame = metrics.get(run.name)
             if frame is None or frame.height == 0:
                 continue
-            drawn = plot_run(frame, run, directory)
+            drawn = plot_run(frame, run, directory, perplexity)
             written += drawn.values()
             images[run.name] = {k: link(directory, p) for k, p in drawn.items()}
     text = render_markdown(findings, images) if fmt == "markdown" else render_json(findings)

@@ -35,6 +35,7 @@ MAX_LANES = 12       # an overview gives at most this many attempts a lane of th
 CONTEXT_POINTS = 40_000  # the grey "other attempts" behind an overview lane: at most about this many points
 ABSURD = 1e300       # an axis limit beyond this (or not finite) gets no ticks: a tick locator overflows on it
 HEAT_BINS = 400     # step bins of the per-layer grad-norm heatmap
+PERPLEXITY = "perplexity"  # the exp(loss) panel (``perplexity_panel``): drawn from the binned loss, never a metric read
 _COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 _CONTEXT = "#c7c7c7"  # the other attempts behind an overview lane
 # anomaly kind -> (marker, colour, legend label); a NaN is a vertical line, the rest a marker at the value
@@ -255,13 +256,39 @@ def _overview(plt, loss: pl.DataFrame, run: RunFindings):  # type: ignore[no-unt
     return fig
 
 
+def perplexity(loss: pl.DataFrame) -> pl.DataFrame:
+    """Binned loss (:func:`binned`) as exp(loss): exp is increasing, so each bin's min, median and max carry over;
+    a loss too large for exp (above ~709) is left out (NaN) rather than drawn at infinity.
+
+    >>> b = pl.DataFrame({"attempt": [1, 1], "step": [10, 20], "low": [2.0, 1.0], "mid": [2.0, 1.5],
+    ...                   "high": [2.0, 800.0]})
+    >>> [round(v, 3) for v in perplexity(b)["mid"]], perplexity(b)["high"].is_nan().to_list()
+    ([7.389, 4.482], [False, True])
+    """
+    exp = {c: pl.col(c).exp() for c in ("low", "mid", "high")}
+    return loss.with_columns(pl.when(e.is_finite()).then(e).otherwise(float("nan")).alias(c) for c, e in exp.items())
+
+
+def _as_perplexity(run: RunFindings) -> RunFindings:
+    """``run`` with its loss anomalies moved to the perplexity panel (their values as exp(value))."""
+    import math
+    from dataclasses import replace
+
+    def ppl(v: float | None) -> float | None:
+        return math.exp(v) if v is not None and math.isfinite(v) and v < 709 else None
+
+    marks = [replace(a, metric=PERPLEXITY, value=ppl(a.value)) for a in run.anomalies if a.metric == s.LOSS]
+    return replace(run, anomalies=marks)
+
+
 def _attempts(plt, run: RunFindings, panels: list[tuple[pl.DataFrame, str, str]]):  # type: ignore[no-untyped-def]
     """Each metric of ``panels`` on its own axes, every attempt on a shared step axis, anomalies marked."""
     fig, axes = plt.subplots(len(panels), 1, figsize=(9, 0.6 + 2.5 * len(panels)), sharex=True, squeeze=False)
     kinds: set[str] = set()
     resumed = False
     for ax, (data, metric, label) in zip(axes[:, 0], panels, strict=True):
-        drawn, back = _panel(ax, data, run, metric, label, log=True if metric == s.LOSS_SCALE else None)
+        shown_run = _as_perplexity(run) if metric == PERPLEXITY else run
+        drawn, back = _panel(ax, data, shown_run, metric, label, log=True if metric == s.LOSS_SCALE else None)
         kinds, resumed = kinds | drawn, resumed or back
     names = [label for _, _, label in panels]
     what = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
@@ -274,14 +301,15 @@ def _attempts(plt, run: RunFindings, panels: list[tuple[pl.DataFrame, str, str]]
     return fig
 
 
-def run_figures(metrics: pl.DataFrame, run: RunFindings) -> dict[str, Any]:
+def run_figures(metrics: pl.DataFrame, run: RunFindings, perplexity_panel: bool = False) -> dict[str, Any]:
     """The figures :func:`plot_run` saves, by name: "overview" (the loss across attempts, one lane each; only for a run
-    with at least two attempts that logged a loss), "attempts" (loss, grad norm and, for an fp16 run, the loss
-    scale, on a shared step axis) and "layer_grads" (:func:`layer_heatmap`, for a run with per-layer grad norms). The
-    caller closes them."""
+    with at least two attempts that logged a loss), "attempts" (loss, with ``perplexity_panel`` exp(loss) under it,
+    grad norm and, for an fp16 run, the loss scale, on a shared step axis) and "layer_grads" (:func:`layer_heatmap`,
+    for a run with per-layer grad norms). The caller closes them."""
     loss, grad, scale = binned(metrics, s.LOSS), binned(metrics, s.GRAD_NORM), binned(metrics, s.LOSS_SCALE)
-    panels = [(d, m, label) for d, m, label in ((loss, s.LOSS, "loss"), (grad, s.GRAD_NORM, "grad norm"),
-                                                (scale, s.LOSS_SCALE, "loss scale"))
+    ppl = perplexity(loss) if perplexity_panel else loss.clear()
+    panels = [(d, m, label) for d, m, label in ((loss, s.LOSS, "loss"), (ppl, PERPLEXITY, "perplexity exp(loss)"),
+                                                (grad, s.GRAD_NORM, "grad norm"), (scale, s.LOSS_SCALE, "loss scale"))
               if d.height and (m != s.LOSS_SCALE or is_fp16(d))]
     if not panels:
         return {}
@@ -373,11 +401,13 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "run"
 
 
-def plot_run(metrics: pl.DataFrame, run: RunFindings, directory: Path) -> dict[str, Path]:
+def plot_run(metrics: pl.DataFrame, run: RunFindings, directory: Path, perplexity_panel: bool = False
+             ) -> dict[str, Path]:
     """Write ``<run>-overview.png`` (the loss across attempts, one lane each, when the run has more than one attempt)
-    and ``<run>-attempts.png`` (loss, grad norm and the fp16 loss scale, anomalies and rollbacks marked) into
-    ``directory``; returns {"overview": path, "attempts": path} for what was drawn."""
-    figures = run_figures(metrics, run)
+    and ``<run>-attempts.png`` (loss, with ``perplexity_panel`` exp(loss), grad norm and the fp16 loss scale,
+    anomalies and rollbacks marked) into ``directory``; returns {"overview": path, "attempts": path} for what was
+    drawn."""
+    figures = run_figures(metrics, run, perplexity_panel)
     if not figures:
         return {}
     plt = _pyplot()
