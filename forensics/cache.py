@@ -173,14 +173,15 @@ VERSION_MARKS = ("ETag", "etag", "md5Hash", "crc32c", "generation", "VersionId",
                  "checksum", "LastModified", "last_modified", "updated", "mtime", "modified", "created")
 
 
-def url_signature(url: str) -> str:
+def url_signature(url: str, found: remote.Listing | None = None) -> str:
     """A key for the run at ``url``, from its listing alone (nothing is downloaded): the URL and, for every file
     (hidden ones left out, as a read leaves them), its relative path, size and the version marks the storage
     lists of it: those of :data:`VERSION_MARKS` it gives (S3: ``ETag``, ``LastModified``; GCS: ``md5Hash``,
     ``crc32c``, ``generation``, ``updated``; Hugging Face: ``blob_id``; fsspec's memory store: ``created``). A
     file with none of them is keyed by a digest of its bytes, streamed. A ``file://`` URL is keyed as its local
     path (content digests), and apart from it; a URL that cannot be listed gets a key of its error, under which
-    nothing is kept (its read fails the same way).
+    nothing is kept (its read fails the same way). ``found``: the run's listing when the caller has it already
+    (:func:`forensics.fleet.index` lists a whole tree once), so nothing is asked of the storage.
 
     >>> import fsspec
     >>> fs = fsspec.filesystem("memory")
@@ -199,7 +200,7 @@ def url_signature(url: str) -> str:
         if local is not None:
             h.update(f"\0{input_signature(local)}".encode())
             return h.hexdigest()[:24]
-        found = remote.listing(url)
+        found = found or remote.listing(url)
     except InputError as exc:
         h.update(f"\0unreadable:{exc}".encode("utf-8", "surrogateescape"))
         return h.hexdigest()[:24]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,23 @@ class _Tree:
     subdirs: dict[str, list[str]]
     files: dict[str, list[str]]
     head: Callable[[str], bytes]
+    listing: Any = None  # a URL tree's listing (parsers.remote.Listing): its runs' signatures come from it
+
+    def signature(self, url: str, run: str) -> str:
+        """The cache key of the run at ``url`` (``run`` under the root), from the tree's listing when it has one
+        (no request per run), else :func:`forensics.cache.input_signature`."""
+        from forensics.cache import input_signature, url_signature
+        from parsers import remote
+
+        if self.listing is None:
+            return input_signature(url)
+        if not run:
+            return url_signature(url, self.listing)
+        prefix, shown = f"{run}/", f"{remote.shown(url)}/"
+        files = [replace(f, relative=f.relative[len(prefix):]) for f in self.listing.files if f.relative.startswith(prefix)]
+        warnings = [w for w in self.listing.warnings if w.startswith(shown)]
+        return url_signature(url, replace(self.listing, url=url, path=f"{self.listing.path.rstrip('/')}/{run}",
+                                          files=files, warnings=warnings))
 
     def has_log(self, folder: str) -> bool:
         """Whether a reader takes a file directly in ``folder`` (code and notes aside)."""
@@ -156,7 +173,7 @@ def _url_tree(url: str) -> _Tree:
         except Exception:  # unreadable: not a log (the read of the run says why, if it is one)
             return b""
 
-    return _Tree({k: sorted(v) for k, v in subdirs.items()}, {k: sorted(v) for k, v in files.items()}, head)
+    return _Tree({k: sorted(v) for k, v in subdirs.items()}, {k: sorted(v) for k, v in files.items()}, head, found)
 
 
 def _local(root: str | Path) -> Path:
@@ -185,6 +202,12 @@ def find_runs(root: str | Path) -> list[tuple[str, str | Path]]:
     [('a/tr8', 'memory://fleet/a/tr8'), ('b/out', 'memory://fleet/b/out')]
     >>> memory.rm("/fleet", recursive=True)
     """
+    return [(name, path) for name, path, _ in _discover(root)]
+
+
+def _discover(root: str | Path) -> list[tuple[str, str | Path, Callable[[], str]]]:
+    """:func:`find_runs`, each run with how to get its cache key (from the tree's listing for a URL tree)."""
+    from forensics.cache import input_signature
     from parsers import InputError, remote
 
     if remote.is_url(root) and remote.local_path(str(root)) is None:
@@ -192,15 +215,16 @@ def find_runs(root: str | Path) -> list[tuple[str, str | Path]]:
         if not remote.is_dir(url):
             if not remote.exists(url):
                 raise InputError(f"{remote.shown(url)}: no such file or directory")
-            return [(remote.run_name(url, directory=False), url)]
+            return [(remote.run_name(url, directory=False), url, lambda: input_signature(url))]
         tree = _url_tree(url)
-        return [(r or remote.run_name(url, directory=True), f"{url}/{r}" if r else url) for r in tree.runs()]
+        found = [(r or remote.run_name(url, directory=True), f"{url}/{r}" if r else url, r) for r in tree.runs()]
+        return [(name, path, lambda path=path, r=r: tree.signature(path, r)) for name, path, r in found]
     top = _local(root)
     if not top.exists():
         raise InputError(f"{top}: no such file or directory")
-    if top.is_file():
-        return [(top.stem, top)]
-    return [(r or top.resolve().name, top / r if r else top) for r in _local_tree(top).runs()]
+    runs = [(top.stem, top)] if top.is_file() else [
+        (r or top.resolve().name, top / r if r else top) for r in _local_tree(top).runs()]
+    return [(name, path, lambda path=path: input_signature(path)) for name, path in runs]
 
 
 def _precision(config: dict[str, Any]) -> str | None:
@@ -328,7 +352,7 @@ def index(
     >>> pl.read_parquet(out / "anomalies.parquet").filter(kind="divergence").select("run", "attempt", "step").rows()
     [('tr8-104B-sample', 1, 7010), ('tr8-104B-sample', 2, 6930), ('tr8-104B-sample', 3, 4960)]
     """
-    from forensics.cache import RESULT_CODE, code_signature, input_signature
+    from forensics.cache import RESULT_CODE, code_signature
     from forensics.compare import cache_location
     from parsers import InputError
     from reports.files import refuse_inside
@@ -336,7 +360,7 @@ def index(
     engine = checked(engine, jobs, address)
     output = Path(output)
     refuse_inside(output, [_local(root)])  # (a URL root is not a local directory)
-    found = find_runs(root)
+    found = _discover(root)
     code = code_signature(*RESULT_CODE)
     where = cache_location(cache)
     before, before_anomalies = _previous(output)
@@ -344,8 +368,8 @@ def index(
     report = Indexed(output / RUNS_FILE, output / ANOMALIES_FILE)
     keep: list[str] = []
     todo: list[tuple[str, str | Path, str | Path | None, str, str]] = []
-    for name, path in found:
-        signature = input_signature(path)
+    for name, path, key in found:
+        signature = key()
         old = known.get(str(path))
         if old is not None and old["signature"] == signature and old["code"] == code:
             keep.append(str(path))
@@ -354,7 +378,7 @@ def index(
         report.changed += old is not None
         report.new += old is None
         todo.append((name, path, where, signature, code))
-    report.removed = len(set(known) - {str(p) for _, p in found})
+    report.removed = len(set(known) - {str(p) for _, p, _ in found})
 
     def done(i: int, result: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
         if progress:
@@ -368,7 +392,7 @@ def index(
     results = run_all(index_one, todo, engine=engine, jobs=jobs, address=address, failed=failed, done=done)
     kept = before.filter(pl.col("path").is_in(keep))
     fresh = _frame([row for row, _ in results], RUN_SCHEMA)
-    order = {str(path): i for i, (_, path) in enumerate(found)}
+    order = {str(path): i for i, (_, path, _) in enumerate(found)}
     runs = pl.concat([kept, fresh]).sort(pl.col("path").replace_strict(order, return_dtype=pl.Int64))
     names = set(kept["name"].to_list())
     anomalies = pl.concat([before_anomalies.filter(pl.col("run").is_in(names)),

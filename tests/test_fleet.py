@@ -132,7 +132,8 @@ def test_cli_index_says_what_it_did(tree: Path, tmp_path: Path) -> None:
     assert again.exit_code == 0 and again.output.startswith("0 new, 0 changed, 4 unchanged")
 
 
-def test_a_fleet_in_object_storage_is_indexed_and_reindexed_by_url(tmp_path: Path, analysed: list[str]) -> None:
+def test_a_fleet_in_object_storage_is_indexed_and_reindexed_by_url(tmp_path: Path, analysed: list[str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     fsspec = pytest.importorskip("fsspec")
     memory = fsspec.filesystem("memory")
     try:
@@ -145,10 +146,17 @@ def test_a_fleet_in_object_storage_is_indexed_and_reindexed_by_url(tmp_path: Pat
         assert runs.select("name", "path", "outcome", "outcome_step").rows() == [
             ("clean", "memory://bucket/runs/clean", "completed", 3000),
             ("tr8-104B", "memory://bucket/runs/tr8-104B", "diverged", 4960)]
+        from forensics.cache import input_signature
+        from parsers import remote
+
+        assert runs["signature"].to_list() == [input_signature(p) for p in runs["path"]]  # compare's cache keys
+        listings: list[str] = []
+        listing = remote.listing
+        monkeypatch.setattr(remote, "listing", lambda url: listings.append(url) or listing(url))
         analysed.clear()
         assert fleet.index("memory://bucket/runs", out, jobs=1, cache=False).summary().startswith(
             "0 new, 0 changed, 2 unchanged")
-        assert analysed == []
+        assert analysed == [] and listings == ["memory://bucket/runs"]  # the tree listed once, no request per run
         memory.pipe("/bucket/runs/clean/train.log", (ROOT / "sample_logs" / "clean-1.3B" / "train.log").read_bytes()
                     + b" iteration     3010/    3000 | lm loss: 9.000000E+00 |\n")
         assert fleet.index("memory://bucket/runs", out, jobs=1, cache=False).summary().startswith("0 new, 1 changed")
