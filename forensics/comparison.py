@@ -1,6 +1,7 @@
 """Comparing runs: one row per run (outcome, first anomaly, spikes, losses, config differences from a baseline, top
-suspected cause), the config keys that separate failed runs from healthy ones, and the LR sensitivity of an LR
-sweep (Wortsman et al. 2023).
+suspected cause), the config keys that separate failed runs from healthy ones, the LR sensitivity of an LR
+sweep (Wortsman et al. 2023) and, over runs of several sizes and LRs, the sweep's fits, LR sensitivity per size and
+predicted instabilities (:mod:`forensics.sweep`).
 
 Every loss a row quotes is a value the run logged (on the path it finally took); what is computed (the spike score,
 the LR sensitivity) is named as computed where it is shown."""
@@ -27,6 +28,8 @@ from forensics.findings import (
     finite_or_none,
     first_anomaly,
 )
+from forensics.sweep import FAILED as FAILED_INSTABILITY
+from forensics.sweep import run_scaling, sweep
 from forensics.timeline import by_step
 from parsers import schema as s
 
@@ -114,6 +117,7 @@ class RunRow:
     setup: str | None = None          # the first setup finding (the model against its name, init, FFN width)
     error: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    scaling: dict[str, Any] = field(default_factory=dict)  # size and norm levels for the sweep (forensics.sweep)
 
     def __post_init__(self) -> None:
         self.outcome = Outcome(self.outcome)
@@ -123,7 +127,7 @@ class RunRow:
         out["outcome"] = str(self.outcome)
         for key in ("spike_score", "min_loss", "final_loss", "initial_loss"):
             out[key] = finite_or_none(out[key])
-        del out["config"]
+        del out["config"], out["scaling"]  # the sweep object carries the scaling of the runs it uses
         out["has_config"] = self.has_config
         return out
 
@@ -164,6 +168,7 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
         top_cause=next((c.cause for c in run.suspected_causes if c.kind not in NOT_WHY_CAUSES), None),
         setup=run.setup[0] if run.setup else None,
         config=run.config,
+        scaling=run_scaling(run.model, metrics, outcome_step if outcome in FAILED_INSTABILITY else None),
     )
 
 
@@ -291,9 +296,10 @@ class Comparison:
     baseline: str | None
     separation: list[Separation]
     lr_sensitivity: dict[str, Any] | None
+    sweep: dict[str, Any] | None = None  # runs of several sizes and LRs: forensics.sweep.sweep
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "schema_version": SCHEMA_VERSION,
             "baseline": self.baseline,
             "runs": [r.to_dict() for r in self.rows],
@@ -301,6 +307,9 @@ class Comparison:
             "separation": [sep.to_dict() for sep in self.separation],
             "lr_sensitivity": self.lr_sensitivity,
         }
+        if self.sweep is not None:  # additive: a comparison that is no size sweep is as before
+            out["sweep"] = self.sweep
+        return out
 
 
 def compare_rows(rows: list[RunRow], baseline: str | None = None) -> Comparison:
@@ -315,4 +324,4 @@ def compare_rows(rows: list[RunRow], baseline: str | None = None) -> Comparison:
             row.config_diff = {k: v["row"] for k, v in diffs.items()}
             row.stability_diff = {k: v for k, v in row.config_diff.items() if is_stability_key(k)}
     return Comparison(rows=rows, baseline=base.name if base else None, separation=separating_keys(rows),
-                      lr_sensitivity=lr_sensitivity(rows))
+                      lr_sensitivity=lr_sensitivity(rows), sweep=sweep(rows))

@@ -13,6 +13,7 @@ from typing import Any
 from forensics.comparison import Comparison, RunRow
 from forensics.configs import differing_keys, show_value
 from forensics.findings import FAILED_OUTCOMES, Outcome, shown
+from forensics.sweep import METRIC_NAMES
 from reports.escape import md
 from reports.json_report import strict
 from reports.markdown import config_diff_table
@@ -136,9 +137,66 @@ def _lr_sensitivity(sens: dict[str, Any]) -> list[str]:
     return out
 
 
+def _sweep(sweep: dict[str, Any]) -> list[str]:
+    """The sweep section (:mod:`forensics.sweep`): LR sensitivity per size, the fits, the predictions with their
+    evidence, flagged runs and why no prediction was made."""
+    shaped = {r["size"] for r in sweep["runs"].values() if r["parameters_from"] == "shape"}
+    sizes = ", ".join(f"{label} ({'from the shape' if label in shaped else 'as named'})" for label in sweep["sizes"])
+    out = ["## Predicting instability across the sweep", "",
+           f"- sizes: {md(sizes)}; LRs: {', '.join(show_value(x) for x in sweep['lrs'])}."]
+    by_size = {k: v for k, v in sweep["lr_sensitivity_by_size"].items() if v}
+    if by_size:
+        out += ["", "LR sensitivity per size (computed: Wortsman et al. 2023's mean over the size's LRs of min(final "
+                "loss, ℓ0) minus the best of those, a failed run counting as ℓ0; rounded to 4 significant digits):", "",
+                "| size | LR range | LR sensitivity | best final loss (logged) | largest stable LR | "
+                "smallest LR that failed |",
+                "|---|---|---|---|---|---|"]
+        for label, sens in by_size.items():
+            best = "–" if sens["best_final_loss"] is None else \
+                f"{shown(sens['best_final_loss'])} at LR {show_value(sens['best_lr'])}"
+            out.append(f"| {label} | {show_value(sens['lr_range'][0])}–{show_value(sens['lr_range'][1])} | "
+                       f"{sens['sensitivity']:#.4g} | {best} | {show_value(sens['largest_stable_lr'])} | "
+                       f"{show_value(sens['smallest_failed_lr'])} |")
+    fits = {k: v for k, v in sweep["fits"].items() if "none" not in v}
+    if fits:
+        out += ["", "How each quantity scales over the runs that did not fail (least squares of its log on log LR and "
+                "log size; a norm's value is the median of the last fifth of its points before the end, the first "
+                "tenth left out):", "",
+                "| quantity | fit | R² (log scale) | runs | largest factor off the fit |", "|---|---|---|---|---|"]
+        out += [f"| {METRIC_NAMES[k]} | ∝ LR^{f['lr_exponent']:.2f} · N^{f['size_exponent']:.2f} | {f['r2']:.3f} | "
+                f"{f['runs']} | {f['spread']:.2f}x |" for k, f in fits.items()]
+    predictions = sweep["predictions"]
+    for metric in dict.fromkeys(p["metric"] for p in predictions):
+        mine = [p for p in predictions if p["metric"] == metric]
+        first = mine[0]
+        out += ["", f"**{METRIC_NAMES[metric]}** (a prediction from the fit, not an observation): the highest level a "
+                f"run survived is {first['highest_survived']['level']:.4g} ({md(first['highest_survived']['run'])}), "
+                f"the lowest at which one failed {first['lowest_failed']['level']:.4g} "
+                f"({md(first['lowest_failed']['run'])}, {first['lowest_failed']['outcome']}); the fit reaches the level "
+                "between them (their geometric mean) at:", "",
+                "| size | fitted on | level | predicted unstable at LR ≥ | LR range (the two levels) | observed at that "
+                "size | agrees |", "|---|---|---|---|---|---|---|"]
+        for p in mine:
+            seen = "no runs" if p["agrees"] is None else (
+                (f"stable up to {show_value(p['largest_stable_lr'])}" if p["largest_stable_lr"] is not None
+                 else "no stable run")
+                + (f", failed from {show_value(p['smallest_failed_lr'])}" if p["smallest_failed_lr"] is not None
+                   else ", none failed"))
+            fitted = f"{p['from_sizes'][0]}–{p['from_sizes'][-1]}" + (f" ({p['size']} held out)" if p["held_out"] else "")
+            agrees = "–" if p["agrees"] is None else "yes" if p["agrees"] else "**no**"
+            out.append(f"| {p['size']} | {fitted}, R² {p['fit']['r2']:.3f} | {p['threshold']:.3g} | "
+                       f"**{p['lr_at_least']:.2g}** | "
+                       f"{p['lr_between'][0]:.2g}–{p['lr_between'][1]:.2g} | {seen} | {agrees} |")
+    if sweep["flagged"]:
+        out += ["", *[f"- flagged: {md(f['statement'])}." for f in sweep["flagged"]]]
+    if sweep["no_prediction"]:
+        out += ["", *[f"- no prediction from {md(why)}." for why in sweep["no_prediction"]]]
+    return out
+
+
 def render_compare_markdown(comparison: Comparison, images: dict[str, str] | None = None) -> str:
     """The comparison as markdown: the table, what separates failures from successes, the full config differences
-    from the baseline, LR sensitivity, plots, read errors."""
+    from the baseline, LR sensitivity, the sweep's predictions (runs of several sizes), plots, read errors."""
     out = ["# Comparison of runs", ""]
     if comparison.baseline:
         out += [f"Baseline: **{md(comparison.baseline)}** (config differences are against it; the table shows the "
@@ -152,6 +210,8 @@ def render_compare_markdown(comparison: Comparison, images: dict[str, str] | Non
     out += ["", *_config_differences(comparison)]
     if comparison.lr_sensitivity:
         out += ["", *_lr_sensitivity(comparison.lr_sensitivity)]
+    if comparison.sweep:
+        out += ["", *_sweep(comparison.sweep)]
     if images:
         out += ["", "## Overlays", ""]
         out += [f"![{md(label)}]({path})" for label, path in images.items()]

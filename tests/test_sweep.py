@@ -4,18 +4,27 @@ on logit growth restating the logit-growth detector (one judge of growth)."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import json
+
 import numpy as np
 import polars as pl
+import pytest
 from typer.testing import CliRunner
 
 import forensics
 import parsers
 from forensics.analysis import analyze_run
 from forensics.cli import app
-from forensics.findings import Kind
+from forensics.compare import compare_runs
+from forensics.evaluation.experiments import write_size_lr_sweep
+from forensics.findings import Kind, Outcome
+from forensics.sweep import sweep
 from parsers import schema as s
 from parsers.run import Run
 from reports import plots
+from reports.compare_report import render_compare_json, render_compare_markdown
 from reports.files import write
 
 
@@ -74,3 +83,93 @@ def test_perplexity_panel_only_with_the_option(tmp_path):
     result = CliRunner().invoke(app, ["analyze", "sample_logs/clean-1.3B", "--perplexity", "-o", str(tmp_path / "d.md")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "d_files" / "clean-1.3B-attempts.png").read_bytes() == other[1].read_bytes()
+
+
+# --- predicting instability across an LR x size sweep ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """The generated 4 sizes x 4 LRs sweep, compared: the max attention logit and grad norm scale as LR^0.8 N^0.5
+    and LR^0.5 N^0.3; runs whose logit level reaches 100 diverge (125M and 356M at 3e-3, 760M and 1.3B from 1e-3)."""
+    root = tmp_path_factory.mktemp("sweep")
+    paths = write_size_lr_sweep(root)
+    result = compare_runs([root], cache=False, jobs=2)
+    return paths, result
+
+
+def _rows(result, keep=lambda r: True):
+    return [dataclasses.replace(r, scaling=copy.deepcopy(r.scaling)) for r in result.comparison.rows if keep(r)]
+
+
+def test_sweep_fits_sensitivity_and_the_prediction_for_the_largest_size(swept):
+    paths, result = swept
+    sweep = result.comparison.sweep
+    failed = {n for n, r in sweep["runs"].items() if r["outcome"] == "diverged"}
+    assert failed == {n for n, p in paths.items() if p.break_step is not None} == {
+        "s-lr0.003", "m-lr0.003", "l-lr0.001", "l-lr0.003", "xl-lr0.001", "xl-lr0.003"}
+    assert sweep["sizes"] == {"125M": 125262336.0, "356M": 355919872.0, "760M": 760372224.0, "1.3B": 1315819520.0}
+    assert {r["parameters_from"] for r in sweep["runs"].values()} == {"shape"}
+    # Wortsman's LR sensitivity per size: the larger models, failing from a lower LR, are more sensitive
+    sens = {k: (round(v["sensitivity"], 4), v["largest_stable_lr"], v["smallest_failed_lr"])
+            for k, v in sweep["lr_sensitivity_by_size"].items()}
+    assert sens == {"125M": (1.8807, 0.001, 0.003), "356M": (1.8943, 0.001, 0.003), "760M": (3.1392, 3e-4, 1e-3),
+                    "1.3B": (3.1348, 3e-4, 1e-3)}
+    fits = {k: (round(f["lr_exponent"], 3), round(f["size_exponent"], 3), round(f["r2"], 4), f["runs"])
+            for k, f in sweep["fits"].items()}
+    assert fits == {"final_loss": (-0.074, -0.037, 0.9974, 10), "grad_norm": (0.501, 0.307, 0.9992, 10),
+                    "max_attention_logit": (0.803, 0.498, 0.9999, 10)}
+    logit = [p for p in sweep["predictions"] if p["metric"] == "max_attention_logit"]
+    assert [(p["size"], p["held_out"], round(p["lr_at_least"], 7), p["agrees"]) for p in logit] == [
+        ("125M", False, 0.0024017, True), ("356M", False, 0.001256, True), ("760M", False, 0.0007841, True),
+        ("1.3B", False, 0.0005578, True), ("1.3B", True, 0.0005555, True)]
+    held = logit[-1]
+    assert held["from_sizes"] == ["125M", "356M", "760M"] and held["fit"]["runs"] == 8
+    assert (held["highest_survived"], held["lowest_failed"]) == (
+        {"level": 78.322, "run": "m-lr0.001"}, {"level": 113.233, "run": "s-lr0.003", "outcome": "diverged"})
+    assert held["statement"].startswith("predicted unstable at LR ≥ 0.00056 for 1.3B from the 125M–760M runs: max "
+                                        "attention logit (median of the last fifth before the end) ∝ LR^0.80 · N^0.50")
+    assert held["statement"].endswith("observed at 1.3B: stable up to LR 0.0003, failed from LR 0.001 (agrees)")
+    assert sweep["flagged"] == [] and sweep["no_prediction"] == []
+    doc = json.loads(render_compare_json(result.comparison))
+    assert doc["schema_version"] == 2 and doc["sweep"]["predictions"][-1]["size"] == "1.3B"
+    assert "scaling" not in doc["runs"][0] and doc["lr_sensitivity"] is None  # several sizes: not one LR sweep
+    text = render_compare_markdown(result.comparison)
+    assert "## Predicting instability across the sweep" in text
+    assert "| 1.3B | 125M–760M (1.3B held out), R² 1.000 | 94.2 | **0.00056** | 0.00044–0.0007 | stable up to 0.0003, " \
+           "failed from 0.001 | yes |" in text
+    assert "| 760M | 0.0001–0.003 | 3.139 | 4.386721 at LR 0.0003 | 0.0003 | 0.001 |" in text
+
+
+def test_a_run_still_running_past_the_level_its_siblings_failed_at_is_flagged(swept):
+    _, result = swept
+    rows = _rows(result)
+    running = next(r for r in rows if r.name == "xl-lr0.001")  # as if it were still running before its divergence
+    running.outcome, running.outcome_step = Outcome.RUNNING, 900
+    out = sweep(rows)
+    flagged = [f for f in out["flagged"] if f["metric"] == "max_attention_logit"]
+    assert [(f["run"], round(f["level"], 2)) for f in flagged] == [("xl-lr0.001", 148.45)]
+    assert flagged[0]["statement"] == (
+        "xl-lr0.001 (running) is predicted unstable: its LR 0.001 is at or above the 0.00056 predicted for 1.3B; its "
+        "max attention logit (148.5) has passed the 113.2 at which s-lr0.003 diverged")
+
+
+def test_no_prediction_with_two_sizes_two_lrs_a_poor_fit_or_other_differences(swept):
+    _, result = swept
+    two_sizes = sweep(_rows(result, lambda r: r.name.startswith(("s-", "m-"))))
+    assert two_sizes["predictions"] == [] and two_sizes["lr_sensitivity_by_size"]["125M"] is not None
+    assert two_sizes["no_prediction"] == ["grad norm: fewer than 3 sizes among the runs that did not fail (2)",
+                                          "max attention logit: fewer than 3 sizes among the runs that did not fail (2)"]
+    two_lrs = sweep(_rows(result, lambda r: r.config["lr"] in (3e-4, 3e-3)))
+    assert two_lrs["predictions"] == [] and two_lrs["no_prediction"][0] == \
+        "grad norm: fewer than 3 LRs among the runs that did not fail (1)"
+    rows = _rows(result)
+    noise = np.random.default_rng(0).uniform(0.2, 5.0, len(rows))
+    for r, f in zip(rows, noise, strict=True):
+        for m in ("grad_norm", "max_attention_logit"):
+            r.scaling[m]["level"] *= f
+    poor = sweep(rows)
+    assert poor["predictions"] == [] and all("the fit is poor (R²" in why for why in poor["no_prediction"])
+    rows = _rows(result)
+    rows[0].config = {**rows[0].config, "adam_beta2": 0.999}
+    assert sweep(rows) is None  # a run that also differs in something bearing on stability: no sweep
+    assert sweep(_rows(result, lambda r: r.name.startswith("s-"))) is None  # one size: lr_sensitivity's
