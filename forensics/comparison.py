@@ -245,8 +245,9 @@ def separating_keys(rows: list[RunRow]) -> list[Separation]:
     return out
 
 
-def lr_sensitivity(rows: list[RunRow]) -> dict[str, Any] | None:
-    """Wortsman et al.'s LR sensitivity over runs that differ only in ``lr`` (and seed / run bookkeeping):
+def lr_sensitivity(rows: list[RunRow], also: frozenset[str] = frozenset()) -> dict[str, Any] | None:
+    """Wortsman et al.'s LR sensitivity over runs that differ only in ``lr`` (and seed / run bookkeeping, and the
+    keys in ``also``: the sweep of :mod:`forensics.sweep` lets ``min_lr`` follow the LR):
     E_η[min(ℓ(η), ℓ0) − ℓ*], with ℓ the final loss (a run that diverged or hit NaN counts as ℓ0), ℓ0 the highest
     first logged loss of the sweep (``initial_loss``, from ``initial_loss_run``) and ℓ* the smallest of the clipped
     final losses. ``sensitivity`` is the one computed number; every other number is a logged loss or an LR that was
@@ -256,7 +257,8 @@ def lr_sensitivity(rows: list[RunRow]) -> dict[str, Any] | None:
     sweep = [r for r in rows if r.outcome != Outcome.UNREADABLE and isinstance(r.config.get("lr"), (int, float))]
     if len(sweep) < 3:
         return None
-    others = differing_keys({r.name: {k: v for k, v in r.config.items() if k not in {"lr", "seed"}} for r in sweep})
+    others = differing_keys({r.name: {k: v for k, v in r.config.items() if k not in {"lr", "seed", *also}}
+                             for r in sweep})
     if others or len({r.config["lr"] for r in sweep}) < 3:
         return None
     starts = [r for r in sweep if r.initial_loss is not None and math.isfinite(r.initial_loss)]

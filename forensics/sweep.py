@@ -249,7 +249,8 @@ def sweep(rows: list[Any]) -> dict[str, Any] | None:
                           "parameters": r.scaling["parameters"], "parameters_from": r.scaling["parameters_from"],
                           "outcome": str(r.outcome), "final_loss": finite_or_none(r.final_loss),
                           **{m: r.scaling[m] for m in SCALING_METRICS if m in r.scaling}} for r in runs},
-        "lr_sensitivity_by_size": {size_label(n): lr_sensitivity([r for r in runs if r.scaling["parameters"] == n])
+        "lr_sensitivity_by_size": {size_label(n): lr_sensitivity([r for r in runs if r.scaling["parameters"] == n],
+                                                                 also=frozenset({"min_lr", "data_seed"}))
                                    for n in sizes},
         "fits": {}, "predictions": [], "flagged": [], "no_prediction": [],
     }

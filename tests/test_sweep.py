@@ -172,4 +172,8 @@ def test_no_prediction_with_two_sizes_two_lrs_a_poor_fit_or_other_differences(sw
     rows = _rows(result)
     rows[0].config = {**rows[0].config, "adam_beta2": 0.999}
     assert sweep(rows) is None  # a run that also differs in something bearing on stability: no sweep
+    rows = _rows(result)
+    for r in rows:  # min_lr following the LR is part of the sweep
+        r.config = {**r.config, "min_lr": r.config["lr"] / 10}
+    assert sweep(rows)["lr_sensitivity_by_size"] == result.comparison.sweep["lr_sensitivity_by_size"]
     assert sweep(_rows(result, lambda r: r.name.startswith("s-"))) is None  # one size: lr_sensitivity's
