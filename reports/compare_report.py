@@ -137,6 +137,10 @@ def _lr_sensitivity(sens: dict[str, Any]) -> list[str]:
     return out
 
 
+def _lr(value: float | None) -> str:
+    return "–" if value is None else show_value(value)
+
+
 def _sweep(sweep: dict[str, Any]) -> list[str]:
     """The sweep section (:mod:`forensics.sweep`): LR sensitivity per size, the fits, the predictions with their
     evidence, flagged runs and why no prediction was made."""
@@ -155,8 +159,8 @@ def _sweep(sweep: dict[str, Any]) -> list[str]:
             best = "–" if sens["best_final_loss"] is None else \
                 f"{shown(sens['best_final_loss'])} at LR {show_value(sens['best_lr'])}"
             out.append(f"| {label} | {show_value(sens['lr_range'][0])}–{show_value(sens['lr_range'][1])} | "
-                       f"{sens['sensitivity']:#.4g} | {best} | {show_value(sens['largest_stable_lr'])} | "
-                       f"{show_value(sens['smallest_failed_lr'])} |")
+                       f"{sens['sensitivity']:#.4g} | {best} | {_lr(sens['largest_stable_lr'])} | "
+                       f"{_lr(sens['smallest_failed_lr'])} |")
     fits = {k: v for k, v in sweep["fits"].items() if "none" not in v}
     if fits:
         out += ["", "How each quantity scales over the runs that did not fail (least squares of its log on log LR and "
