@@ -182,13 +182,16 @@ def _predict(metric: str, runs: list[Any], sizes: list[float], observed: list[An
         mine = [r for r in observed if r.scaling["parameters"] == size]
         ok = [r.config["lr"] for r in mine if r.outcome in FINISHED]
         bad = [r.config["lr"] for r in mine if r.outcome in FAILED]
-        agrees = None if not mine else all(x < lr for x in ok) and all(x >= lr for x in bad)
+        agrees = None if not ok + bad else all(x < lr for x in ok) and all(x >= lr for x in bad)
+        tried = [r.config["lr"] for r in observed]
+        beyond = not min(tried) <= lr <= max(tried)  # outside the LRs run: an extrapolation in LR too
         text = (f"predicted unstable at LR ≥ {lr:.2g} for {size_label(size)} from the {source} runs: {name} "
                 f"(median of the last fifth before the end) ∝ LR^{fit['lr_exponent']:.2f} · "
                 f"N^{fit['size_exponent']:.2f} (R² {fit['r2']:.3f} over {fit['runs']} runs that did not fail) reaches "
                 f"{threshold:.3g} there, between the highest level a run survived ({high:.4g}, {kept}) and the lowest "
-                f"at which one failed ({low:.4g}, {at} {how}); LR {between[0]:.2g}–{between[1]:.2g} by those two")
-        if mine:
+                f"at which one failed ({low:.4g}, {at} {how}); LR {between[0]:.2g}–{between[1]:.2g} by those two"
+                + ("; outside the LRs run" if beyond else ""))
+        if agrees is not None:
             seen = (f"stable up to LR {max(ok):g}" if ok else "no stable run") + \
                    (f", failed from LR {min(bad):g}" if bad else ", no run failed")
             text += f"; observed at {size_label(size)}: {seen} ({'agrees' if agrees else 'disagrees'})"
@@ -197,7 +200,7 @@ def _predict(metric: str, runs: list[Any], sizes: list[float], observed: list[An
                     "lr_between": between, "threshold": threshold, "highest_survived": {"level": high, "run": kept},
                     "lowest_failed": {"level": low, "run": at, "outcome": how}, "fit": fit,
                     "largest_stable_lr": max(ok, default=None), "smallest_failed_lr": min(bad, default=None),
-                    "agrees": agrees, "statement": text})
+                    "agrees": agrees, "beyond_lrs_run": beyond, "statement": text})
     return out, None
 
 

@@ -181,7 +181,7 @@ def _sweep(sweep: dict[str, Any]) -> list[str]:
                 "| size | fitted on | level | predicted unstable at LR ≥ | LR range (the two levels) | observed at that "
                 "size | agrees |", "|---|---|---|---|---|---|---|"]
         for p in mine:
-            seen = "no runs" if p["agrees"] is None else (
+            seen = "no finished or failed run" if p["agrees"] is None else (
                 (f"stable up to {show_value(p['largest_stable_lr'])}" if p["largest_stable_lr"] is not None
                  else "no stable run")
                 + (f", failed from {show_value(p['smallest_failed_lr'])}" if p["smallest_failed_lr"] is not None
@@ -189,7 +189,7 @@ def _sweep(sweep: dict[str, Any]) -> list[str]:
             fitted = f"{p['from_sizes'][0]}–{p['from_sizes'][-1]}" + (f" ({p['size']} held out)" if p["held_out"] else "")
             agrees = "–" if p["agrees"] is None else "yes" if p["agrees"] else "**no**"
             out.append(f"| {p['size']} | {fitted}, R² {p['fit']['r2']:.3f} | {p['threshold']:.3g} | "
-                       f"**{p['lr_at_least']:.2g}** | "
+                       f"**{p['lr_at_least']:.2g}**{' (outside the LRs run)' if p['beyond_lrs_run'] else ''} | "
                        f"{p['lr_between'][0]:.2g}–{p['lr_between'][1]:.2g} | {seen} | {agrees} |")
     if sweep["flagged"]:
         out += ["", *[f"- flagged: {md(f['statement'])}." for f in sweep["flagged"]]]

@@ -177,3 +177,18 @@ def test_no_prediction_with_two_sizes_two_lrs_a_poor_fit_or_other_differences(sw
         r.config = {**r.config, "min_lr": r.config["lr"] / 10}
     assert sweep(rows)["lr_sensitivity_by_size"] == result.comparison.sweep["lr_sensitivity_by_size"]
     assert sweep(_rows(result, lambda r: r.name.startswith("s-"))) is None  # one size: lr_sensitivity's
+
+
+def test_the_largest_size_run_once_is_predicted_from_the_smaller_ones(swept):
+    _, result = swept
+    out = sweep(_rows(result, lambda r: not r.name.startswith("xl-") or r.name == "xl-lr0.0001"))
+    held = next(p for p in out["predictions"] if p["metric"] == "max_attention_logit" and p["held_out"])
+    assert (held["size"], round(held["lr_at_least"], 7), held["agrees"], held["beyond_lrs_run"]) == \
+        ("1.3B", 0.0005555, True, False)
+    assert held["statement"].endswith("observed at 1.3B: stable up to LR 0.0001, no run failed (agrees)")
+    # without the 3e-3 runs, 125M never failed: its predicted LR lies beyond the LRs run, and says so
+    out = sweep(_rows(result, lambda r: r.config["lr"] < 3e-3))
+    small = next(p for p in out["predictions"] if p["metric"] == "max_attention_logit" and p["size"] == "125M")
+    assert (round(small["lr_at_least"], 5), small["beyond_lrs_run"], small["lowest_failed"]["run"]) == \
+        (0.00243, True, "l-lr0.001")
+    assert "; outside the LRs run; observed at 125M: stable up to LR 0.001, no run failed (agrees)" in small["statement"]
