@@ -12,7 +12,8 @@ the seed and the init std):
 
 * LR sensitivity per size (:func:`forensics.comparison.lr_sensitivity` on each size's runs);
 * fits of log(final loss) and of log(level) as a + b log(LR) + c log(N) by least squares over the runs that did not
-  fail (R² on the log scale; at least ``MIN_LEVELS`` sizes and LRs, and 2 more runs than parameters);
+  fail (the final loss: over those that finished; R² on the log scale; at least ``MIN_LEVELS`` sizes and LRs, and 2
+  more runs than parameters);
 * for each norm whose fit is good (R² at least ``MIN_R2``) and rises with LR: the highest level a run survived and
   the lowest at which one diverged or hit NaN (the level must separate them, else no prediction), and per size the
   LR at which the fit reaches the level between them (their geometric mean; and the LRs at which it reaches each):
@@ -258,8 +259,8 @@ def sweep(rows: list[Any]) -> dict[str, Any] | None:
         "fits": {}, "predictions": [], "flagged": [], "no_prediction": [],
     }
     stable = [r for r in runs if r.outcome not in FAILED]
-    for key in ("final_loss", *SCALING_METRICS):
-        fit = power_fit(*_points(stable, key)[:3])
+    for key in ("final_loss", *SCALING_METRICS):  # a final loss only of runs that finished (running: not final)
+        fit = power_fit(*_points([r for r in stable if key != "final_loss" or r.outcome in FINISHED], key)[:3])
         if any(_value(r, key) is not None for r in runs):
             out["fits"][key] = fit if isinstance(fit, dict) else {"none": fit}
     for metric in SCALING_METRICS:

@@ -163,9 +163,9 @@ def _sweep(sweep: dict[str, Any]) -> list[str]:
                        f"{_lr(sens['smallest_failed_lr'])} |")
     fits = {k: v for k, v in sweep["fits"].items() if "none" not in v}
     if fits:
-        out += ["", "How each quantity scales over the runs that did not fail (least squares of its log on log LR and "
-                "log size; a norm's value is the median of the last fifth of its points before the end, the first "
-                "tenth left out):", "",
+        out += ["", "How each quantity scales (least squares of its log on log LR and log size; the final loss over the "
+                "runs that finished, a norm over every run that did not fail, its value the median of the last fifth "
+                "of its points before the end, the first tenth left out):", "",
                 "| quantity | fit | R² (log scale) | runs | largest factor off the fit |", "|---|---|---|---|---|"]
         out += [f"| {METRIC_NAMES[k]} | ∝ LR^{f['lr_exponent']:.2f} · N^{f['size_exponent']:.2f} | {f['r2']:.3f} | "
                 f"{f['runs']} | {f['spread']:.2f}x |" for k, f in fits.items()]
