@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -192,3 +193,11 @@ def test_the_largest_size_run_once_is_predicted_from_the_smaller_ones(swept):
     assert (round(small["lr_at_least"], 5), small["beyond_lrs_run"], small["lowest_failed"]["run"]) == \
         (0.00243, True, "l-lr0.001")
     assert "; outside the LRs run; observed at 125M: stable up to LR 0.001, no run failed (agrees)" in small["statement"]
+
+
+def test_a_cached_comparison_gives_the_same_sweep(swept, tmp_path):
+    _, result = swept
+    root = Path(result.comparison.rows[0].path).parent
+    cold = compare_runs([root], cache=tmp_path, jobs=2).comparison.to_dict()
+    warm = compare_runs([root], cache=tmp_path, jobs=2).comparison.to_dict()
+    assert cold["sweep"] == warm["sweep"] == result.comparison.to_dict()["sweep"]
