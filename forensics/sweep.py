@@ -28,6 +28,7 @@ the seed and the init std):
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -239,7 +240,13 @@ def sweep(rows: list[Any]) -> dict[str, Any] | None:
     runs = [r for r in rows if r.outcome != Outcome.UNREADABLE and r.scaling.get("parameters")
             and isinstance(r.config.get("lr"), (int, float)) and not isinstance(r.config.get("lr"), bool)
             and r.config["lr"] > 0]
-    sizes = sorted({r.scaling["parameters"] for r in runs})
+    # sizes that read the same (1.31B and 1.32B: one model with another vocabulary) are one size, at their smallest
+    same: dict[str, float] = {}
+    own = {r.name: r.scaling["parameters"] for r in runs}
+    for n in sorted(own.values()):
+        same.setdefault(size_label(n), n)
+    runs = [replace(r, scaling={**r.scaling, "parameters": same[size_label(r.scaling["parameters"])]}) for r in runs]
+    sizes = sorted(same.values())
     if len(sizes) < 2 or len(runs) < MIN_LEVELS:
         return None
     runs.sort(key=lambda r: (r.scaling["parameters"], r.config["lr"], r.name))
@@ -250,7 +257,7 @@ def sweep(rows: list[Any]) -> dict[str, Any] | None:
         "sizes": {size_label(n): n for n in sizes},
         "lrs": sorted({r.config["lr"] for r in runs}),
         "runs": {r.name: {"lr": r.config["lr"], "size": size_label(r.scaling["parameters"]),
-                          "parameters": r.scaling["parameters"], "parameters_from": r.scaling["parameters_from"],
+                          "parameters": own[r.name], "parameters_from": r.scaling["parameters_from"],
                           "outcome": str(r.outcome), "final_loss": finite_or_none(r.final_loss),
                           **{m: r.scaling[m] for m in SCALING_METRICS if m in r.scaling}} for r in runs},
         "lr_sensitivity_by_size": {size_label(n): lr_sensitivity([r for r in runs if r.scaling["parameters"] == n],

@@ -201,3 +201,14 @@ def test_a_cached_comparison_gives_the_same_sweep(swept, tmp_path):
     cold = compare_runs([root], cache=tmp_path, jobs=2).comparison.to_dict()
     warm = compare_runs([root], cache=tmp_path, jobs=2).comparison.to_dict()
     assert cold["sweep"] == warm["sweep"] == result.comparison.to_dict()["sweep"]
+
+
+def test_sizes_that_read_the_same_are_one_size(swept):
+    _, result = swept
+    rows = _rows(result)
+    for r in rows:
+        if r.name.startswith("xl-") and r.config["lr"] >= 1e-3:
+            r.scaling["parameters"] += 1e7  # 1.33B: another vocabulary, say
+    out = sweep(rows)
+    assert out["sizes"] == result.comparison.sweep["sizes"] and out["runs"]["xl-lr0.001"]["parameters"] == 1325819520.0
+    assert out["lr_sensitivity_by_size"]["1.3B"] == result.comparison.sweep["lr_sensitivity_by_size"]["1.3B"]
