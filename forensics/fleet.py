@@ -361,6 +361,8 @@ def index(
     output = Path(output)
     refuse_inside(output, [_local(root)])  # (a URL root is not a local directory)
     found = _discover(root)
+    if not found:
+        raise InputError(f"{root}: no runs found (no file in it that a reader takes)")
     code = code_signature(*RESULT_CODE)
     where = cache_location(cache)
     before, before_anomalies = _previous(output)

@@ -118,6 +118,9 @@ def test_index_refuses_to_write_into_the_tree_and_names_bad_options(tree: Path) 
         fleet.index(tree, tree / "fleet", jobs=1)
     with pytest.raises(InputError, match="--engine spark: unknown engine"):
         fleet.index(tree, tree.parent / "fleet", engine="spark")
+    (tree.parent / "empty").mkdir()
+    with pytest.raises(InputError, match=r"empty: no runs found \(no file in it that a reader takes\)"):
+        fleet.index(tree.parent / "empty", tree.parent / "fleet")
     with pytest.raises(InputError, match="no such file or directory"):
         fleet.index(tree / "missing", tree.parent / "fleet")
     assert not (tree / "fleet").exists() and not (tree.parent / "fleet").exists()
