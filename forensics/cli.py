@@ -145,7 +145,7 @@ def index(
         done = index_runs(root, output, engine=engine, jobs=jobs, address=address,
                           cache=(cache_dir or True) if cache else False, progress=advance)
     Console(highlight=False).print(terminal(f"{done.summary()}; index in {output} ({done.runs.name}, "
-                                            f"{done.anomalies.name})"))
+                                            f"{done.anomalies.name})"), soft_wrap=True)
 
 
 @app.command()
@@ -171,7 +171,7 @@ def export(
     except OSError as exc:
         raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
     Console(highlight=False).print(terminal(f"{len(runs)} run(s) exported to {output} ({len(written)} files): "
-                                        + ", ".join(r.name for r in runs)))
+                                        + ", ".join(r.name for r in runs)), soft_wrap=True)
 
 
 def _fail(message: str) -> None:

@@ -66,7 +66,7 @@ def print_summary(findings: Findings, written: list[Path], console: Console | No
                                    + clip(x.detail, 100)))
         for c in run.suspected_causes[:3]:
             console.print(terminal(f"suspected: {c.cause} (confidence {c.confidence:.2f})"))
-    console.print(written_line("report", written))
+    console.print(written_line("report", written), soft_wrap=True)  # a path is never broken
 
 
 def compare_table(comparison: Comparison) -> Table:
@@ -84,7 +84,7 @@ def print_comparison(comparison: Comparison, written: list[Path], console: Conso
     """The comparison table, then where the comparison went."""
     console = console or Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     console.print(compare_table(comparison))
-    console.print(written_line("comparison", written))
+    console.print(written_line("comparison", written), soft_wrap=True)
 
 
 @contextmanager

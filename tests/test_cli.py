@@ -146,6 +146,14 @@ def test_never_writes_into_the_run_directory(tmp_path):
     assert sorted(p.name for p in run_dir.iterdir()) == ["train.log"]
 
 
+def test_where_the_report_went_is_one_line_however_long_the_path(tmp_path):
+    out = tmp_path / ("a-directory-with-a-long-name-" * 5) / ("b" * 60) / "report.md"
+    result = runner.invoke(app, ["analyze", str(SAMPLES / "clean-1.3B"), "-o", str(out)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert len(str(out)) > 200     # longer than the terminal and than the 200 columns used off a terminal
+    assert result.output.splitlines()[-1] == f"report written to {out} (+ 1 plot in {out.parent / 'report_files'})"
+
+
 def test_a_single_log_gets_its_report_beside_it_but_never_over_it(tmp_path):
     log = tmp_path / "train.log"
     shutil.copy(SAMPLES / "clean-1.3B" / "train.log", log)
