@@ -168,8 +168,12 @@ def loss_scale_collapse(anomalies: list[Anomaly], troubles: list[Anomaly]) -> li
 
 
 def logit_growth(anomalies: list[Anomaly]) -> list[Cause]:
-    """Attention or output logits that grew before the trouble (Wortsman et al. 2023), when the run logs them."""
-    notes = [f"attempt {a.attempt}, before step {a.step}: {p}" for a in anomalies for p in a.precursors if "logit" in p]
+    """Attention or output logits that grew before the trouble (Wortsman et al. 2023), when the run logs them: the
+    precursor notes of a metric named like a logit that :mod:`forensics.detectors.logits` does not read. In an attempt
+    with a :attr:`Kind.LOGIT_GROWTH` finding the notes restate it, and :func:`logit_trend` counts it once."""
+    found = {a.attempt for a in anomalies if a.kind == Kind.LOGIT_GROWTH}
+    notes = [f"attempt {a.attempt}, before step {a.step}: {p}" for a in anomalies if a.attempt not in found
+             for p in a.precursors if "logit" in p]
     if not notes:
         return []
     return [Cause(

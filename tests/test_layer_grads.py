@@ -311,6 +311,8 @@ def test_attention_logit_growth_before_a_divergence_warns_with_its_lead():
     cause = next(c for c in found.suspected_causes if c.kind == "logits")
     assert cause.cause == "attention-logit growth" and "QK-layernorm and QK-clip" in cause.check_next
     assert any("it began 1380 steps before the loss spike at step 3511" in e for e in cause.evidence)
+    # one finding counted once: the precursor note restating it adds no confidence (two rules, one piece of evidence)
+    assert cause.confidence == 0.55 and len(cause.evidence) == 1, (cause.confidence, cause.evidence)
 
 
 def test_a_rising_z_loss_is_output_logit_divergence():
