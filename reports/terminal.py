@@ -15,6 +15,7 @@ from rich.text import Text
 from forensics.comparison import Comparison
 from forensics.configs import show_value
 from forensics.findings import Findings, Outcome, first_trouble
+from forensics.sweep import METRIC_NAMES
 from reports.compare_report import HEADERS, cells
 from reports.escape import terminal
 
@@ -84,7 +85,32 @@ def print_comparison(comparison: Comparison, written: list[Path], console: Conso
     """The comparison table, then where the comparison went."""
     console = console or Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     console.print(compare_table(comparison))
+    for line in sweep_lines(comparison.sweep):
+        console.print(terminal(line), soft_wrap=True)
     console.print(written_line("comparison", written), soft_wrap=True)
+
+
+def sweep_lines(sweep: dict | None) -> list[str]:
+    """The sweep's predictions in brief (:mod:`forensics.sweep`; the comparison holds the fits and the evidence):
+    per fitted quantity, the prediction for the largest size (held out when it was), then every flagged run.
+
+    >>> [line] = sweep_lines({"predictions": [{"metric": "grad_norm", "size": "1.3B", "parameters": 1.3e9,
+    ...     "held_out": True, "lr_at_least": 0.00056, "from_sizes": ["125M", "760M"], "fit": {"r2": 0.999},
+    ...     "agrees": True}], "flagged": []})
+    >>> line  # doctest: +ELLIPSIS
+    'sweep: the grad norm fit predicts instability at LR ≥ 0.00056 for 1.3B (fitted on 125M–760M, R² 0.999); ...'
+    """
+    if not sweep:
+        return []
+    out = []
+    for metric in dict.fromkeys(p["metric"] for p in sweep["predictions"]):
+        p = max((p for p in sweep["predictions"] if p["metric"] == metric),
+                key=lambda p: (p["parameters"], p["held_out"]))
+        seen = "" if p["agrees"] is None else f"; observed at {p['size']}: {'agrees' if p['agrees'] else 'disagrees'}"
+        out.append(f"sweep: the {METRIC_NAMES[metric]} fit predicts instability at LR ≥ {p['lr_at_least']:.2g} for "
+                   f"{p['size']} (fitted on {p['from_sizes'][0]}–{p['from_sizes'][-1]}, R² {p['fit']['r2']:.3f})"
+                   + seen)
+    return out + [f"sweep flagged: {f['statement']}" for f in sweep["flagged"]]
 
 
 @contextmanager

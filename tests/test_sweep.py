@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 import forensics
@@ -27,6 +28,7 @@ from parsers.run import Run
 from reports import plots
 from reports.compare_report import render_compare_json, render_compare_markdown
 from reports.files import write
+from reports.terminal import print_comparison
 
 
 def _logit_run(n: int, seed: int, growth: np.ndarray, diverge_at: int) -> Run:
@@ -139,6 +141,19 @@ def test_sweep_fits_sensitivity_and_the_prediction_for_the_largest_size(swept):
     assert "| 1.3B | 125M–760M (1.3B held out), R² 1.000 | 94.2 | **0.00056** | 0.00044–0.0007 | stable up to 0.0003, " \
            "failed from 0.001 | yes |" in text
     assert "| 760M | 0.0001–0.003 | 3.139 | 4.386721 at LR 0.0003 | 0.0003 | 0.001 |" in text
+
+
+def test_the_terminal_summary_names_each_fits_prediction_for_the_largest_size(swept, tmp_path):
+    _, result = swept
+    console = Console(record=True, width=300)
+    print_comparison(result.comparison, [tmp_path / "compare.md"], console)
+    lines = console.export_text().splitlines()
+    assert lines[-3:] == [
+        "sweep: the grad norm fit predicts instability at LR ≥ 0.00055 for 1.3B (fitted on 125M–760M, R² 0.999); "
+        "observed at 1.3B: agrees",
+        "sweep: the max attention logit fit predicts instability at LR ≥ 0.00056 for 1.3B (fitted on 125M–760M, "
+        "R² 1.000); observed at 1.3B: agrees",
+        f"comparison written to {tmp_path / 'compare.md'}"]
 
 
 def test_a_run_still_running_past_the_level_its_siblings_failed_at_is_flagged(swept):
