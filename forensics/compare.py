@@ -109,7 +109,7 @@ def discover(paths: Iterable[str | Path]) -> list[tuple[str, str | Path]]:
     found = [_where(p) for p in paths]
     for given, (p, there, _) in zip(paths, found, strict=True):
         if not there:
-            raise InputError(f"{remote.shown(str(given)) if remote.is_url(given) else p}: no such file or directory")
+            raise remote.missing(str(given)) if remote.is_url(given) else InputError(f"{p}: no such file or directory")
     if len(found) == 1 and found[0][2]:
         root = found[0][0]
         if isinstance(root, str):

@@ -214,7 +214,7 @@ def _discover(root: str | Path) -> list[tuple[str, str | Path, Callable[[], str]
         url = str(root).rstrip("/")
         if not remote.is_dir(url):
             if not remote.exists(url):
-                raise InputError(f"{remote.shown(url)}: no such file or directory")
+                raise remote.missing(url)
             return [(remote.run_name(url, directory=False), url, lambda: input_signature(url))]
         tree = _url_tree(url)
         found = [(r or remote.run_name(url, directory=True), f"{url}/{r}" if r else url, r) for r in tree.runs()]

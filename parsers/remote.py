@@ -165,6 +165,24 @@ def _info(url: str, fs: AbstractFileSystem, path: str) -> dict[str, Any] | None:
         raise error from None
 
 
+_BUCKETED = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "oci"})  # the path's first part is a bucket
+
+
+def missing(url: str) -> InputError:
+    """The one-line error for nothing at ``url``: in object storage, ``no such bucket 'b'`` when the bucket itself
+    is not there (one more ``info`` call), else ``no such file or directory``.
+
+    >>> str(missing("memory://no/such/run"))
+    'memory://no/such/run: no such file or directory'
+    """
+    fs, path = filesystem(url)
+    protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+    parts = path.strip("/").split("/", 1)
+    if protocols & _BUCKETED and parts[0] and (len(parts) == 1 or _info(url, fs, parts[0]) is None):
+        return InputError(f"{shown(url)}: no such bucket '{parts[0]}'")
+    return InputError(f"{shown(url)}: no such file or directory")
+
+
 def exists(url: str) -> bool:
     """Whether anything is at ``url`` (no credentials or no permission is an :class:`InputError`, not False)."""
     fs, path = filesystem(url)
@@ -184,7 +202,8 @@ def subdirectories(url: str) -> list[str]:
     try:
         entries = fs.ls(path, detail=True)
     except Exception as exc:
-        raise failure(url, exc) from None
+        error = failure(url, exc)
+        raise (missing(url) if str(error).endswith(": no such file or directory") else error) from None
     names = {posixpath.basename(e["name"].rstrip("/")) for e in entries if e.get("type") == "directory"}
     base = url if url.endswith("/") else url + "/"
     return [base + n for n in sorted(names) if n and not n.startswith(".")]
@@ -253,7 +272,7 @@ def listing(url: str) -> Listing:
     fs, path = filesystem(url)
     info = _info(url, fs, path)
     if info is None:
-        raise InputError(f"{shown(url)}: no such file or directory")
+        raise missing(url)
     if info.get("type") != "directory":
         return Listing(url, fs, path, True, [RemoteFile(path, _basename(url), info)])
     try:

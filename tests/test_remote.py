@@ -15,10 +15,12 @@ from pathlib import Path
 import fsspec
 import polars as pl
 import pytest
+from conftest import SAMPLES
 from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
 
 from forensics.analysis import analyze_path
 from forensics.cache import cached_load_runs, input_signature
+from forensics.compare import compare_runs
 from parsers import InputError, load_run, load_runs, remote
 from parsers.reader import HEAD_BYTES
 from parsers.run import Run
@@ -244,6 +246,33 @@ class _Refusing(MemoryFileSystem):
 
     def ls(self, path: str, detail: bool = True, **kwargs: object) -> list:
         raise self.error
+
+
+class _Bucketed(MemoryFileSystem):
+    """Object storage in memory: the first part of a path is a bucket (as s3fs and gcsfs read it)."""
+
+    protocol = ("buckets", "s3")  # read as s3 is read
+    store: dict = {}  # noqa: RUF012 (fsspec's own class-level store, kept apart from memory://)
+    pseudo_dirs = [""]  # noqa: RUF012
+
+    @classmethod
+    def _strip_protocol(cls, path: str) -> str:
+        return super()._strip_protocol(path.replace("buckets://", "memory://", 1))
+
+
+def test_a_missing_bucket_is_named_as_such(monkeypatch: pytest.MonkeyPatch) -> None:
+    fsspec.register_implementation("buckets", _Bucketed, clobber=True)
+    _Bucketed.store.clear()
+    fs = fsspec.filesystem("buckets")
+    fs.pipe("/there/runs/tr8/train.log", (SAMPLES / "clean-1.3B" / "train.log").read_bytes())
+    for call in (load_runs, remote.subdirectories, lambda url: compare_runs([url], cache=False, jobs=1)):
+        for url, said in (("buckets://nobucket/runs/tr8", "no such bucket 'nobucket'"),
+                          ("buckets://nobucket", "no such bucket 'nobucket'"),
+                          ("buckets://there/runs/nothing", "no such file or directory")):
+            with pytest.raises(InputError) as caught:
+                call(url)
+            assert str(caught.value) == f"{url}: {said}", call
+    assert load_runs("buckets://there/runs/tr8")[0].name == "tr8"
 
 
 @pytest.mark.parametrize(("error", "said"), [
