@@ -25,7 +25,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,7 @@ class _Tree:
     files: dict[str, list[str]]
     head: Callable[[str], bytes]
     listing: Any = None  # a URL tree's listing (parsers.remote.Listing): its runs' signatures come from it
+    taken: dict[str, bool] = field(default_factory=dict)  # files judged so far: whether a reader takes each
 
     def signature(self, url: str, run: str) -> str:
         """The cache key of the run at ``url`` (``run`` under the root), from the tree's listing when it has one
@@ -109,12 +111,12 @@ class _Tree:
 
     def has_log(self, folder: str) -> bool:
         """Whether a reader takes a file directly in ``folder`` (code and notes aside)."""
-        from parsers import registry
-
         for name in self.files.get(folder, []):
             if Path(name).suffix.lower() not in NOT_EVIDENCE:
-                head = self.head(_joined(folder, name))
-                if head.strip() and registry.reader_for(head, name) is not None:  # (an empty file is no log)
+                relative = _joined(folder, name)
+                if relative not in self.taken:
+                    self.taken[relative] = _takes(self.head(relative), name)
+                if self.taken[relative]:
                     return True
         return False
 
@@ -132,6 +134,13 @@ class _Tree:
             return
         for s in holding:
             yield from self.runs(_joined(folder, s))
+
+
+def _takes(head: bytes, name: str) -> bool:
+    """Whether a reader takes the file (an empty file is no log)."""
+    from parsers import registry
+
+    return bool(head.strip()) and registry.reader_for(head, name) is not None
 
 
 def _joined(folder: str, name: str) -> str:
@@ -167,13 +176,22 @@ def _url_tree(url: str) -> _Tree:
             subdirs.setdefault("/".join(parts[:i]), set()).add(part)
             subdirs.setdefault("/".join(parts[:i + 1]), set())
 
-    def head(relative: str) -> bytes:
+    def read(relative: str) -> bytes:
         try:
             return found.fs.cat_file(f"{found.path.rstrip('/')}/{relative}", start=0, end=HEAD_BYTES)
         except Exception:  # unreadable: not a log (the read of the run says why, if it is one)
             return b""
 
-    return _Tree({k: sorted(v) for k, v in subdirs.items()}, {k: sorted(v) for k, v in files.items()}, head, found)
+    files = {k: sorted(v) for k, v in files.items()}
+    tree = _Tree({k: sorted(v) for k, v in subdirs.items()}, files, read, found)
+    # the file that usually decides a folder (its first that may be a log) is judged for every folder at once,
+    # remote.WORKERS heads at a time: one request's latency, not one per folder in turn; the rest when asked for
+    first = [_joined(folder, candidates[0]) for folder, names in files.items()
+             if (candidates := [n for n in names if Path(n).suffix.lower() not in NOT_EVIDENCE])]
+    with ThreadPoolExecutor(max_workers=remote.WORKERS) as pool:
+        tree.taken.update(zip(first, pool.map(lambda rel: _takes(read(rel), rel.rpartition("/")[2]), first),
+                              strict=True))
+    return tree
 
 
 def _local(root: str | Path) -> Path:

@@ -166,3 +166,43 @@ def test_a_fleet_in_object_storage_is_indexed_and_reindexed_by_url(tmp_path: Pat
         assert analysed == ["clean"]
     finally:
         memory.rm("/bucket", recursive=True)
+
+
+def test_a_url_trees_heads_are_read_together_and_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over object storage a head read is a request (~50 ms): the file that decides each folder is read for all
+    folders at once (remote.WORKERS at a time), and no head twice."""
+    import threading
+    import time
+
+    import fsspec
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    reads: list[str] = []
+    now, most, lock = [0], [0], threading.Lock()
+    real = MemoryFileSystem.cat_file
+
+    def slow(self: MemoryFileSystem, path: str, start: int | None = None, end: int | None = None, **kw: object) -> bytes:
+        with lock:
+            reads.append(path)
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        time.sleep(0.05)
+        with lock:
+            now[0] -= 1
+        return real(self, path, start, end, **kw)
+
+    memory = fsspec.filesystem("memory")
+    log = (ROOT / "sample_logs" / "clean-1.3B" / "train.log").read_bytes()
+    try:
+        for i in range(16):
+            memory.pipe(f"/heads/runs/r{i:02d}/train.log", log)
+            memory.pipe(f"/heads/runs/r{i:02d}/notes.md", b"# notes\n")
+        memory.pipe("/heads/runs/other/a.bin", b"\x00\x01 binary")
+        memory.pipe("/heads/runs/other/b.bin", b"\x00\x02 binary")
+        monkeypatch.setattr(MemoryFileSystem, "cat_file", slow)
+        found = [name for name, _ in fleet.find_runs("memory://heads/runs")]
+    finally:
+        memory.rm("/heads", recursive=True)
+    assert found == [f"r{i:02d}" for i in range(16)]
+    assert most[0] >= 4, most    # together, not one request after another
+    assert sorted(reads) == sorted({*reads}) and len(reads) == 18, reads  # once each: 16 logs, other's two files
