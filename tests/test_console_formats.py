@@ -60,6 +60,19 @@ def test_torchtitan_oom_before_step_one_is_a_start_up_failure() -> None:
     assert oom.height == 9 and "CUDA out of memory. Tried to allocate 1.45 GiB" in oom["text"][0]
 
 
+def test_one_step_printed_by_several_ranks_is_one_point_not_seven_attempts(tmp_path: Path) -> None:
+    run = load_run(REAL / "torchtitan" / "issue_pr2389_ranks_print_one_step.txt")
+    assert run.attempts == [1]
+    assert run.metrics.filter(metric="loss").select("step", "value").rows() == [(4, 7.62585), (5, 7.07623)]
+    assert any("6 metrics lines repeat the step, loss and time of the line before (first: step 4, line 1): one line "
+               "printed by several ranks, each step read once" in w for w in run.warnings), run.warnings
+    # the same step again at another time, with nothing between: a relaunch whose start-up was not logged
+    lines = (REAL / "torchtitan" / "issue_pr2389_ranks_print_one_step.txt").read_text().splitlines()
+    log = tmp_path / "relaunch.log"
+    log.write_text("\n".join([lines[0], lines[7], lines[7].replace("19:46:19,145", "19:52:03,001")]) + "\n")
+    assert load_run(log).attempts == [1, 2]
+
+
 def test_llmc_cublas_error_is_a_program_error_not_hardware() -> None:
     run = load_run(REAL / "llmc" / "HectorFCardenas_gpt2_train.11679004.log")
     assert run.events.select("kind", "text").rows() == [("error", "[cuBLAS ERROR]: 13 llmc/matmul.cuh 216")]

@@ -199,6 +199,7 @@ class LineFormat:
             if lines.filter(mine).height:
                 notes.append("it prints no step: steps here count its printed metrics lines (times the logging"
                              " interval, they are the training steps)")
+        lines = _one_print_per_step(lines, self._per_step(), notes)
         stepped_lines = lines.filter(pl.col("step").is_not_null()).select("line", "step")
         # the per-step lines number the steps: a restart is their step going back (an evaluation line shares the
         # step of the iteration line after it)
@@ -237,6 +238,27 @@ class LineFormat:
                 .otherwise("raw"),
             )
         return frame
+
+
+def _one_print_per_step(lines: pl.DataFrame, per_step: pl.Expr, notes: list[str]) -> pl.DataFrame:
+    """The metrics lines without the copies several ranks print of one step's line: a per-step line with the step,
+    loss and grad norm of the per-step line just before it (same rule; the same time stamp where both have one).
+    A relaunch that repeats a step is not such a copy: its start-up lines come between, and its time differs."""
+    steps = lines.filter(per_step & pl.col("step").is_not_null())
+    keys = [c for c in (f"v:{n}:{m}" for n in range(32) for m in (s.LOSS, s.GRAD_NORM)) if c in steps.columns]
+    same = pl.lit(True)
+    for c in ("rule", "step", *keys):
+        same = same & pl.col(c).eq_missing(pl.col(c).shift(1))
+    stamp = pl.col("wall_time")
+    same = same & (stamp.is_null() | stamp.shift(1).is_null() | (stamp == stamp.shift(1)))
+    copies = steps.filter(same.fill_null(False))
+    if not copies.height:
+        return lines
+    first = steps.filter(pl.col("line") < copies["line"][0]).tail(1)
+    at = f" (first: step {first['step'][0]}, line {first['line'][0]})" if first.height else ""
+    notes.append(f"{copies.height} metrics line{'s' if copies.height != 1 else ''} repeat the step, loss and time of "
+                 f"the line before{at}: one line printed by several ranks, each step read once")
+    return lines.filter(~pl.col("line").is_in(copies["line"].implode()))
 
 
 def _epoch(stamp: pl.Expr) -> pl.Expr:
