@@ -31,6 +31,22 @@ def _resume_point(events: pl.DataFrame, start: int | None, interval: int) -> tup
     return start - max(interval, 1), True
 
 
+def _mid_run_epoch(metrics: pl.DataFrame, attempt: int) -> float | None:
+    """The first logged epoch of an attempt whose epochs show it began well into training (its first epoch over
+    2% and over twice the step between its first two: not the first logging interval), else None; for logs whose
+    steps cannot tell (a console that prints no step, so its lines are counted).
+
+    >>> frame = pl.DataFrame({"attempt": [1, 1], "metric": ["epoch", "epoch"], "value": [0.6623, 0.6645]})
+    >>> _mid_run_epoch(frame, 1), _mid_run_epoch(frame.with_columns(value=pl.Series([0.0022, 0.0045])), 1)
+    (0.6623, None)
+    """
+    epochs = metrics.filter((pl.col("metric") == s.EPOCH) & (pl.col("attempt") == attempt)
+                            & pl.col("value").is_finite())["value"].head(2).to_list()
+    if len(epochs) < 2 or not epochs[1] > epochs[0] > max(0.02, 2 * (epochs[1] - epochs[0])):
+        return None
+    return float(epochs[0])
+
+
 def _spans(metrics: pl.DataFrame, logged: pl.DataFrame, spacing: dict[int, int]) -> dict[int, dict[str, Any]]:
     """Per attempt: first and last step, loss points, usual step between points, first and last wall time, sources
     (``logged``: the run's logged steps and ``spacing``: their usual interval, see :mod:`forensics.gaps`)."""
@@ -92,6 +108,7 @@ def build_attempts(
         interval = log_interval.get(n) or span.get("interval") or 1  # (only an attempt with steps uses it)
         ev = by_attempt.get((n,), events.clear())
         resumed, inferred = _resume_point(ev, start, interval)
+        first_epoch = _mid_run_epoch(metrics, n) if i == 0 and resumed is None else None
         resume_at = resumed if resumed is not None else 0
         # a rollback resumes from a checkpoint behind the furthest step logged; a start from scratch is a new run
         # (an inferred resume point is only known to within a log interval: there, the attempt must log a step
@@ -138,6 +155,8 @@ def build_attempts(
                 ran_for_s=ran_for,
                 short=span.get("n_steps", 0) <= SHORT_STEPS and n not in flagged,
                 config_compared=bool(previous_cfg and this_cfg),
+                begins_mid_run=i == 0 and ((inferred and resumed is not None) or first_epoch is not None),
+                first_epoch=first_epoch,
             )
         )
         if end is not None:

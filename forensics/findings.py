@@ -197,6 +197,9 @@ class Attempt:
     short: bool = False               # a short launch: at most three steps and no anomaly (a relaunch that died at
                                       # once, a failed start-up, a reshaping test), listed in one line
     config_compared: bool = False     # both it and the attempt before it logged a config (so changes could be seen)
+    begins_mid_run: bool = False      # the log's first attempt begins after the start of training with no checkpoint
+                                      # load in it (an excerpt, or a resume not logged): what came before is unseen
+    first_epoch: float | None = None  # its first logged epoch, when that is how the log shows it began mid-run
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -131,9 +131,13 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any], attempts: list[Attem
         out.lr_peak, out.lr_peak_step = peak, int(at_peak["step"][0])
         rising_at_end = out.lr_peak_step == int(lr["step"][-1])  # type: ignore[arg-type]
         out.still_warming_up = rising_at_end and lr["value"][0] < peak * (1 - PEAK_TOLERANCE)  # (below: not flat)
+        # a last point at the configured peak LR is the end of the warm-up, not a curve still rising
+        configured = _number(config.get("lr"))
+        reached = out.still_warming_up and bool(configured) and abs(peak / configured - 1) <= PEAK_TOLERANCE
+        out.still_warming_up &= not reached
         out.peak_before_hole = None if rising_at_end else _hole_after_rise(lr, out.lr_peak_step, peak)
-        if (lr["value"][0] < 0.5 * peak and out.lr_peak_step > lr["step"][0] and not rising_at_end
-                and out.peak_before_hole is None):
+        if reached or (lr["value"][0] < 0.5 * peak and out.lr_peak_step > lr["step"][0] and not rising_at_end
+                       and out.peak_before_hole is None):
             out.warmup_end_step = out.lr_peak_step
             out.warmup_end_after = _before(lr, out.lr_peak_step)
     out.warmup_end_configured = configured_warmup(config, samples)

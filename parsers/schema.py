@@ -38,6 +38,7 @@ TFLOPS_PER_GPU = "tflops_per_gpu"
 SAMPLES_PER_SECOND = "samples_per_second"
 TOKENS_PER_GPU_PER_SECOND = "tokens_per_gpu_per_second"
 SKIPPED_SAMPLES = "skipped_samples"
+EPOCH = "epoch"  # the fraction of the data seen (Hugging Face Trainer, Lightning, fairseq)
 
 # in a source's tags (name as written -> metric), the run's own step key that became the step axis maps to this
 STEP_AXIS = "(step axis)"  # never a metric's name

@@ -54,7 +54,12 @@ def _changes(attempt: Attempt) -> str:
 
 
 def _start(attempt: Attempt) -> str:
-    if attempt.resumed_from_step is None:
+    if attempt.begins_mid_run:
+        at = (f"epoch {attempt.first_epoch:g} (its first logged point)" if attempt.first_epoch
+              else f"step {attempt.start_step}")
+        text = (f"the log begins mid-run, at {at}; what came before is not in it (an excerpt, or a resume whose "
+                "checkpoint load was not logged)")
+    elif attempt.resumed_from_step is None:
         text = "from scratch" if not attempt.resumed_from_inferred else "from the start of training"
         if attempt.start_step is None:
             text = "no iteration logged"
@@ -286,12 +291,15 @@ def _setup(run: RunFindings) -> list[str]:
         out.append("- **Shape:** " + ", ".join(f"{md(k)}={md(v)}" for k, v in known.items()) + ".")
     out += [f"- {md(n)}." for n in m.caveats]
     since = f" (attempt {sched.from_attempt} on, the last start from scratch)" if sched.from_attempt else ""
+    first = next((a for a in run.attempts if a.index == (sched.from_attempt or a.index)), None)
     if sched.lr_peak is not None:
         if sched.still_warming_up:
             warm = "still rising at the last logged point: the logs end during the warm-up"
         elif sched.peak_before_hole is not None:
             warm = (f"still rising at the last point before a hole in the log (next logged: step "
                     f"{sched.peak_before_hole}): the peak and the end of the warm-up may lie in the hole")
+        elif sched.warmup_end_step is None and first is not None and first.begins_mid_run:
+            warm = "the log begins mid-run, so a warm-up before it would not show"
         elif sched.warmup_end_step is None:
             warm = "no warm-up seen"
         elif sched.warmup_end_after is not None:
@@ -299,8 +307,10 @@ def _setup(run: RunFindings) -> list[str]:
         else:
             warm = f"warm-up ends at step {sched.warmup_end_step}"
         rising = sched.still_warming_up or sched.peak_before_hole is not None
-        out.append(f"- **Schedule{since}:** LR {'reaches' if rising else 'peaks at'} {shown(sched.lr_peak)} "
-                   f"(step {sched.lr_peak_step}); {warm}"
+        mid = (sched.warmup_end_step is None and first is not None and first.begins_mid_run
+               and sched.lr_peak_step == first.start_step)  # highest at the first point: its peak came before
+        said = "is highest at the log's first point," if mid else "reaches" if rising else "peaks at"
+        out.append(f"- **Schedule{since}:** LR {said} {shown(sched.lr_peak)} (step {sched.lr_peak_step}); {warm}"
                    + (f" (configured: step {sched.warmup_end_configured})" if sched.warmup_end_configured else "")
                    + ".")
     if sched.batch_size_final is not None and sched.batch_size_logged is not None:

@@ -30,7 +30,7 @@ SPEC = LineFormat(
     detect=re.compile(rb"\{'(?:loss|eval_loss)': |['\"]global_step/max_steps['\"]: ['\"]\d+/\d+['\"]"),
     rules=(
         Rule(r"^[^{]*\{['\"](?:loss|grad_norm)['\"]:", {
-            s.LOSS: _key("loss"), s.GRAD_NORM: _key("grad_norm"), s.LR: _key("learning_rate"), "epoch": _key("epoch")},
+            s.LOSS: _key("loss"), s.GRAD_NORM: _key("grad_norm"), s.LR: _key("learning_rate"), s.EPOCH: _key("epoch")},
             step_at=(_STEP,), ordinal=True),
         Rule(r"^[^{]*\{['\"]eval_loss['\"]:", {s.VAL_LOSS: _key("eval_loss")}, step_at=(_STEP,), per_step=False),
     ),

@@ -1,0 +1,51 @@
+"""What a chronicle says of where a log begins and of its LR schedule, on real logs that begin mid-run or end as
+the warm-up does (found by reading their chronicles against the raw lines; see fixtures/real/SOURCES.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import forensics
+import reports
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+
+
+def _chronicle(path: Path) -> tuple[forensics.RunFindings, list[str]]:
+    analysis = forensics.analyze_path(path)
+    return analysis.findings.runs[0], reports.render(analysis.findings, "markdown").splitlines()
+
+
+def test_a_mid_epoch_excerpt_is_not_the_start_of_training() -> None:
+    """'Towards end of first run:' then dict lines from epoch 0.6623 with the LR falling: neither the start of
+    training nor the LR's peak is in the log (the console prints no step: its steps count lines)."""
+    run, lines = _chronicle(REAL / "hf_trainer" / "sentence-transformers_issue3756_mid_epoch_excerpt.txt")
+    first = run.attempts[0]
+    assert (first.begins_mid_run, first.first_epoch, first.resumed_from_step) == (True, 0.6623, None)
+    assert ("- **Start:** the log begins mid-run, at epoch 0.6623 (its first logged point); what came before is not in "
+            "it (an excerpt, or a resume whose checkpoint load was not logged).") in lines
+    assert ("- **Schedule:** LR is highest at the log's first point, 3.094e-07 (step 1); the log begins mid-run, so a "
+            "warm-up before it would not show.") in lines
+    assert not any("from the start of training" in line or "no warm-up seen" in line for line in lines)
+
+
+def test_a_megatron_excerpt_from_iteration_122_is_not_called_a_resume() -> None:
+    run, lines = _chronicle(REAL / "megatron" / "issue__epfLLM+Megatron-LLM__issue11.txt")
+    assert run.attempts[0].begins_mid_run and run.attempts[0].start_step == 122
+    assert ("- **Start:** the log begins mid-run, at step 122; what came before is not in it (an excerpt, or a resume "
+            "whose checkpoint load was not logged).") in lines
+    assert not any("resumed from step" in line for line in lines)
+
+
+def test_a_log_that_starts_at_its_first_interval_begins_at_the_start() -> None:
+    run, lines = _chronicle(REAL / "megatron" / "HaibaraAiChan+megatron-deepspeed-moe-bak__log_gpt-0.125B-gpus-4-no-MoE.log")
+    assert not run.attempts[0].begins_mid_run and "- **Start:** from scratch." in lines
+
+
+def test_a_last_point_at_the_configured_peak_lr_ends_the_warm_up() -> None:
+    """lr 0.00045 and lr_warmup_tokens 375000000 configured; step 720 logs 'consumed tokens: 377487360 | learning
+    rate: 4.500E-04' as the last line: the warm-up has just ended, the log does not end during it."""
+    run, lines = _chronicle(REAL / "megatron" / "HaibaraAiChan+megatron-deepspeed-moe-bak__log_gpt-0.125B-gpus-4-no-MoE.log")
+    assert (run.schedule.lr_peak, run.schedule.lr_peak_step, run.schedule.still_warming_up) == (0.00045, 720, False)
+    assert ("- **Schedule:** LR peaks at 0.00045 (step 720); warm-up ends between steps 710 and 720 (the logged "
+            "points).") in lines
