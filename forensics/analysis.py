@@ -19,7 +19,7 @@ from forensics.detectors.clipping import ClippingDetector, fold_into_divergences
 from forensics.detectors.layer_grads import LayerGradDetector, layer_coverage, layer_grad_metrics, spike_origins
 from forensics.detectors.loss_scale import startup_searches
 from forensics.findings import BLOWUP_KINDS, Anomaly, Blips, Findings, RunFindings
-from forensics.gaps import SETTINGS, discontinuities
+from forensics.gaps import SETTINGS, discontinuities, short_holes
 from forensics.log_entries import log_entries
 from forensics.model_shape import check_model, vocabulary
 from forensics.precursors import annotate, consolidate
@@ -93,7 +93,8 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         config=settings(config),
         config_diffs=differing_keys({str(n): cfg for n, cfg in sorted(table.items())}) if len(table) > 1 else {},
         coverage=layer_coverage(coverage(metrics, getattr(run, "tags", []), roles, [src.path for src in run.sources],
-                                         checks={m: spike_checks(SpikeDetector(m), frames) for m in (s.LOSS, s.GRAD_NORM)}),
+                                         checks={m: spike_checks(SpikeDetector(m), frames) for m in (s.LOSS, s.GRAD_NORM)},
+                                         short_holes=short_holes(frames.steps(), frames.spacing())),
                                 frames),
         blips=blips(frames, detectors),
         gaps=gaps,

@@ -85,7 +85,8 @@ def assign_roles(metrics: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
 
 
 def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str, str],
-             sources: list[str], checks: dict[str, dict[int, dict[str, Any]]] | None = None) -> dict[str, Any]:
+             sources: list[str], checks: dict[str, dict[int, dict[str, Any]]] | None = None,
+             short_holes: dict[str, Any] | None = None) -> dict[str, Any]:
     """The coverage record of a run (its JSON form): ``metrics`` (per canonical metric: points, first_step,
     last_step, source_tags), ``by_source`` (the same per source), ``other_scalars`` (unrecognised names),
     ``roles`` (role -> the scalar that took it), ``missing`` (needed metrics not found), ``step_axis`` (per source,
@@ -93,7 +94,8 @@ def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str,
     all gave way to a full-resolution source at the same steps, the metrics it had), ``spikes_judged`` (per metric and
     attempt, the points the spike detector judged against the noise: not the burn-in at the start of training, not
     the first 10 points of a stretch) and ``spike_checks`` (per metric and attempt: those points, the points that
-    had the absolute checks only, and the thresholds; see :func:`forensics.analysis.spike_checks`)."""
+    had the absolute checks only, and the thresholds; see :func:`forensics.analysis.spike_checks`) and
+    ``short_holes`` (points missing from regular logging, too few to be a gap: :func:`forensics.gaps.short_holes`)."""
     stats = (
         metrics.lazy().select("source", "metric", "step").group_by("source", "metric")
         .agg(points=pl.len(), first_step=pl.col("step").min(), last_step=pl.col("step").max())
@@ -132,6 +134,7 @@ def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str,
         "spikes_judged": {m: {str(a): c["statistical"] for a, c in sorted(per.items())}
                           for m, per in (checks or {}).items() if per},
         "spike_checks": {m: {str(a): c for a, c in sorted(per.items())} for m, per in (checks or {}).items() if per},
+        "short_holes": short_holes,
         "unjudged_losses": _unjudged(metrics, {a: c["statistical"] for a, c in (checks or {}).get(s.LOSS, {}).items()}),
     }
 

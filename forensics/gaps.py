@@ -15,6 +15,8 @@ warm-up).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import polars as pl
 
@@ -145,6 +147,33 @@ def find_gaps(steps: pl.DataFrame, intervals: dict[int, int] | None = None) -> l
         if furthest is None or hi > furthest[0]:
             furthest = (int(hi), int(attempt))
     return out
+
+
+def short_holes(steps: pl.DataFrame, intervals: dict[int, int]) -> dict[str, Any] | None:
+    """Points missing inside an attempt's regular logging that are too few to be a gap (more than 1.5 and at most
+    ``GAP_INTERVALS`` usual intervals between two points): detectors read across them, and the report says where.
+    Only where at least 90% of the attempt's steps between points are its usual one (an irregular log has no
+    points to miss). None when there are none; else ``places``, ``points_missing`` and the first ``examples``
+    as (attempt, after_step, before_step).
+
+    >>> steps = pl.DataFrame({"attempt": [1] * 30, "step": [10 * i for i in range(1, 15)] + [10 * i for i in range(16, 32)]})
+    >>> short_holes(steps, {1: 10})
+    {'places': 1, 'points_missing': 1, 'examples': [(1, 140, 160)]}
+    """
+    usual = pl.DataFrame({"attempt": list(intervals), "usual": list(intervals.values())},
+                         schema={"attempt": steps.schema["attempt"], "usual": pl.Int64})
+    deltas = (steps.with_columns(prev=pl.col("step").shift(1).over("attempt"))
+              .join(usual, on="attempt", how="left").with_columns(pl.col("usual").fill_null(1).clip(lower_bound=1))
+              .filter(pl.col("prev").is_not_null()).with_columns(delta=pl.col("step") - pl.col("prev")))
+    regular = deltas.group_by("attempt").agg(share=(pl.col("delta") == pl.col("usual")).mean())
+    holes = (deltas.join(regular.filter(pl.col("share") >= 0.9), on="attempt", how="semi")
+             .filter((pl.col("delta") > 1.5 * pl.col("usual")) & (pl.col("delta") <= GAP_INTERVALS * pl.col("usual")))
+             .sort("attempt", "step"))
+    if not holes.height:
+        return None
+    missing = int(((holes["delta"] / holes["usual"]).round() - 1).clip(lower_bound=1).sum())
+    return {"places": holes.height, "points_missing": missing,
+            "examples": [(int(a), int(p), int(st)) for a, p, st in holes.head(3).select("attempt", "prev", "step").rows()]}
 
 
 def _series(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:

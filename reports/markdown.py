@@ -127,6 +127,13 @@ def _summary(run: RunFindings) -> list[str]:
         )
     if run.gaps:
         lines.append(f"- **Holes in the data:** {len(run.gaps)} (see the timeline); nothing is inferred across them.")
+    if holes := run.coverage.get("short_holes"):
+        where = ", ".join(f"after step {after} (next: {before}" + (f", attempt {a})" if len(run.attempts) > 1 else ")")
+                          for a, after, before in holes["examples"])
+        more = f" and {holes['places'] - len(holes['examples'])} more" if holes["places"] > len(holes["examples"]) else ""
+        n = holes["points_missing"]
+        lines.append(f"- **Points not logged:** {n} point{'s' if n != 1 else ''} missing from the regular logging, "
+                     f"{where}{more}; too few to be a hole, so the checks read across {'them' if n != 1 else 'it'}.")
     first = first_anomaly(run.anomalies)
     if first:
         lines.append(

@@ -49,3 +49,14 @@ def test_a_last_point_at_the_configured_peak_lr_ends_the_warm_up() -> None:
     assert (run.schedule.lr_peak, run.schedule.lr_peak_step, run.schedule.still_warming_up) == (0.00045, 720, False)
     assert ("- **Schedule:** LR peaks at 0.00045 (step 720); warm-up ends between steps 710 and 720 (the logged "
             "points).") in lines
+
+
+def test_a_missing_line_in_regular_logging_is_said_though_too_small_to_be_a_hole() -> None:
+    """Iteration 130's line is followed by 150's (the log has no line for 140): one point not logged."""
+    run, lines = _chronicle(REAL / "megatron" / "HaibaraAiChan+megatron-deepspeed-moe-bak__log_gpt-0.125B-gpus-4-no-MoE.log")
+    assert run.gaps == [] and run.coverage["short_holes"] == {"places": 1, "points_missing": 1,
+                                                              "examples": [(1, 130, 150)]}
+    assert ("- **Points not logged:** 1 point missing from the regular logging, after step 130 (next: 150); too few "
+            "to be a hole, so the checks read across it.") in lines
+    clean, lines = _chronicle(REAL / "megatron" / "issue__epfLLM+Megatron-LLM__issue11.txt")
+    assert clean.coverage["short_holes"] is None and not any("Points not logged" in line for line in lines)
