@@ -93,7 +93,13 @@ def end_of(
     nan = next((a for a in anomalies if a.kind == Kind.NAN and (last_loss_step is None or last_loss_step <= a.end_step)),
                None)
     if nan is not None:
-        return Ending(EndReason.NAN, f"NaN from step {nan.step} to the end of its log (step {end_step})")
+        # which series went NaN; a loss still finite where it did is said (an fp16 overflow skipped, or trouble to
+        # come: the log does not tell which)
+        what = "" if nan.metric in (None, s.LOSS) else f" ({nan.metric.replace('_', ' ')})"
+        still = (f"; the loss was still finite at step {last_loss_step}"
+                 if nan.metric not in (None, s.LOSS) and last_loss_step is not None and last_loss_step >= nan.step
+                 else "")
+        return Ending(EndReason.NAN, f"NaN{what} from step {nan.step} to the end of its log (step {end_step}){still}")
     div = next((a for a in anomalies if a.kind == Kind.DIVERGENCE), None)
     if div is not None:
         return Ending(EndReason.DIVERGED, f"from step {div.step}, not back by the end of its log (step {end_step})")

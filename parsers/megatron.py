@@ -69,7 +69,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         raise NotThisFormat(f"{context.shown}: empty file", empty=True)
     found = sorted((m.start(), name) for name, m in text.matches.items() if m is not None and name in patterns)
     if not found:
-        raise NotThisFormat(f"{context.shown}: no Megatron iteration lines or arguments block")
+        raise NotThisFormat(f"{context.shown}: no metrics lines of a text format it knows ({', '.join(patterns)})")
     name = found[0][1]
     if name != FORMAT:
         return [Piece(path, name, consoles[name].parse(text, run=context.run, source=context.shown))]

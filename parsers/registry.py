@@ -18,14 +18,25 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from parsers import hf_trainer_state, lightning, megatron, mlflow_store, tensorboard, wandb_export, wandb_run
-from parsers.console import fairseq, hf_trainer, llmc, mlx_lm, nanogpt, nanotron, olmo, torchtitan
+from parsers.console import (
+    fairseq,
+    hf_trainer,
+    llmc,
+    mlx_lm,
+    mmengine,
+    modded_nanogpt,
+    nanogpt,
+    nanotron,
+    olmo,
+    torchtitan,
+)
 from parsers.console.engine import LineFormat
 from parsers.reader import HEAD_BYTES, Reader
 
 ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
     wandb_run, mlflow_store, tensorboard, hf_trainer_state, lightning, wandb_export,
-    nanogpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, hf_trainer,
+    nanogpt, modded_nanogpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, hf_trainer,
     megatron,
 )  # type: ignore[assignment]
 

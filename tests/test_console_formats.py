@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import forensics
@@ -35,6 +36,18 @@ REAL = Path(__file__).parent / "fixtures" / "real"
     # train_inner {... "loss": "25.22", ..., "num_updates": "3", "lr": "6e-05", "gnorm": "131.281", "loss_scale": "1"}
     ("fairseq/fairseq_fsdp_README.md", "fairseq", "grad_norm", (1, 20.751), None, 20),
     ("fairseq/metaseq_issue419_restart_excerpt.txt", "fairseq", "loss", (46001, 3.269), None, 1),
+    # llama2.c: "490 | loss 5.7543 | lr 4.900000e-05 | 8060.78ms | mfu 0.21%" ... "650 | loss 5.3185 | ..."
+    ("llama2c/issue461_excerpt.txt", "nanogpt", "loss", (490, 5.7543), (650, 5.3185), 17),
+    ("llama2c/issue461_excerpt.txt", "nanogpt", "iteration_time_ms", (490, 8060.78), None, 17),
+    ("llama2c/issue461_excerpt.txt", "nanogpt", "val_loss", (500, 5.9544), (600, 5.8008), 2),
+    # modded-nanogpt: "step:1/20000 train_loss:6.9370 train_time:41ms ..." and "step:0/20000 val_loss:6.9357 ..."
+    ("modded_nanogpt/parameter-golf_issue839_start.txt", "modded-nanogpt", "loss", (1, 6.937), (50, 4.1046), 11),
+    ("modded_nanogpt/parameter-golf_issue839_start.txt", "modded-nanogpt", "val_loss", (0, 6.9357), None, 1),
+    ("modded_nanogpt/parameter-golf_issue839_mid.txt", "modded-nanogpt", "val_loss", (5200, 2.1501), (5600, 2.1455), 3),
+    # MMEngine (XTuner): "Epoch(train) [1][240/735]  lr: 1.9813e-04 ... time: 2.8874 ... loss: 2.5128  grad_norm: nan"
+    ("mmengine/xtuner_issue187_gradnorm_nan.txt", "mmengine", "grad_norm", (200, 3.0608), (250, float("nan")), 6),
+    ("mmengine/xtuner_issue187_gradnorm_nan.txt", "mmengine", "loss", (200, 2.7522), (250, 2.4566), 6),
+    ("mmengine/xtuner_issue187_gradnorm_nan.txt", "mmengine", "iteration_time_ms", (200, 2890.6), None, 6),
 ])
 def test_real_console_values(path: str, fmt: str, metric: str, first: tuple, last: tuple | None, n: int) -> None:
     run = load_run(REAL / path)
@@ -144,3 +157,18 @@ def test_a_cancel_glued_to_progress_output_is_quoted_from_where_it_begins() -> N
     quote = ("evaluating HellaSwagslurmstepd: error: *** JOB 11672114 ON g093 CANCELLED AT 2024-10-10T00:43:56 DUE TO "
              "TIME LIMIT ***")
     assert cancelled.select("step", "text").rows() == [(750, quote)]
+
+
+def test_mmengine_epoch_steps_count_every_epoch_before() -> None:
+    """``Epoch(train) [2][10/735]`` is step 745: iterations count across epochs."""
+    from parsers.console import mmengine
+
+    lines = pl.DataFrame({"t": ["x Epoch(train) [2][10/735]  lr: 1e-4  loss: 1.0",
+                                "x Epoch(train)  [1][ 735/735]  lr: 1e-4  loss: 1.0"]})
+    assert lines.select(mmengine._epoch_step(pl.col("t")))["t"].to_list() == [745, 735]
+
+
+def test_a_loss_still_finite_where_the_grad_norm_went_nan_is_said() -> None:
+    run = forensics.analyze(load_run(REAL / "mmengine" / "xtuner_issue187_gradnorm_nan.txt")).runs[0]
+    assert run.attempts[0].end_detail == ("NaN (grad norm) from step 240 to the end of its log (step 250); the loss "
+                                          "was still finite at step 250")

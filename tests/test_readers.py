@@ -105,7 +105,9 @@ def test_a_text_log_of_no_known_format_is_not_called_csv() -> None:
     path = REAL / "megatron" / "issue__THUDM+GLM__issue32.txt"
     with pytest.raises(InputError) as err:
         load_run(path)
-    assert str(err.value) == f"{path}: not a recognised training log: no Megatron iteration lines or arguments block"
+    assert str(err.value) == f"{path}: not a recognised training log: no metrics lines of a text "\
+        "format it knows (megatron, nanogpt, modded-nanogpt, llm.c, torchtitan, nanotron, olmo, fairseq, mlx-lm, mmengine, "\
+        "hf-trainer)"
 
 
 def test_a_directory_that_cannot_be_listed_is_said(tmp_path, monkeypatch) -> None:

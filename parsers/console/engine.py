@@ -10,6 +10,7 @@ The lines are read a block at a time as Polars frames (:mod:`parsers.textfile`);
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,7 @@ class Rule:
     step_at: tuple[str, ...] = ()  # regexes whose group 1 is the step (the last match on the line), instead of ``line``
     ordinal: bool = False  # with no step anywhere, number these lines 1, 2, ... (and say so)
     layout: str | None = None  # the usual line in one regex, groups named ``step`` and after metrics (a fast path)
+    step_of: Callable[[pl.Expr], pl.Expr] | None = None  # the step from the line's text, when one group cannot say it
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,9 @@ class LineFormat:
             return own
         values = {}
         text = pl.col("clean")
-        if rule.step_at:
+        if rule.step_of:
+            values[f"s:{n}"] = rule.step_of(text).cast(pl.String)
+        elif rule.step_at:
             values[f"s:{n}"] = pl.coalesce(*[text.str.extract_all(rx).list.last().str.extract(rx, 1)
                                              for rx in rule.step_at])
         elif rule.step:
