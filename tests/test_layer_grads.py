@@ -11,7 +11,9 @@ import pytest
 
 import reports
 from forensics.analysis import analyze_run
-from forensics.findings import Findings, Kind
+from forensics.detectors.base import RunFrames
+from forensics.detectors.layer_grads import spike_origins
+from forensics.findings import Anomaly, Findings, Kind
 from parsers import schema as s
 from parsers.metric_names import canonical
 from parsers.run import Run
@@ -338,3 +340,22 @@ def test_flat_heavy_tailed_logits_and_a_level_shift_are_not_growth():
     # a step to 4x that then holds is a level shift, not a log-linear rise
     found = analyze_run(_logit_run(n, 9, s.MAX_ATTENTION_LOGIT, np.where(steps > 5000, 4.0, 1.0)))
     assert not [a for a in found.anomalies if a.kind == Kind.LOGIT_GROWTH]
+
+
+def test_a_group_departed_since_before_the_lead_window_is_still_the_origin():
+    """The embedding grad norm grows 22% a point from step 500 on: at the divergence at step 580 it has been
+    departed for longer than the 20-point window looked at (this once raised instead of naming it)."""
+    rng = np.random.default_rng(0)
+    steps = np.arange(1, 601)
+    rows = []
+    for name in ("embedding/-/wte", "attention/0/a0", "mlp/0/m0", "attention/1/a1", "mlp/1/m1"):
+        v = np.exp(0.05 * rng.standard_normal(steps.size))
+        if name.startswith("embedding"):
+            v = v * np.where(steps > 500, np.exp(0.2 * (steps - 500)), 1.0)
+        rows.append(pl.DataFrame({"step": steps, "value": v, "metric": s.LAYER_GRAD_PREFIX + name}))
+    metrics = s.conform(pl.concat(rows).with_columns(run=pl.lit("r"), source=pl.lit("x"), attempt=1), s.METRICS_SCHEMA)
+    divergence = Anomaly(Kind.DIVERGENCE, s.LOSS, 1, 580, 600, 10.0, 2.0, detail="x")
+    [origin] = spike_origins([divergence], RunFrames(metrics, s.empty(s.EVENTS_SCHEMA)))
+    assert (origin.kind, origin.metric, origin.step) == (Kind.GRAD_NORM_RATIO, "grad_norm/embedding/-", 506)
+    assert origin.detail.startswith("the divergence at step 580: only the embedding grad norm departed from its level "
+                                    "before it: it rose to 3.370014 (3.3x its trailing median) at step 506, 74 steps")

@@ -305,7 +305,8 @@ def spike_origins(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
         if first.height == 0:
             continue
         top = first.row(0, named=True)
-        top = near.filter((pl.col("unit") == top["unit"]) & (pl.col("step") == top["step"])).row(0, named=True)
+        # (departed since before the window: its first departed point lies before ``near``)
+        top = part.filter((pl.col("unit") == top["unit"]) & (pl.col("step") == top["step"])).row(0, named=True)
         tied = first.filter(pl.col("step") == top["step"])["e"].to_list()  # by excess, largest first
         if len(tied) > 1 and tied[0] - tied[1] < math.log(DEPART):
             continue  # several units rose at once, alike: no single origin
