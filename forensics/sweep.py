@@ -47,6 +47,7 @@ FINISHED = frozenset({Outcome.COMPLETED, Outcome.STOPPED})  # survived: ended wi
 BURN_IN = 0.1        # the first tenth of a run's points (norms settle while training starts) is left out
 LATE = 0.2           # the level: the median of the last fifth of the rest
 MIN_POINTS = 20      # a level needs this many points after the burn-in
+MAX_LR = 10.0        # a predicted LR above this is no prediction (no optimizer is run there)
 MIN_LEVELS = 3       # a fit needs this many distinct sizes and LRs
 MIN_R2 = 0.9         # a fit below this (on the log scale) predicts nothing
 
@@ -95,10 +96,14 @@ def run_scaling(model: ModelCheck, metrics: pl.DataFrame, failed_at: int | None)
 def size_label(n: float) -> str:
     """A model size as people say it.
 
-    >>> size_label(125_262_336), size_label(1.3158e9), size_label(6.7e10)
-    ('125M', '1.3B', '67B')
+    >>> size_label(125_262_336), size_label(1.3158e9), size_label(6.7e10), size_label(6.71e6), size_label(4.2e5)
+    ('125M', '1.3B', '67B', '6.7M', '420k')
     """
-    return f"{n / 1e9:.0f}B" if n >= 1e10 else f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
+    if n >= 1e9:
+        return f"{n / 1e9:.0f}B" if n >= 1e10 else f"{n / 1e9:.1f}B"
+    if n >= 1e6:
+        return f"{n / 1e6:.0f}M" if n >= 1e7 else f"{n / 1e6:.1f}M"
+    return f"{n / 1e3:.0f}k" if n >= 1e3 else f"{n:.0f}"
 
 
 def power_fit(lr: np.ndarray, size: np.ndarray, y: np.ndarray) -> dict[str, Any] | str:
@@ -131,9 +136,14 @@ def power_fit(lr: np.ndarray, size: np.ndarray, y: np.ndarray) -> dict[str, Any]
 
 
 def _lr_at(fit: dict[str, Any], threshold: float, size: float) -> float:
-    """The LR at which the fitted level reaches ``threshold`` for a model of ``size``."""
-    return math.exp((math.log(threshold / fit["coefficient"]) - fit["size_exponent"] * math.log(size))
-                    / fit["lr_exponent"])
+    """The LR at which the fitted level reaches ``threshold`` for a model of ``size`` (inf beyond any float: a fit
+    that barely rises with LR).
+
+    >>> _lr_at({"coefficient": 1.0, "lr_exponent": 0.004, "size_exponent": 0.5}, 50.0, 1.0)
+    inf
+    """
+    log_lr = (math.log(threshold / fit["coefficient"]) - fit["size_exponent"] * math.log(size)) / fit["lr_exponent"]
+    return math.exp(log_lr) if log_lr < 700 else math.inf
 
 
 def _points(runs: list[Any], key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
@@ -175,11 +185,14 @@ def _predict(metric: str, runs: list[Any], sizes: list[float], observed: list[An
                     "the level does not separate failures")
     threshold = math.sqrt(high * low)  # the boundary lies between them: their geometric mean
     how = "diverged" if how == Outcome.DIVERGED else "hit NaN"
-    fitted = sorted({r.scaling["parameters"] for r in stable})
+    fitted = sorted({float(x) for x in _points(stable, metric)[1]})  # the sizes in the fit
     source = f"{size_label(fitted[0])}–{size_label(fitted[-1])}"
     out = []
     for size in sizes:
         lr = _lr_at(fit, threshold, size)
+        if lr > MAX_LR:
+            return [], (f"{name}: the fit reaches the level a run failed at only above LR {MAX_LR:g} for "
+                        f"{size_label(size)}: it barely rises with LR")
         between = [_lr_at(fit, high, size), _lr_at(fit, low, size)]
         mine = [r for r in observed if r.scaling["parameters"] == size]
         ok = [r.config["lr"] for r in mine if r.outcome in FINISHED]
@@ -207,15 +220,15 @@ def _predict(metric: str, runs: list[Any], sizes: list[float], observed: list[An
 
 
 def _flagged(metric: str, runs: list[Any], predictions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Runs that did not fail (yet) at or above their size's predicted LR, or whose level already passed the lowest
-    at which a sibling failed."""
+    """Runs still going (not failed, not finished) at or above their size's predicted LR, or whose level already
+    passed the lowest at which a sibling failed."""
     at = {p["parameters"]: p for p in predictions if not p["held_out"]}
     out = []
     for r in runs:
         p = at.get(r.scaling["parameters"])
         level = _value(r, metric)
-        if r.outcome in FAILED or p is None:
-            continue
+        if r.outcome in FAILED or r.outcome in FINISHED or p is None:  # (a finished run: the prediction's
+            continue                                                    # "agrees" says whether it held)
         why = []
         if r.config["lr"] >= p["lr_at_least"]:
             why.append(f"its LR {r.config['lr']:g} is at or above the {p['lr_at_least']:.2g} predicted for "

@@ -227,3 +227,40 @@ def test_sizes_that_read_the_same_are_one_size(swept):
     out = sweep(rows)
     assert out["sizes"] == result.comparison.sweep["sizes"] and out["runs"]["xl-lr0.001"]["parameters"] == 1325819520.0
     assert out["lr_sensitivity_by_size"]["1.3B"] == result.comparison.sweep["lr_sensitivity_by_size"]["1.3B"]
+
+
+def _sweep_rows(sizes, lrs, level, outcome):
+    from forensics.comparison import RunRow
+
+    return [RunRow(name=f"n{n:g}-lr{lr:g}", outcome=outcome(n, lr), final_loss=3.0, config={"lr": lr, "hidden_size": int(n)},
+                   scaling={"parameters": float(n), "parameters_from": "shape",
+                            "grad_norm": {"level": level(n, lr), "max": level(n, lr), "until_step": 100}})
+            for n in sizes for lr in lrs]
+
+
+def test_a_fit_that_barely_rises_with_lr_predicts_nothing_rather_than_overflowing():
+    rows = _sweep_rows([1e8, 3e8, 1e9], [1e-4, 3e-4, 1e-3, 3e-3], lambda n, lr: 0.1 * (n / 1e8) ** 0.5 * lr ** 0.004,
+                       lambda n, lr: Outcome.DIVERGED if (n, lr) == (1e8, 3e-3) else Outcome.COMPLETED)
+    rows[3].scaling["grad_norm"] = {"level": 50.0, "max": 50.0, "until_step": 100}  # the diverged run: far above
+    out = sweep(rows)
+    assert out["predictions"] == [] and out["no_prediction"] == [
+        "grad norm: the fit reaches the level a run failed at only above LR 10 for 100M: it barely rises with LR"]
+
+
+def test_models_under_a_million_parameters_keep_their_sizes():
+    rows = _sweep_rows([2e5, 4e5, 8e5, 3e6], [1e-3, 3e-3, 1e-2], lambda n, lr: 0.1 * lr ** 0.5 * n ** 0.2,
+                       lambda n, lr: Outcome.COMPLETED)
+    assert list(sweep(rows)["sizes"]) == ["200k", "400k", "800k", "3.0M"]
+
+
+def test_a_finished_run_above_its_predicted_lr_is_not_called_predicted_unstable():
+    from forensics.comparison import RunRow
+    from forensics.sweep import _flagged
+
+    prediction = {"parameters": 1e9, "held_out": False, "lr_at_least": 1e-3, "size": "1.0B",
+                  "lowest_failed": {"level": 9.0, "run": "x", "outcome": "diverged"}}
+    rows = [RunRow(name=f"1B-{outcome}", outcome=outcome, config={"lr": 3e-3},
+                   scaling={"parameters": 1e9, "grad_norm": {"level": 5.0}})
+            for outcome in (Outcome.COMPLETED, Outcome.RUNNING)]
+    assert [f["statement"] for f in _flagged("grad_norm", rows, [prediction])] == [
+        "1B-running (running) is predicted unstable: its LR 0.003 is at or above the 0.001 predicted for 1.0B"]
