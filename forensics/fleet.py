@@ -33,6 +33,7 @@ from typing import Any
 import polars as pl
 
 from forensics.engines import Engine, checked, run_all
+from forensics.findings import first_anomaly
 
 RUN_SCHEMA: dict[str, pl.DataType] = {
     "name": pl.String(), "path": pl.String(), "signature": pl.String(), "code": pl.String(),
@@ -92,6 +93,7 @@ class _Tree:
     head: Callable[[str], bytes]
     listing: Any = None  # a URL tree's listing (parsers.remote.Listing): its runs' signatures come from it
     taken: dict[str, bool] = field(default_factory=dict)  # files judged so far: whether a reader takes each
+    by_folder: dict[str, list[Any]] | None = None  # the listing's files under each folder (runs' signatures)
 
     def signature(self, url: str, run: str) -> str:
         """The cache key of the run at ``url`` (``run`` under the root), from the tree's listing when it has one
@@ -104,10 +106,20 @@ class _Tree:
         if not run:
             return url_signature(url, self.listing)
         prefix, shown = f"{run}/", f"{remote.shown(url)}/"
-        files = [replace(f, relative=f.relative[len(prefix):]) for f in self.listing.files if f.relative.startswith(prefix)]
+        files = [replace(f, relative=f.relative[len(prefix):]) for f in self.files_of(run)]
         warnings = [w for w in self.listing.warnings if w.startswith(shown)]
         return url_signature(url, replace(self.listing, url=url, path=f"{self.listing.path.rstrip('/')}/{run}",
                                           files=files, warnings=warnings))
+
+    def files_of(self, run: str) -> list[Any]:
+        """The listing's files under the folder ``run``, the listing grouped by folder once (not scanned per run)."""
+        if self.by_folder is None:  # each file under every folder above it: files x depth, once
+            self.by_folder = {}
+            for f in self.listing.files:
+                parts = f.relative.split("/")[:-1]
+                for depth in range(1, len(parts) + 1):
+                    self.by_folder.setdefault("/".join(parts[:depth]), []).append(f)
+        return self.by_folder.get(run, [])
 
     def has_log(self, folder: str) -> bool:
         """Whether a reader takes a file directly in ``folder`` (code and notes aside)."""
@@ -152,8 +164,16 @@ def _local_tree(root: Path) -> _Tree:
 
     subdirs: dict[str, list[str]] = {}
     files: dict[str, list[str]] = {}
+    seen: set[str] = set()  # real paths walked: a link to a run (wandb's latest-run) or to a parent is walked once
     for folder, dirs, names in os.walk(root, followlinks=True):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        real = os.path.realpath(folder)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        # real folders before links to them, so a run is named where it lies
+        dirs[:] = sorted((d for d in dirs if not d.startswith(".")),
+                         key=lambda d: (os.path.islink(os.path.join(folder, d)), d))
         key = Path(folder).relative_to(root).as_posix().removeprefix(".")
         subdirs[key] = dirs
         files[key] = sorted(n for n in names if not n.startswith("."))
@@ -280,8 +300,7 @@ def index_one(name: str, path: str | Path, cache_dir: str | Path | None, signatu
         return row | {"outcome": str(Outcome.UNREADABLE), "error": str(exc)}, []
     except Exception as exc:  # a bug of ours: the run's row says so, the index goes on
         return row | {"outcome": str(Outcome.UNREADABLE), "error": f"internal error: {type(exc).__name__}: {exc}"}, []
-    first = next((a for a in sorted(findings.anomalies, key=lambda a: (a.attempt, a.step))
-                  if a.step == summary.first_anomaly_step), None) if summary.first_anomaly_step is not None else None
+    first = first_anomaly(findings.anomalies)  # (the one the summary's first_anomaly_step is the step of)
     config, model, schedule = findings.config, findings.model, findings.schedule
     starts = [a.started_at or a.first_seen_at for a in findings.attempts]
     ends = [a.ended_at or a.last_line_at for a in findings.attempts]

@@ -206,3 +206,33 @@ def test_a_url_trees_heads_are_read_together_and_once(monkeypatch: pytest.Monkey
     assert found == [f"r{i:02d}" for i in range(16)]
     assert most[0] >= 4, most    # together, not one request after another
     assert sorted(reads) == sorted({*reads}) and len(reads) == 18, reads  # once each: 16 logs, other's two files
+
+
+def test_a_link_to_a_run_or_to_a_parent_is_not_another_run(tmp_path: Path) -> None:
+    """wandb's latest-run and a launcher's runs/latest are links to a run; a link to a parent is a cycle."""
+    import os
+
+    runs = tmp_path / "runs"
+    shutil.copytree(ROOT / "sample_logs" / "clean-1.3B", runs / "run-1")
+    os.symlink("run-1", runs / "latest")
+    os.symlink("..", runs / "run-1" / "up")
+    assert [name for name, _ in fleet.find_runs(runs)] == ["run-1"]
+
+
+def test_the_rows_first_anomaly_is_the_chronicles_not_any_at_that_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A changepoint at the step of the first anomaly is never the first anomaly (NOT_FIRST_ANOMALY)."""
+    import forensics.analysis as analysis
+    from forensics.findings import Anomaly, Kind, first_anomaly
+
+    real = analysis.analyze_run
+
+    def with_changepoint(run, *args, **kwargs):  # type: ignore[no-untyped-def]
+        found = real(run, *args, **kwargs)
+        first = first_anomaly(found.anomalies)
+        found.anomalies.insert(0, Anomaly(Kind.CHANGEPOINT, "grad_norm", first.attempt, first.step, first.step, 1.0,
+                                          1.0, detail="a level shift"))
+        return found
+
+    monkeypatch.setattr(analysis, "analyze_run", with_changepoint)
+    row, _ = fleet.index_one("tr8", ROOT / "sample_logs" / "tr8-104B-sample", None, "sig", "code")
+    assert (row["first_anomaly"], row["first_anomaly_step"]) == ("grad_norm_spike", 7010)
