@@ -262,7 +262,12 @@ class Listing:
 
 
 def _natural_key(text: str) -> list[object]:
-    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", text)]
+    """Names in natural order (run2 before run10), whatever characters they hold.
+
+    >>> sorted(["run10", "run2", "run1\u00b22"], key=_natural_key)
+    ['run1\u00b22', 'run2', 'run10']
+    """
+    return [int(t) if t.isdecimal() else t.lower() for t in re.split(r"(\d+)", text)]
 
 
 def listing(url: str) -> Listing:

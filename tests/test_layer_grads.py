@@ -359,3 +359,17 @@ def test_a_group_departed_since_before_the_lead_window_is_still_the_origin():
     assert (origin.kind, origin.metric, origin.step) == (Kind.GRAD_NORM_RATIO, "grad_norm/embedding/-", 506)
     assert origin.detail.startswith("the divergence at step 580: only the embedding grad norm departed from its level "
                                     "before it: it rose to 3.370014 (3.3x its trailing median) at step 506, 74 steps")
+
+
+def test_sustained_clipping_that_runs_into_a_hole_does_not_claim_the_end_of_the_attempt():
+    """Clipped 3 steps in 4 from step 701 to the end of steps 1-1000; a hole; steps 3001-4000 unclipped."""
+    from forensics.detectors.clipping import ClippingDetector
+
+    steps = list(range(1, 1001)) + list(range(3001, 4001))
+    grad = [0.5] * 700 + ([1.5] * 3 + [0.5]) * 75 + [0.5] * 1000
+    metrics = s.conform(pl.DataFrame({"run": "r", "source": "x", "attempt": 1, "step": steps, "metric": "grad_norm",
+                                      "value": grad}), s.METRICS_SCHEMA)
+    [found] = ClippingDetector(1.0).detect(RunFrames(metrics, s.empty(s.EVENTS_SCHEMA)))
+    assert (found.step, found.end_step) == (701, 999)
+    assert found.detail == ("grad norm above the clip threshold 1 at 75% of logged steps from step 701 to step 999, "
+                            "then a hole in the log after step 1000 (against 0% before; rolling share over 50 points)")

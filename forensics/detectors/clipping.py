@@ -104,12 +104,15 @@ class ClippingDetector:
             stretch = np.searchsorted(cuts, steps, side="right")
             for part in np.unique(stretch):
                 mine = stretch == part
-                out += _sustained(int(attempt), steps[mine], values[mine], limit)  # type: ignore[arg-type]
+                out += _sustained(int(attempt), steps[mine], values[mine], limit,  # type: ignore[arg-type]
+                                  last_stretch=bool(part == stretch[-1]))
                 out += _far(int(attempt), steps[mine], values[mine], limit)  # type: ignore[arg-type]
         return sorted(out, key=lambda a: (a.attempt, a.step, a.metric))
 
 
-def _sustained(attempt: int, steps: np.ndarray, values: np.ndarray, limit: float) -> list[Anomaly]:
+def _sustained(attempt: int, steps: np.ndarray, values: np.ndarray, limit: float,
+               last_stretch: bool = True) -> list[Anomaly]:
+    """Episodes of sustained clipping in one stretch of an attempt (``last_stretch``: none of it comes after)."""
     n = steps.size
     width = int(np.clip(n // 20, *WINDOW))
     if n < 2 * width:
@@ -129,15 +132,17 @@ def _sustained(attempt: int, steps: np.ndarray, values: np.ndarray, limit: float
             continue  # clipping was never rare before it: no onset
         onset = int(first) - width + 1 + int(np.flatnonzero(clipped[int(first) - width + 1: int(first) + 1])[0])
         last = int(np.flatnonzero(clipped[: end + 1])[-1])
+        onset = max(onset, since)  # (not before the stretch this episode is judged in)
         before = clipped[since:onset]
-        was = float(before.mean()) if before.size else 0.0
         during = float(clipped[onset: last + 1].mean())
-        to = "the end of the attempt" if end == n - 1 else f"step {int(steps[last])}"
+        to = (f"step {int(steps[last])}" if end < n - 1 else "the end of the attempt" if last_stretch
+              else f"step {int(steps[last])}, then a hole in the log after step {int(steps[-1])}")
+        against = f"against {before.mean():.0%} before; " if before.size else ""
         out.append(Anomaly(
             Kind.CLIPPING, s.CLIPPED_SHARE, attempt, int(steps[onset]), int(steps[last]), round(during, 4),
-            round(was, 4),
+            round(float(before.mean()) if before.size else 0.0, 4),
             detail=(f"grad norm above the clip threshold {shown(limit)} at {during:.0%} of logged steps from step "
-                    f"{int(steps[onset])} to {to} (against {was:.0%} before; rolling share over {width} points)")))
+                    f"{int(steps[onset])} to {to} ({against}rolling share over {width} points)")))
         since = end + 1
     return out
 
