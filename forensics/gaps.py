@@ -107,6 +107,17 @@ def stretches(own: pl.DataFrame, interval: int) -> list[pl.DataFrame]:
     return own.with_columns(_stretch=ids).partition_by("_stretch", maintain_order=True, include_key=False)
 
 
+def stretch_of(steps: np.ndarray, gaps: list[Gap], attempt: int) -> np.ndarray:
+    """For an attempt's ``steps``, the number of the stretch between its holes each lies in (0 before the first):
+    what detectors judge on its own, so that nothing is measured across a hole.
+
+    >>> stretch_of(np.array([1, 2, 9, 10]), [Gap(after_step=2, before_step=9, attempt=1)], 1).tolist()
+    [0, 0, 1, 1]
+    """
+    cuts = np.array(sorted(g.before_step for g in gaps if g.attempt == attempt), dtype=np.int64)
+    return np.searchsorted(cuts, steps, side="right")
+
+
 def across_gap(gaps: list[Gap], attempt: int, a: int, b: int) -> bool:
     """Whether a hole in the log of this attempt lies between steps ``a`` and ``b`` (then nothing links them).
 

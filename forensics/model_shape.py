@@ -196,7 +196,7 @@ def check_model(
     if from_shape and check.parameters_stated:
         ratio = check.size_ratio = from_shape / check.parameters_stated
         if check.size_mismatch:
-            headline = f"this is a ~{_fmt(from_shape)} model, not {_fmt(check.parameters_stated)}"
+            headline = f"this is a ~{size_label(from_shape)} model, not {size_label(check.parameters_stated)}"
             if ffn_note:
                 check.notes.remove(ffn_note)
                 headline += f": {ffn_note}"
@@ -207,5 +207,14 @@ def check_model(
     return check
 
 
-def _fmt(n: float) -> str:
-    return f"{n / 1e9:.0f}B" if n >= 1e10 else f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
+def size_label(n: float) -> str:
+    """A model size as people say it.
+
+    >>> size_label(125_262_336), size_label(1.3158e9), size_label(6.7e10), size_label(6.71e6), size_label(4.2e5)
+    ('125M', '1.3B', '67B', '6.7M', '420k')
+    """
+    if n >= 1e9:
+        return f"{n / 1e9:.0f}B" if n >= 1e10 else f"{n / 1e9:.1f}B"
+    if n >= 1e6:
+        return f"{n / 1e6:.0f}M" if n >= 1e7 else f"{n / 1e6:.1f}M"
+    return f"{n / 1e3:.0f}k" if n >= 1e3 else f"{n:.0f}"

@@ -36,6 +36,7 @@ import polars as pl
 
 from forensics.configs import differing_keys
 from forensics.findings import ModelCheck, Outcome, finite_or_none
+from forensics.model_shape import size_label
 from forensics.timeline import by_step
 from parsers import schema as s
 
@@ -91,19 +92,6 @@ def run_scaling(model: ModelCheck, metrics: pl.DataFrame, failed_at: int | None)
         late = values[-max(5, int(values.size * LATE)):]
         out[metric] = {"level": float(np.median(late)), "max": float(values.max()), "until_step": int(steps[-1])}
     return out
-
-
-def size_label(n: float) -> str:
-    """A model size as people say it.
-
-    >>> size_label(125_262_336), size_label(1.3158e9), size_label(6.7e10), size_label(6.71e6), size_label(4.2e5)
-    ('125M', '1.3B', '67B', '6.7M', '420k')
-    """
-    if n >= 1e9:
-        return f"{n / 1e9:.0f}B" if n >= 1e10 else f"{n / 1e9:.1f}B"
-    if n >= 1e6:
-        return f"{n / 1e6:.0f}M" if n >= 1e7 else f"{n / 1e6:.1f}M"
-    return f"{n / 1e3:.0f}k" if n >= 1e3 else f"{n:.0f}"
 
 
 def power_fit(lr: np.ndarray, size: np.ndarray, y: np.ndarray) -> dict[str, Any] | str:

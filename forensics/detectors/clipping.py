@@ -51,6 +51,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind, shown
+from forensics.gaps import stretch_of
 from parsers import schema as s
 
 CLIP_KEYS = ("clip_grad", "gradient_clip_val")  # canonical config key, then Lightning's (kept by its own name)
@@ -100,8 +101,7 @@ class ClippingDetector:
                 continue
             steps, values = own["step"].to_numpy(), own["value"].to_numpy()
             # nothing is measured across a hole in the log: each stretch between holes on its own
-            cuts = np.array(sorted(g.before_step for g in gaps if g.attempt == attempt), dtype=np.int64)
-            stretch = np.searchsorted(cuts, steps, side="right")
+            stretch = stretch_of(steps, gaps, int(attempt))
             for part in np.unique(stretch):
                 mine = stretch == part
                 out += _sustained(int(attempt), steps[mine], values[mine], limit,  # type: ignore[arg-type]

@@ -53,7 +53,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind, shown, step_count
-from forensics.gaps import since_last_gap
+from forensics.gaps import since_last_gap, stretch_of
 from parsers import schema as s
 
 DRIFT = 3.0           # a unit's ratio to the median unit must rise this far above its low
@@ -84,8 +84,7 @@ class LayerGradDetector:
         out = []
         for (attempt,), own in units.group_by("attempt", maintain_order=True):
             # nothing is measured across a hole in the log: each stretch between holes on its own
-            cuts = np.array(sorted(g.before_step for g in gaps if g.attempt == attempt), dtype=np.int64)
-            stretch = np.searchsorted(cuts, own["step"].to_numpy(), side="right")
+            stretch = stretch_of(own["step"].to_numpy(), gaps, int(attempt))
             for part in np.unique(stretch):
                 out += _drifts(int(attempt), own.filter(pl.Series(stretch == part)), names)  # type: ignore[arg-type]
         return sorted(out, key=lambda a: (a.attempt, a.step, a.metric))

@@ -38,6 +38,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind
+from forensics.gaps import stretch_of
 from forensics.theil_sen import theil_sen
 from parsers import schema as s
 
@@ -66,8 +67,7 @@ class LogitGrowthDetector:
             points = frames.points(metric).filter(pl.col("value").is_finite() & (pl.col("value") != 0))
             for (attempt,), own in points.group_by("attempt", maintain_order=True):
                 steps, values = own["step"].to_numpy(), np.abs(own["value"].to_numpy())
-                cuts = np.array(sorted(g.before_step for g in gaps if g.attempt == attempt), dtype=np.int64)
-                stretch = np.searchsorted(cuts, steps, side="right")  # nothing measured across a hole
+                stretch = stretch_of(steps, gaps, int(attempt))  # nothing measured across a hole
                 for part in np.unique(stretch):
                     mine = stretch == part
                     found = _growth(metric, int(attempt), steps[mine], values[mine])  # type: ignore[arg-type]
