@@ -251,7 +251,9 @@ def blips_line(blips: list[Blips]) -> str:
 
 
 def _causes(run: RunFindings) -> list[str]:
-    out = ["## Why it blew up (suspected causes)", ""]
+    # a run that only stopped (by hand, by its scheduler) did not blow up: the heading says what is explained
+    stopped = run.suspected_causes and all(c.kind in NOT_WHY_CAUSES for c in run.suspected_causes)
+    out = [f"## {'Why it stopped' if stopped else 'Why it blew up'} (suspected causes)", ""]
     if not run.suspected_causes:
         return [*out, "None: nothing in the logs points at a cause.", ""]
     for i, c in enumerate(run.suspected_causes, 1):
