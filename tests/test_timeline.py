@@ -235,6 +235,8 @@ def test_ctrl_c_in_a_random_ltd_run_with_its_glued_field():
     assert (a.start_step, a.end_step, a.end_reason, a.end_kind) == (10, 470, EndReason.INTERRUPTED, "keyboard_interrupt")
     assert run.coverage["metrics"]["loss"]["points"] == 47 and run.gaps == []
     assert [c.kind for c in run.suspected_causes] == ["interrupted"]
+    lines = chronicle(real("random_ltd_log_gpt3"))  # stopped by hand: nothing blew up
+    assert "## Why it stopped (suspected causes)" in lines and not any("blew up" in line for line in lines)
 
 
 def test_a_clean_hf_epoch_completes_with_the_trainers_warmup():
