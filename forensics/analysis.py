@@ -23,6 +23,7 @@ from forensics.gaps import SETTINGS, discontinuities, short_holes
 from forensics.log_entries import log_entries
 from forensics.model_shape import check_model, vocabulary
 from forensics.precursors import annotate, consolidate
+from forensics.progress import learning
 from forensics.schedule import as_configured, schedule
 from forensics.spike_score import spike_scores
 from forensics.warning import warning_before
@@ -97,6 +98,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
                                          short_holes=short_holes(frames.steps(), frames.spacing())),
                                 frames),
         blips=blips(frames, detectors),
+        learning=None if attempts and attempts[0].begins_mid_run else learning(metrics),
         gaps=gaps,
         discontinuities=[d for d in discontinuities(curves, gaps, frames.steps(), frames.spacing())
                          if not as_configured(d, table.get(d.attempt_after, config))],

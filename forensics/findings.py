@@ -360,6 +360,7 @@ class RunFindings:
     setup: list[str] = field(default_factory=list)  # setup findings: the model against its name, init, FFN width
     summary: dict[str, Any] = field(default_factory=dict)  # W&B summary values and runs-table columns of the run
     blips: list[Blips] = field(default_factory=list)  # per attempt and metric: lone points inside the noise tail
+    learning: dict[str, Any] | None = None  # whether the loss fell at all (see forensics.progress)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -384,6 +385,7 @@ class RunFindings:
             "log_entries": [e.to_dict() for e in self.log_entries],
             "setup": self.setup,
             "summary": self.summary,
+            "learning": self.learning,
         }
 
 

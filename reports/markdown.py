@@ -127,6 +127,12 @@ def _summary(run: RunFindings) -> list[str]:
         )
     if run.gaps:
         lines.append(f"- **Holes in the data:** {len(run.gaps)} (see the timeline); nothing is inferred across them.")
+    if (seen := run.learning) and not seen["fell"]:
+        val = (f"; the validation loss went from {shown(round(seen['val_start'], 6))} to "
+               f"{shown(round(seen['val_end'], 6))}" if seen["val_start"] is not None else "")
+        lines.append(f"- **The loss did not fall** over steps {seen['steps'][0]}–{seen['steps'][1]} "
+                     f"(median {shown(round(seen['start'], 6))} over its first tenth of points, "
+                     f"{shown(round(seen['end'], 6))} over its last){val}.")
     if holes := run.coverage.get("short_holes"):
         where = ", ".join(f"after step {after} (next: {before}" + (f", attempt {a})" if len(run.attempts) > 1 else ")")
                           for a, after, before in holes["examples"])

@@ -60,3 +60,17 @@ def test_a_missing_line_in_regular_logging_is_said_though_too_small_to_be_a_hole
             "to be a hole, so the checks read across it.") in lines
     clean, lines = _chronicle(REAL / "megatron" / "issue__epfLLM+Megatron-LLM__issue11.txt")
     assert clean.coverage["short_holes"] is None and not any("Points not logged" in line for line in lines)
+
+
+def test_a_run_that_learned_nothing_says_so() -> None:
+    """QuALITY's LRQA baseline: 20 epochs of 4-way multiple choice with the train and eval loss at ln 4 = 1.3863
+    throughout (eval_loss 1.3863019943237305 at step 50, 1.3862943649291992 at 3100): completed, no anomaly, and
+    nothing learned."""
+    run, lines = _chronicle(REAL / "hf_trainer_state" / "quality_lrqa")
+    assert run.learning is not None and not run.learning["fell"]
+    assert ("- **The loss did not fall** over steps 50–3100 (median 1.3883 over its first tenth of points, 1.38835 "
+            "over its last); the validation loss went from 1.386302 to 1.386294.") in lines
+    learned, lines = _chronicle(REAL / "megatron" / "HaibaraAiChan+megatron-deepspeed-moe-bak__log_gpt-0.125B-gpus-4-no-MoE.log")
+    assert learned.learning["fell"] and not any("did not fall" in line for line in lines)
+    excerpt, _ = _chronicle(REAL / "megatron" / "issue__epfLLM+Megatron-LLM__issue11.txt")
+    assert excerpt.learning is None  # four points of a mid-run excerpt: not judged

@@ -1,0 +1,39 @@
+"""Whether the loss fell at all: a run can end "completed" with no anomaly and have learned nothing (a loss at chance
+from the first step to the last), which no spike or divergence check sees.
+
+The loss's level at the start is the median of its first tenth of points (at least 3), at the end the median of
+its last tenth, over the path the run finally took (:func:`forensics.timeline.by_step`); the validation loss's first
+and last values beside it. It *fell* when the end is more than ``NO_GAIN`` (1%) below the start. A log that begins
+mid-run is not judged (a late excerpt of a converged run is flat by nature).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from forensics.timeline import by_step
+from parsers import schema as s
+
+NO_GAIN = 0.01     # the end must be this much below the start for the loss to have fallen
+MIN_POINTS = 20    # fewer loss points: not judged
+
+
+def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
+    """``{"steps": [first, last], "start", "end", "fell", "val_start", "val_end"}`` of a run's loss, or None with
+    fewer than :data:`MIN_POINTS` finite points.
+
+    >>> flat = pl.DataFrame({"attempt": 1, "step": range(1, 41), "metric": "loss", "value": [1.386] * 40})
+    >>> learning(flat)
+    {'steps': [1, 40], 'start': 1.386, 'end': 1.386, 'fell': False, 'val_start': None, 'val_end': None}
+    """
+    loss = by_step(metrics, s.LOSS, finite=True)
+    if loss.height < MIN_POINTS:
+        return None
+    tenth = max(3, loss.height // 10)
+    start, end = float(loss["value"].head(tenth).median()), float(loss["value"].tail(tenth).median())  # type: ignore[arg-type]
+    val = by_step(metrics, s.VAL_LOSS, finite=True)["value"]
+    return {"steps": [int(loss["step"][0]), int(loss["step"][-1])], "start": start, "end": end,
+            "fell": end < start * (1 - NO_GAIN), "val_start": float(val[0]) if val.len() else None,
+            "val_end": float(val[-1]) if val.len() else None}
