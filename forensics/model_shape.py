@@ -193,7 +193,14 @@ def check_model(
                 )
         if vocab is None:
             check.caveats.append("vocabulary size unknown: embeddings left out of the count from shape")
-    if from_shape and check.parameters_stated:
+    experts = _experts(cfg)
+    if experts > 1:
+        parallel = _int(cfg, "moe_expert_parallel_size") or _int(cfg, "expert_model_parallel_size") or 1
+        check.caveats.append(
+            f"a mixture of experts ({experts} experts" + (f", {parallel}-way expert parallel" if parallel > 1 else "")
+            + "): the count from its shape is the dense model without the experts"
+            + (", and a count printed per model-parallel rank holds only that rank's experts" if parallel > 1 else ""))
+    if from_shape and check.parameters_stated and experts == 1:  # (a MoE's shape count leaves its experts out)
         ratio = check.size_ratio = from_shape / check.parameters_stated
         if check.size_mismatch:
             headline = f"this is a ~{size_label(from_shape)} model, not {size_label(check.parameters_stated)}"
@@ -205,6 +212,22 @@ def check_model(
             check.notes.insert(0, headline)
             check.size_headline = headline
     return check
+
+
+def _experts(cfg: dict[str, Any]) -> int:
+    """The number of experts of a mixture-of-experts model (Megatron-DeepSpeed prints ``num_experts [64]``, one per
+    MoE layer group), 1 for a dense one.
+
+    >>> _experts({"num_experts": [64]}), _experts({"num_moe_experts": 8}), _experts({})
+    (64, 8, 1)
+    """
+    for key in ("num_experts", "num_moe_experts", "moe_num_experts", "num_local_experts"):
+        value = cfg.get(key)
+        values = value if isinstance(value, list) else [value]
+        numbers = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+        if numbers:
+            return max(numbers)
+    return 1
 
 
 def size_label(n: float) -> str:

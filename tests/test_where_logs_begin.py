@@ -74,3 +74,12 @@ def test_a_run_that_learned_nothing_says_so() -> None:
     assert learned.learning["fell"] and not any("did not fall" in line for line in lines)
     excerpt, _ = _chronicle(REAL / "megatron" / "issue__epfLLM+Megatron-LLM__issue11.txt")
     assert excerpt.learning is None  # four points of a mid-run excerpt: not judged
+
+
+def test_a_mixture_of_experts_says_its_counts_leave_experts_out() -> None:
+    """num_experts [64], moe_expert_parallel_size 4; '> number of parameters on (tensor, pipeline) model parallel rank
+    (0, 0): 550576128' is one rank's share with its 16 experts; the shape's 125.3M is the dense model."""
+    run, lines = _chronicle(REAL / "megatron" / "HaibaraAiChan+megatron-deepspeed-moe-bak__log_gpt-0.125B-gpus-4-MoE-64.log")
+    assert ("- a mixture of experts (64 experts, 4-way expert parallel): the count from its shape is the dense model "
+            "without the experts, and a count printed per model-parallel rank holds only that rank's experts.") in lines
+    assert not run.model.size_mismatch and run.model.size_headline in (None, "")
