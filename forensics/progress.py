@@ -3,26 +3,32 @@ from the first step to the last), which no spike or divergence check sees.
 
 The loss's level at the start is the median of its first tenth of points (at least 3), at the end the median of
 its last tenth, over the path the run finally took (:func:`forensics.timeline.by_step`); the validation loss's first
-and last values beside it. It *fell* when the end is more than ``NO_GAIN`` (1%) below the start. A log that begins
-mid-run is not judged (a late excerpt of a converged run is flat by nature).
+and last values beside it. It *fell* when the end is more than ``NO_GAIN`` (1%) below the start. That it did *not*
+fall is said only when the noise allows it: the fall plus two standard errors of the difference of the two medians
+(each 1.253 x 1.4826 x MAD / sqrt(points), the median's standard error under Gaussian noise) stays under
+``CLEAR_FALL`` (5%) of the start; a noisy per-batch loss over few points is left unjudged (``fell`` None). A log that
+begins mid-run is not judged (a late excerpt of a converged run is flat by nature).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from forensics.timeline import by_step
 from parsers import schema as s
 
 NO_GAIN = 0.01     # the end must be this much below the start for the loss to have fallen
+CLEAR_FALL = 0.05  # "did not fall" only when even two standard errors more would not make a fall this large
 MIN_POINTS = 20    # fewer loss points: not judged
 
 
 def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
-    """``{"steps": [first, last], "start", "end", "fell", "val_start", "val_end"}`` of a run's loss, or None with
-    fewer than :data:`MIN_POINTS` finite points.
+    """``{"steps": [first, last], "start", "end", "fell", "val_start", "val_end"}`` of a run's loss (``fell``: True,
+    False, or None when too noisy to say), or None with fewer than :data:`MIN_POINTS` finite points.
 
     >>> flat = pl.DataFrame({"attempt": 1, "step": range(1, 41), "metric": "loss", "value": [1.386] * 40})
     >>> learning(flat)
@@ -32,8 +38,13 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
     if loss.height < MIN_POINTS:
         return None
     tenth = max(3, loss.height // 10)
-    start, end = float(loss["value"].head(tenth).median()), float(loss["value"].tail(tenth).median())  # type: ignore[arg-type]
+    first, last = loss["value"].head(tenth).to_numpy(), loss["value"].tail(tenth).to_numpy()
+    start, end = float(np.median(first)), float(np.median(last))
+    error = math.hypot(*(1.253 * 1.4826 * float(np.median(np.abs(x - np.median(x)))) / math.sqrt(x.size)
+                         for x in (first, last)))
+    fell: bool | None = end < start * (1 - NO_GAIN)
+    if not fell and start - end + 2 * error >= CLEAR_FALL * abs(start):
+        fell = None  # too noisy to say it did not
     val = by_step(metrics, s.VAL_LOSS, finite=True)["value"]
-    return {"steps": [int(loss["step"][0]), int(loss["step"][-1])], "start": start, "end": end,
-            "fell": end < start * (1 - NO_GAIN), "val_start": float(val[0]) if val.len() else None,
-            "val_end": float(val[-1]) if val.len() else None}
+    return {"steps": [int(loss["step"][0]), int(loss["step"][-1])], "start": start, "end": end, "fell": fell,
+            "val_start": float(val[0]) if val.len() else None, "val_end": float(val[-1]) if val.len() else None}

@@ -127,7 +127,7 @@ def _summary(run: RunFindings) -> list[str]:
         )
     if run.gaps:
         lines.append(f"- **Holes in the data:** {len(run.gaps)} (see the timeline); nothing is inferred across them.")
-    if (seen := run.learning) and not seen["fell"]:
+    if (seen := run.learning) and seen["fell"] is False:
         val = (f"; the validation loss went from {shown(round(seen['val_start'], 6))} to "
                f"{shown(round(seen['val_end'], 6))}" if seen["val_start"] is not None else "")
         lines.append(f"- **The loss did not fall** over steps {seen['steps'][0]}–{seen['steps'][1]} "
@@ -138,8 +138,9 @@ def _summary(run: RunFindings) -> list[str]:
                           for a, after, before in holes["examples"])
         more = f" and {holes['places'] - len(holes['examples'])} more" if holes["places"] > len(holes["examples"]) else ""
         n = holes["points_missing"]
-        lines.append(f"- **Points not logged:** {n} point{'s' if n != 1 else ''} missing from the regular logging, "
-                     f"{where}{more}; too few to be a hole, so the checks read across {'them' if n != 1 else 'it'}.")
+        lines.append(f"- **Points not logged:** {n} point{'s' if n != 1 else ''} of the regular logging with no "
+                     f"number read (not logged, or only non-numeric values there), {where}{more}; too few to be a "
+                     f"hole, so the checks read across {'them' if n != 1 else 'it'}.")
     first = first_anomaly(run.anomalies)
     if first:
         lines.append(
