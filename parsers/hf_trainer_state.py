@@ -61,9 +61,10 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         history = history.filter(pl.col("step").is_not_null())
         if history.height == 0:
             raise NotThisFormat(f"{context.shown}: a trainer_state.json with no log_history entry at a readable step")
-    summary = history.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in _SUMMARY if c in history.columns)) \
-        if any(c in history.columns for c in _SUMMARY) else history.clear()
-    rows = history.join(summary.select("step"), on="step", how="anti") if summary.height else history
+    summed = pl.any_horizontal(pl.col(c).is_not_null() for c in _SUMMARY if c in history.columns) \
+        if any(c in history.columns for c in _SUMMARY) else pl.lit(False)
+    summary = history.filter(summed)
+    rows = history.filter(~summed)  # (the loss and eval entries at the summary's step are the last step's own)
     values = [c for c in rows.columns if c not in ("step", *_SUMMARY) and rows.schema[c].is_numeric()]
     long = (rows.with_row_index("row").unpivot(index=["row", "step"], on=values, variable_name="key",
                                                value_name="value")
@@ -98,11 +99,11 @@ def combine(pieces: list[Piece], context: ReadContext) -> list[Piece]:
     groups: dict[Path, list[Piece]] = {}
     for piece in pieces:
         folder = piece.file.parent
-        groups.setdefault(folder.parent if folder.name.startswith("checkpoint-") else folder, []).append(piece)
+        groups.setdefault(folder.parent if _checkpoint(folder) else folder, []).append(piece)
     out = []
     for group in groups.values():
         def reach(p: Piece) -> tuple[int, bool]:
-            return int(p.log.metrics["step"].max() or 0), not p.file.parent.name.startswith("checkpoint-")
+            return int(p.log.metrics["step"].max() or 0), not _checkpoint(p.file.parent)
         best = max(group, key=reach)
         final = best.log.metrics.filter(metric=s.LOSS).select("step", "value")
         for other in group:
@@ -118,6 +119,12 @@ def combine(pieces: list[Piece], context: ReadContext) -> list[Piece]:
                     "earlier checkpoint and ran again from there")
         out.append(best)
     return out
+
+
+def _checkpoint(folder: Path) -> bool:
+    """A checkpoint folder of an output directory: ``checkpoint-N/``, or ``last-checkpoint/`` (the Hub's copy of
+    the latest one)."""
+    return folder.name.startswith("checkpoint-") or folder.name == "last-checkpoint"
 
 
 def _load(raw: bytes, shown: str, warnings: list[str]) -> tuple[dict[str, Any], pl.DataFrame, bool]:

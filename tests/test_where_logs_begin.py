@@ -94,3 +94,21 @@ def test_a_noisy_per_batch_loss_over_few_points_is_not_said_to_have_not_fallen()
     run, lines = _chronicle(REAL / "lightning_turngpt")
     assert run.learning["fell"] is None and round(run.learning["start"], 6) == 2.229457
     assert not any("did not fall" in line for line in lines)
+
+
+def test_a_trainer_output_dir_with_last_checkpoint_is_one_run_to_its_last_step() -> None:
+    """trainer_state.json: '"loss": 0.0002, ... "step": 5000' and '"eval_loss": 0.42..., "step": 5000', then the
+    summary entry at step 5000; last-checkpoint/trainer_state.json is the same history (the Hub's copy)."""
+    from forensics.fleet import find_runs
+    from parsers import load_run
+
+    path = REAL / "hf_trainer_state" / "P4P4N1CK_whisper-large-v2-japanese"
+    loaded = load_run(path)
+    assert [src.path.rsplit("/", 1)[-1] for src in loaded.sources] == ["trainer_state.json"]
+    loss = loaded.metrics.filter(metric="loss").sort("step")
+    val = loaded.metrics.filter(metric="val_loss").sort("step")
+    assert (loss.height, loss["step"][-1], loss["value"][-1]) == (200, 5000, 0.0002)
+    assert (val.height, val["step"][-1], round(val["value"][-1], 4)) == (5, 5000, 0.42)
+    run, _ = _chronicle(path)
+    assert [(a.index, a.start_step, a.end_step, a.end_reason) for a in run.attempts] == [(1, 25, 5000, "completed")]
+    assert [name for name, _ in find_runs(path)] == ["P4P4N1CK_whisper-large-v2-japanese"]
