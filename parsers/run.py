@@ -380,6 +380,20 @@ def _is_events_only(log: ParsedLog) -> bool:
     return log.metrics.height == 0 and log.configs.height == 0
 
 
+_WRITER = re.compile(r"^events\.out\.tfevents\.\d+\.(.+)\.(\d+)\.\d+(?:\.v2)?$")
+
+
+def _writer(path: Path) -> tuple[str, ...] | None:
+    """The process that wrote an event file, from its name (``events.out.tfevents.<time>.<host>.<pid>.<n>``): its
+    folder, host and pid; None for any other file.
+
+    >>> _writer(Path("runs/a/events.out.tfevents.1742884204.DESKTOP-41L2EO3.107869.1"))
+    ('runs/a', 'DESKTOP-41L2EO3', '107869')
+    """
+    found = _WRITER.match(path.name)
+    return (path.parent.as_posix(), found[1], found[2]) if found else None
+
+
 def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False) -> Run:
     """One run from pieces of one kind: in time order, each file's attempts after the previous file's (a restart
     writes a new log), or side by side with ``parallel`` (chart exports: one file per metric of the same run).
@@ -392,6 +406,8 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
     offset = 0
     last_attempt_of_stem: dict[str, int] = {}
     deferred: list[Piece] = []
+    process: tuple[str, ...] | None = None  # the last event file's writer (folder, host, pid) and its last step
+    last_step: int | None = None
     for piece in pieces:
         log = piece.log
         sources.append(Source(path=display_path(piece.file, root), format=piece.fmt, sampled=piece.sampled))
@@ -401,12 +417,20 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
             deferred.append(piece)
             continue
         frames = (log.metrics, log.events, log.configs)
-        if offset and not parallel:
-            frames = tuple(f.with_columns(attempt=pl.col("attempt") + offset) for f in frames)
+        # another event file of the same writer process that carries on from the last step (the Trainer's final
+        # evaluation, written by a new SummaryWriter after training): the same attempt, not a relaunch
+        writer, first = _writer(piece.file), log.metrics["step"].min() if log.metrics.height else None
+        same = (not parallel and writer is not None and writer == process and last_step is not None
+                and first is not None and first >= last_step)
+        shift = offset - 1 if same else offset
+        process = writer
+        last_step = int(log.metrics["step"].max()) if log.metrics.height else last_step  # type: ignore[arg-type]
+        if shift and not parallel:
+            frames = tuple(f.with_columns(attempt=pl.col("attempt") + shift) for f in frames)
         frames = tuple(f if _named(f, run_name) else f.with_columns(run=pl.lit(run_name)) for f in frames)
         for stacked, frame in zip((metrics, events, configs), frames, strict=True):
             stacked.append(frame)
-        offset = max(offset, log.n_attempts) if parallel else offset + log.n_attempts
+        offset = max(offset, log.n_attempts) if parallel else shift + log.n_attempts
         last_attempt_of_stem[piece.file.with_suffix("").as_posix()] = offset
     for piece in deferred:  # e.g. a slurm .err beside its .out: same process, so the same attempt
         target = last_attempt_of_stem.get(piece.file.with_suffix("").as_posix(), max(offset, 1))

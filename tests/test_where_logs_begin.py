@@ -112,3 +112,13 @@ def test_a_trainer_output_dir_with_last_checkpoint_is_one_run_to_its_last_step()
     run, _ = _chronicle(path)
     assert [(a.index, a.start_step, a.end_step, a.end_reason) for a in run.attempts] == [(1, 25, 5000, "completed")]
     assert [name for name, _ in find_runs(path)] == ["P4P4N1CK_whisper-large-v2-japanese"]
+
+
+def test_the_final_evaluations_event_file_of_the_same_process_is_not_a_relaunch() -> None:
+    """events.out.tfevents.1742826235.DESKTOP-41L2EO3.107869.0 trains to step 215337; ...1742884204...107869.1 (the
+    same host and pid) holds only eval/* at step 215337, eval/runtime 3255.52 s: the final evaluation, 54 min later."""
+    path = REAL / "hf_output_dir" / "10844110_t5-summarization-demo"
+    run, _ = _chronicle(path)
+    assert [(a.index, a.end_step, a.end_reason) for a in run.attempts] == [(1, 215337, "completed")]
+    events_only, _ = _chronicle(path / "runs")
+    assert [(a.index, a.end_step) for a in events_only.attempts] == [(1, 215337)]
