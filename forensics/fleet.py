@@ -57,8 +57,8 @@ RUNS_FILE, ANOMALIES_FILE = "runs.parquet", "anomalies.parquet"
 # subdirectories that belong to the run above them: a Trainer's checkpoint-N/ and runs/ folders, a wandb/ folder,
 # TensorBoard and log folders, an MLflow run's metrics/, params/ and tags/. A directory whose subdirectories with
 # logs are all of these is a run, even with no log of its own.
-RUN_PARTS = re.compile(r"^(checkpoint-\d+|last-checkpoint|global_step\d+|runs|wandb|tensorboard|tb|tb_logs|logs?|events|metrics|params"
-                       r"|tags|artifacts)$", re.I)
+RUN_PARTS = re.compile(r"^(checkpoint-\d+|last-checkpoint|global_step\d+|runs|wandb|tensorboard|tb|tb_logs|logs?|events"
+                       r"|metrics|params|tags|artifacts)$", re.I)
 # code and notes beside runs (a generator script, a README with pasted log lines) do not make a directory a run,
 # though they are read with the run they sit in
 NOT_EVIDENCE = frozenset({".py", ".md", ".rst", ".ipynb", ".sh", ".yaml", ".yml", ".toml", ".cfg", ".ini",
