@@ -99,6 +99,9 @@ def read_chart_export(path: Path, shown: str) -> tuple[list[Series], list[str]]:
         step_column = next((c for c in columns if parts[c][1] == "_step"), None)
         if x_name == "Step":
             step = x
+            warnings.append(f"{shown}: steps are the export's 'Step' column, W&B's count of log calls (one per "
+                            "wandb.log unless the run passed its own step), not necessarily training iterations: a "
+                            "run that logs every N iterations shows N iterations as one step")
         elif step_column is not None:
             step = number(step_column)
         else:

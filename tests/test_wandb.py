@@ -154,6 +154,10 @@ def test_chart_export_with_three_runs() -> None:
     assert first.metrics["step"].min() == 105 and first.metrics["step"].max() == 21199
     assert [s.format for s in first.sources] == ["wandb-chart"] and not first.sources[0].sampled
     assert not any("sampled" in w for w in first.warnings)  # 200 points at a regular 106-step spacing
+    # its x-axis is W&B's 'Step': the count of log calls unless the run passed its own step; the report says so
+    assert any(w.endswith(": steps are the export's 'Step' column, W&B's count of log calls (one per wandb.log unless "
+                          "the run passed its own step), not necessarily training iterations: a run that logs every N "
+                          "iterations shows N iterations as one step") for w in first.warnings)
 
 
 def test_renamed_chart_export_single_run() -> None:
