@@ -66,15 +66,25 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     summary = history.filter(summed)
     rows = history.filter(~summed)  # (the loss and eval entries at the summary's step are the last step's own)
     values = [c for c in rows.columns if c not in ("step", *_SUMMARY) and rows.schema[c].is_numeric()]
-    long = (rows.with_row_index("row").unpivot(index=["row", "step"], on=values, variable_name="key",
+    # one file holds every launch's history; the epoch counter going back marks a resume (--ignore_data_skip
+    # starts the epoch again; one continuous run never counts it down)
+    launch = pl.lit(1, dtype=pl.Int32)
+    if "epoch" in rows.columns and rows.schema["epoch"].is_numeric():
+        epoch = pl.col("epoch").cast(pl.Float64).forward_fill()
+        launch = (1 + (epoch < epoch.shift(1)).fill_null(False).cast(pl.Int32).cum_sum()).cast(pl.Int32)
+    rows = rows.with_columns(attempt=launch)
+    long = (rows.with_row_index("row").unpivot(index=["row", "step", "attempt"], on=values, variable_name="key",
                                                value_name="value")
             .filter(pl.col("value").is_not_null())
             .with_columns(value=pl.col("value").cast(pl.Float64), step=pl.col("step").cast(pl.Int64))
             .with_columns(value=_finite(pl.col("value")) if stood_in else pl.col("value")))
     names = {k: _NAMES.get(k, k) for k in values}
     metrics = long.with_columns(metric=pl.col("key").replace_strict(names, return_dtype=pl.String)).sort("row")
-    frame = s.conform(metrics.with_columns(run=pl.lit(context.run), source=pl.lit(context.shown), attempt=pl.lit(1)),
-                      s.METRICS_SCHEMA)
+    frame = s.conform(metrics.with_columns(run=pl.lit(context.run), source=pl.lit(context.shown)), s.METRICS_SCHEMA)
+    launches = int(rows["attempt"].max() or 1)  # type: ignore[arg-type]
+    if launches > 1:
+        context.warnings.append(f"{context.shown}: its epoch counter goes back {launches - 1} time(s) while the steps "
+                                "go on: each is read as a resume (one file holds every launch's history)")
     settings = {k: v for k, v in state.items() if k != "log_history" and not isinstance(v, dict | list)}
     configs = config_frame(settings, run=context.run, source=context.shown)
     if summary.height:
@@ -85,12 +95,12 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     if summary.height:  # the Trainer writes its summary entry when train() returns
         done = summary.row(-1, named=True)
         events = s.conform(pl.DataFrame({
-            "kind": [s.EV_TRAINING_DONE], "step": [int(done["step"])], "attempt": [1], "run": [context.run],
+            "kind": [s.EV_TRAINING_DONE], "step": [int(done["step"])], "attempt": [launches], "run": [context.run],
             "source": [context.shown],
             "text": [f"training finished: the Trainer's summary (train_runtime {done.get('train_runtime')} s, "
                      f"train_loss {done.get('train_loss')})"]}), s.EVENTS_SCHEMA)
     logged = set(long["key"].unique())  # (once: in the comprehension's condition it was computed for every key)
-    log = ParsedLog(frame, events, configs, n_attempts=1, tags={k: v for k, v in names.items() if k in logged})
+    log = ParsedLog(frame, events, configs, n_attempts=launches, tags={k: v for k, v in names.items() if k in logged})
     return [Piece(path, FORMAT, log)]
 
 

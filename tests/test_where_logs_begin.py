@@ -122,3 +122,14 @@ def test_the_final_evaluations_event_file_of_the_same_process_is_not_a_relaunch(
     assert [(a.index, a.end_step, a.end_reason) for a in run.attempts] == [(1, 215337, "completed")]
     events_only, _ = _chronicle(path / "runs")
     assert [(a.index, a.end_step) for a in events_only.attempts] == [(1, 215337)]
+
+
+def test_resumes_in_one_trainer_state_show_as_the_epoch_going_back() -> None:
+    """'"epoch": 0.05 ... "step": 5000' then '"epoch": 0.0 ... "step": 5050' (and after 52000 and 66000): four launches
+    in one history; the last step's loss (0.8333) and eval loss (0.5128) at 100000 beside the summary entry."""
+    run, _ = _chronicle(REAL / "hf_trainer_state" / "CoralReefFish_whisper-tiny-nbaiLab")
+    assert [(a.start_step, a.end_step, a.resumed_from_step) for a in run.attempts] == [
+        (50, 5000, None), (5050, 52000, 5000), (52050, 66000, 52000), (66050, 100000, 66000)]
+    assert run.attempts[-1].end_reason == "completed" and not any(a.rollback for a in run.attempts)
+    assert any("its epoch counter goes back 3 time(s) while the steps go on" in w for w in run.warnings)
+    assert run.coverage["metrics"]["loss"]["last_step"] == 100000 and run.coverage["metrics"]["val_loss"]["points"] == 100
