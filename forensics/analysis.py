@@ -77,7 +77,8 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     # the settings' curves, read once from the (possibly millions of) points for the schedule and the discontinuities
     curves = metrics.filter(pl.col("metric").is_in([*SETTINGS, s.CONSUMED_SAMPLES, s.SKIPPED_ITERATIONS]))
     timing = schedule(curves, config, attempts)
-    causes = suspect(metrics, run.events, attempts, anomalies, model, table, timing, frames.intervals())
+    searched = {a: search.last_step for a, search in startup_searches(frames).items()}
+    causes = suspect(metrics, run.events, attempts, anomalies, model, table, timing, frames.intervals(), searched)
     gaps = frames.gaps()
     return RunFindings(
         name=run.name,

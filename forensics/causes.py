@@ -18,6 +18,7 @@ from forensics.findings import (
     ModelCheck,
     Schedule,
     first_trouble,
+    shown,
     step_count,
 )
 from forensics.infra import infrastructure, memory, program_errors, stops
@@ -29,19 +30,20 @@ from parsers import schema as s
 def suspect(
     metrics: pl.DataFrame, events: pl.DataFrame, attempts: list[Attempt], anomalies: list[Anomaly],
     model: ModelCheck, table: dict[int, dict[str, Any]], timing: Schedule | None = None,
-    intervals: dict[int, int] | None = None,
+    intervals: dict[int, int] | None = None, searches: dict[int, int] | None = None,
 ) -> list[Cause]:
     """Rank the suspected causes of the instability and of how attempts ended, most likely first (ties keep the order
     of the rules); causes of one kind are merged. The model's setup (its shape against its name, init, FFN width) is
     not among them: see :attr:`forensics.findings.RunFindings.setup`.
-    ``intervals``: the run's :func:`~forensics.timeline.log_intervals`, when already known."""
+    ``intervals``: the run's :func:`~forensics.timeline.log_intervals`, when already known; ``searches``: per
+    attempt, the last step of its fp16 start-up loss-scale search (normal, and no overflow storm)."""
     intervals = log_intervals(metrics) if intervals is None else intervals
     troubles = [a for a in anomalies if a.kind in INSTABILITY_KINDS]
     timing = timing or Schedule()
     causes = [
         *lr_causes(attempts, troubles, model, timing, table),
         *after_warmup(troubles, timing, attempts),
-        *loss_scale_collapse(anomalies, troubles),
+        *loss_scale_collapse(anomalies, troubles, metrics, searches),
         *infrastructure(events, attempts, anomalies),
         *memory(events, attempts),
         *program_errors(attempts, anomalies),
@@ -142,18 +144,26 @@ def lr_causes(
     return out
 
 
-def loss_scale_collapse(anomalies: list[Anomaly], troubles: list[Anomaly]) -> list[Cause]:
+def loss_scale_collapse(anomalies: list[Anomaly], troubles: list[Anomaly], metrics: pl.DataFrame | None = None,
+                        searches: dict[int, int] | None = None) -> list[Cause]:
     """fp16 loss scale falling to its floor with overflows skipping steps; stronger when trouble follows it.
-    Against it: trouble that began before the first collapse (the overflows then follow the trouble)."""
+    Against it: trouble that began before the first collapse (the overflows then follow the trouble), unless the
+    logged loss scale had already fallen before the trouble (overflows came first, below the collapse rule)."""
     collapses = [a for a in anomalies if a.kind in {Kind.LOSS_SCALE_COLLAPSE, Kind.SKIPPED_ITERATIONS}]
     if not collapses:
         return []
     first = first_trouble(troubles)
-    counter, led = [], []
+    counter, led, earlier = [], [], []
     for attempt in sorted({c.attempt for c in collapses}):
         onset = min(c.step for c in collapses if c.attempt == attempt)
         t = first.get(attempt)
-        if t is not None and t.step < onset:
+        fell = (_scale_fell_before(metrics, attempt, (searches or {}).get(attempt), t.step)
+                if t is not None and t.step < onset else None)
+        if fell:
+            earlier.append(f"attempt {attempt}: the loss scale had already fallen before the "
+                           f"{t.kind.replace('_', ' ')} at step {t.step}: {fell}")  # type: ignore[union-attr]
+            led.append(attempt)
+        elif t is not None and t.step < onset:
             counter.append(f"attempt {attempt}: {t.kind.replace('_', ' ')} at step {t.step} came before the first "
                            f"overflow or collapse (step {onset}): the overflows may follow the instability")
         elif t is not None:
@@ -161,10 +171,29 @@ def loss_scale_collapse(anomalies: list[Anomaly], troubles: list[Anomaly]) -> li
     return [Cause(
         kind="loss_scale", cause="fp16 loss-scale collapse / overflow storm",
         confidence=0.6 if led else 0.3 if not counter else 0.15,
-        evidence=[f"attempt {c.attempt}, step {c.step}: {c.detail}" for c in collapses[:5]],
+        evidence=[*earlier, *(f"attempt {c.attempt}, step {c.step}: {c.detail}" for c in collapses[:5])],
         counter_evidence=counter,
         check_next="bf16, a higher min loss scale, or lower LR; look for the first overflow before the spike",
     )]
+
+
+def _scale_fell_before(metrics: pl.DataFrame | None, attempt: int, searched: int | None, step: int) -> str | None:
+    """How the logged loss scale fell in this attempt before ``step``, after its start-up search (which ends at
+    ``searched``): "64 (step 400) to 4 (step 600)"; None if it never fell there (or is not logged)."""
+    if metrics is None:
+        return None
+    scale = metrics.filter((pl.col("metric") == s.LOSS_SCALE) & (pl.col("attempt") == attempt)
+                           & (pl.col("step") < step) & (pl.col("step") >= (searched or 0))
+                           & pl.col("value").is_finite()).sort("step")
+    values = scale["value"].to_numpy()
+    if values.size < 2 or not (np.diff(values) < 0).any():
+        return None
+    top = int(np.argmax(values))
+    low = top + int(np.argmin(values[top:]))
+    if low == top:
+        return None
+    steps = scale["step"].to_list()
+    return f"{shown(values[top])} (step {steps[top]}) to {shown(values[low])} (step {steps[low]})"
 
 
 def logit_growth(anomalies: list[Anomaly]) -> list[Cause]:

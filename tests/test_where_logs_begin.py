@@ -133,3 +133,13 @@ def test_resumes_in_one_trainer_state_show_as_the_epoch_going_back() -> None:
     assert run.attempts[-1].end_reason == "completed" and not any(a.rollback for a in run.attempts)
     assert any("its epoch counter goes back 3 time(s) while the steps go on" in w for w in run.warnings)
     assert run.coverage["metrics"]["loss"]["last_step"] == 100000 and run.coverage["metrics"]["val_loss"]["points"] == 100
+
+
+def test_a_loss_scale_that_fell_before_the_nan_is_evidence_not_counter_evidence() -> None:
+    """'loss scale 64.0' (400), '8.0' (500), '4.0' (600), 'lm loss NAN | loss scale 4.0' (700), '0.1' (800): the
+    overflows began before the NaN; the chronicle once said the NaN 'came before the first overflow'."""
+    run, _ = _chronicle(REAL / "megatron" / "issue__THUDM+Chinese-Transformer-XL__issue7.txt")
+    [cause] = [c for c in run.suspected_causes if c.kind == "loss_scale"]
+    assert cause.evidence[0] == ("attempt 1: the loss scale had already fallen before the nan at step 700: 64 (step "
+                                 "400) to 4 (step 600)")
+    assert cause.counter_evidence == [] and cause.confidence == 0.6
