@@ -109,6 +109,14 @@ def _summary(run: RunFindings) -> list[str]:
     short_of = [a for a in run.attempts if a.end_reason in (EndReason.RUNNING, EndReason.UNKNOWN)
                 and a.end_kind != s.EV_ELISION and a.target_step is not None and a.end_step is not None
                 and a.end_step < a.target_step]
+    # a Trainer's trainer_state.json without its summary entry is a checkpoint's copy: it ends where that was saved
+    formats = {src["path"]: src["format"] for src in run.sources}
+    saved = [a for a in short_of if a.sources and all(formats.get(p) == "hf-trainer-state" for p in a.sources)]
+    short_of = [a for a in short_of if a not in saved]
+    if saved:
+        lines.append("- **History ends at a checkpoint:** " + "; ".join(
+            f"attempt {a.index}'s trainer_state.json ends at step {a.end_step} of {a.target_step}, written when that "
+            "checkpoint was saved; steps after it, if any ran, are not in it" for a in saved) + ".")
     if short_of:
         lines.append("- **Stopped short, with no end in the log:** " + "; ".join(
             f"attempt {a.index} at step {a.end_step} of {a.target_step}" for a in short_of) + ".")

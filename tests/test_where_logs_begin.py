@@ -143,3 +143,12 @@ def test_a_loss_scale_that_fell_before_the_nan_is_evidence_not_counter_evidence(
     assert cause.evidence[0] == ("attempt 1: the loss scale had already fallen before the nan at step 700: 64 (step "
                                  "400) to 4 (step 600)")
     assert cause.counter_evidence == [] and cause.confidence == 0.6
+
+
+def test_a_checkpoints_trainer_state_ends_at_its_save_not_stopped_short() -> None:
+    """'"global_step": 2800', '"max_steps": 2808', '"should_save": true' and no summary entry: the copy saved with
+    checkpoint-2800, which says nothing of what came after."""
+    _, lines = _chronicle(REAL / "hf_trainer_state" / "Dheena731_tinyLlama-finetune")
+    assert ("- **History ends at a checkpoint:** attempt 1's trainer_state.json ends at step 2800 of 2808, written "
+            "when that checkpoint was saved; steps after it, if any ran, are not in it.") in lines
+    assert not any("Stopped short" in line for line in lines)
