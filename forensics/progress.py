@@ -24,15 +24,18 @@ from parsers import schema as s
 NO_GAIN = 0.01     # the end must be this much below the start for the loss to have fallen
 CLEAR_FALL = 0.05  # "did not fall" only when even two standard errors more would not make a fall this large
 MIN_POINTS = 20    # fewer loss points: not judged
+RISING_EVALS = 3   # the validation loss rising at this many evaluations in a row, to the end ...
+RISING_BY = 0.05   # ... and by this much in all, while the training loss fell
 
 
 def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
-    """``{"steps": [first, last], "start", "end", "fell", "val_start", "val_end"}`` of a run's loss (``fell``: True,
-    False, or None when too noisy to say), or None with fewer than :data:`MIN_POINTS` finite points.
+    """``{"steps": [first, last], "start", "end", "fell", "val_start", "val_end", "val_rising"}`` of a run's loss
+    (``fell``: True, False, or None when too noisy to say; ``val_rising``: :func:`val_rising` when the loss fell), or
+    None with fewer than :data:`MIN_POINTS` finite points.
 
     >>> flat = pl.DataFrame({"attempt": 1, "step": range(1, 41), "metric": "loss", "value": [1.386] * 40})
     >>> learning(flat)
-    {'steps': [1, 40], 'start': 1.386, 'end': 1.386, 'fell': False, 'val_start': None, 'val_end': None}
+    {'steps': [1, 40], 'start': 1.386, 'end': 1.386, 'fell': False, 'val_start': None, 'val_end': None, 'val_rising': None}
     """
     loss = by_step(metrics, s.LOSS, finite=True)
     if loss.height < MIN_POINTS:
@@ -45,6 +48,30 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
     fell: bool | None = end < start * (1 - NO_GAIN)
     if not fell and start - end + 2 * error >= CLEAR_FALL * abs(start):
         fell = None  # too noisy to say it did not
-    val = by_step(metrics, s.VAL_LOSS, finite=True)["value"]
+    val = by_step(metrics, s.VAL_LOSS, finite=True)
+    values = val["value"]
+    last = val.filter(pl.col("attempt") == val["attempt"].max()) if val.height else val  # (one launch's evaluations)
     return {"steps": [int(loss["step"][0]), int(loss["step"][-1])], "start": start, "end": end, "fell": fell,
-            "val_start": float(val[0]) if val.len() else None, "val_end": float(val[-1]) if val.len() else None}
+            "val_start": float(values[0]) if values.len() else None,
+            "val_end": float(values[-1]) if values.len() else None,
+            "val_rising": val_rising(last["step"].to_list(), last["value"].to_list()) if fell else None}
+
+
+def val_rising(steps: list[int], values: list[float]) -> dict[str, Any] | None:
+    """The validation loss rising at every evaluation to the end, from its lowest: at least ``RISING_EVALS`` (3)
+    rises in a row, ``RISING_BY`` (5%) in all (the usual sign of overfitting while the training loss falls), as
+    ``{"from_step", "from", "to_step", "to", "evaluations"}``; None otherwise.
+
+    >>> val_rising([1000, 2000, 3000, 4000, 5000], [0.321, 0.3585, 0.3937, 0.4123, 0.42])
+    {'from_step': 1000, 'from': 0.321, 'to_step': 5000, 'to': 0.42, 'evaluations': 5}
+    >>> val_rising([1, 2, 3, 4], [1.0, 0.9, 0.95, 0.94]) is None
+    True
+    """
+    i = len(values) - 1
+    while i > 0 and values[i - 1] < values[i]:
+        i -= 1
+    rises = len(values) - 1 - i
+    if rises < RISING_EVALS or not values[-1] >= values[i] * (1 + RISING_BY):
+        return None
+    return {"from_step": int(steps[i]), "from": float(values[i]), "to_step": int(steps[-1]), "to": float(values[-1]),
+            "evaluations": rises + 1}

@@ -141,6 +141,12 @@ def _summary(run: RunFindings) -> list[str]:
         lines.append(f"- **The loss did not fall** over steps {seen['steps'][0]}–{seen['steps'][1]} "
                      f"(median {shown(round(seen['start'], 6))} over its first tenth of points, "
                      f"{shown(round(seen['end'], 6))} over its last){val}.")
+    if (seen := run.learning) and (up := seen.get("val_rising")):
+        lines.append(f"- **Validation loss rising:** from its lowest, {shown(round(up['from'], 6))} at step "
+                     f"{up['from_step']}, it rose at each of the {up['evaluations'] - 1} evaluations after, to "
+                     f"{shown(round(up['to'], 6))} at step {up['to_step']}, while the training loss fell "
+                     f"({shown(round(seen['start'], 6))} to {shown(round(seen['end'], 6))}): the usual sign of "
+                     "overfitting.")
     if holes := run.coverage.get("short_holes"):
         where = ", ".join(f"after step {after} (next: {before}" + (f", attempt {a})" if len(run.attempts) > 1 else ")")
                           for a, after, before in holes["examples"])
