@@ -10,10 +10,12 @@ from forensics.endings import quote
 from forensics.findings import Anomaly, Attempt, Cause, EndReason, Kind
 from parsers import schema as s
 
+NO_STEP_READ = "before any iteration read from its logs"  # (a log may show steps in a form no reader takes)
+
 
 def _where(attempt: int | None, step: int | None) -> str:
     at = f"attempt {attempt}" if attempt is not None else "between attempts"
-    return at + (f", after step {step}" if step is not None else ", before its first iteration")
+    return at + (f", after step {step}" if step is not None else ", " + NO_STEP_READ)
 
 
 def _trouble_before(attempt: Attempt, anomalies: list[Anomaly]) -> Anomaly | None:
@@ -32,7 +34,7 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     ended = {a.index for a in attempts if a.end_kind in s.INFRA_KINDS or (
         a.end_reason == EndReason.HUNG and any(h.attempt == a.index for h in stuck))}
     evidence = [f"attempt {a.index} {a.end_reason.value.replace('_', ' ')} "
-                + (f"after step {a.end_step}" if a.end_step is not None else "before its first iteration")
+                + (f"after step {a.end_step}" if a.end_step is not None else NO_STEP_READ)
                 + f": {a.end_detail}" for a in attempts if a.index in ended and a.end_kind in s.INFRA_KINDS]
     rows = infra.unique(["attempt", "kind", "text"], keep="first").sort("attempt", "line")
     evidence += [f"{_where(a, st)}: {quote(t)}" for a, st, t in rows.select("attempt", "step", "text").rows()
@@ -98,7 +100,7 @@ def stops(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFram
         out.append(Cause(
             kind=kind, cause=cause, confidence=0.3 if not counter else 0.15,
             evidence=[f"attempt {a.index} ended " + (f"after step {max(a.end_step, a.end_at_step or 0)}"
-                                                     if a.end_step is not None else "before any logged iteration")
+                                                     if a.end_step is not None else NO_STEP_READ)
                       + f": {a.end_detail}" for a in mine][:6],
             counter_evidence=counter,
             check_next="the stop came after the trouble: look at the trouble, not the stop" if counter
@@ -119,7 +121,7 @@ def program_errors(attempts: list[Attempt], anomalies: list[Anomaly]) -> list[Ca
     return [Cause(
         kind="program_error", cause="an error in the program or its configuration", confidence=0.5,
         evidence=[f"attempt {a.index} ended " + (f"after step {a.end_step}" if a.end_step is not None
-                                                 else "before its first iteration") + f": {a.end_detail}"
+                                                 else NO_STEP_READ) + f": {a.end_detail}"
                   for a in mine][:6],
         counter_evidence=counter,
         check_next="the error's traceback and the arguments of the attempt that raised it",

@@ -31,6 +31,8 @@ from parsers.schema import ParsedLog
 from parsers.textfile import SEPARATOR, TextFile, inspect_text, read_blocks, scan_blocks
 
 DETECT = re.compile(rb"iteration\s+\d+\s*/\s*\d+\s*\||-{8,} arguments -{8,}")
+ERRORS_ONLY = "text (errors only)"  # a text log with no metrics lines of a known format, read for how the run ended
+_FATAL = {f"fatal{n}": re.compile(rx.encode()) for n, (kind, rx) in enumerate(p.EVENT_PATTERNS) if kind in s.FATAL_KINDS}
 PDSH_CMD = re.compile(p.PDSH_CMD)
 _COUNTERS = "number of skipped iterations"
 _ANY_EVENT = "|".join(f"(?:{rx})" for _, rx in p.EVENT_PATTERNS)
@@ -69,6 +71,17 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         raise NotThisFormat(f"{context.shown}: empty file", empty=True)
     found = sorted((m.start(), name) for name, m in text.matches.items() if m is not None and name in patterns)
     if not found:
+        # no metrics lines, but the errors that end runs (a hang in a collective, an OOM, a traceback): the log of a
+        # run that died is read for them, and the report says no metric was read; in a directory only a job's log
+        # file is (a note beside the logs may quote a traceback that is not this run's)
+        fatal = inspect_text(path, context.shown, _FATAL, first_of=True) \
+            if context.single or path.suffix.lower() in {".log", ".out", ".err"} else None
+        if fatal is not None and any(m is not None for m in fatal.matches.values()):
+            log = parse_megatron(fatal, run=context.run, source=context.shown)
+            if log.events.filter(pl.col("kind").is_in(list(s.FATAL_KINDS))).height:
+                context.warnings.append(f"{context.shown}: no metrics lines of a text format it knows; read for its "
+                                        "errors and stops only")
+                return [Piece(path, ERRORS_ONLY, log)]
         raise NotThisFormat(f"{context.shown}: no metrics lines of a text format it knows ({', '.join(patterns)})")
     name = found[0][1]
     if name != FORMAT:

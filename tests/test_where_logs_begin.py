@@ -166,3 +166,24 @@ def test_a_validation_loss_rising_at_every_evaluation_while_training_falls_is_sa
     # launches pasted one after another: evaluations of different launches are never one trend
     run, _ = _chronicle(REAL / "megatron" / "liguodongiot+llm-action__llm-train_megatron_gpt2_model_train.md")
     assert run.learning is None or run.learning["val_rising"] is None
+
+
+def test_a_log_with_no_known_metrics_lines_is_read_for_the_errors_that_ended_it(tmp_path: Path) -> None:
+    """A progress bar no reader takes, then '[E ProcessGroupNCCL.cpp:458] [Rank 0] Watchdog caught collective
+    operation timeout: ... ran for 25625613 milliseconds before timing out.': given on its own, the file is read for
+    its errors; the chronicle says no metric was read and that the run crashed."""
+    path = REAL / "console_errors" / "pytorch_issue118369_nccl_watchdog.txt"
+    run, lines = _chronicle(path)
+    assert [src["format"] for src in run.sources] == ["text (errors only)"]
+    assert run.attempts[0].end_reason == "crashed" and run.attempts[0].end_kind == "nccl_error"
+    assert any("no metrics lines of a text format it knows; read for its errors and stops only" in w
+               for w in run.warnings)
+    assert "- **Not found:** loss, so loss spikes, divergence and NaN in the loss could not be checked." in lines
+    # in a directory, a note that quotes a traceback is not this run's ending
+    import shutil
+
+    shutil.copy(REAL.parent.parent.parent / "sample_logs" / "clean-1.3B" / "train.log", tmp_path / "train.log")
+    (tmp_path / "notes.txt").write_text("Traceback (most recent call last):\n  File \"x.py\"\nRuntimeError: CUDA out "
+                                        "of memory. Tried to allocate 2 GiB\n")
+    beside, _ = _chronicle(tmp_path)
+    assert [a.end_reason for a in beside.attempts] == ["completed"]
