@@ -91,7 +91,7 @@ ROUTES: dict[str, tuple[str, bytes]] = {
 }
 
 
-@settings(FUZZ, max_examples=40)
+@settings(FUZZ, max_examples=30)
 @given(route=st.sampled_from(sorted(ROUTES)), body=st.binary(max_size=3000), prefixed=st.booleans())
 def test_random_bytes_reach_every_reader(route, body, prefixed):
     name, prefix = ROUTES[route]
@@ -106,7 +106,7 @@ def test_random_bytes_reach_every_reader(route, body, prefixed):
 # ------------------------------------------------------------------------------------------ mutated fixtures ---
 
 
-@settings(FUZZ, max_examples=25)
+@settings(FUZZ, max_examples=20)
 @given(seed=st.sampled_from(mutants.SEEDS), rng_seed=st.integers(0, 2**32 - 1), alone=st.booleans())
 def test_mutated_fixtures(seed, rng_seed, alone):
     data, _ = mutants.mutate(mutants.seed_bytes(seed), seed.kind, random.Random(rng_seed))
@@ -118,7 +118,7 @@ def test_mutated_fixtures(seed, rng_seed, alone):
 REFRAMED = {"tfrecord": mutants.tfrecord_mutant, "wandb": mutants.wandb_mutant}
 
 
-@settings(FUZZ, max_examples=30)
+@settings(FUZZ, max_examples=20)
 @given(seed=st.sampled_from([s for s in mutants.SEEDS if s.kind in REFRAMED]), rng_seed=st.integers(0, 2**32 - 1))
 def test_records_reframed_with_valid_crcs(seed, rng_seed):
     """TFRecord and ``.wandb`` records edited (fields made extreme, records reordered) and framed again with valid

@@ -514,7 +514,7 @@ def test_a_spike_is_never_back_at_its_level_before_the_hole_it_was_not_back_befo
     from forensics.detectors import RunFrames, SpikeDetector
     from parsers import schema as s
     seen = 0
-    for seed in range(100):
+    for seed in range(50):  # (seeds 10 and 39 give the case)
         rng = np.random.default_rng(seed)
         n = 300
         x = np.log(8) - rng.uniform(0, 0.03) * np.arange(n) + rng.uniform(0, 0.03) * rng.standard_normal(n)
