@@ -144,31 +144,40 @@ def _run_local(task: Callable[..., T], items: Sequence[tuple], jobs: int | None,
     todo = iter(enumerate(items))
     lock, stop = threading.Lock(), threading.Event()
     out: queue.SimpleQueue[tuple[int, Any, BaseException | None]] = queue.SimpleQueue()
+    pools: list[ProcessPoolExecutor] = []  # every slot's process, to end them when the run stops early
 
     def slot() -> None:  # one thread, one process at a time, one item at a time
         try:
-            _drive_process(task, todo, lock, stop, failed, out)
+            _drive_process(task, todo, lock, stop, failed, out, pools)
         except BaseException as exc:  # handed to the driver, which raises it
             out.put((-1, None, exc))
 
     threads = [threading.Thread(target=slot, name=f"forensics-worker-{n}", daemon=True) for n in range(workers)]
     for thread in threads:
         thread.start()
+    early = True
     try:
         for _ in items:
             i, result, error = out.get()
             if error is not None:
                 raise error
             finish(i, result)
+        early = False
     finally:
         stop.set()
+        if early:  # a task raised (or Ctrl-C): the other slots' items are not waited for
+            with lock:
+                for pool in pools:
+                    for process in list((getattr(pool, "_processes", None) or {}).values()):
+                        process.terminate()
         for thread in threads:
             thread.join()
 
 
 def _drive_process(task: Callable[..., T], todo: Iterator[tuple[int, tuple]], lock: threading.Lock,
                    stop: threading.Event, failed: Callable[[tuple, str], T],
-                   out: queue.SimpleQueue[tuple[int, Any, BaseException | None]]) -> None:
+                   out: queue.SimpleQueue[tuple[int, Any, BaseException | None]],
+                   pools: list[ProcessPoolExecutor] | None = None) -> None:
     """Take items from ``todo`` until it is empty or ``stop`` is set, run each in this slot's process and put
     ``(i, result, None)`` on ``out``; a dead process is replaced and its item retried once, then ``failed``."""
     pool: ProcessPoolExecutor | None = None
@@ -181,7 +190,12 @@ def _drive_process(task: Callable[..., T], todo: Iterator[tuple[int, tuple]], lo
             i, item = taken
             message = ""
             for _attempt in range(2):
-                pool = pool or ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+                if pool is None:
+                    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+                    with lock:
+                        (pools if pools is not None else []).append(pool)
+                    if stop.is_set():  # stopped while it started: the driver may have ended the others already
+                        return
                 try:
                     out.put((i, pool.submit(task, *item).result(), None))
                     break

@@ -120,6 +120,16 @@ def test_a_task_that_raises_stops_the_run_with_its_exception(engine):
         run_all(engine_tasks.raise_value_error, [(1,), (2,)], engine=engine, jobs=2, failed=failed)
 
 
+def test_a_task_that_raises_does_not_wait_for_the_other_slots_item():
+    """The other slot's item would take 120 s: its process is ended, not waited for (it once was, to the end)."""
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(TypeError):
+        run_all(engine_tasks.square_after, [(1, 120.0), ("x", 0.5)], engine=Engine.LOCAL, jobs=2, failed=failed)
+    assert time.monotonic() - start < 60  # (a hang guard with a wide margin, not a timing)
+
+
 def test_compare_on_ray_gives_the_same_json_and_overlays_as_local(runs, tmp_path, ray_cluster):
     shown: dict[str, list[str]] = {"local": [], "ray": []}
     local = compare_runs([runs], cache=False, jobs=2, progress=lambda name, total: shown["local"].append(name))
