@@ -96,7 +96,7 @@ def swept(tmp_path_factory):
     and LR^0.5 N^0.3; runs whose logit level reaches 100 diverge (125M and 356M at 3e-3, 760M and 1.3B from 1e-3)."""
     root = tmp_path_factory.mktemp("sweep")
     paths = write_size_lr_sweep(root)
-    result = compare_runs([root], cache=False, jobs=2)
+    result = compare_runs([root], cache=False, jobs=1)  # (inline: spawning processes costs more than these 16 small runs)
     return paths, result
 
 
@@ -213,8 +213,8 @@ def test_the_largest_size_run_once_is_predicted_from_the_smaller_ones(swept):
 def test_a_cached_comparison_gives_the_same_sweep(swept, tmp_path):
     _, result = swept
     root = Path(result.comparison.rows[0].path).parent
-    cold = compare_runs([root], cache=tmp_path, jobs=2).comparison.to_dict()
-    warm = compare_runs([root], cache=tmp_path, jobs=2).comparison.to_dict()
+    cold = compare_runs([root], cache=tmp_path, jobs=1).comparison.to_dict()
+    warm = compare_runs([root], cache=tmp_path, jobs=1).comparison.to_dict()
     assert cold["sweep"] == warm["sweep"] == result.comparison.to_dict()["sweep"]
 
 
