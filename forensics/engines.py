@@ -134,9 +134,14 @@ def one_line(exc: BaseException) -> str:
 # --- local processes -----------------------------------------------------------------------------------------------
 
 
+def default_jobs() -> int:
+    """Local worker processes when none are asked for: one per CPU."""
+    return os.cpu_count() or 1
+
+
 def _run_local(task: Callable[..., T], items: Sequence[tuple], jobs: int | None, _address: str | None,
                failed: Callable[[tuple, str], T], finish: Callable[[int, T], None]) -> None:
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(items)))
+    workers = max(1, min(jobs or default_jobs(), len(items)))
     if workers == 1:
         for i, item in enumerate(items):
             finish(i, task(*item))

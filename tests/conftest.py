@@ -19,3 +19,13 @@ def real(name_part: str) -> Path:
 @pytest.fixture
 def tr8_snippets() -> Path:
     return real("tr8-104B-wide_chronicles")
+
+
+@pytest.fixture(autouse=True)
+def _inline_unless_jobs_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the tests, a compare or index not told ``--jobs`` runs its runs inline: spawning a process per CPU costs
+    more than the small runs (the process pool is tested where ``jobs=2`` is passed, and by every CLI test that runs
+    the real command in a subprocess)."""
+    import forensics.engines
+
+    monkeypatch.setattr(forensics.engines, "default_jobs", lambda: 1)
