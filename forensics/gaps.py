@@ -138,13 +138,7 @@ def find_gaps(steps: pl.DataFrame, intervals: dict[int, int] | None = None) -> l
     """Holes inside each attempt, then forward jumps between attempts, in order (see the module docstring)."""
     intervals = usual_intervals(steps) if intervals is None else intervals
     out: list[Gap] = []
-    usual = pl.DataFrame({"attempt": list(intervals), "usual": list(intervals.values())},
-                         schema={"attempt": steps.schema["attempt"], "usual": pl.Int64})
-    holes = (
-        steps.with_columns(prev=pl.col("step").shift(1).over("attempt"))
-        .join(usual, on="attempt", how="left").with_columns(pl.col("usual").fill_null(1))
-        .filter(pl.col("step") - pl.col("prev") > GAP_INTERVALS * pl.col("usual").clip(lower_bound=1))
-    )
+    holes = _deltas(steps, intervals).filter(pl.col("delta") > GAP_INTERVALS * pl.col("usual"))
     for attempt, prev, step, interval in holes.select("attempt", "prev", "step", "usual").rows():  # few: the holes
         out.append(Gap(after_step=int(prev), before_step=int(step), attempt=int(attempt), interval=int(interval)))
     spans = steps.group_by("attempt").agg(lo=pl.col("step").min(), hi=pl.col("step").max()).sort("attempt").rows()
@@ -160,6 +154,16 @@ def find_gaps(steps: pl.DataFrame, intervals: dict[int, int] | None = None) -> l
     return out
 
 
+def _deltas(steps: pl.DataFrame, intervals: dict[int, int]) -> pl.DataFrame:
+    """Each logged step after an attempt's first with ``prev`` (the step before), ``delta`` and the attempt's
+    ``usual`` interval (at least 1)."""
+    usual = pl.DataFrame({"attempt": list(intervals), "usual": list(intervals.values())},
+                         schema={"attempt": steps.schema["attempt"], "usual": pl.Int64})
+    return (steps.with_columns(prev=pl.col("step").shift(1).over("attempt"))
+            .join(usual, on="attempt", how="left").with_columns(pl.col("usual").fill_null(1).clip(lower_bound=1))
+            .filter(pl.col("prev").is_not_null()).with_columns(delta=pl.col("step") - pl.col("prev")))
+
+
 def short_holes(steps: pl.DataFrame, intervals: dict[int, int]) -> dict[str, Any] | None:
     """Points missing inside an attempt's regular logging that are too few to be a gap (more than 1.5 and at most
     ``GAP_INTERVALS`` usual intervals between two points): detectors read across them, and the report says where.
@@ -171,11 +175,7 @@ def short_holes(steps: pl.DataFrame, intervals: dict[int, int]) -> dict[str, Any
     >>> short_holes(steps, {1: 10})
     {'places': 1, 'points_missing': 1, 'examples': [(1, 140, 160)]}
     """
-    usual = pl.DataFrame({"attempt": list(intervals), "usual": list(intervals.values())},
-                         schema={"attempt": steps.schema["attempt"], "usual": pl.Int64})
-    deltas = (steps.with_columns(prev=pl.col("step").shift(1).over("attempt"))
-              .join(usual, on="attempt", how="left").with_columns(pl.col("usual").fill_null(1).clip(lower_bound=1))
-              .filter(pl.col("prev").is_not_null()).with_columns(delta=pl.col("step") - pl.col("prev")))
+    deltas = _deltas(steps, intervals)
     regular = deltas.group_by("attempt").agg(share=(pl.col("delta") == pl.col("usual")).mean())
     holes = (deltas.join(regular.filter(pl.col("share") >= 0.9), on="attempt", how="semi")
              .filter((pl.col("delta") > 1.5 * pl.col("usual")) & (pl.col("delta") <= GAP_INTERVALS * pl.col("usual")))

@@ -50,11 +50,11 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
         fell = None  # too noisy to say it did not
     val = by_step(metrics, s.VAL_LOSS, finite=True)
     values = val["value"]
-    last = val.filter(pl.col("attempt") == val["attempt"].max()) if val.height else val  # (one launch's evaluations)
+    launch = val.filter(pl.col("attempt") == val["attempt"].max()) if val.height else val  # (one launch's evaluations)
     return {"steps": [int(loss["step"][0]), int(loss["step"][-1])], "start": start, "end": end, "fell": fell,
             "val_start": float(values[0]) if values.len() else None,
             "val_end": float(values[-1]) if values.len() else None,
-            "val_rising": val_rising(last["step"].to_list(), last["value"].to_list()) if fell else None}
+            "val_rising": val_rising(launch["step"].to_list(), launch["value"].to_list()) if fell else None}
 
 
 def val_rising(steps: list[int], values: list[float]) -> dict[str, Any] | None:

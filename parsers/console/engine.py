@@ -203,7 +203,8 @@ class LineFormat:
             if lines.filter(mine).height:
                 notes.append("it prints no step: steps here count its printed metrics lines (times the logging"
                              " interval, they are the training steps)")
-        lines = _one_print_per_step(lines, self._per_step(), notes)
+        keys = [f"v:{n}:{m}" for n, rule in enumerate(self.rules) for m in rule.fields if m in (s.LOSS, s.GRAD_NORM)]
+        lines = _one_print_per_step(lines, self._per_step(), keys, notes)
         stepped_lines = lines.filter(pl.col("step").is_not_null()).select("line", "step")
         # the per-step lines number the steps: a restart is their step going back (an evaluation line shares the
         # step of the iteration line after it)
@@ -244,12 +245,12 @@ class LineFormat:
         return frame
 
 
-def _one_print_per_step(lines: pl.DataFrame, per_step: pl.Expr, notes: list[str]) -> pl.DataFrame:
-    """The metrics lines without the copies several ranks print of one step's line: a per-step line with the step,
-    loss and grad norm of the per-step line just before it (same rule; the same time stamp where both have one).
-    A relaunch that repeats a step is not such a copy: its start-up lines come between, and its time differs."""
+def _one_print_per_step(lines: pl.DataFrame, per_step: pl.Expr, keys: list[str], notes: list[str]) -> pl.DataFrame:
+    """The metrics lines without the copies several ranks print of one step's line: a per-step line with the step
+    and ``keys`` (the loss and grad-norm columns) of the per-step line just before it (same rule; the same time stamp
+    where both have one). A relaunch that repeats a step is not such a copy: its time differs."""
     steps = lines.filter(per_step & pl.col("step").is_not_null())
-    keys = [c for c in (f"v:{n}:{m}" for n in range(32) for m in (s.LOSS, s.GRAD_NORM)) if c in steps.columns]
+    keys = [c for c in keys if c in steps.columns]
     same = pl.lit(True)
     for c in ("rule", "step", *keys):
         same = same & pl.col(c).eq_missing(pl.col(c).shift(1))
