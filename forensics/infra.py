@@ -1,6 +1,7 @@
 """Causes of how attempts ended that lie outside the training dynamics: hardware and infrastructure (only with their
-evidence: ECC, Xid, CUDA or NCCL errors, host errors, a node named as failed, ranks stuck in a collective), memory,
-stops by the scheduler or a person, interruptions by hand, and errors in the program or its configuration."""
+evidence: ECC, Xid, CUDA or NCCL errors, host errors, a node named as failed), a rank that stopped answering (a
+collective timed out or ranks stuck in one, with no error that says why), memory, stops by the scheduler or a
+person, interruptions by hand, and errors in the program or its configuration."""
 
 from __future__ import annotations
 
@@ -24,13 +25,18 @@ def _trouble_before(attempt: Attempt, anomalies: list[Anomaly]) -> Anomaly | Non
 
 
 def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: list[Anomaly]) -> list[Cause]:
-    """Hardware or infrastructure, with every piece of its evidence; against it, a loss already NaN or diverging
-    before the error (then the error may be a consequence)."""
+    """Hardware or infrastructure, with every piece of its evidence (ECC, Xid, CUDA or NCCL errors, host errors).
+    Ranks left waiting with no such error in the logs (a collective that timed out, ranks stuck in one) are a weaker
+    cause of their own: some rank stopped answering, and the log does not say why (a lost node or link, or a rank
+    that hung or failed on its own). Against either, a loss already NaN or diverging before the error (then the
+    error may be a consequence); against the waiting, an error printed before it (a rank that fails leaves the
+    others waiting until the timeout)."""
     infra = events.filter(pl.col("kind").is_in(list(s.INFRA_KINDS)))
     waiting = set(events.filter(pl.col("kind") == s.EV_COLLECTIVE_WAIT)["attempt"].to_list())
     stuck = [a for a in anomalies if a.kind == Kind.HANG and a.attempt in waiting]  # its dumps wait in a collective
     if not infra.height and not stuck:
         return []
+    faults = set(infra.filter(pl.col("kind").is_in(list(s.HARDWARE_KINDS)))["attempt"].to_list())
     ended = {a.index for a in attempts if a.end_kind in s.INFRA_KINDS or (
         a.end_reason == EndReason.HUNG and any(h.attempt == a.index for h in stuck))}
     evidence = [f"attempt {a.index} {a.end_reason.value.replace('_', ' ')} "
@@ -40,9 +46,6 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     evidence += [f"{_where(a, st)}: {quote(t)}" for a, st, t in rows.select("attempt", "step", "text").rows()
                  if not any(quote(t) in e for e in evidence)][:6]
     evidence += [f"attempt {a.attempt}, after step {a.step}: {a.detail}" for a in stuck[:2]]
-    # an error that stopped training is stronger evidence than one at start-up (a driver, a busy GPU, a setting)
-    errors = {a.index for a in attempts if a.index in ended and a.end_kind in s.INFRA_KINDS - {s.EV_COLLECTIVE_WAIT}
-              and a.end_step is not None}
     counter = []
     for att in attempts:
         trouble = _trouble_before(att, anomalies)
@@ -50,17 +53,48 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
             counter.append(f"attempt {att.index} was already {'NaN' if trouble.kind == 'nan' else 'diverging'} "
                            f"from step {trouble.step}, before the error: the error may follow from it")
     relaunched = [a.index for a in attempts if any(p.index < a.index and p.index in ended for p in attempts)]
+    if not faults:
+        return [_rank_stopped(events, infra, ended, evidence, counter, relaunched)]
+    # an error that stopped training is stronger evidence than one at start-up (a driver, a busy GPU, a setting)
+    errors = {a.index for a in attempts if a.index in ended & faults and a.end_kind in s.INFRA_KINDS
+              and a.end_step is not None}
     check = "node health (ECC, Xid, NCCL timeouts) around those steps"
     if relaunched:
         check += f", and whether attempt {relaunched[0]} ran on the same node"
     return [Cause(
         kind="hardware",
         cause="hardware or infrastructure failure",
-        confidence=0.8 if errors and not counter else 0.5 if ended else 0.3,
+        confidence=0.8 if errors and not counter else 0.5 if ended & faults else 0.3,
         evidence=evidence,
         counter_evidence=counter,
         check_next=check,
     )]
+
+
+def _rank_stopped(events: pl.DataFrame, waits: pl.DataFrame, ended: set[int], evidence: list[str], counter: list[str],
+                  relaunched: list[int]) -> Cause:
+    """Ranks waited in a collective (it timed out, or their dumps show them in it) and no error names a fault of
+    the hardware: some rank stopped answering. An error printed before the first wait in the same log is the
+    likelier start (a rank that raises leaves the others waiting)."""
+    first = waits.group_by("attempt", "source").agg(pl.col("line").min().alias("first_wait"))
+    before = events.filter(pl.col("kind").is_in([s.EV_ERROR, s.EV_OOM])).join(
+        first, on=["attempt", "source"]).filter(pl.col("line") < pl.col("first_wait")).sort("attempt", "line")
+    counter = counter + [f"{_where(a, st)}: {quote(t)} was printed before the wait: a rank that fails leaves the "
+                         "others waiting in the collective until it times out"
+                         for a, st, t in before.unique(["attempt", "text"], keep="first").sort("attempt", "line")
+                         .select("attempt", "step", "text").rows()[:2]]
+    check = ("which rank never reached the collective: its own log for an error, a stack dump (py-spy) for a hang; "
+             "then that node's health (ECC, Xid)")
+    if relaunched:
+        check += f", and whether attempt {relaunched[0]} ran on the same node"
+    return Cause(
+        kind="rank_stopped",
+        cause="a rank stopped answering in a collective (no hardware error in the logs says why)",
+        confidence=(0.3 if ended else 0.2) if not counter else 0.15,
+        evidence=evidence,
+        counter_evidence=counter,
+        check_next=check,
+    )
 
 
 def memory(events: pl.DataFrame, attempts: list[Attempt]) -> list[Cause]:
@@ -70,7 +104,7 @@ def memory(events: pl.DataFrame, attempts: list[Attempt]) -> list[Cause]:
         return []
     ended = [a for a in attempts if a.end_kind == s.EV_OOM]
     evidence = [f"{_where(a, st)}: {quote(t)}" for a, st, t in ooms.select("attempt", "step", "text").rows()][:4]
-    after_fault = [a for a in ended if any(p.index < a.index and p.end_kind in s.INFRA_KINDS for p in attempts)]
+    after_fault = [a for a in ended if any(p.index < a.index and p.end_kind in s.HARDWARE_KINDS for p in attempts)]
     if after_fault:
         evidence.append(f"attempt {after_fault[0].index} ran out of memory after an earlier attempt's hardware error: "
                         "a relaunch on the same faulty node can fail this way")

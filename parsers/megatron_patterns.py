@@ -122,11 +122,20 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_HOST_ERROR, r"(?i)bus error|No space left on device|Input/output error|Stale file handle|NODE[_ ]FAIL"
                       r"|DUE TO NODE FAILURE|node failure"),
     (s.EV_OOM, r"(?i)out of memory|OutOfMemoryError|oom-kill"),
-    (s.EV_NCCL_ERROR, r"NCCL error|nccl(?:Internal|System|UnhandledCuda|InvalidUsage)Error|NCCL communicator was aborted"
-                      r"|Watchdog caught collective operation timeout|ProcessGroupNCCL.*[Tt]imed? ?out"),
+    # a collective that timed out says only that some rank did not reach it (the watchdog's own lines)
+    (s.EV_COLLECTIVE_TIMEOUT, r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*[Tt]imed? ?out"
+                              r"|NCCL operations have failed or timed out|watchdog got stuck for \d+ seconds"),
+    # NCCL's "invalid usage" is the program calling it wrongly (mismatched collectives, a bad communicator)
+    (s.EV_ERROR, r"ncclInvalidUsage|NCCL error.*invalid usage"),
+    (s.EV_NCCL_ERROR, r"NCCL error|nccl(?:Internal|System|UnhandledCuda)Error|NCCL communicator was aborted"),
     # a cuBLAS / cuDNN status error is a library call failing (bad shapes, NaN inputs, memory), not evidence of
     # the hardware
     (s.EV_ERROR, r"\[?(?i:cuBLAS|cuDNN|CUBLAS_STATUS|CUDNN_STATUS)\w*[ _:]+(?i:error)"),
+    # CUDA errors that name a bug or a setting: a kernel's own assertion (an index out of range), a build for
+    # another GPU
+    (s.EV_ERROR, r"\.cu:\d+: .*Assertion `.*` failed"),
+    (s.EV_ERROR, r"CUDA error: (?:device-side assert triggered|invalid device ordinal|no kernel image is available"
+                 r"|invalid configuration argument|misaligned address|operation not supported on global/shared)"),
     (s.EV_CUDA_ERROR, r"CUDA error|cudaError\w*|c10::CUDAError|(?i:uncorrectable ECC|ECC error)|\bXid\b"),
     # the launcher's word on a process (DeepSpeed): a wrapper's exit code, which only speaks when nothing printed does
     (s.EV_EXIT_CODE, r"exits with return code = (-?\d+)"),

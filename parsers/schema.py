@@ -111,7 +111,8 @@ EV_SKIP_RANGE = "skip_range"                # iterations skipped on purpose (--s
 EV_TRACEBACK = "traceback"
 EV_ERROR = "error"                          # Python exception line (RuntimeError: ..., AssertionError: ...)
 EV_CUDA_ERROR = "cuda_error"                # CUDA errors, ECC, Xid
-EV_NCCL_ERROR = "nccl_error"                # NCCL errors and collective timeouts
+EV_NCCL_ERROR = "nccl_error"                # NCCL errors (system, internal, unhandled CUDA, communicator aborted)
+EV_COLLECTIVE_TIMEOUT = "collective_timeout"  # a collective timed out (NCCL watchdog): some rank stopped answering
 EV_OOM = "out_of_memory"                    # GPU or host out of memory (CUDA OOM, the kernel's oom-killer)
 EV_HOST_ERROR = "host_error"                # the machine: bus error (shared memory), disk full, I/O error, node failure
 EV_KILLED = "killed"                        # killed by a signal (SIGKILL, "Killed")
@@ -136,8 +137,13 @@ EV_FILE_START = "event_file_start"          # TensorBoard: an event file's first
 EV_WANDB_RUN_START = "wandb_run_start"      # a W&B run (or a resume of it) began: one per .wandb file
 
 # errors, as the chronicle lists them; the hardware / infrastructure evidence among them
-ERROR_KINDS: frozenset[str] = frozenset({EV_ERROR, EV_CUDA_ERROR, EV_NCCL_ERROR, EV_OOM, EV_HOST_ERROR})
-INFRA_KINDS: frozenset[str] = frozenset({EV_CUDA_ERROR, EV_NCCL_ERROR, EV_HOST_ERROR, EV_COLLECTIVE_WAIT})
+ERROR_KINDS: frozenset[str] = frozenset({EV_ERROR, EV_CUDA_ERROR, EV_NCCL_ERROR, EV_COLLECTIVE_TIMEOUT, EV_OOM,
+                                         EV_HOST_ERROR})
+# a fault of the hardware or its links, as the log names it
+HARDWARE_KINDS: frozenset[str] = frozenset({EV_CUDA_ERROR, EV_NCCL_ERROR, EV_HOST_ERROR})
+# ranks left waiting: some rank stopped answering (a lost node or link, or a rank that hung or failed on its own)
+WAITING_KINDS: frozenset[str] = frozenset({EV_COLLECTIVE_TIMEOUT, EV_COLLECTIVE_WAIT})
+INFRA_KINDS: frozenset[str] = HARDWARE_KINDS | WAITING_KINDS
 # stopped from outside the program, or by its own plan: not a failure of the training
 STOP_KINDS: frozenset[str] = frozenset({EV_EXIT, EV_SIGTERM, EV_CANCELLED, EV_INTERRUPT})
 # events after which the program is gone (a later iteration line belongs to a new launch); the errors among them

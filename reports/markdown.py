@@ -12,6 +12,7 @@ from forensics.configs import differing_keys
 from forensics.findings import (
     BLOWUP_KINDS,
     FAILED_ENDINGS,
+    INSTABILITY_KINDS,
     NOT_WHY_CAUSES,
     Anomaly,
     Attempt,
@@ -272,9 +273,12 @@ def blips_line(blips: list[Blips]) -> str:
 
 
 def _causes(run: RunFindings) -> list[str]:
-    # a run that only stopped (by hand, by its scheduler) did not blow up: the heading says what is explained
+    # the heading says what is explained: a run that only stopped (by hand, by its scheduler) or crashed with its loss
+    # in order did not blow up
     stopped = run.suspected_causes and all(c.kind in NOT_WHY_CAUSES for c in run.suspected_causes)
-    out = [f"## {'Why it stopped' if stopped else 'Why it blew up'} (suspected causes)", ""]
+    blew_up = any(a.kind in INSTABILITY_KINDS for a in run.anomalies)
+    out = [f"## {'Why it stopped' if stopped else 'Why it blew up' if blew_up else 'Why it ended'} (suspected causes)",
+           ""]
     if not run.suspected_causes:
         return [*out, "None: nothing in the logs points at a cause.", ""]
     for i, c in enumerate(run.suspected_causes, 1):

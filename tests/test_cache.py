@@ -23,9 +23,20 @@ from parsers import InputError, load_runs, read_frames, write_frames
 from parsers.frames import FORMAT_VERSION
 
 
+def short_copy(name: str, root: Path, lines: int = 400) -> Path:
+    """The first ``lines`` lines of a sample run's log (its arguments, start-up and first iterations): the damage
+    matrices need runs with metrics, events and configs, not long ones."""
+    run = root / name
+    run.mkdir()
+    [log] = (SAMPLES / name).iterdir()
+    text = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    (run / log.name).write_text("".join(text[:lines]), encoding="utf-8")
+    return run
+
+
 @pytest.fixture
 def run_dir(tmp_path) -> Path:
-    return Path(shutil.copytree(SAMPLES / "tr8-104B-sample", tmp_path / "tr8-104B-sample"))
+    return short_copy("tr8-104B-sample", tmp_path)
 
 
 def the_entry(cache: Path, kind: str) -> Path:
@@ -167,7 +178,7 @@ RESULT_SEAL_ALONE_CATCHES = {"curves with other values", "final loss changed"}
 def compared(tmp_path_factory):
     """Two sample runs (read only), their uncached comparison, and a cache that holds their results."""
     root = tmp_path_factory.mktemp("compared")
-    runs = [Path(shutil.copytree(SAMPLES / name, root / name)) for name in ("tr8-104B-sample", "clean-1.3B")]
+    runs = [short_copy(name, root) for name in ("tr8-104B-sample", "clean-1.3B")]
     uncached = compare_runs(runs, cache=False, jobs=1)
     compare_runs(runs, cache=root / "cache", jobs=1)
     return runs, uncached, root / "cache"

@@ -132,7 +132,7 @@ def test_a_task_that_raises_does_not_wait_for_the_other_slots_item():
 
 def test_compare_on_ray_gives_the_same_json_and_overlays_as_local(runs, tmp_path, ray_cluster):
     shown: dict[str, list[str]] = {"local": [], "ray": []}
-    local = compare_runs([runs], cache=False, jobs=2, progress=lambda name, total: shown["local"].append(name))
+    local = compare_runs([runs], cache=False, jobs=1, progress=lambda name, total: shown["local"].append(name))
     on_ray = compare_runs([runs], cache=tmp_path / "cache", engine="ray",
                           progress=lambda name, total: shown["ray"].append(name))
     assert reports.render_compare_json(on_ray.comparison) == reports.render_compare_json(local.comparison)

@@ -175,10 +175,30 @@ def test_a_log_with_no_known_metrics_lines_is_read_for_the_errors_that_ended_it(
     path = REAL / "console_errors" / "pytorch_issue118369_nccl_watchdog.txt"
     run, lines = _chronicle(path)
     assert [src["format"] for src in run.sources] == ["text (errors only)"]
-    assert run.attempts[0].end_reason == "crashed" and run.attempts[0].end_kind == "nccl_error"
+    assert run.attempts[0].end_reason == "crashed" and run.attempts[0].end_kind == "collective_timeout"
+    # ranks timing out in an all-reduce say that some rank stopped answering, not that the hardware failed: no ECC,
+    # Xid, CUDA or NCCL error is in the log
+    assert [c.kind for c in run.suspected_causes] == ["rank_stopped"]
+    [stopped] = run.suspected_causes
+    assert stopped.confidence == 0.3 and stopped.counter_evidence == []
+    assert stopped.evidence[-1] == (
+        "attempt 1, before any iteration read from its logs: [E ProcessGroupNCCL.cpp:458] [Rank 7] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=64088, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25625251 "
+        "milliseconds before timing out.")
+    assert "## Why it ended (suspected causes)" in lines
+    assert not any("hardware or infrastructure" in line for line in lines)
     assert any("no metrics lines of a text format it knows; read for its errors and stops only" in w
                for w in run.warnings)
     assert "- **Not found:** loss, so loss spikes, divergence and NaN in the loss could not be checked." in lines
+    # a CUDA error that names a bug: the kernel's assertion (a label out of range) ends the run, not the hardware
+    run, lines = _chronicle(REAL / "console_errors" / "layumi_issue372_device_side_assert.txt")
+    assert (run.attempts[0].end_reason, run.attempts[0].end_kind) == ("crashed", "error")
+    assert run.attempts[0].end_detail == ("/pytorch/aten/src/THCUNN/ClassNLLCriterion.cu:108: "
+                                          "cunn_ClassNLLCriterion_updateOutput_kernel: block: [0,0,0], thread: [0,0,0] "
+                                          "Assertion `t >= 0 && t < n_classes` failed.")
+    assert [c.kind for c in run.suspected_causes] == ["program_error"]
+    assert any(e.text == "RuntimeError: CUDA error: device-side assert triggered" and e.kind == "error"
+               for e in run.log_entries)
     # in a directory, a note that quotes a traceback is not this run's ending
     import shutil
 
