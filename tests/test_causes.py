@@ -222,3 +222,32 @@ def test_logit_growth_before_trouble_becomes_a_cause():
     [c] = logit_growth([a, spike(1, 950)])
     assert c.cause == "attention or output logit growth" and c.evidence == [f"attempt 1, before step 900: "
                                                                             f"{a.precursors[0]}"]
+
+
+def test_an_error_printed_before_the_collective_timed_out_counts_against_a_lost_rank(tmp_path):
+    """A rank that raises leaves the others in the all-reduce until the watchdog fires: the sample's first 1,000
+    lines, a Python error, then the timeout lines of pytorch/pytorch#118369. The ending is the error (printed first),
+    and the rank that stopped answering has the error as evidence against it; with no error, the same lines are
+    the weaker cause alone."""
+    head = (SAMPLES / "clean-1.3B" / "train.log").read_text(encoding="utf-8").splitlines()[:1000]
+    timeouts = [
+        "[E ProcessGroupNCCL.cpp:458] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=96117, "
+        "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25625613 milliseconds before timing out.",
+        "[E ProcessGroupNCCL.cpp:458] [Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=64088, "
+        "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25625251 milliseconds before timing out."]
+    error = "IndexError: index 50304 is out of bounds for dimension 0 with size 50257"
+    for name, lines in (("raised", [*head, "Traceback (most recent call last):", error, *timeouts]),
+                        ("silent", [*head, *timeouts])):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    raised = forensics.analyze(load_run(tmp_path / "raised")).runs[0]
+    assert (raised.attempts[0].end_kind, raised.attempts[0].end_detail) == ("error", error)
+    [stopped] = cause(raised, "a rank stopped answering")
+    last = raised.attempts[0].end_step
+    assert stopped.confidence == 0.15 and stopped.counter_evidence == [
+        f"attempt 1, after step {last}: {error} was printed before the wait: a rank that fails leaves the others "
+        "waiting in the collective until it times out"]
+    assert [c.kind for c in raised.suspected_causes] == ["program_error", "rank_stopped"]
+    silent = forensics.analyze(load_run(tmp_path / "silent")).runs[0]
+    assert silent.attempts[0].end_kind == "collective_timeout"
+    assert [(c.kind, c.confidence, c.counter_evidence) for c in silent.suspected_causes] == [("rank_stopped", 0.3, [])]
