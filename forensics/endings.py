@@ -96,9 +96,10 @@ def end_of(
         # which series went NaN; a loss still finite where it did is said (an fp16 overflow skipped, or trouble to
         # come: the log does not tell which)
         what = "" if nan.metric in (None, s.LOSS) else f" ({nan.metric.replace('_', ' ')})"
-        still = (f"; the loss was still finite at step {last_loss_step}"
-                 if nan.metric not in (None, s.LOSS) and last_loss_step is not None and last_loss_step >= nan.step
-                 else "")
+        zero = next((a for a in anomalies if a.kind == Kind.ZERO_LOSS and a.end_step == last_loss_step), None)
+        still = ("" if nan.metric in (None, s.LOSS) or last_loss_step is None or last_loss_step < nan.step
+                 else f"; the loss was logged as 0 from step {zero.step} to {last_loss_step}" if zero is not None
+                 else f"; the loss was still finite at step {last_loss_step}")
         return Ending(EndReason.NAN, f"NaN{what} from step {nan.step} to the end of its log (step {end_step}){still}")
     div = next((a for a in anomalies if a.kind == Kind.DIVERGENCE), None)
     if div is not None:

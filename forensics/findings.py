@@ -79,6 +79,7 @@ class Kind(StrEnum):
     GRAD_NORM_RATIO = "grad_norm_ratio"          # a layer group's share of the grad norm drifted, or a spike began there
     CLIPPING = "clipping"                        # the grad norm above the configured clip threshold (sustained, or 10x)
     LOGIT_GROWTH = "logit_growth"                # attention logits or the z-loss growing log-linearly
+    ZERO_LOSS = "zero_loss"                      # the loss logged as exactly 0: no training signal in those batches
 
 
 ANOMALY_KINDS: frozenset[Kind] = frozenset(Kind)

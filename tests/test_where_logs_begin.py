@@ -207,3 +207,23 @@ def test_a_log_with_no_known_metrics_lines_is_read_for_the_errors_that_ended_it(
                                         "of memory. Tried to allocate 2 GiB\n")
     beside, _ = _chronicle(tmp_path)
     assert [a.end_reason for a in beside.attempts] == ["completed"]
+
+
+def test_a_loss_logged_as_zero_is_remarked_never_read_as_a_finite_loss() -> None:
+    """'{'loss': 0.0, 'grad_norm': nan, ...}' on every line (SY-Xuan/Pink #6) said only that the grad norm went NaN
+    and that "the loss was still finite"; a collapse to 0.0 (ModernBERT #233, OLMo #692) said nothing at all."""
+    run, lines = _chronicle(REAL / "hf_trainer" / "pink_issue6_gradnorm_nan_padded_excerpt.txt")
+    [zero] = [a for a in run.anomalies if a.kind == "zero_loss"]
+    assert (zero.step, zero.end_step, zero.baseline) == (1, 12, None)
+    assert zero.detail.startswith("loss logged as 0 at every point from step 1 to 12 (12 points): a loss of 0 (to the "
+                                  "digits printed) is no training signal")
+    assert run.attempts[0].end_detail == ("NaN (grad norm) from step 1 to the end of its log (step 12); the loss was "
+                                          "logged as 0 from step 1 to 12")
+    assert not any("still finite" in line for line in lines)
+    run, _ = _chronicle(REAL / "hf_trainer" / "modernbert_issue233_gradnorm_nan.txt")
+    [zero] = [a for a in run.anomalies if a.kind == "zero_loss"]
+    assert (zero.step, zero.end_step, zero.baseline) == (2, 3, 0.2051)
+    # OLMo: CrossEntropyLoss=12.18 at step 1, 1.7872662283480167e-06 at 2, 0.0 at 3
+    run, _ = _chronicle(REAL / "olmo" / "issue692_ce_loss_zero_excerpt.txt")
+    [zero] = [a for a in run.anomalies if a.kind == "zero_loss"]
+    assert zero.detail.startswith("loss logged as 0 at step 3, after 1.7872662283480167e-06 at step 2: ")

@@ -11,10 +11,12 @@ from forensics.detectors.plateau import LossPlateauDetector
 from forensics.detectors.regimes import RegimeShiftDetector
 from forensics.detectors.skipped import SkippedIterationsDetector
 from forensics.detectors.spikes import SpikeDetector
+from forensics.detectors.zero_loss import ZeroLossDetector
 from parsers.schema import MAX_SUFFIX
 
 DEFAULT_DETECTORS: tuple[Detector, ...] = (
     NanDetector(),
+    ZeroLossDetector(),
     SpikeDetector(metric="loss"),
     SpikeDetector(metric="grad_norm"),
     SpikeDetector(metric="loss", series="loss" + MAX_SUFFIX),
@@ -47,4 +49,5 @@ __all__ = [
     "RunFrames",
     "SkippedIterationsDetector",
     "SpikeDetector",
+    "ZeroLossDetector",
 ]

@@ -1,0 +1,56 @@
+"""A loss logged as exactly 0: an absolute check that needs no statistics.
+
+A cross-entropy is 0 only when every counted token was predicted with probability 1. A logged loss of exactly 0
+(to the digits printed: the Hugging Face Trainer rounds to 4) means the batches gave nothing to learn from: every
+label masked or ignored, a loss that underflowed in half precision, a step whose loss was never computed; or a
+loss below the printed digits (a model that memorised a small dataset). The log does not tell which, and the
+anomaly says so. Megatron never prints a zero loss (it drops the key), so this is seen in other frameworks' logs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from forensics.detectors.base import RunFrames
+from forensics.findings import Anomaly, Kind, shown
+from parsers import schema as s
+
+WHY = ("a loss of 0 (to the digits printed) is no training signal: every label masked or ignored, a loss that "
+       "underflowed, or a loss too small for the digits printed; the log does not tell which")
+
+
+@dataclass
+class ZeroLossDetector:
+    """``ZeroLossDetector().detect(frames)``: per attempt, one anomaly from its first zero loss to its last.
+
+    >>> m = s.conform(pl.DataFrame({"run": "r", "source": "x", "attempt": 1, "step": [10, 20, 30, 40, 50],
+    ...     "metric": "loss", "value": [2.31, 1.98, 0.0, 0.0, 0.0], "wall_time": None}), s.METRICS_SCHEMA)
+    >>> [a] = ZeroLossDetector().detect(RunFrames(m, s.empty(s.EVENTS_SCHEMA)))
+    >>> (a.step, a.end_step), a.detail.split(": a loss")[0]
+    ((30, 50), 'loss logged as 0 at every point from step 30 to 50 (3 points), after 1.98 at step 20')
+    """
+
+    name: Kind = Kind.ZERO_LOSS
+
+    def detect(self, frames: RunFrames) -> list[Anomaly]:
+        points = frames.points(s.LOSS).filter(pl.col("value").is_finite())
+        zeros = points.filter(pl.col("value") == 0)
+        out = []
+        for attempt in zeros["attempt"].unique(maintain_order=True).to_list():
+            own = points.filter(pl.col("attempt") == attempt)
+            steps, values = own["step"].to_numpy(), own["value"].to_numpy()
+            at = np.flatnonzero(values == 0)
+            first, last = int(at[0]), int(at[-1])
+            span = last - first + 1
+            where = (f"at step {steps[first]}" if span == 1 else
+                     f"at every point from step {steps[first]} to {steps[last]} ({span} points)" if at.size == span
+                     else f"at {at.size} of the {span} points from step {steps[first]} to {steps[last]}")
+            before = f", after {shown(float(values[first - 1]))} at step {steps[first - 1]}" if first else ""
+            out.append(Anomaly(
+                kind=self.name, metric=s.LOSS, attempt=int(attempt), step=int(steps[first]),
+                end_step=int(steps[last]), value=0.0, baseline=float(values[first - 1]) if first else None,
+                detail=f"loss logged as 0 {where}{before}: {WHY}"))
+        return sorted(out, key=lambda a: (a.attempt, a.step))
