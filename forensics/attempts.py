@@ -36,12 +36,16 @@ def _mid_run_epoch(metrics: pl.DataFrame, attempt: int) -> float | None:
     2% and over twice the step between its first two: not the first logging interval), else None; for logs whose
     steps cannot tell (a console that prints no step, so its lines are counted).
 
-    >>> frame = pl.DataFrame({"attempt": [1, 1], "metric": ["epoch", "epoch"], "value": [0.6623, 0.6645]})
+    >>> frame = pl.DataFrame({"attempt": [1, 1], "step": [1, 2], "metric": ["epoch", "epoch"], "value": [0.6623, 0.6645]})
     >>> _mid_run_epoch(frame, 1), _mid_run_epoch(frame.with_columns(value=pl.Series([0.0022, 0.0045])), 1)
     (0.6623, None)
     """
-    epochs = metrics.filter((pl.col("metric") == s.EPOCH) & (pl.col("attempt") == attempt)
-                            & pl.col("value").is_finite())["value"].head(2).to_list()
+    mine = metrics.filter(pl.col("attempt") == attempt)
+    losses = mine.filter(pl.col("metric") == s.LOSS).select("step")
+    epochs = mine.filter((pl.col("metric") == s.EPOCH) & pl.col("value").is_finite())
+    if losses.height:  # the training points' epochs (an evaluation's entry has its own step and epoch)
+        epochs = epochs.join(losses.unique(), on="step", how="semi")
+    epochs = epochs.sort("step")["value"].head(2).to_list()
     if len(epochs) < 2 or not epochs[1] > epochs[0] > max(0.02, 2 * (epochs[1] - epochs[0])):
         return None
     return float(epochs[0])
@@ -75,6 +79,15 @@ def _logged_interval(metrics: pl.DataFrame) -> dict[int, int]:
     return {int(a): max(1, round(v)) for a, v in logged.rows() if v is not None}
 
 
+def _configured_interval(config: dict[str, Any]) -> int | None:
+    """The logging interval the attempt's config sets (``log_interval``, ``logging_steps``), if a whole number."""
+    for key in ("log_interval", "logging_steps"):
+        value = config.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 1 and value == int(value):
+            return int(value)
+    return None
+
+
 def build_attempts(
     metrics: pl.DataFrame, events: pl.DataFrame, cfg: dict[int, dict[str, Any]], anomalies: list[Anomaly],
     logged: pl.DataFrame | None = None, spacing: dict[int, int] | None = None,
@@ -105,10 +118,14 @@ def build_attempts(
     for i, n in enumerate(numbers):
         span = spans.get(n, {})
         start, end = span.get("lo"), span.get("hi")
-        interval = log_interval.get(n) or span.get("interval") or 1  # (only an attempt with steps uses it)
+        # the logging interval: as logged, else as configured (Megatron's log_interval, the Trainer's logging_steps:
+        # its evaluations interleave other steps), else the usual step between points (only an attempt with steps
+        # uses it)
+        interval = log_interval.get(n) or _configured_interval(cfg.get(n) or {}) or span.get("interval") or 1
         ev = by_attempt.get((n,), events.clear())
         resumed, inferred = _resume_point(ev, start, interval)
-        first_epoch = _mid_run_epoch(metrics, n) if i == 0 and resumed is None else None
+        first_epoch = (_mid_run_epoch(metrics, n) if i == 0 and resumed is None
+                       and not (start is not None and start <= (_configured_interval(cfg.get(n) or {}) or 0)) else None)
         resume_at = resumed if resumed is not None else 0
         # a rollback resumes from a checkpoint behind the furthest step logged; a start from scratch is a new run
         # (an inferred resume point is only known to within a log interval: there, the attempt must log a step

@@ -143,6 +143,9 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
     :func:`compare_rows`)."""
     last = run.attempts[-1] if run.attempts else None
     outcome = OUTCOMES.get(last.end_reason, Outcome.RUNNING) if last else Outcome.RUNNING
+    if outcome == Outcome.COMPLETED and last and any(a.attempt == last.index and a.kind == Kind.DIVERGENCE
+                                                     for a in run.anomalies):
+        outcome = Outcome.DIVERGED  # it ran its steps with its loss diverged: that is the state it ended in
     steps = [a.end_step for a in run.attempts if a.end_step is not None]
     if last is None:
         outcome_step = None

@@ -102,6 +102,9 @@ def end_of(
                  else f"; the loss was still finite at step {last_loss_step}")
         return Ending(EndReason.NAN, f"NaN{what} from step {nan.step} to the end of its log (step {end_step}){still}")
     div = next((a for a in anomalies if a.kind == Kind.DIVERGENCE), None)
+    if div is not None and completed:  # it ran its course: the divergence is what happened in it, not its end
+        return Ending(EndReason.COMPLETED, f"reached the last iteration; its loss had diverged from step {div.step} "
+                                           "and was not back by then")
     if div is not None:
         return Ending(EndReason.DIVERGED, f"from step {div.step}, not back by the end of its log (step {end_step})")
     codes = block.filter(pl.col("kind") == s.EV_EXIT_CODE)

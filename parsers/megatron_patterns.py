@@ -15,6 +15,9 @@ SRUN_OR_TORCHRUN = r"\d+: |\[[A-Za-z_]+\d+\]: ?"
 # prompt (other lines keep theirs: Megatron prints "> building train, validation, and test datasets ...")
 PASTE_MARKS = r"(?:\s*>+ ?|`+|\$ )*"
 HOST_LIKE = r"[A-Za-z][\w-]*\d[\w.-]*: "  # pdsh writes "host: " (one space): the indentation after it is the line's
+# what a launcher writes before each line of a rank's output, for the patterns anchored at a line's start
+# ("localhost: [rank0]: ", "[default0]:", srun's "3: ")
+RANK_PREFIX = rf"(?:(?:{HOST_LIKE}|localhost: )?(?:{SRUN_OR_TORCHRUN}))?"
 PDSH_CMD = rb"cmd = pdsh [^\n]*?-w\s+(\S+)"
 
 # patterns ending in _AFTER_PREFIX are anchored at the start of a line by the launcher-prefix pattern put before them
@@ -98,6 +101,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_EXIT, r"exiting program after (\d+(?:\.\d*)?) minutes"),  # value: the minutes it ran
     (s.EV_EXIT, r"exiting program at iteration \d+|exiting program after|Detected kill switch"),
     (s.EV_TRAINING_DONE, r"\[after training is done\]"),
+    # the Hugging Face Trainer's summary at the end of train() (ms-swift prints it too)
+    (s.EV_TRAINING_DONE, r"\{['\"]train_runtime['\"]: ['\"]?\d"),
     (s.EV_MARKER, r"^\s*\[[^\]]+\] datetime: "),
     (s.EV_PARAMETER_COUNT, r"number of parameters on \((?:tensor, )?(?:gtp_weight_remat, )?pipeline\) model parallel "
                            r"rank \([\d, ]+\): (\d+)"),
@@ -143,10 +148,12 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
                      r"|srun: forcing job termination"),
     (s.EV_SCHEDULER, r"scheduled to start|won't start|will not start|not RUNNING or SCHEDULED|\bPULSE: "
                      r"|queued and waiting for resources|has been allocated resources"),
-    (s.EV_INTERRUPT, r"^\s*KeyboardInterrupt"),  # ranks' output interleaves: "KeyboardInterruptresult.wait()"
+    # ranks' output interleaves: "KeyboardInterruptresult.wait()"
+    (s.EV_INTERRUPT, r"^" + RANK_PREFIX + r"\s*KeyboardInterrupt"),
     # (not the launcher's "sigkill_handler] Killing subprocess": it cleans up after another ending)
     (s.EV_KILLED, r"(?i)killed by signal|\bSIGKILL\b|exitcode\s*:\s*-9\b|^\s*Killed\s*$"),
-    (s.EV_ERROR, r"^\s*:?\s*(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]*(?:Error|Exception)(?::|$)|^\s*Fatal Python error:"),
+    (s.EV_ERROR, r"^" + RANK_PREFIX + r"\s*:?\s*(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]*(?:Error|Exception)(?::|$)"
+                 r"|^" + RANK_PREFIX + r"\s*Fatal Python error:"),
     # start-up lines (after iterations or an ending, one of these begins a new launch)
     (s.EV_STARTUP, r"^\s*> initializing torch distributed|^\s*> initializing tensor model parallel with size"
                    r"|^\s*> setting random seeds to|^\s*using world size: \d+|^\s*> building \S+ model"

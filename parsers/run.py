@@ -21,6 +21,7 @@ import polars as pl
 from parsers import registry, remote
 from parsers import schema as s
 from parsers.config_names import canonical_configs
+from parsers.console.engine import COUNTED_NOTE
 from parsers.errors import shown_path
 from parsers.reader import NotThisFormat, Piece, ReadContext, display_path
 from parsers.schema import ParsedLog
@@ -272,7 +273,7 @@ def _read_one(file: Path, head: bytes, reader: object, context: ReadContext) -> 
 def _assemble(name: str, root: Path, pieces: list[Piece]) -> Run:
     """One run from its pieces: text logs first, then full-resolution scalars over them, then what only a sampled
     export holds; config-only pieces (runs table, lone config/summary files) join the last attempt."""
-    full = [p for p in pieces if not p.sampled and not p.config_only]
+    full = _placed([p for p in pieces if not p.sampled and not p.config_only], root)
     # text logs (Megatron, consoles) are the base; full-resolution scalars overlay them
     overlays = (WANDB_LOG, HISTORY, "tensorboard", CHART)
     order = (*dict.fromkeys(p.fmt for p in full if p.fmt not in overlays), *overlays)
@@ -303,6 +304,29 @@ def _assemble(name: str, root: Path, pieces: list[Piece]) -> Run:
         run.sources.append(Source(path=display_path(piece.file, root), format=piece.fmt))
     run.sources = list({(src.path, src.format): src for src in run.sources}.values())
     return _plausible_steps(run)
+
+
+def _placed(pieces: list[Piece], root: Path) -> list[Piece]:
+    """The pieces, a console that prints no step (its points numbered 1, 2, ... by line) left without its points
+    when another piece of the run logs the same metrics at their steps (a Trainer's ``trainer_state.json`` beside
+    its console): numbered lines cannot be put on those steps, and put before them they would read as more of the
+    run. Its events stay, with no step."""
+    stepped = {m for p in pieces if not p.log.counted_steps for m in p.log.metrics["metric"].unique().to_list()}
+    out = []
+    for piece in pieces:
+        mine = set(piece.log.metrics["metric"].unique().to_list()) if piece.log.counted_steps else set()
+        if not mine & stepped:
+            out.append(piece)
+            continue
+        log = piece.log
+        names = ", ".join(sorted(m.replace("_", " ") for m in mine))
+        warning = (f"{display_path(piece.file, root)}: it prints no step, and another file of the run logs its "
+                   f"metrics at their steps: its {log.metrics.height} points ({names}) were not used")
+        kept = [w for w in log.warnings if not w.endswith(COUNTED_NOTE)]  # its numbering is not used either
+        out.append(replace(piece, log=replace(
+            log, metrics=log.metrics.clear(), events=log.events.with_columns(step=pl.lit(None, dtype=pl.Int64)),
+            warnings=[*kept, warning])))
+    return out
 
 
 MAX_STEP = 2**53  # no training takes this many steps; a step beyond it is damage (and step arithmetic would overflow)

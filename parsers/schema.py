@@ -234,3 +234,4 @@ class ParsedLog:
     warnings: list[str] = field(default_factory=list)
     n_attempts: int = 0
     tags: dict[str, str] = field(default_factory=dict)  # each name as the source wrote it -> the metric it became
+    counted_steps: bool = False  # it prints no step: its steps number its printed metrics lines 1, 2, ...

@@ -81,8 +81,8 @@ def coverage_section(run: RunFindings) -> list[str]:
     for source, metrics in cov.get("by_source", {}).items():
         if not metrics and cov.get("overlaid", {}).get(source):
             names = ", ".join(m.replace("_", " ") for m in cov["overlaid"][source])
-            out.append(f"- {md(source)} ({md(fmt.get(source, '?'))}): {md(names)} at the same steps as a "
-                       "full-resolution source below, whose values were used.")
+            out.append(f"- {md(source)} ({md(fmt.get(source, '?'))}): {md(names)} read but not used: a source "
+                       "below logs them at their steps, and its values were used.")
             continue
         if not metrics:
             out.append(f"- {md(source)} ({md(fmt.get(source, '?'))}): no training metric recognised.")

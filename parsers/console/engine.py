@@ -91,7 +91,7 @@ class LineFormat:
                             + (f"what the end of the file cut ({cut!r}) was not used" if cut
                                else "its values were not used"))
         notes: list[str] = []
-        metrics, iters = self._metrics(lines, notes)
+        metrics, iters, counted = self._metrics(lines, notes)
         warnings += [f"{source}: {note}" for note in notes]
         others_frame = self._others(other)
         bounds = attempt_bounds(iters, others_frame)
@@ -112,6 +112,7 @@ class LineFormat:
             warnings=warnings,
             n_attempts=max(int(bounds["attempt"].max() or 0), 1),  # type: ignore[arg-type]
             tags={name: name for name in metrics["metric"].unique().to_list()},
+            counted_steps=counted,
         )
 
     # --- per block --------------------------------------------------------------------------------------------------
@@ -194,15 +195,25 @@ class LineFormat:
                   for n, r in enumerate(self.rules) for m in r.fields}
         return out.with_columns(step=plain, **values).sort("line")
 
-    def _metrics(self, lines: pl.DataFrame, notes: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """Long metrics rows (line, step, metric, value, wall_time) and one row per step line (line, step)."""
+    def _metrics(self, lines: pl.DataFrame, notes: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, bool]:
+        """Long metrics rows (line, step, metric, value, wall_time), one row per step line (line, step), and whether
+        the steps count printed lines (the log prints none)."""
         counted = [n for n, r in enumerate(self.rules) if r.ordinal]
+        numbered = False
         if counted and lines.filter(pl.col("rule").is_in(counted) & pl.col("step").is_not_null()).height == 0:
             mine = pl.col("rule").is_in(counted) & self._per_step()
-            lines = lines.with_columns(step=pl.when(mine).then(mine.cast(pl.Int64).cum_sum()).otherwise("step"))
+            # a line that repeats every value of the counted line before it is another rank's print of it: same number
+            fields = [c for c in lines.columns if c.startswith("v:")]
+            counted_lines = lines.filter(mine).select("line", "rule", *fields)
+            copy = pl.col("rule") == pl.col("rule").shift(1)
+            for c in fields:
+                copy = copy & pl.col(c).eq_missing(pl.col(c).shift(1))
+            new = counted_lines.select("line", _n=(~copy.fill_null(False)).cast(pl.Int64).cum_sum())
+            lines = lines.join(new, on="line", how="left").with_columns(
+                step=pl.when(mine).then(pl.col("_n")).otherwise("step")).drop("_n")
             if lines.filter(mine).height:
-                notes.append("it prints no step: steps here count its printed metrics lines (times the logging"
-                             " interval, they are the training steps)")
+                numbered = True
+                notes.append(COUNTED_NOTE)
         keys = [f"v:{n}:{m}" for n, rule in enumerate(self.rules) for m in rule.fields if m in (s.LOSS, s.GRAD_NORM)]
         lines = _one_print_per_step(lines, self._per_step(), keys, notes)
         stepped_lines = lines.filter(pl.col("step").is_not_null()).select("line", "step")
@@ -219,7 +230,7 @@ class LineFormat:
                  for n, rule in enumerate(self.rules) for metric in rule.fields]
         metrics = pl.concat(parts) if parts else pl.DataFrame(schema={
             "line": pl.Int64, "step": pl.Int64, "metric": pl.String, "wall_time": pl.Float64, "value": pl.Float64})
-        return metrics.filter(pl.col("step").is_not_null()), iters
+        return metrics.filter(pl.col("step").is_not_null()), iters, numbered
 
     def _per_step(self) -> pl.Expr:
         return pl.col("rule").is_in([n for n, r in enumerate(self.rules) if r.per_step])
@@ -243,6 +254,10 @@ class LineFormat:
                 .otherwise("raw"),
             )
         return frame
+
+
+COUNTED_NOTE = ("it prints no step: steps here count its printed metrics lines (times the logging interval, they are "
+                "the training steps)")
 
 
 def _one_print_per_step(lines: pl.DataFrame, per_step: pl.Expr, keys: list[str], notes: list[str]) -> pl.DataFrame:

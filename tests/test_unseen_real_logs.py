@@ -1,0 +1,76 @@
+"""Statements that real logs the project had not seen contradicted (an audit of 21 public logs, each chronicle read
+against its raw lines): every test here failed on the code before its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import forensics
+import reports
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+
+
+def _chronicle(path: Path) -> tuple[forensics.RunFindings, list[str]]:
+    analysis = forensics.analyze_path(path)
+    return analysis.findings.runs[0], reports.render(analysis.findings, "markdown").splitlines()
+
+
+def test_a_console_that_prints_no_step_beside_its_trainer_state_is_not_put_before_it() -> None:
+    """Jaong/Checkpoint-of-CPT: cmd.txt (the console, its dicts numbered 1-10) was put in front of trainer_state.json's
+    steps 500-5000, and its copy of the first value became "loss spike at step 500 (3.5x the trailing median)"."""
+    run, lines = _chronicle(REAL / "hf_output_dir" / "Jaong_Checkpoint-of-CPT")
+    assert run.anomalies == []
+    assert run.coverage["metrics"]["loss"]["points"] == 10 and run.coverage["metrics"]["loss"]["first_step"] == 500
+    assert run.warnings == ["cmd.txt: it prints no step, and another file of the run logs its metrics at their steps: "
+                            "its 50 points (epoch, grad norm, loss, lr, val loss) were not used"]
+    # logging_steps 500 and the first entry at step 500 (epoch 0.91): the history is whole, not an excerpt
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.begins_mid_run, attempt.end_reason) == (500, False, "completed")
+    assert not any("mid-run" in line for line in lines)
+    # the console alone: the Trainer's closing summary is the end of training
+    [alone] = forensics.analyze_path(REAL / "hf_output_dir" / "Jaong_Checkpoint-of-CPT" / "cmd.txt").findings.runs[0] \
+        .attempts
+    assert (alone.end_reason, alone.end_kind) == ("completed", "training_done")
+    assert alone.end_detail.startswith("{'train_runtime': 64358.151, 'train_samples_per_second': 0.511,")
+
+
+def test_two_ranks_printing_each_dict_is_one_point_per_log() -> None:
+    """JIA-Lab-research/MGM #98: every dict printed twice (lines 1 = 2, 3 = 4, ...) read as 19 points, and the LR's
+    ordinary warm-up increments as nine "discontinuities in one jump"."""
+    run, _ = _chronicle(REAL / "hf_trainer" / "mgm_issue98_rank_copies_loss0.txt")
+    assert run.coverage["metrics"]["loss"]["points"] == 10
+    assert run.discontinuities == []
+    assert any(w.endswith("9 metrics lines repeat the step, loss and time of the line before (first: step 1, line 1): "
+                          "one line printed by several ranks, each step read once") for w in run.warnings)
+    [zero] = run.anomalies
+    assert (zero.kind, zero.step, zero.end_step, zero.baseline) == ("zero_loss", 2, 10, 1.4138)
+
+
+def test_a_run_whose_loss_and_grad_norm_are_zero_is_not_all_clear() -> None:
+    """zai-org/GLM-4 #260: six dicts with 'loss': 0.0 and 'grad_norm': 0.0 read "Anomalies: none found"."""
+    run, lines = _chronicle(REAL / "hf_trainer" / "glm4_issue260_loss0_gradnorm0.txt")
+    assert [(a.kind, a.step, a.end_step) for a in run.anomalies] == [("zero_loss", 1, 6)]
+    assert not any("none found" in line for line in lines)
+
+
+def test_a_run_that_completed_its_steps_is_completed_not_diverged() -> None:
+    """Tanisha-anshu/OpenAi-Whisper-small-Braj: global_step 2640 of max_steps 2640 with should_training_stop, and its
+    loss above where it was at step 500 from step 1000 on: "How it ended: diverged". It completed; the divergence is
+    what happened in it."""
+    run, _ = _chronicle(REAL / "hf_trainer_state" / "Tanisha-anshu_OpenAi-Whisper-small-Braj")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_detail) == (
+        "completed", "reached the last iteration; its loss had diverged from step 1000 and was not back by then")
+    assert [a.step for a in run.anomalies if a.kind == "divergence"] == [1000]
+
+
+def test_a_ranks_error_behind_its_launcher_prefix_is_the_crash_not_torchruns_wrapper() -> None:
+    """fyh2001/megatron-sft-recipes: each rank prints '[rank2]: torch._inductor.exc.InductorError: AssertionError: ...'
+    and torchrun then 'ChildFailedError'; the prefix hid the ranks' error, so the wrapper was quoted as the cause."""
+    run, _ = _chronicle(REAL / "console_errors" / "megatron-sft-recipes_gemma4_compile_crash_stdout.log")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind, attempt.end_step) == ("crashed", "error", 2)
+    assert attempt.end_detail == ("[rank2]: torch._inductor.exc.InductorError: AssertionError: "
+                                  "-56034992939621/250000000000000")
+    assert [c.kind for c in run.suspected_causes] == ["program_error"]
