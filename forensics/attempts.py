@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.configs import config_changes
+from forensics.configs import INFERRED_KEYS, config_changes
 from forensics.endings import end_of
 from forensics.findings import Anomaly, Attempt, ReplayDifference
 from forensics.gaps import logged_steps, usual_intervals
@@ -171,7 +171,9 @@ def build_attempts(
                 ended_at=ending.wall_time,
                 ran_for_s=ran_for,
                 short=span.get("n_steps", 0) <= SHORT_STEPS and n not in flagged,
-                config_compared=bool(previous_cfg and this_cfg),
+                # (a setting read off the iteration lines is not a config the launch printed)
+                config_compared=bool(previous_cfg and this_cfg and previous_cfg.keys() - INFERRED_KEYS
+                                     and this_cfg.keys() - INFERRED_KEYS),
                 begins_mid_run=i == 0 and ((inferred and resumed is not None) or first_epoch is not None),
                 first_epoch=first_epoch,
             )

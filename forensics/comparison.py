@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.configs import differing_keys, show_value
+from forensics.configs import INFERRED_KEYS, differing_keys, show_value
 from forensics.findings import (
     FAILED_OUTCOMES,
     NOT_WHY_CAUSES,
@@ -72,8 +72,6 @@ STABILITY_GROUPS: dict[str, tuple[str, ...]] = {
              "tokenizer_model", "vocab_file", "merge_file", "dataset", "dataset_name"),
 }
 STABILITY_KEYS: frozenset[str] = frozenset(k for keys in STABILITY_GROUPS.values() for k in keys)
-# keys a run has without logging a config: Megatron's parser reads train_iters off "iteration 10/3000"
-INFERRED_KEYS: frozenset[str] = frozenset({"train_iters"})
 
 
 def is_stability_key(key: str) -> bool:

@@ -22,6 +22,9 @@ BOOKKEEPING_KEYS: frozenset[str] = frozenset({
     "out_dir", "output_dir", "checkpoint_dir", "logging_dir",
 })
 
+# keys a run has without logging a config: Megatron's parser reads train_iters off "iteration 10/3000"
+INFERRED_KEYS: frozenset[str] = frozenset({"train_iters"})
+
 
 def show_value(value: Any) -> str:
     """A config value as text: floats with every digit they were logged with, strings as they are, anything else as

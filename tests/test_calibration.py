@@ -161,8 +161,8 @@ def test_fp16_startup_search_then_a_real_collapse(tmp_path: Path) -> None:
     assert [(a.kind, a.step) for a in run.anomalies if a.kind in ("skipped_iterations", "loss_scale_collapse")] == [
         ("skipped_iterations", 300), ("loss_scale_collapse", 303)]
     assert ("attempt 1: fp16 start-up loss-scale search, the scale fell from 4294967296 to 134217728 over steps 1–6 "
-            "with 6 iterations skipped, then nothing more skipped (normal: dynamic loss scaling looking for its first "
-            "scale, not a collapse)") in run.setup
+            "with 6 iterations skipped, then 6 more skipped later in the attempt (the first at step 300) (normal: "
+            "dynamic loss scaling looking for its first scale, not a collapse)") in run.setup
 
 
 # --- warning before the crash --------------------------------------------------------------------------------------

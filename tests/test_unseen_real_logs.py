@@ -74,3 +74,19 @@ def test_a_ranks_error_behind_its_launcher_prefix_is_the_crash_not_torchruns_wra
     assert attempt.end_detail == ("[rank2]: torch._inductor.exc.InductorError: AssertionError: "
                                   "-56034992939621/250000000000000")
     assert [c.kind for c in run.suspected_causes] == ["program_error"]
+
+
+def test_two_launches_that_printed_no_settings_are_not_said_to_have_changed_nothing(tmp_path: Path) -> None:
+    """A how-to's two `mpirun --np 8` / `--np 16` launches of Megatron-LM, iteration lines only (its page could not be
+    tied to a repository, so its shape is rebuilt here): only train_iters, read off "iteration 10/  500000", was
+    known of either launch, and attempt 2 read "What changed: nothing"."""
+    line = (" [2024-09-03 15:{m:02d}:00] iteration {i:8d}/  500000 | consumed samples: {c:12d} | elapsed time per "
+            "iteration (ms): 12000.0 | learning rate: 1.000E-05 | global batch size:  1024 | lm loss: {loss:.6E} | "
+            "loss scale: 131072.0 | grad norm: 5.000 | number of skipped iterations:   0 | number of nan iterations:"
+            "   0 |")
+    launch = [line.format(m=i // 10, i=i, c=i * 1024, loss=9.0 - i / 100) for i in range(10, 110, 10)]
+    (tmp_path / "two.log").write_text("\n".join(["$ mpirun --np 8 bash train.sh", *launch,
+                                                 "$ mpirun --np 16 bash train.sh", *launch]) + "\n")
+    run, lines = _chronicle(tmp_path / "two.log")
+    assert [(a.start_step, a.config_compared) for a in run.attempts] == [(10, False), (10, False)]
+    assert "- **What changed:** no config to compare." in lines

@@ -34,10 +34,14 @@ class StartupSearch:
     to_scale: float         # the scale at its last point
     skipped: int            # iterations skipped during it
     settled: bool           # False: the log of the attempt ends while it is still searching
+    skipped_after: int = 0  # iterations skipped later in the attempt (overflows after the search)
+    first_skip_after: int | None = None  # the first logged step after the search that counts skipped iterations
 
     def sentence(self) -> str:
         """One line for the setup section."""
-        end = "then nothing more skipped" if self.settled else "and the log of the attempt ends before it settled"
+        later = (f"then {self.skipped_after} more skipped later in the attempt (the first at step "
+                 f"{self.first_skip_after})" if self.skipped_after else "then nothing more skipped")
+        end = later if self.settled else "and the log of the attempt ends before it settled"
         skipped = f"{self.skipped} iteration{'s' if self.skipped != 1 else ''} skipped"
         normal = "(normal: dynamic loss scaling looking for its first scale, not a collapse)"
         if self.first_step == self.last_step:  # the search happened inside the first logged interval
@@ -75,9 +79,11 @@ def _searches(frames: RunFrames) -> dict[int, StartupSearch]:
         stop = int(np.argmin(falling)) if not falling.all() else len(falling)
         last = stop - 1
         settled = stop < len(falling)
+        after = np.flatnonzero(skipped[stop:] > 0)
         out[int(attempt)] = StartupSearch(
             attempt=int(attempt), first_step=int(steps[0]), last_step=int(steps[last]), from_scale=float(scale[0]),
             to_scale=float(scale[last]), skipped=int(skipped[:stop].sum()), settled=settled,
+            skipped_after=int(skipped[stop:].sum()), first_skip_after=int(steps[stop + after[0]]) if after.size else None,
         )
     return out
 
