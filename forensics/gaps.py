@@ -86,24 +86,29 @@ def is_gap(step_delta: np.ndarray | int, interval: int) -> np.ndarray | bool:
     return step_delta > GAP_INTERVALS * max(interval, 1)
 
 
-def stretch_ids(steps: np.ndarray, interval: int) -> np.ndarray:
-    """For consecutive points of one attempt (steps in order), the number of the stretch between gaps each lies in.
+def stretch_ids(steps: np.ndarray, interval: int, cuts: np.ndarray | None = None) -> np.ndarray:
+    """For consecutive points of one attempt (steps in order), the number of the stretch between gaps each lies in;
+    ``cuts``: steps that begin a stretch whatever the step before them (the first step after a "..." in a pasted
+    log, :func:`elided_holes`).
 
-    >>> stretch_ids(np.array([10, 20, 30, 500, 510]), 10).tolist()
-    [0, 0, 0, 1, 1]
+    >>> stretch_ids(np.array([10, 20, 30, 500, 510]), 10).tolist(), stretch_ids(np.array([1, 2, 3]), 1, [3]).tolist()
+    ([0, 0, 0, 1, 1], [0, 0, 1])
     """
     if steps.size == 0:
         return np.zeros(0, dtype=np.int64)
-    return np.concatenate([[0], np.cumsum(is_gap(np.diff(steps), interval))]).astype(np.int64)
+    breaks = is_gap(np.diff(steps), interval)
+    if cuts is not None and len(cuts):
+        breaks = breaks | np.isin(steps[1:], cuts)
+    return np.concatenate([[0], np.cumsum(breaks)]).astype(np.int64)
 
 
-def stretches(own: pl.DataFrame, interval: int) -> list[pl.DataFrame]:
+def stretches(own: pl.DataFrame, interval: int, cuts: np.ndarray | None = None) -> list[pl.DataFrame]:
     """The points of one attempt (``step`` in order) cut at its gaps: its stretches, in order.
 
     >>> [p["step"].to_list() for p in stretches(pl.DataFrame({"step": [10, 20, 30, 500, 510]}), 10)]
     [[10, 20, 30], [500, 510]]
     """
-    ids = stretch_ids(own["step"].to_numpy(), interval)
+    ids = stretch_ids(own["step"].to_numpy(), interval, cuts)
     return own.with_columns(_stretch=ids).partition_by("_stretch", maintain_order=True, include_key=False)
 
 
@@ -116,6 +121,11 @@ def stretch_of(steps: np.ndarray, gaps: list[Gap], attempt: int) -> np.ndarray:
     """
     cuts = np.array(sorted(g.before_step for g in gaps if g.attempt == attempt), dtype=np.int64)
     return np.searchsorted(cuts, steps, side="right")
+
+
+def cuts_of(gaps: list[Gap], attempt: int) -> np.ndarray:
+    """The first step after each hole inside ``attempt``: the ``cuts`` of :func:`stretch_ids`."""
+    return np.array(sorted(g.before_step for g in gaps if g.attempt == attempt), dtype=np.int64)
 
 
 def across_gap(gaps: list[Gap], attempt: int, a: int, b: int) -> bool:
@@ -134,13 +144,19 @@ def since_last_gap(gaps: list[Gap], attempt: int, step: int) -> int | None:
     return max(starts) if starts else None
 
 
-def find_gaps(steps: pl.DataFrame, intervals: dict[int, int] | None = None) -> list[Gap]:
-    """Holes inside each attempt, then forward jumps between attempts, in order (see the module docstring)."""
+def find_gaps(steps: pl.DataFrame, intervals: dict[int, int] | None = None,
+              events: pl.DataFrame | None = None) -> list[Gap]:
+    """Holes inside each attempt (with ``events``, also where a pasted log says it left lines out:
+    :func:`elided_holes`), then forward jumps between attempts, in order (see the module docstring)."""
     intervals = usual_intervals(steps) if intervals is None else intervals
     out: list[Gap] = []
     holes = _deltas(steps, intervals).filter(pl.col("delta") > GAP_INTERVALS * pl.col("usual"))
     for attempt, prev, step, interval in holes.select("attempt", "prev", "step", "usual").rows():  # few: the holes
         out.append(Gap(after_step=int(prev), before_step=int(step), attempt=int(attempt), interval=int(interval)))
+    if events is not None:
+        seen = {(g.attempt, g.after_step) for g in out}
+        out += [g for g in elided_holes(steps, events, intervals) if (g.attempt, g.after_step) not in seen]
+        out.sort(key=lambda g: (g.attempt, g.after_step))
     spans = steps.group_by("attempt").agg(lo=pl.col("step").min(), hi=pl.col("step").max()).sort("attempt").rows()
     furthest: tuple[int, int] | None = None  # (step, attempt)
     for attempt, lo, hi in spans:
@@ -152,6 +168,27 @@ def find_gaps(steps: pl.DataFrame, intervals: dict[int, int] | None = None) -> l
         if furthest is None or hi > furthest[0]:
             furthest = (int(hi), int(attempt))
     return out
+
+
+def elided_holes(steps: pl.DataFrame, events: pl.DataFrame, intervals: dict[int, int]) -> list[Gap]:
+    """Where a pasted log left lines out (a "..." line between two logged steps of an attempt): a hole whatever the
+    steps on either side, since what was between them is not in the log.
+
+    >>> steps = pl.DataFrame({"attempt": [1, 1, 1], "step": [100, 1000, 2000]})
+    >>> events = pl.DataFrame({"attempt": [1, 1], "step": [100, 1000], "kind": ["elision", "elision"]})
+    >>> [(g.after_step, g.before_step) for g in elided_holes(steps, events, {1: 900})]
+    [(100, 1000), (1000, 2000)]
+    """
+    cut = events.filter((pl.col("kind") == s.EV_ELISION) & pl.col("step").is_not_null() & pl.col("attempt").is_not_null())
+    if not cut.height:
+        return []
+    after = steps.select(pl.col("attempt").cast(pl.Int64), pl.col("step").cast(pl.Int64).alias("next")).sort("next")
+    marks = cut.select(pl.col("attempt").cast(pl.Int64), pl.col("step").cast(pl.Int64)).unique().sort("step")
+    found = marks.with_columns(_at=pl.col("step") + 1).sort("_at").join_asof(
+        after, left_on="_at", right_on="next", by="attempt", strategy="forward", check_sortedness=False
+    ).drop_nulls("next")
+    return [Gap(after_step=int(a), before_step=int(b), attempt=int(att), interval=int(intervals.get(int(att), 1)))
+            for att, a, b in found.select("attempt", "step", "next").rows()]
 
 
 def _deltas(steps: pl.DataFrame, intervals: dict[int, int]) -> pl.DataFrame:
@@ -249,18 +286,18 @@ def discontinuities(metrics: pl.DataFrame, gaps: list[Gap], steps: pl.DataFrame,
                                          step_after=int(after["step"][0]), attempt_before=a0, attempt_after=a1,
                                          across=across))
         if metric == s.LR:
-            out += _lr_jumps(series, intervals)
+            out += _lr_jumps(series, intervals, gaps)
     return sorted(out, key=lambda d: (d.step_after, d.metric))
 
 
 @np.errstate(over="ignore", invalid="ignore")  # a damaged log's 1e308 rates: no jump found, no warning on stderr
-def _lr_jumps(series: pl.DataFrame, intervals: dict[int, int]) -> list[Discontinuity]:
+def _lr_jumps(series: pl.DataFrame, intervals: dict[int, int], gaps: list[Gap]) -> list[Discontinuity]:
     out: list[Discontinuity] = []
     for (attempt,), own in series.group_by("attempt", maintain_order=True):
         steps, v = own["step"].to_numpy(), own["value"].to_numpy()
         if v.size < 2:
             continue
-        stretch = stretch_ids(steps, intervals.get(int(attempt), 1))
+        stretch = stretch_ids(steps, intervals.get(int(attempt), 1), cuts_of(gaps, int(attempt)))
         delta = np.abs(np.diff(v))
         same = stretch[1:] == stretch[:-1]  # consecutive points, no gap between
         ref_all = float(np.median(delta[same])) if same.any() else 0.0

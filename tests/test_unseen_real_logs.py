@@ -90,3 +90,15 @@ def test_two_launches_that_printed_no_settings_are_not_said_to_have_changed_noth
     run, lines = _chronicle(tmp_path / "two.log")
     assert [(a.start_step, a.config_compared) for a in run.attempts] == [(10, False), (10, False)]
     assert "- **What changed:** no config to compare." in lines
+
+
+def test_a_pasted_logs_elisions_are_holes_whatever_the_steps_around_them() -> None:
+    """ROCm/rocm-blogs' megablocks README: iterations 100, 1000 and 2000 with "..." between them. Three points have
+    no usual spacing to find holes by, so the hole was bridged: the checks compared 100, 1000 and 2000 as
+    consecutive points, and no hole was listed."""
+    run, lines = _chronicle(REAL / "megatron" / "ROCm+rocm-blogs__megablocks_README_gpt2_dense_elided.txt")
+    assert [(g.attempt, g.after_step, g.before_step) for g in run.gaps] == [(1, 100, 1000), (1, 1000, 2000)]
+    assert "- attempt 1: no data between steps 100 and 1000" in lines
+    # each point is a stretch of its own: no spike check had a point before it to compare with
+    assert run.coverage["spike_checks"]["loss"]["1"]["absolute_only"] == 0
+    assert run.attempts[0].end_reason == "completed"

@@ -6,10 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
 import polars as pl
 
 from forensics.findings import Anomaly, Gap, Kind
-from forensics.gaps import find_gaps, logged_steps, usual_intervals
+from forensics.gaps import cuts_of, find_gaps, logged_steps, usual_intervals
 from forensics.timeline import log_intervals, metric_points
 
 
@@ -52,7 +53,12 @@ class RunFrames:
 
     def gaps(self) -> list[Gap]:
         """The holes in the logged steps (see :func:`forensics.gaps.find_gaps`)."""
-        return self.remember("gaps", lambda: find_gaps(self.steps(), self.spacing()))
+        return self.remember("gaps", lambda: find_gaps(self.steps(), self.spacing(), self.events))
+
+    def cuts(self, attempt: int) -> np.ndarray:
+        """The first step after each hole in ``attempt``'s log: where its stretches begin (with the spacing, what
+        :func:`forensics.gaps.stretch_ids` cuts at; a "..." in a pasted log cuts whatever the steps around it)."""
+        return self.remember(("cuts", attempt), lambda: cuts_of(self.gaps(), attempt))
 
 
 class Detector(Protocol):

@@ -61,7 +61,7 @@ class DivergenceDetector:
         spacing = frames.spacing()
         for (attempt,), own in losses.group_by("attempt", maintain_order=True):
             if attempt not in out:  # the attempt's last stretch between gaps: a climb is not read across a hole
-                stretch = stretch_ids(own["step"].to_numpy(), spacing.get(attempt, 1))
+                stretch = stretch_ids(own["step"].to_numpy(), spacing.get(attempt, 1), frames.cuts(attempt))
                 found = self._slow_climb(own.filter(stretch == stretch.max()))
                 if found:
                     out[attempt] = found

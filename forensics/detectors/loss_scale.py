@@ -101,7 +101,7 @@ class LossScaleCollapseDetector:
         spacing = frames.spacing()
         out = []
         for (attempt,), own in points.group_by("attempt", maintain_order=True):
-            for part in stretches(own, spacing.get(attempt, 1)):
+            for part in stretches(own, spacing.get(attempt, 1), frames.cuts(attempt)):
                 out += self._stretch(int(attempt), part["step"].to_numpy(), part["value"].to_numpy())
         return out
 

@@ -58,7 +58,7 @@ class RegimeShiftDetector:
             if whole.height < 3 * self.min_points:
                 continue
             block = max(1, math.ceil(whole.height / MAX_BLOCKS))  # the attempt's budget, shared by its stretches
-            for own in stretches(whole, spacing.get(attempt, 1)):
+            for own in stretches(whole, spacing.get(attempt, 1), frames.cuts(attempt)):
                 out += self._stretch(int(attempt), own, block, min_ratio, direction, meaning)
         return out
 

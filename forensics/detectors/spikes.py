@@ -207,7 +207,7 @@ class SpikeDetector:
         gaps = frames.gaps()
         for (attempt,), own in points.group_by("attempt", maintain_order=True):
             attempt = int(attempt)
-            series = self._scores(attempt, intervals.get(attempt, 1), own, spacing.get(attempt, 1))
+            series = self._scores(attempt, intervals.get(attempt, 1), own, spacing.get(attempt, 1), frames.cuts(attempt))
             counts[attempt], unknown[attempt] = series.judged_points, series.unknown_points
             # what the fixed t(3) rule already calls an incident stays out of the fit of the run's own noise tail
             first = [inc for inc, decisive in self._candidates(series, fixed_tail(
@@ -231,12 +231,13 @@ class SpikeDetector:
         blips = [Blip(inc.attempt, inc.onset, inc.peak, inc.baseline) for inc in lone]
         return found, blips, tails, counts, unknown
 
-    def _scores(self, attempt: int, interval: int, own: pl.DataFrame, spacing: int) -> _Scored:
+    def _scores(self, attempt: int, interval: int, own: pl.DataFrame, spacing: int,
+                cuts: np.ndarray | None = None) -> _Scored:
         """One attempt's points with their z-scores, stretches, eligibility and absolute checks."""
         window, floor, threshold = self._params()
         steps, values = own["step"].to_numpy(), own["value"].to_numpy()
         x = np.log(values)
-        stretch = stretch_ids(steps, spacing)
+        stretch = stretch_ids(steps, spacing, cuts)
         averaged = self.metric in _AVERAGED and interval > 1
         own_floor = floor / math.sqrt(interval) if averaged and self.floor is None else floor  # a mean is calmer
         z, centre, scale, noise = trailing_robust_z(
