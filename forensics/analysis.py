@@ -144,11 +144,15 @@ def _blips(frames: RunFrames, spikes: tuple[SpikeDetector, ...]) -> list[Blips]:
 
 def spike_checks(detector: SpikeDetector, frames: RunFrames) -> dict[int, dict]:
     """Per attempt, how the spike detector could judge the metric: points judged against the noise, points with the
-    absolute checks only, and the thresholds (robust sigmas) a lone point and two points in a row had to reach."""
+    absolute checks only, the thresholds (robust sigmas) a lone point and two points in a row had to reach, and the
+    largest rise of a judged point over the median of the 8 before it (``ratio``, ``step``, ``value``)."""
     tails, unknown, judged = detector.tails(frames), detector.unknown(frames), detector.judged(frames)
+    rises = detector.largest_rises(frames)
     return {a: {"statistical": judged.get(a, 0), "absolute_only": unknown.get(a, 0),
                 "tail": tail.rule, "lone_point_sigma": round(tail.thresholds[0], 2),
-                "two_in_a_row_sigma": round(tail.thresholds[1], 2)} for a, tail in sorted(tails.items())}
+                "two_in_a_row_sigma": round(tail.thresholds[1], 2),
+                "largest_rise": {"ratio": round(rises[a][0], 2), "step": rises[a][1], "value": rises[a][2]}
+                if a in rises else None} for a, tail in sorted(tails.items())}
 
 
 def analyze(*runs: RunLike) -> Findings:

@@ -192,7 +192,8 @@ def _summary(run: RunFindings) -> list[str]:
                          f"was {shown(v2)} at its last step ({s2}).")
     scores = [f"{m.replace('_', ' ')} {v['run']:.2f}%" for m, v in run.spike_scores.items() if v.get("run") is not None]
     if scores:
-        lines.append("- **Spike score** (OLMo 2: share of points 7 sd or more from the mean of the previous 1,000): "
+        lines.append("- **Spike score** (OLMo 2: share of points 7 sd or more from the mean of the previous 1,000; "
+                     "each stretch of the log scored from its 101st point): "
                      + ", ".join(scores) + ".")
     return lines
 

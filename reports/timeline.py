@@ -111,7 +111,7 @@ def coverage_section(run: RunFindings) -> list[str]:
         limits = [f"attempt {a}: {c['lone_point_sigma']:.1f} / {c['two_in_a_row_sigma']:.1f} ("
                   + (f"fitted on {c['statistical']:,} points" if c["tail"] == "fitted" else
                      f"{c['statistical']:,} points, too few for a tail fit: Student-{c['tail']} noise, the heaviest "
-                     "their body allows") + ")"
+                     "their body allows") + _largest_rise(c.get("largest_rise")) + ")"
                   for a, c in per.items() if c["statistical"]]
         if limits:
             shown_limits = limits if len(limits) <= 4 else [*limits[:3], f"... ({len(limits) - 3} more attempts)"]
@@ -238,3 +238,12 @@ def _entries(run: RunFindings) -> list[str]:
     if len(run.log_entries) > 40:
         out.append(f"- … and {len(run.log_entries) - 40} more (see the JSON report)")
     return [*out, ""]
+
+
+def _largest_rise(rise: dict | None) -> str:
+    """How far the attempt's most risen point stood over the median of the 8 before it (said, so that "no spike"
+    is never read as "no rise": a run with wide noise can rise far within it)."""
+    if not rise or rise["ratio"] < 1.5:
+        return ""
+    return f"; its largest rise: {rise['ratio']:.1f}x the median of the 8 points before, to {shown(rise['value'])} " \
+           f"at step {rise['step']}"

@@ -102,3 +102,17 @@ def test_a_pasted_logs_elisions_are_holes_whatever_the_steps_around_them() -> No
     # each point is a stretch of its own: no spike check had a point before it to compare with
     assert run.coverage["spike_checks"]["loss"]["1"]["absolute_only"] == 0
     assert run.attempts[0].end_reason == "completed"
+
+
+def test_the_largest_rise_is_said_where_the_noise_allowed_it() -> None:
+    """An ms-swift run's grad norm rose 61x (789.6 at step 59) with "Anomalies: none found" and nothing else said of
+    it: in a run whose noise is this wide, "no spike" must not read as "no rise". The thresholds line says how far
+    the metric rose. llm.c's 'norm:4.29' at step 8715 (line 8785 of the fixture) stands 13.8x over the points before
+    it, within a grad-norm noise that needs 141 robust sigmas for a lone point."""
+    run, lines = _chronicle(REAL / "llmc" / "SiddanthEmani_log124M_main.log")
+    assert run.coverage["spike_checks"]["grad_norm"]["1"]["largest_rise"] == {"ratio": 13.84, "step": 8715,
+                                                                                "value": 4.29}
+    [limits] = [line for line in lines if line.startswith("- **Grad norm spike thresholds**")]
+    assert limits.endswith("(fitted on 19,542 points; its largest rise: 13.8x the median of the 8 points before, to "
+                           "4.29 at step 8715).")
+    assert not [a for a in run.anomalies if a.kind == "grad_norm_spike"]

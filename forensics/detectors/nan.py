@@ -40,7 +40,8 @@ def nan_steps(frames: RunFrames) -> pl.DataFrame:
         ev.filter(pl.col("kind") == s.EV_LOSS_MISSING)
         .join(interval, on=["attempt", "step"], how="left")
         .filter(pl.col("value").is_null() | (pl.col("value") < pl.col("interval").fill_null(1)))
-        .select("attempt", "step", why=pl.lit("loss missing from the log line"), family=pl.lit(CORE))
+        .select("attempt", "step", why=pl.lit("loss missing from the log line (Megatron leaves a NaN loss out)"),
+                family=pl.lit(CORE))
     )
     checks = ev.filter((pl.col("kind") == s.EV_NAN_CHECK) & pl.col("step").is_not_null()).select(
         "attempt", "step", why=pl.lit("NaN check: ") + pl.col("text").str.strip_chars().str.slice(0, 120),

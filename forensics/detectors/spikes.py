@@ -189,12 +189,18 @@ class SpikeDetector:
         absolute checks only."""
         return self._judge(frames)[4]
 
+    def largest_rises(self, frames: RunFrames) -> dict[int, tuple[float, int, float]]:
+        """Per attempt, its largest rise over its recent level among the points judged against the noise: (the
+        value over the median of the 8 points before it, its step, its value). A run whose noise is wide can rise
+        far without an incident: the report says how far it went."""
+        return self._judge(frames)[5]
+
     def _judge(self, frames: RunFrames) -> tuple[list[SpikeIncident], list[Blip], dict[int, NoiseTail], dict[int, int],
-                                                 dict[int, int]]:
+                                                 dict[int, int], dict[int, tuple[float, int, float]]]:
         return frames.remember(("spikes", repr(self)), lambda: self._incidents(frames))
 
     def _incidents(self, frames: RunFrames) -> tuple[list[SpikeIncident], list[Blip], dict[int, NoiseTail],
-                                                     dict[int, int], dict[int, int]]:
+                                                     dict[int, int], dict[int, int], dict[int, tuple[float, int, float]]]:
         points = frames.points(self.series or self.metric).filter(
             pl.col("value").is_finite() & (pl.col("value") > 0)
         )
@@ -203,12 +209,18 @@ class SpikeDetector:
         tails: dict[int, NoiseTail] = {}
         counts: dict[int, int] = {}
         unknown: dict[int, int] = {}
+        rises: dict[int, tuple[float, int, float]] = {}
         intervals, spacing = frames.intervals(), frames.spacing()
         gaps = frames.gaps()
         for (attempt,), own in points.group_by("attempt", maintain_order=True):
             attempt = int(attempt)
             series = self._scores(attempt, intervals.get(attempt, 1), own, spacing.get(attempt, 1), frames.cuts(attempt))
             counts[attempt], unknown[attempt] = series.judged_points, series.unknown_points
+            with np.errstate(invalid="ignore"):
+                rise = np.where(np.isfinite(series.held) & np.isfinite(series.noise), series.x - series.held, np.nan)
+            if np.isfinite(rise).any():
+                top = int(np.nanargmax(rise))
+                rises[attempt] = (float(np.exp(rise[top])), int(series.steps[top]), float(series.values[top]))
             # what the fixed t(3) rule already calls an incident stays out of the fit of the run's own noise tail
             first = [inc for inc, decisive in self._candidates(series, fixed_tail(
                 series.zn, series.stretch, minima=series.minima)) if decisive]
@@ -229,7 +241,7 @@ class SpikeDetector:
             lone = [inc for inc in lone if inc not in joined]
         found.sort(key=lambda inc: (inc.attempt, inc.onset))
         blips = [Blip(inc.attempt, inc.onset, inc.peak, inc.baseline) for inc in lone]
-        return found, blips, tails, counts, unknown
+        return found, blips, tails, counts, unknown, rises
 
     def _scores(self, attempt: int, interval: int, own: pl.DataFrame, spacing: int,
                 cuts: np.ndarray | None = None) -> _Scored:
