@@ -62,7 +62,7 @@ def workers_import_tasks(patch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def ray_cluster():
     """A real local Ray instance for the module (its workers import ``engine_tasks`` from this directory)."""
-    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'forensics[ray]' or '.[test]')")
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install '.[test,ray]')")
     with pytest.MonkeyPatch.context() as patch:
         workers_import_tasks(patch)
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
@@ -78,7 +78,7 @@ def engine(request) -> Engine:
 
 
 def test_ray_engine_starts_its_own_instance_and_shuts_it_down(monkeypatch, tmp_path, capsys):
-    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'forensics[ray]' or '.[test]')")
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install '.[test,ray]')")
     if ray.is_initialized():
         pytest.skip("Ray is already initialised (this test runs first in its module)")
     workers_import_tasks(monkeypatch)
