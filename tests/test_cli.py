@@ -1,20 +1,24 @@
-"""The command line through typer's test runner and as a subprocess: reports, JSON contract, bad input."""
+"""The command line through typer's test runner, through its console entry point and as a subprocess: reports,
+JSON contract, bad input."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from conftest import SAMPLES, real
 from typer.testing import CliRunner
 
 import forensics
-from forensics.cli import app
+from forensics.cli import app, main
 from parsers import InputError, load_run
 
 runner = CliRunner()
@@ -23,6 +27,19 @@ KNOWN_TEXT = ("no metrics lines of a text format it knows (megatron, nanogpt, mo
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """``forensics ARGS`` through the console entry point in this process: its stdout, stderr and exit code, as a
+    subprocess would give them (a process costs a second of imports; :func:`run_process` is the real one)."""
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    with (mock.patch.object(sys, "argv", ["forensics", *args]), contextlib.redirect_stdout(out),
+          contextlib.redirect_stderr(err)):
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    return subprocess.CompletedProcess(["forensics", *args], code, out.getvalue(), err.getvalue())
+
+
+def run_process(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "forensics.cli", *args], capture_output=True, text=True, check=False
     )
@@ -190,7 +207,7 @@ def test_bad_single_files_exit_2_with_one_line(tmp_path, content, message):
 
 
 def test_missing_path():
-    proc = run_cli("analyze", "/nonexistent/run")
+    proc = run_process("analyze", "/nonexistent/run")  # the real process: exit code and one line on stderr
     assert (proc.returncode, proc.stderr) == (2, "forensics: error: /nonexistent/run: no such file or directory\n")
 
 
