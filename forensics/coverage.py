@@ -37,10 +37,13 @@ def _words(name: str) -> list[str]:
 
 def role_score(name: str, role: str) -> int:
     """How well a scalar's name fits a role (0: not at all): the exact word beats a relative of it, a training
-    tag beats an unmarked one; validation and auxiliary losses never take the training-loss role.
+    tag beats an unmarked one, a per-epoch mean loses to the per-step series (Lightning's ``train/loss_step`` and
+    ``train/loss_epoch``); validation and auxiliary losses never take the training-loss role.
 
     >>> role_score("train/lm_xent", "loss") > 0, role_score("val/loss", "loss"), role_score("optim/gnorm", "grad_norm")
     (True, 0, 2)
+    >>> role_score("train/loss_step", "loss") > role_score("train/loss_epoch", "loss")
+    True
     """
     words = _words(name)
     lowered = name.lower()
@@ -60,7 +63,7 @@ def role_score(name: str, role: str) -> int:
         base = 2
     else:
         return 0
-    return base + (1 if words[0] in {"train", "training"} else 0)
+    return base + (1 if words[0] in {"train", "training"} else 0) - (1 if {"epoch", "epochs"} & set(words) else 0)
 
 
 def assign_roles(metrics: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:

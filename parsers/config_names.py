@@ -10,6 +10,7 @@ last part. Unknown keys keep their own spelling. A list of Adam betas becomes ``
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import polars as pl
@@ -28,9 +29,10 @@ ALIASES: dict[str, str] = {
     "num_layers": "num_layers", "n_layer": "num_layers", "n_layers": "num_layers", "num_hidden_layers": "num_layers",
     "hidden_size": "hidden_size", "n_embd": "hidden_size", "d_model": "hidden_size", "hidden_dim": "hidden_size",
     "ffn_hidden_size": "ffn_hidden_size", "intermediate_size": "ffn_hidden_size", "ffn_dim": "ffn_hidden_size",
-    "d_ff": "ffn_hidden_size", "n_inner": "ffn_hidden_size",
+    "d_ff": "ffn_hidden_size", "n_inner": "ffn_hidden_size", "ff_hidden": "ffn_hidden_size", "ff_dim": "ffn_hidden_size",
+    "ffn_hidden": "ffn_hidden_size", "dim_feedforward": "ffn_hidden_size", "mlp_dim": "ffn_hidden_size",
     "num_attention_heads": "num_attention_heads", "n_head": "num_attention_heads", "n_heads": "num_attention_heads",
-    "num_heads": "num_attention_heads",
+    "num_heads": "num_attention_heads", "nhead": "num_attention_heads",
     "num_key_value_heads": "num_key_value_heads", "n_kv_heads": "num_key_value_heads", "num_kv_heads": "num_key_value_heads",
     "num_query_groups": "num_query_groups",
     "vocab_size": "vocab_size", "padded_vocab_size": "padded_vocab_size",
@@ -95,17 +97,47 @@ def canonical_configs(configs: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     renamed = renamed.with_row_index("_order")
     first = renamed.unique(["run", "attempt", "key"], keep="first", maintain_order=True)
     warnings: list[str] = []
+    # the same value written as another type is the same setting (TensorBoard's hparams are floats: 1000.0 and a
+    # YAML's 1000, 0.0 and false)
+    same = {v: _comparable(v) for v in renamed["typed"].unique().to_list()}
+    compared = renamed.with_columns(_value=pl.col("typed").replace_strict(same, default=pl.col("typed"),
+                                                                            return_dtype=pl.String))
     disagree = (
-        renamed.group_by("run", "attempt", "key")
-        .agg(pl.col("typed").n_unique().alias("n"), pl.col("typed").unique(maintain_order=True),
-             pl.col("source").unique(maintain_order=True))
+        compared.group_by("run", "attempt", "key").agg(n=pl.col("_value").n_unique())
         .filter(pl.col("n") > 1).sort("run", "attempt", "key")
     )
-    for run, attempt, key, _, typed, sources in disagree.iter_rows():
+    for run, attempt, key, _ in disagree.iter_rows():
+        rows = compared.filter((pl.col("run") == run) & (pl.col("attempt") == attempt) & (pl.col("key") == key))
+        seen: dict[str, tuple[str, list[str]]] = {}
+        for value, typed, source in rows.select("_value", "typed", "source").iter_rows():
+            sources = seen.setdefault(value, (typed, []))[1]
+            if source not in sources:
+                sources.append(source)
         warnings.append(f"{run}, attempt {attempt}: config {key} differs between sources: "
-                        + ", ".join(f"{v} ({src})" for v, src in zip(typed, sources, strict=False))
+                        + ", ".join(f"{shown} ({', '.join(sources)})" for shown, sources in seen.values())
                         + "; the first is used")
     return first.drop("_order", "raw_key").select(configs.columns), warnings
+
+
+def _comparable(typed: str | None) -> str | None:
+    """A typed (JSON) config value as compared between sources: numbers and booleans as floats.
+
+    >>> [_comparable(v) for v in ("1000", "1000.0", "false", "0.0", "0.5", '"x"', None, "1" + "0" * 400)][:7]
+    ['1000', '1000', '0', '0', '0.5', '"x"', None]
+    """
+    if typed is None:
+        return None
+    try:
+        value = json.loads(typed)
+    except ValueError:
+        return typed
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    return typed
 
 
 def _split_betas(rows: pl.DataFrame) -> pl.DataFrame:

@@ -39,6 +39,8 @@ _LEAVES: dict[str, str] = {
     "max attn logit": s.MAX_ATTENTION_LOGIT, "attention logit max": s.MAX_ATTENTION_LOGIT,
 }
 _VALIDATION_PARTS = {"val", "valid", "validation", "eval", "evaluation", "lm loss validation"}
+# Lightning's LearningRateMonitor: "lr-AdamW", and "lr-AdamW/pg1" for the first of several parameter groups
+_LR_MONITOR = re.compile(r"^lr-[A-Za-z]\w*(?:/pg1)?$")
 _AXIS = re.compile(r"\s+vs\s+(samples|tokens|gigaflos.*|steps)$")
 # tags whose values are in seconds in Megatron's TensorBoard output; the canonical metric is in ms
 SECONDS_TAGS = frozenset({"iteration-time", "iteration-time/iteration-time", "iteration_time"})
@@ -142,6 +144,8 @@ def canonical(tag: str) -> tuple[str, str]:
     (('z_loss', 'step'), ('z_loss', 'step'), ('max_attention_logit', 'step'))
     >>> canonical("optim/total_grad_norm"), canonical("grad-norm/grad-norm"), canonical("grad_2.0_norm_total")
     (('grad_norm', 'step'), ('grad_norm', 'step'), ('grad_norm', 'step'))
+    >>> canonical("lr-AdamW"), canonical("lr-Adam/pg1"), canonical("lr-Adam/pg2")
+    (('lr', 'step'), ('lr', 'step'), ('lr-Adam/pg2', 'step'))
     """
     axis = "step"
     base = tag
@@ -150,6 +154,8 @@ def canonical(tag: str) -> tuple[str, str]:
         base = tag[: found.start()]
     if base.lower() in _GLOBAL_NORMS:  # the global norm of their per-parameter ones
         return s.GRAD_NORM, axis
+    if _LR_MONITOR.match(base):
+        return s.LR, axis
     parts = [p for p in base.split("/") if p]
     leaf = _leaf(parts[-1]) if parts else ""
     if len(parts) > 1 and _leaf(parts[-2]) in {"train", "training"} and leaf.startswith("train "):

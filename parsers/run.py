@@ -296,10 +296,23 @@ def _assemble(name: str, root: Path, pieces: list[Piece]) -> Run:
             )
         thin.metrics = thin.metrics.filter(~pl.col("metric").cast(pl.String).is_in(dropped))
         run = _overlay(run, thin)
+    folders = _attempt_of_folder(run) if any(p.config_only for p in pieces) else {}
     for piece in (p for p in pieces if p.config_only):
         configs = piece.log.configs.with_columns(run=pl.lit(name))
         if piece.fmt != RUNS_TABLE or run.metrics.height:  # a runs-table row numbers its own attempt
-            configs = configs.with_columns(attempt=pl.lit(max(run.attempts, default=1), dtype=pl.Int32))
+            # a config beside a log, or above or below it (Lightning's version_N/hparams.yaml, a W&B run's
+            # files/config.yaml) is that log's launch; one in a folder of its own beside others' logs is a launch
+            # that logged nothing, and joins none
+            folder = display_path(piece.file, root).rpartition("/")[0]
+            near = [a for f, a in folders.items() if not folder or not f or f == folder
+                    or folder.startswith(f + "/") or f.startswith(folder + "/")]
+            if folders and not near:
+                run.warnings.append(f"{display_path(piece.file, root)}: settings of a launch that logged no metrics "
+                                    "(no log beside them): not joined to any attempt")
+                run.sources.append(Source(path=display_path(piece.file, root), format=piece.fmt))
+                continue
+            attempt = max(near) if near else max(run.attempts, default=1)
+            configs = configs.with_columns(attempt=pl.lit(attempt, dtype=pl.Int32))
         run.configs = pl.concat([run.configs, configs])
         run.sources.append(Source(path=display_path(piece.file, root), format=piece.fmt))
     run.sources = list({(src.path, src.format): src for src in run.sources}.values())
@@ -326,6 +339,16 @@ def _placed(pieces: list[Piece], root: Path) -> list[Piece]:
         out.append(replace(piece, log=replace(
             log, metrics=log.metrics.clear(), events=log.events.with_columns(step=pl.lit(None, dtype=pl.Int64)),
             warnings=[*kept, warning])))
+    return out
+
+
+def _attempt_of_folder(run: Run) -> dict[str, int]:
+    """Per folder (relative to the run) that holds a file with metrics, the last attempt those files logged."""
+    pairs = run.metrics.select(pl.col("source").cast(pl.String), "attempt").unique().drop_nulls()
+    out: dict[str, int] = {}
+    for source, attempt in pairs.iter_rows():
+        folder = source.rpartition("/")[0]
+        out[folder] = max(out.get(folder, attempt), attempt)
     return out
 
 

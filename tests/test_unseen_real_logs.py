@@ -116,3 +116,17 @@ def test_the_largest_rise_is_said_where_the_noise_allowed_it() -> None:
     assert limits.endswith("(fitted on 19,542 points; its largest rise: 13.8x the median of the 8 points before, to "
                            "4.29 at step 8715).")
     assert not [a for a in run.anomalies if a.kind == "grad_norm_spike"]
+
+
+def test_a_lightning_sweep_reads_its_per_step_loss_its_lr_monitor_and_each_versions_own_settings() -> None:
+    """Giventicket/FlavorDiffusion, 8 Lightning versions: the loss was the 10-point train/loss_epoch (so "Not
+    judged") over the 50-400-point train/loss_step; "Not found: lr" beside lr-AdamW (the LearningRateMonitor); every
+    hparams.yaml joined the last attempt, so "config CSP_train differs between sources" x 5; and TensorBoard's
+    1000.0 against the YAML's 1000 (0.0 against false) "differed" 13 more times."""
+    run, lines = _chronicle(REAL / "tensorboard" / "Giventicket_FlavorDiffusion")
+    assert run.coverage["metrics"]["loss"]["source_tags"] == ["train/loss_step"]
+    assert run.coverage["metrics"]["lr"]["source_tags"] == ["lr-AdamW"]
+    assert run.warnings == []
+    assert run.config_diffs["batch_size"] == {"1": 256.0, "2": 256.0, "3": 64.0, "4": 64.0, "5": 16.0, "6": 16.0,
+                                              "7": 4.0, "8": 4.0}
+    assert not any(line.startswith("- **Not found:** lr") for line in lines)
