@@ -106,8 +106,10 @@ def parameters_from_shape(cfg: dict[str, Any], vocab: int | None) -> tuple[float
             total += vocab * h
         elif (_int(cfg, "pipeline_model_parallel_size") or 1) > 1:
             copies = 2
+    assumed = [] if _int(cfg, "ffn_hidden_size") else ["ffn_hidden_size = 4 x hidden_size"]  # said, never as read
     shape = {
-        "num_layers": layers, "hidden_size": h, "ffn_hidden_size": ffn, "num_attention_heads": heads,
+        "num_layers": layers, "hidden_size": h, "ffn_hidden_size": ffn,
+        "num_attention_heads": heads if _int(cfg, "num_attention_heads") else None, "assumed": assumed,
         "num_query_groups": groups if groups != heads else None, "vocab_size": vocab,
         "max_position_embeddings": positions or None, "gated_mlp": glu,
         "tied_embeddings": tied_embeddings(cfg), "parameters_unique": float(total),
@@ -170,11 +172,11 @@ def check_model(
     )
     ffn_note = None
     if shape:
-        h, ffn, heads = shape["hidden_size"], shape["ffn_hidden_size"], shape["num_attention_heads"]
+        h, ffn, heads = shape["hidden_size"], shape["ffn_hidden_size"], shape["num_attention_heads"] or 1
         expected = round(8 * h / 3) if shape["gated_mlp"] else 4 * h
         ratio = ffn / h
         low, high = (2.0, 6.0) if shape["gated_mlp"] else (3.0, 5.0)  # gated: LLaMA 2.7x ... Qwen2.5 5.3x
-        if not low <= ratio <= high:
+        if not low <= ratio <= high and not shape["assumed"]:
             check.ffn_ratio = ratio
             ffn_note = f"ffn_hidden_size {ffn} is {ratio:.2f}x hidden (expected {expected})"
             check.notes.append(ffn_note)

@@ -322,8 +322,11 @@ def _setup(run: RunFindings) -> list[str]:
         + f"; stated in its name: {_params(m.parameters_stated)}.",
     ]
     if m.shape:
-        known = {k: v for k, v in m.shape.items() if v is not None and k != "parameters_unique"}
-        out.append("- **Shape:** " + ", ".join(f"{md(k)}={md(v)}" for k, v in known.items()) + ".")
+        known = {k: v for k, v in m.shape.items() if v is not None and k not in ("parameters_unique", "assumed")}
+        assumed = m.shape.get("assumed") or []
+        out.append("- **Shape:** " + ", ".join(f"{md(k)}={md(v)}" for k, v in known.items() if k not in
+                                               {a.split(" = ")[0] for a in assumed})
+                   + (f"; assumed, not in the config: {md(', '.join(assumed))}" if assumed else "") + ".")
     out += [f"- {md(n)}." for n in m.caveats]
     since = f" (attempt {sched.from_attempt} on, the last start from scratch)" if sched.from_attempt else ""
     first = next((a for a in run.attempts if a.index == (sched.from_attempt or a.index)), None)

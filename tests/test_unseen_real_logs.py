@@ -130,3 +130,12 @@ def test_a_lightning_sweep_reads_its_per_step_loss_its_lr_monitor_and_each_versi
     assert run.config_diffs["batch_size"] == {"1": 256.0, "2": 256.0, "3": 64.0, "4": 64.0, "5": 16.0, "6": 16.0,
                                               "7": 4.0, "8": 4.0}
     assert not any(line.startswith("- **Not found:** lr") for line in lines)
+
+
+def test_a_shape_says_what_it_assumed_never_prints_a_default_as_read() -> None:
+    """FlavorDiffusion's hparams give n_layers 12 and hidden_dim 256 only: the Setup said "ffn_hidden_size=1024,
+    num_attention_heads=1" as if read (a 4x default and a placeholder)."""
+    _, lines = _chronicle(REAL / "tensorboard" / "Giventicket_FlavorDiffusion")
+    [shape] = [line for line in lines if line.startswith("- **Shape:**")]
+    assert shape == ("- **Shape:** num\\_layers=12, hidden\\_size=256, gated\\_mlp=False, tied\\_embeddings=True; "
+                     "assumed, not in the config: ffn\\_hidden\\_size = 4 x hidden\\_size.")
