@@ -20,6 +20,7 @@ from parsers import schema as s
 # leaf names after lower-casing and turning '-', '_' and repeated spaces into one space
 _LEAVES: dict[str, str] = {
     "lm loss": s.LOSS, "loss": s.LOSS, "train loss": s.LOSS, "training loss": s.LOSS,
+    "epoch loss": s.LOSS,  # Keras: the epoch's mean loss (a validation/ writer's is the validation loss)
     "grad norm": s.GRAD_NORM, "gradient norm": s.GRAD_NORM, "grad norm total": s.GRAD_NORM,
     "global grad norm": s.GRAD_NORM, "total grad norm": s.GRAD_NORM,
     "learning rate": s.LR, "lr": s.LR,
@@ -41,7 +42,8 @@ _LEAVES: dict[str, str] = {
 _VALIDATION_PARTS = {"val", "valid", "validation", "eval", "evaluation", "lm loss validation"}
 # Lightning's LearningRateMonitor: "lr-AdamW", and "lr-AdamW/pg1" for the first of several parameter groups
 _LR_MONITOR = re.compile(r"^lr-[A-Za-z]\w*(?:/pg1)?$")
-_AXIS = re.compile(r"\s+vs\s+(samples|tokens|gigaflos.*|steps)$")
+# another x-axis: Megatron's "lm loss vs samples", Keras's "evaluation_loss_vs_iterations" (beside epoch_ scalars)
+_AXIS = re.compile(r"(?:\s+|_)vs(?:\s+|_)(samples|tokens|gigaflos.*|steps|iterations)$")
 # tags whose values are in seconds in Megatron's TensorBoard output; the canonical metric is in ms
 SECONDS_TAGS = frozenset({"iteration-time", "iteration-time/iteration-time", "iteration_time"})
 

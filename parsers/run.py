@@ -465,10 +465,12 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
             continue
         frames = (log.metrics, log.events, log.configs)
         # another event file of the same writer process that carries on from the last step (the Trainer's final
-        # evaluation, written by a new SummaryWriter after training): the same attempt, not a relaunch
+        # evaluation, written by a new SummaryWriter after training), or that the process wrote beside it at the same
+        # time (Keras's train/ and validation/ writers): the same attempt, not a relaunch
         writer, first = _writer(piece.file), log.metrics["step"].min() if log.metrics.height else None
-        same = (not parallel and writer is not None and writer == process and last_step is not None
-                and first is not None and first >= last_step)
+        same = not parallel and writer is not None and process is not None and writer[1:] == process[1:] and (
+            (writer[0] == process[0] and last_step is not None and first is not None and first >= last_step)
+            or (writer[0] != process[0] and writer[0].rpartition("/")[0] == process[0].rpartition("/")[0]))
         shift = offset - 1 if same else offset
         process = writer
         last_step = int(log.metrics["step"].max()) if log.metrics.height else last_step  # type: ignore[arg-type]

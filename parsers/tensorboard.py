@@ -36,6 +36,8 @@ _SESSION_KINDS = {"START": s.EV_SESSION_START, "STOP": s.EV_SESSION_STOP, "CHECK
 FORMAT = "tensorboard"
 
 
+_EVAL_FOLDERS = frozenset({"validation", "val", "valid", "eval", "evaluation"})
+
 def sniff(head: bytes, name: str) -> bool:
     """An event file: recognised by name (``*tfevents*``), as TensorBoard itself does."""
     return "tfevents" in Path(name).name
@@ -427,7 +429,10 @@ def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedL
     """The canonical frames of the file's records (read here: the only reference to each intermediate column, so
     replacing one frees it; the file's bytes are freed before the frames are built)."""
     raw, events, configs, warnings = _records(path, source, compiled)
-    names = {tag: canonical(tag) for tag in raw["tag"].unique().to_list()}
+    # a writer of its own for evaluation (Keras's validation/ beside train/): its scalars are validation metrics
+    folder = path.parent.name
+    within = f"{folder}/" if folder.lower() in _EVAL_FOLDERS else ""
+    names = {tag: canonical(within + tag) for tag in raw["tag"].unique().to_list()}
     by_tag = _TagLookup(raw["tag"])
     raw = raw.with_columns(metric=by_tag.categorical({t: m for t, (m, _) in names.items()}),
                            axis=by_tag.categorical({t: a for t, (_, a) in names.items()}))

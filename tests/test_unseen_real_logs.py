@@ -139,3 +139,15 @@ def test_a_shape_says_what_it_assumed_never_prints_a_default_as_read() -> None:
     [shape] = [line for line in lines if line.startswith("- **Shape:**")]
     assert shape == ("- **Shape:** num\\_layers=12, hidden\\_size=256, gated\\_mlp=False, tied\\_embeddings=True; "
                      "assumed, not in the config: ffn\\_hidden\\_size = 4 x hidden\\_size.")
+
+
+def test_a_keras_runs_validation_writer_is_its_validation_not_a_second_launch() -> None:
+    """TheCodeheadMT/TensorBoard-Tutorial: Keras writes train/ and validation/ event files from one process (same
+    host and pid), both for 73 s. The validation writer was "attempt 2" (so attempt 1 "ended: attempt 2 started
+    next"), its epoch_loss that attempt's training loss, and its evaluation_loss_vs_iterations (steps 1500-15000)
+    put it at "steps 0-15000"."""
+    run, _ = _chronicle(REAL / "tensorboard" / "TheCodeheadMT_TensorBoard-Tutorial")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step) == (0, 9)
+    assert run.coverage["metrics"]["val_loss"]["points"] == 10
+    assert run.coverage["metrics"]["loss"]["points"] == 10
