@@ -87,6 +87,13 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
             parsed.warnings.append(f"{exc}; the run's history was read without it")
             continue
         (config if kind == "config" else summary).update(loaded)
+    reached, logged = summary.get("_step"), parsed.metrics["step"].max()
+    # (a file already said to be cut or damaged has said so)
+    if isinstance(reached, int | float) and not isinstance(reached, bool) and logged is not None \
+            and reached > logged and not log.warnings:  # type: ignore[operator]
+        parsed.warnings.append(f"{shown}: its history ends at step {logged}, but the run's summary says it reached "
+                               f"step {int(reached)}: the rest of its history is not in the file (cut, or copied "
+                               "while the run was writing it)")
     summary = summary_values(summary)
     first = history.head(1)
     first_step = parsed.metrics["step"].min()

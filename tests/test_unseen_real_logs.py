@@ -151,3 +151,23 @@ def test_a_keras_runs_validation_writer_is_its_validation_not_a_second_launch() 
     assert (attempt.start_step, attempt.end_step) == (0, 9)
     assert run.coverage["metrics"]["val_loss"]["points"] == 10
     assert run.coverage["metrics"]["loss"]["points"] == 10
+
+
+def test_a_wandb_history_that_stops_short_of_its_summary_says_so(tmp_path: Path) -> None:
+    """aorvieto/VerySimpleTransformer: the .wandb file's history ends at step 3918 while its wandb-summary.json says
+    the run reached step 62509 (after 53 min): the chronicle read "ran 3 minutes, reached step 3918" with nothing to
+    say the rest was not in the file. Rebuilt on a real run directory (jackokeefe11/nanoGPT) whose summary is given
+    a later _step."""
+    import json
+    import shutil
+
+    run_dir = tmp_path / "run-20240215_023758-f656tyfr"
+    shutil.copytree(REAL / "wandb" / "jackokeefe11__nanoGPT" / "wandb" / run_dir.name, run_dir)
+    summary = run_dir / "files" / "wandb-summary.json"
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "_step": 62509}))
+    run, _ = _chronicle(run_dir)
+    assert any(w.endswith("its history ends at step 0, but the run's summary says it reached step 62509: the rest "
+                          "of its history is not in the file (cut, or copied while the run was writing it)")
+               for w in run.warnings)
+    unchanged, _ = _chronicle(REAL / "wandb" / "jackokeefe11__nanoGPT" / "wandb" / run_dir.name)
+    assert not any("summary says it reached" in w for w in unchanged.warnings)
