@@ -91,7 +91,7 @@ ROUTES: dict[str, tuple[str, bytes]] = {
 }
 
 
-@settings(FUZZ, max_examples=30)
+@settings(FUZZ, max_examples=15)
 @given(route=st.sampled_from(sorted(ROUTES)), body=st.binary(max_size=3000), prefixed=st.booleans())
 def test_random_bytes_reach_every_reader(route, body, prefixed):
     name, prefix = ROUTES[route]
@@ -106,7 +106,7 @@ def test_random_bytes_reach_every_reader(route, body, prefixed):
 # ------------------------------------------------------------------------------------------ mutated fixtures ---
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=10)
 @given(seed=st.sampled_from(mutants.SEEDS), rng_seed=st.integers(0, 2**32 - 1), alone=st.booleans())
 def test_mutated_fixtures(seed, rng_seed, alone):
     data, _ = mutants.mutate(mutants.seed_bytes(seed), seed.kind, random.Random(rng_seed))
@@ -118,7 +118,7 @@ def test_mutated_fixtures(seed, rng_seed, alone):
 REFRAMED = {"tfrecord": mutants.tfrecord_mutant, "wandb": mutants.wandb_mutant}
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=10)
 @given(seed=st.sampled_from([s for s in mutants.SEEDS if s.kind in REFRAMED]), rng_seed=st.integers(0, 2**32 - 1))
 def test_records_reframed_with_valid_crcs(seed, rng_seed):
     """TFRecord and ``.wandb`` records edited (fields made extreme, records reordered) and framed again with valid
@@ -155,7 +155,7 @@ def _prefix_kept(seed: mutants.Seed, data: bytes, clean_end: int, cut_at: int) -
     assert not lost, f"{len(lost)} of {len(before)} points of the clean prefix lost after a cut at byte {cut_at}: {lost[:5]}"
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=10)
 @given(seed=st.sampled_from(LINE_SEEDS), where=st.floats(0.05, 1.0))
 def test_a_cut_line_log_keeps_its_whole_lines(seed, where):
     """A text log (Megatron, the consoles, JSON lines, CSV) cut at any byte keeps every point its whole lines
@@ -165,7 +165,7 @@ def test_a_cut_line_log_keeps_its_whole_lines(seed, where):
     _prefix_kept(seed, data, data.rfind(b"\n", 0, cut_at) + 1, cut_at)
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=10)
 @given(seed=st.sampled_from([s for s in mutants.SEEDS if s.kind == "tfrecord"]), where=st.floats(0.0, 1.0))
 def test_a_cut_event_file_keeps_its_whole_records(seed, where):
     data = mutants.seed_bytes(seed)
@@ -174,7 +174,7 @@ def test_a_cut_event_file_keeps_its_whole_records(seed, where):
     _prefix_kept(seed, data, max([0, *(e for e in ends if e <= cut_at)]), cut_at)
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=10)
 @given(seed=st.sampled_from([s for s in mutants.SEEDS if s.kind == "wandb"]), where=st.floats(0.0, 1.0))
 def test_a_cut_wandb_log_keeps_its_whole_records(seed, where):
     data = mutants.seed_bytes(seed)
@@ -212,7 +212,7 @@ def assert_cli_contract(code: int, stderr: str) -> None:
         assert stderr == "", f"a successful run printed on stderr: {stderr!r}"
 
 
-@settings(FUZZ, max_examples=15)
+@settings(FUZZ, max_examples=8)
 @given(seed=st.sampled_from(mutants.SEEDS), rng_seed=st.integers(0, 2**32 - 1), alone=st.booleans(),
        fmt=st.sampled_from(["markdown", "json"]))
 def test_cli_contract_on_mutants(seed, rng_seed, alone, fmt):
