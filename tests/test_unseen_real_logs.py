@@ -171,3 +171,14 @@ def test_a_wandb_history_that_stops_short_of_its_summary_says_so(tmp_path: Path)
                for w in run.warnings)
     unchanged, _ = _chronicle(REAL / "wandb" / "jackokeefe11__nanoGPT" / "wandb" / run_dir.name)
     assert not any("summary says it reached" in w for w in unchanged.warnings)
+
+
+def test_a_short_attempt_is_judged_against_its_whole_length_not_one_point() -> None:
+    """FlavorDiffusion version_0: 50 train/loss_step points, 0.151 among values of 0.11-0.13 at step 649. Every point
+    of a stretch under 50 points is left out of the tail fit, and the family-wise threshold was then computed as for
+    an attempt of one point: the 6-sigma screen, and an incident. Over its 40 judged points, t(3) noise needs 19.6
+    robust sigmas for a lone point: a blip."""
+    run, _ = _chronicle(REAL / "tensorboard" / "Giventicket_FlavorDiffusion")
+    assert run.coverage["spike_checks"]["loss"]["1"]["lone_point_sigma"] == 19.58
+    assert not [a for a in run.anomalies if a.attempt == 1]
+    assert [(b.attempt, b.metric, b.largest_step) for b in run.blips] == [(1, "loss", 649)]

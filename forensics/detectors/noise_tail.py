@@ -146,9 +146,12 @@ def without_points(minima: dict[int, np.ndarray], left_out: np.ndarray) -> dict[
 
 
 def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = ALPHA,
-               minima: dict[int, np.ndarray] | None = None) -> NoiseTail:
+               minima: dict[int, np.ndarray] | None = None, judged: dict[int, int] | None = None) -> NoiseTail:
     """The thresholds for one attempt's z-scores (see the module docstring); ``minima``: their run minima when not
-    :func:`all_run_minima` of ``z`` (e.g. :func:`held_run_minima`)."""
+    :func:`all_run_minima` of ``z`` (e.g. :func:`held_run_minima`); ``judged``: per run length, how many windows the
+    thresholds will judge, when more than the fit has (points left out of the fit are judged all the same: the
+    family-wise rate is over all of them, so a short attempt whose points are all left out is not judged as one
+    point)."""
     z = np.asarray(z, dtype=float)
     thresholds = []
     fitted = True
@@ -158,7 +161,7 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
     correlated: bool | None = None
     for k, lows in (minima or all_run_minima(z, groups)).items():
         lows = lows[np.isfinite(lows)]
-        p = alpha / (len(RUNS) * max(lows.size, 1))
+        p = alpha / (len(RUNS) * max(lows.size, (judged or {}).get(k, 0), 1))
         floor = SCREEN if k == 1 else RUN_FLOOR
         if lows.size < MIN_FIT:
             fitted = False

@@ -227,7 +227,9 @@ class SpikeDetector:
             # the fit also leaves out each stretch's first points, whose noise is estimated from too few residuals
             left_out = series.inside(first) | (series.position < _SETTLED)
             sample = np.where(left_out, np.nan, series.zn)
-            tail = tails[attempt] = noise_tail(sample, series.stretch, minima=without_points(series.minima, left_out))
+            windows = {k: int(np.isfinite(lows).sum()) for k, lows in series.minima.items()}
+            tail = tails[attempt] = noise_tail(sample, series.stretch, minima=without_points(series.minima, left_out),
+                                               judged=windows)
             judged = self._candidates(series, tail)
             found += [_recovery_over(inc, own, gaps) for inc, decisive in judged if decisive]
             lone += [inc for inc, decisive in judged if not decisive]
