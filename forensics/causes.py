@@ -14,6 +14,7 @@ from forensics.findings import (
     Anomaly,
     Attempt,
     Cause,
+    CauseKind,
     Kind,
     ModelCheck,
     Schedule,
@@ -117,7 +118,7 @@ def lr_causes(
         if mine is None or mine.step > before.step:
             got = "without trouble" if mine is None else f"until step {mine.step}"
             out.append(Cause(
-                kind="lr", cause="learning rate too high: lowering it got further",
+                kind=CauseKind.LR, cause="learning rate too high: lowering it got further",
                 confidence=(0.6 if mine is None else 0.45) - (0.1 if others else 0.0),
                 evidence=[f"attempt {before.attempt} (lr {change[0]:g}): {before.kind.replace('_', ' ')} at step "
                           f"{before.step}",
@@ -133,7 +134,8 @@ def lr_causes(
     lr = timing.lr_peak or next((c.get("lr") for c in table.values() if isinstance(c.get("lr"), float)), None)
     if troubles and size and lr and lr > LR_TOO_HIGH * reference_lr(size):
         out.append(Cause(
-            kind="lr", cause="learning rate too high for the model size", confidence=0.4 if not lowered_sooner else 0.2,
+            kind=CauseKind.LR, cause="learning rate too high for the model size",
+            confidence=0.4 if not lowered_sooner else 0.2,
             evidence=[f"peak LR {lr:.3g} is {lr / reference_lr(size):.1f}x the {reference_lr(size):.2g} GPT-3 used "
                       f"at {size / 1e9:.2g}B parameters"],
             counter_evidence=lowered_sooner,
@@ -169,7 +171,7 @@ def loss_scale_collapse(anomalies: list[Anomaly], troubles: list[Anomaly], metri
         elif t is not None:
             led.append(attempt)  # the collapse came first, and trouble followed
     return [Cause(
-        kind="loss_scale", cause="fp16 loss-scale collapse / overflow storm",
+        kind=CauseKind.LOSS_SCALE, cause="fp16 loss-scale collapse / overflow storm",
         confidence=0.6 if led else 0.3 if not counter else 0.15,
         evidence=[*earlier, *(f"attempt {c.attempt}, step {c.step}: {c.detail}" for c in collapses[:5])],
         counter_evidence=counter,
@@ -206,7 +208,7 @@ def logit_growth(anomalies: list[Anomaly]) -> list[Cause]:
     if not notes:
         return []
     return [Cause(
-        kind="logits", cause="attention or output logit growth", confidence=0.5, evidence=notes[:4],
+        kind=CauseKind.LOGITS, cause="attention or output logit growth", confidence=0.5, evidence=notes[:4],
         check_next="qk-layernorm and z-loss (1e-4) fix logit growth in Wortsman et al.; check per-layer logits",
     )]
 
@@ -232,7 +234,7 @@ def logit_trend(anomalies: list[Anomaly], troubles: list[Anomaly]) -> list[Cause
         return []
     attention = s.MAX_ATTENTION_LOGIT in metrics
     return [Cause(
-        kind="logits", cause="attention-logit growth" if attention else "output-logit divergence (z-loss rising)",
+        kind=CauseKind.LOGITS, cause="attention-logit growth" if attention else "output-logit divergence (z-loss rising)",
         confidence=0.55,  # a trend test with its lead: its words lead when merged with logit_growth's notes
         evidence=evidence[:4], counter_evidence=counter[:4],
         check_next=("QK-layernorm and QK-clip are the published mitigations for attention-logit growth (Wortsman et "
@@ -261,7 +263,7 @@ def layer_imbalance(anomalies: list[Anomaly], troubles: list[Anomaly]) -> list[C
     if not evidence:
         return []
     return [Cause(
-        kind="layer_grads", cause="one layer group's gradients grew out of proportion to the others",
+        kind=CauseKind.LAYER_GRADS, cause="one layer group's gradients grew out of proportion to the others",
         confidence=0.45 if any("embedding" in e for e in evidence) else 0.35, evidence=evidence[:4],
         counter_evidence=counter[:4],
         check_next="GLM-130B shrank the embedding's gradient (word_embedding * 0.1 + word_embedding.detach() * 0.9); "
@@ -294,7 +296,7 @@ def clipping(metrics: pl.DataFrame, anomalies: list[Anomaly], troubles: list[Ano
                            f"{t.kind.replace('_', ' ')} at step {t.step}")
     if evidence:
         out.append(Cause(
-            kind="clipping", cause="gradients clipped at most steps before the instability", confidence=0.35,
+            kind=CauseKind.CLIPPING, cause="gradients clipped at most steps before the instability", confidence=0.35,
             evidence=evidence[:4], counter_evidence=counter[:4],
             check_next="the grad norm was rising through the clip threshold: look at what raised it (LR, data, a "
                        "layer group in the per-layer norms); clipping every step hides the gradient's growth",
@@ -303,7 +305,8 @@ def clipping(metrics: pl.DataFrame, anomalies: list[Anomaly], troubles: list[Ano
     notes = what_if(points, {a: limits.get(a, run_limit) for a in first}, {a: t.step for a, t in first.items()})
     if notes:
         out.append(Cause(
-            kind="clip_threshold", cause="grad-norm spikes the fixed clip threshold let through at 10x the usual level",
+            kind=CauseKind.CLIP_THRESHOLD,
+            cause="grad-norm spikes the fixed clip threshold let through at 10x the usual level",
             confidence=0.25, evidence=notes[:4],
             check_next="a clip threshold that adapts to the grad norm (ZClip's z-score rule; GLM-130B used the "
                        "grad-norm statistics as an instability detector) would have capped these spikes lower",
@@ -335,7 +338,7 @@ def after_warmup(troubles: list[Anomaly], timing: Schedule, attempts: list[Attem
     counter += [f"attempt {a}: first {t.kind.replace('_', ' ')} at step {t.step}, {step_count(t.step - end)} after the "
                 "warm-up ended" for a, t in sorted(first.items()) if t.step > end + window]
     return [Cause(
-        kind="warmup", cause="instability shortly after the learning-rate warm-up ended",
+        kind=CauseKind.WARMUP, cause="instability shortly after the learning-rate warm-up ended",
         confidence=max(0.1, min(0.3 + 0.1 * len(near), 0.6) - 0.1 * len(counter)),
         evidence=evidence,
         counter_evidence=counter,

@@ -102,8 +102,31 @@ class Outcome(StrEnum):
 
 
 FAILED_OUTCOMES: frozenset[Outcome] = frozenset({Outcome.NAN, Outcome.DIVERGED, Outcome.CRASHED})
+
+
+class CauseKind(StrEnum):
+    """The rule family of a suspected cause (:attr:`Cause.kind`; causes of one kind merge)."""
+
+    LR = "lr"                                # the learning rate too high (for the model size, or lowering it helped)
+    LOSS_SCALE = "loss_scale"                # fp16 loss-scale collapse or overflow storm
+    LOGITS = "logits"                        # attention or output logit growth
+    LAYER_GRADS = "layer_grads"              # one layer group's gradients out of proportion
+    CLIPPING = "clipping"                    # gradients clipped at most steps before the trouble
+    CLIP_THRESHOLD = "clip_threshold"        # spikes a loose clip threshold let through
+    WARMUP = "warmup"                        # trouble shortly after the warm-up ended
+    DATA = "data"                            # a bad batch: the trouble came back at the same samples
+    STATE = "state"                          # state lost or changed at a resume
+    OPTIMIZER_STATE = "optimizer_state"      # the optimizer's state lost at a resume
+    HARDWARE = "hardware"                    # a fault the logs name: ECC, Xid, CUDA or NCCL errors, host errors
+    RANK_STOPPED = "rank_stopped"            # ranks left waiting in a collective, with no error that says why
+    MEMORY = "memory"                        # out of memory
+    PROGRAM_ERROR = "program_error"          # an error in the program or its configuration
+    STOPPED = "stopped"                      # stopped by the scheduler or a person
+    INTERRUPTED = "interrupted"              # interrupted by hand
+
+
 # cause families that say how a run was stopped, not why it failed (never "the top cause")
-NOT_WHY_CAUSES: frozenset[str] = frozenset({"stopped", "interrupted"})
+NOT_WHY_CAUSES: frozenset[CauseKind] = frozenset({CauseKind.STOPPED, CauseKind.INTERRUPTED})
 
 
 def first_anomaly(anomalies: list[Anomaly]) -> Anomaly | None:
@@ -329,7 +352,7 @@ class Cause:
     confidence: float
     evidence: list[str]
     check_next: str = ""
-    kind: str = ""
+    kind: CauseKind | str = ""
     counter_evidence: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import polars as pl
 
 from forensics.endings import quote
-from forensics.findings import Anomaly, Attempt, Cause, EndReason, Kind
+from forensics.findings import Anomaly, Attempt, Cause, CauseKind, EndReason, Kind
 from parsers import schema as s
 
 NO_STEP_READ = "before any iteration read from its logs"  # (a log may show steps in a form no reader takes)
@@ -62,7 +62,7 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     if relaunched:
         check += f", and whether attempt {relaunched[0]} ran on the same node"
     return [Cause(
-        kind="hardware",
+        kind=CauseKind.HARDWARE,
         cause="hardware or infrastructure failure",
         confidence=0.8 if errors and not counter else 0.5 if ended & faults else 0.3,
         evidence=evidence,
@@ -88,7 +88,7 @@ def _rank_stopped(events: pl.DataFrame, waits: pl.DataFrame, ended: set[int], ev
     if relaunched:
         check += f", and whether attempt {relaunched[0]} ran on the same node"
     return Cause(
-        kind="rank_stopped",
+        kind=CauseKind.RANK_STOPPED,
         cause="a rank stopped answering in a collective (no hardware error in the logs says why)",
         confidence=(0.3 if ended else 0.2) if not counter else 0.15,
         evidence=evidence,
@@ -111,7 +111,7 @@ def memory(events: pl.DataFrame, attempts: list[Attempt]) -> list[Cause]:
     check = "memory per GPU (micro-batch, activation checkpointing, sequence length) and other processes on the node"
     if after_fault:
         check += "; a relaunch that fails at start-up on a node that had a hardware error points at the node"
-    return [Cause(kind="memory", cause="out of memory", confidence=0.7 if ended else 0.3, evidence=evidence,
+    return [Cause(kind=CauseKind.MEMORY, cause="out of memory", confidence=0.7 if ended else 0.3, evidence=evidence,
                   check_next=check)]
 
 
@@ -123,8 +123,8 @@ def stops(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFram
         pl.col("kind") == s.EV_CHECKPOINT_SAVE)
     last_save = saves.select(pl.coalesce("value", "step")).to_series().max() if saves.height else None
     for reason, kind, cause in (
-        ((EndReason.STOPPED, EndReason.EXITED), "stopped", "stopped by the scheduler or a person"),
-        ((EndReason.INTERRUPTED,), "interrupted", "interrupted by hand"),
+        ((EndReason.STOPPED, EndReason.EXITED), CauseKind.STOPPED, "stopped by the scheduler or a person"),
+        ((EndReason.INTERRUPTED,), CauseKind.INTERRUPTED, "interrupted by hand"),
     ):
         mine = [a for a in attempts if a.end_reason in reason]
         if not mine:
@@ -153,7 +153,7 @@ def program_errors(attempts: list[Attempt], anomalies: list[Anomaly]) -> list[Ca
     counter = [f"attempt {a.index} was already {'NaN' if t.kind == 'nan' else 'diverging'} from step {t.step}"
                for a in mine if (t := _trouble_before(a, anomalies)) is not None]
     return [Cause(
-        kind="program_error", cause="an error in the program or its configuration", confidence=0.5,
+        kind=CauseKind.PROGRAM_ERROR, cause="an error in the program or its configuration", confidence=0.5,
         evidence=[f"attempt {a.index} ended " + (f"after step {a.end_step}" if a.end_step is not None
                                                  else NO_STEP_READ) + f": {a.end_detail}"
                   for a in mine][:6],

@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.findings import Anomaly, Attempt, Cause, first_trouble, shown, step_count
+from forensics.findings import Anomaly, Attempt, Cause, CauseKind, first_trouble, shown, step_count
 from forensics.timeline import log_intervals
 from parsers import schema as s
 
@@ -63,7 +63,7 @@ def recurrence(
         ]
         if abs(mine.step - prev.step) <= tol or same_samples:
             out.append(Cause(
-                kind="data", cause="bad data batch: the trouble came back at the same point after the rollback",
+                kind=CauseKind.DATA, cause="bad data batch: the trouble came back at the same point after the rollback",
                 confidence=0.5, evidence=evidence,
                 counter_evidence=[f"the seed changed ({seed[0]} → {seed[1]}): where the seed sets the data order, the "
                                   f"batches at step {mine.step} were not the same ones"] if seed else [],
@@ -73,7 +73,7 @@ def recurrence(
         else:
             when = "sooner" if mine.step < prev.step else "later"
             out.append(Cause(
-                kind="state",
+                kind=CauseKind.STATE,
                 cause=f"optimizer or model state rather than one batch: after the rollback the trouble came {when} "
                       f"(step {mine.step} vs {prev.step})",
                 confidence=0.4, evidence=evidence,
@@ -98,7 +98,7 @@ def skipped_batches(attempts: list[Attempt], anomalies: list[Anomaly], events: p
         trouble = first.get(att.index)
         if earlier and att.end_step > earlier[-1].step and (trouble is None or trouble.step > hi + 1000):
             out.append(Cause(
-                kind="data",
+                kind=CauseKind.DATA,
                 cause="bad data batch: the trouble did not come back once the batches around it were skipped",
                 confidence=0.7,
                 evidence=[f"attempt {earlier[-1].attempt}: {earlier[-1].kind.replace('_', ' ')} at step "
@@ -147,7 +147,7 @@ def optimizer_state_lost(
                             f"{att.resumed_from_step}")
         lost = len(evidence) > (1 if right_after else 0)
         out.append(Cause(
-            kind="optimizer_state",
+            kind=CauseKind.OPTIMIZER_STATE,
             cause="optimizer state lost on resume" if lost else "trouble right after a resume",
             confidence=(0.6 if right_after else 0.3) if lost else 0.25,
             evidence=evidence,

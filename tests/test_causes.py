@@ -251,3 +251,13 @@ def test_an_error_printed_before_the_collective_timed_out_counts_against_a_lost_
     silent = forensics.analyze(load_run(tmp_path / "silent")).runs[0]
     assert silent.attempts[0].end_kind == "collective_timeout"
     assert [(c.kind, c.confidence, c.counter_evidence) for c in silent.suspected_causes] == [("rank_stopped", 0.3, [])]
+
+
+def test_every_cause_kind_is_of_the_one_vocabulary(tr8_sample):
+    """Cause families are typed (forensics.findings.CauseKind), as anomaly kinds are: never matched as prose."""
+    from forensics.findings import CauseKind
+
+    runs = [tr8_sample, *(forensics.analyze(load_run(real(name))).runs[0] for name in ("tr1-13B", "MoE_log_gpt3"))]
+    kinds = [c.kind for run in runs for c in run.suspected_causes]
+    assert {"hardware", "memory", "stopped", "interrupted", "warmup", "state", "loss_scale"} <= set(kinds)
+    assert all(isinstance(kind, CauseKind) for kind in kinds)
