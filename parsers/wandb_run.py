@@ -88,9 +88,9 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
             continue
         (config if kind == "config" else summary).update(loaded)
     reached, logged = summary.get("_step"), parsed.metrics["step"].max()
-    # (a file already said to be cut or damaged has said so)
+    # (a file said to be cut says where, not how much of the run it lost: this does)
     if isinstance(reached, int | float) and not isinstance(reached, bool) and logged is not None \
-            and reached > logged and not log.warnings:  # type: ignore[operator]
+            and reached > logged:  # type: ignore[operator]
         parsed.warnings.append(f"{shown}: its history ends at step {logged}, but the run's summary says it reached "
                                f"step {int(reached)}: the rest of its history is not in the file (cut, or copied "
                                "while the run was writing it)")
