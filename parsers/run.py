@@ -441,6 +441,21 @@ def _writer(path: Path) -> tuple[str, ...] | None:
     return (path.parent.as_posix(), found[1], found[2]) if found else None
 
 
+_SPLITS = frozenset({"train", "training", "validation", "val", "valid", "eval", "evaluation"})
+
+
+def _split_writers(a: str, b: str) -> bool:
+    """Whether two folders of one process's event files are its training and evaluation writers (Keras's ``train/``
+    and ``validation/``): siblings named for a split. Two trainings in one notebook write to folders of their own
+    names, and stay two attempts.
+
+    >>> _split_writers("logs/exp/train", "logs/exp/validation"), _split_writers("runs/exp1", "runs/exp2")
+    (True, False)
+    """
+    (pa, _, na), (pb, _, nb) = a.rpartition("/"), b.rpartition("/")
+    return a != b and pa == pb and na.lower() in _SPLITS and nb.lower() in _SPLITS
+
+
 def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False) -> Run:
     """One run from pieces of one kind: in time order, each file's attempts after the previous file's (a restart
     writes a new log), or side by side with ``parallel`` (chart exports: one file per metric of the same run).
@@ -470,7 +485,7 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
         writer, first = _writer(piece.file), log.metrics["step"].min() if log.metrics.height else None
         same = not parallel and writer is not None and process is not None and writer[1:] == process[1:] and (
             (writer[0] == process[0] and last_step is not None and first is not None and first >= last_step)
-            or (writer[0] != process[0] and writer[0].rpartition("/")[0] == process[0].rpartition("/")[0]))
+            or _split_writers(process[0], writer[0]))
         shift = offset - 1 if same else offset
         process = writer
         last_step = int(log.metrics["step"].max()) if log.metrics.height else last_step  # type: ignore[arg-type]
