@@ -209,7 +209,7 @@ class LineFormat:
             for c in fields:
                 copy = copy & pl.col(c).eq_missing(pl.col(c).shift(1))
             new = counted_lines.select("line", _n=(~copy.fill_null(False)).cast(pl.Int64).cum_sum())
-            lines = lines.join(new, on="line", how="left").with_columns(
+            lines = lines.join(new, on="line", how="left", maintain_order="left").with_columns(
                 step=pl.when(mine).then(pl.col("_n")).otherwise("step")).drop("_n")
             if lines.filter(mine).height:
                 numbered = True
