@@ -3,6 +3,7 @@ how it ended, when it ran by the wall clock, and which were only short replays o
 
 from __future__ import annotations
 
+import math
 from itertools import pairwise
 from typing import Any
 
@@ -83,7 +84,8 @@ def _configured_interval(config: dict[str, Any]) -> int | None:
     """The logging interval the attempt's config sets (``log_interval``, ``logging_steps``), if a whole number."""
     for key in ("log_interval", "logging_steps"):
         value = config.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 1 and value == int(value):
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 1 \
+                and value == int(value):
             return int(value)
     return None
 
@@ -121,11 +123,12 @@ def build_attempts(
         # the logging interval: as logged, else as configured (Megatron's log_interval, the Trainer's logging_steps:
         # its evaluations interleave other steps), else the usual step between points (only an attempt with steps
         # uses it)
-        interval = log_interval.get(n) or _configured_interval(cfg.get(n) or {}) or span.get("interval") or 1
+        configured = _configured_interval(cfg.get(n) or {})
+        interval = log_interval.get(n) or configured or span.get("interval") or 1
         ev = by_attempt.get((n,), events.clear())
         resumed, inferred = _resume_point(ev, start, interval)
         first_epoch = (_mid_run_epoch(metrics, n) if i == 0 and resumed is None
-                       and not (start is not None and start <= (_configured_interval(cfg.get(n) or {}) or 0)) else None)
+                       and not (start is not None and start <= (configured or 0)) else None)
         resume_at = resumed if resumed is not None else 0
         # a rollback resumes from a checkpoint behind the furthest step logged; a start from scratch is a new run
         # (an inferred resume point is only known to within a log interval: there, the attempt must log a step

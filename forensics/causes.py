@@ -156,10 +156,11 @@ def loss_scale_collapse(anomalies: list[Anomaly], troubles: list[Anomaly], metri
         return []
     first = first_trouble(troubles)
     counter, led, earlier = [], [], []
+    scales = metrics.filter(pl.col("metric") == s.LOSS_SCALE) if metrics is not None else None  # once, not per attempt
     for attempt in sorted({c.attempt for c in collapses}):
         onset = min(c.step for c in collapses if c.attempt == attempt)
         t = first.get(attempt)
-        fell = (_scale_fell_before(metrics, attempt, (searches or {}).get(attempt), t.step)
+        fell = (_scale_fell_before(scales, attempt, (searches or {}).get(attempt), t.step)
                 if t is not None and t.step < onset else None)
         if fell:
             earlier.append(f"attempt {attempt}: the loss scale had already fallen before the "
@@ -179,12 +180,13 @@ def loss_scale_collapse(anomalies: list[Anomaly], troubles: list[Anomaly], metri
     )]
 
 
-def _scale_fell_before(metrics: pl.DataFrame | None, attempt: int, searched: int | None, step: int) -> str | None:
-    """How the logged loss scale fell in this attempt before ``step``, after its start-up search (which ends at
-    ``searched``): "64 (step 400) to 4 (step 600)"; None if it never fell there (or is not logged)."""
-    if metrics is None:
+def _scale_fell_before(scales: pl.DataFrame | None, attempt: int, searched: int | None, step: int) -> str | None:
+    """How the logged loss scale (``scales``: its rows of the metrics) fell in this attempt before ``step``, after its
+    start-up search (which ends at ``searched``): "64 (step 400) to 4 (step 600)"; None if it never fell there (or
+    is not logged)."""
+    if scales is None:
         return None
-    scale = metrics.filter((pl.col("metric") == s.LOSS_SCALE) & (pl.col("attempt") == attempt)
+    scale = scales.filter((pl.col("attempt") == attempt)
                            & (pl.col("step") < step) & (pl.col("step") >= (searched or 0))
                            & pl.col("value").is_finite()).sort("step")
     values = scale["value"].to_numpy()

@@ -97,8 +97,8 @@ def stretch_ids(steps: np.ndarray, interval: int, cuts: np.ndarray | None = None
     if steps.size == 0:
         return np.zeros(0, dtype=np.int64)
     breaks = is_gap(np.diff(steps), interval)
-    if cuts is not None and len(cuts):
-        breaks = breaks | np.isin(steps[1:], cuts)
+    if cuts is not None and len(cuts):  # a cut between two points, whether or not a point lies on it
+        breaks = breaks | (np.diff(np.searchsorted(np.asarray(cuts), steps, side="right")) > 0)
     return np.concatenate([[0], np.cumsum(breaks)]).astype(np.int64)
 
 
@@ -119,8 +119,7 @@ def stretch_of(steps: np.ndarray, gaps: list[Gap], attempt: int) -> np.ndarray:
     >>> stretch_of(np.array([1, 2, 9, 10]), [Gap(after_step=2, before_step=9, attempt=1)], 1).tolist()
     [0, 0, 1, 1]
     """
-    cuts = np.array(sorted(g.before_step for g in gaps if g.attempt == attempt), dtype=np.int64)
-    return np.searchsorted(cuts, steps, side="right")
+    return np.searchsorted(cuts_of(gaps, attempt), steps, side="right")
 
 
 def cuts_of(gaps: list[Gap], attempt: int) -> np.ndarray:

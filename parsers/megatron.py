@@ -32,7 +32,9 @@ from parsers.textfile import SEPARATOR, TextFile, inspect_text, read_blocks, sca
 
 DETECT = re.compile(rb"iteration\s+\d+\s*/\s*\d+\s*\||-{8,} arguments -{8,}")
 ERRORS_ONLY = "text (errors only)"  # a text log with no metrics lines of a known format, read for how the run ended
-_FATAL = {f"fatal{n}": re.compile(rx.encode()) for n, (kind, rx) in enumerate(p.EVENT_PATTERNS) if kind in s.FATAL_KINDS}
+# (per line: the error patterns anchored at a line's start match at every line of the text, not only its first)
+_FATAL = {f"fatal{n}": re.compile(rx.encode(), re.M) for n, (kind, rx) in enumerate(p.EVENT_PATTERNS)
+          if kind in s.FATAL_KINDS}
 PDSH_CMD = re.compile(p.PDSH_CMD)
 _COUNTERS = "number of skipped iterations"
 _ANY_EVENT = "|".join(f"(?:{rx})" for _, rx in p.EVENT_PATTERNS)

@@ -39,7 +39,9 @@ _LEAVES: dict[str, str] = {
     "max attention logit": s.MAX_ATTENTION_LOGIT, "max attention logits": s.MAX_ATTENTION_LOGIT,
     "max attn logit": s.MAX_ATTENTION_LOGIT, "attention logit max": s.MAX_ATTENTION_LOGIT,
 }
-_VALIDATION_PARTS = {"val", "valid", "validation", "eval", "evaluation", "lm loss validation"}
+# a tag's folder, or an event file's, that holds the evaluation's scalars
+VALIDATION_FOLDERS: frozenset[str] = frozenset({"val", "valid", "validation", "eval", "evaluation"})
+_VALIDATION_PARTS = VALIDATION_FOLDERS | {"lm loss validation"}
 # Lightning's LearningRateMonitor: "lr-AdamW", and "lr-AdamW/pg1" for the first of several parameter groups
 _LR_MONITOR = re.compile(r"^lr-[A-Za-z]\w*(?:/pg1)?$")
 # another x-axis: Megatron's "lm loss vs samples", Keras's "evaluation_loss_vs_iterations" (beside epoch_ scalars)

@@ -23,6 +23,7 @@ from parsers import schema as s
 from parsers.config_names import canonical_configs
 from parsers.console.engine import COUNTED_NOTE
 from parsers.errors import shown_path
+from parsers.metric_names import VALIDATION_FOLDERS
 from parsers.reader import NotThisFormat, Piece, ReadContext, display_path
 from parsers.schema import ParsedLog
 from parsers.textfile import InputError
@@ -441,7 +442,7 @@ def _writer(path: Path) -> tuple[str, ...] | None:
     return (path.parent.as_posix(), found[1], found[2]) if found else None
 
 
-_SPLITS = frozenset({"train", "training", "validation", "val", "valid", "eval", "evaluation"})
+_SPLITS = VALIDATION_FOLDERS | {"train", "training"}
 
 
 def _split_writers(a: str, b: str) -> bool:

@@ -21,7 +21,7 @@ import polars as pl
 
 from parsers import schema as s
 from parsers.megatron import typed_value
-from parsers.metric_names import SECONDS_TAGS, canonical
+from parsers.metric_names import SECONDS_TAGS, VALIDATION_FOLDERS, canonical
 from parsers.reader import Piece, ReadContext
 from parsers.schema import ParsedLog
 from parsers.textfile import InputError, read_all
@@ -35,8 +35,6 @@ _SESSION_KINDS = {"START": s.EV_SESSION_START, "STOP": s.EV_SESSION_STOP, "CHECK
 
 FORMAT = "tensorboard"
 
-
-_EVAL_FOLDERS = frozenset({"validation", "val", "valid", "eval", "evaluation"})
 
 def sniff(head: bytes, name: str) -> bool:
     """An event file: recognised by name (``*tfevents*``), as TensorBoard itself does."""
@@ -431,7 +429,7 @@ def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedL
     raw, events, configs, warnings = _records(path, source, compiled)
     # a writer of its own for evaluation (Keras's validation/ beside train/): its scalars are validation metrics
     folder = path.parent.name
-    within = f"{folder}/" if folder.lower() in _EVAL_FOLDERS else ""
+    within = f"{folder}/" if folder.lower() in VALIDATION_FOLDERS else ""
     names = {tag: canonical(within + tag) for tag in raw["tag"].unique().to_list()}
     by_tag = _TagLookup(raw["tag"])
     raw = raw.with_columns(metric=by_tag.categorical({t: m for t, (m, _) in names.items()}),

@@ -10,6 +10,7 @@ from typing import Any
 from forensics.coverage import NEEDED
 from forensics.detectors.hang import duration
 from forensics.findings import Attempt, EndReason, RunFindings, shown
+from forensics.infra import NO_STEP_READ
 from parsers import schema as s
 from reports.escape import md
 
@@ -60,7 +61,7 @@ def ending(a: Attempt) -> str:
     if not quoted or a.end_reason == EndReason.FAILED_STARTUP:
         where = ""
     elif a.end_step is None:
-        where = " before any iteration read from its logs"
+        where = f" {NO_STEP_READ}"
     elif a.end_at_step is None:  # a console line with no step: it came after the last logged step
         where = f" in its console, after its last logged step ({a.end_step})"
     elif a.end_at_step > a.end_step:  # the console printed steps its logger never received
@@ -229,7 +230,7 @@ def _entries(run: RunFindings) -> list[str]:
         if e.step is not None:
             where += f", after step {e.step}"
         elif e.source in stepped or e.attempt not in logged:
-            where += ", before any iteration read from its logs"
+            where += f", {NO_STEP_READ}"
         else:
             where += f", after its last logged step (printed to {md(e.source)})"
         when = f", {clock(e.wall_time)}" if e.wall_time is not None else ""

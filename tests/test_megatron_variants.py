@@ -167,6 +167,7 @@ def test_odd_argument_values_do_not_break_the_model_check_or_the_json(tmp_path: 
 @pytest.mark.parametrize(("key", "value"), [
     ("hidden_size", "1e400"), ("hidden_size", "-5"), ("num_layers", "9" * 400), ("ffn_hidden_size", "9" * 400),
     ("train_iters", "9" * 400), ("global_batch_size", "9" * 400), ("lr_warmup_samples", "1e400"),
+    ("log_interval", "1e400"),
 ])
 def test_settings_no_model_or_schedule_could_have_are_unknown(tmp_path: Path, key: str, value: str) -> None:
     """Issue 18: a size or count of 1e400, 400 digits or below zero raised OverflowError or a math domain error in

@@ -183,3 +183,14 @@ def test_a_short_attempt_is_judged_against_its_whole_length_not_one_point() -> N
     assert run.coverage["spike_checks"]["loss"]["1"]["lone_point_sigma"] == 19.58
     assert not [a for a in run.anomalies if a.attempt == 1]
     assert [(b.attempt, b.metric, b.largest_step) for b in run.blips] == [(1, "loss", 649)]
+
+
+def test_a_log_whose_only_error_is_a_python_exception_past_its_first_line_is_read_for_it(tmp_path: Path) -> None:
+    """The errors-only check matched its line-anchored patterns (a Python exception, Ctrl-C) only at the start of the
+    text: a log whose one fatal line is a Python exception on line 3 was "not a recognised training log"."""
+    log = tmp_path / "job.log"
+    log.write_text("loading data\nbuilding model\nValueError: tokenizer vocabulary does not match the model\n")
+    run, _ = _chronicle(log)
+    assert [src["format"] for src in run.sources] == ["text (errors only)"]
+    assert (run.attempts[0].end_reason, run.attempts[0].end_detail) == (
+        "crashed", "ValueError: tokenizer vocabulary does not match the model")
