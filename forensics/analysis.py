@@ -71,7 +71,8 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     origins = spike_origins(anomalies, frames) if any(isinstance(d, LayerGradDetector) for d in detectors) else []
     if origins:  # where each spike's grad norm started, among the per-layer grad norms
         anomalies = sorted([*anomalies, *origins], key=lambda a: (a.attempt, a.step, a.end_step, a.kind))
-    attempts = build_attempts(metrics, run.events, table, anomalies, frames.steps(), frames.spacing())
+    counted = frozenset(src.path for src in run.sources if getattr(src, "counted", False))
+    attempts = build_attempts(metrics, run.events, table, anomalies, frames.steps(), frames.spacing(), counted)
     link_config_changes(attempts, anomalies, frames, table)
     model = check_model(config, run.events, run.name, run.path)
     # the settings' curves, read once from the (possibly millions of) points for the schedule and the discontinuities

@@ -52,6 +52,29 @@ def _mid_run_epoch(metrics: pl.DataFrame, attempt: int) -> float | None:
     return float(epochs[0])
 
 
+def _mid_warmup(metrics: pl.DataFrame, attempt: int) -> int | None:
+    """How many points were logged before the attempt's first, when its first points lie on a linear warm-up from
+    zero whose LR there is already several of its rises between points (the first at a whole number of them: a
+    warm-up from a non-zero LR is not read as one), else None; for a console that prints no step, whose steps count
+    its lines and cannot tell where the log began.
+
+    >>> lr = pl.DataFrame({"attempt": 1, "step": [1, 2, 3], "metric": "lr", "value": [1.2143e-4, 1.2857e-4, 1.3571e-4]})
+    >>> _mid_warmup(lr, 1), _mid_warmup(lr.with_columns(value=pl.Series([4e-6, 8e-6, 1.2e-5])), 1)
+    (16, None)
+    """
+    lr = metrics.filter((pl.col("attempt") == attempt) & (pl.col("metric") == s.LR) & pl.col("value").is_finite())
+    first = lr.sort("step").head(4)
+    if first.height < 3 or first["step"].n_unique() < first.height:
+        return None
+    steps, values = first["step"].to_numpy().astype(float), first["value"].to_numpy()
+    rises = (values[1:] - values[:-1]) / (steps[1:] - steps[:-1])
+    if not (rises > 0).all() or rises.max() > 1.01 * rises.min():
+        return None
+    rises_to_first = values[0] / (rises.mean() * (steps[1] - steps[0]))
+    before = round(rises_to_first) - 1
+    return int(before) if before >= 2 and abs(rises_to_first - round(rises_to_first)) < 0.05 else None
+
+
 def _spans(metrics: pl.DataFrame, logged: pl.DataFrame, spacing: dict[int, int]) -> dict[int, dict[str, Any]]:
     """Per attempt: first and last step, loss points, usual step between points, first and last wall time, sources
     (``logged``: the run's logged steps and ``spacing``: their usual interval, see :mod:`forensics.gaps`)."""
@@ -92,11 +115,12 @@ def _configured_interval(config: dict[str, Any]) -> int | None:
 
 def build_attempts(
     metrics: pl.DataFrame, events: pl.DataFrame, cfg: dict[int, dict[str, Any]], anomalies: list[Anomaly],
-    logged: pl.DataFrame | None = None, spacing: dict[int, int] | None = None,
+    logged: pl.DataFrame | None = None, spacing: dict[int, int] | None = None, counted: frozenset[str] = frozenset(),
 ) -> list[Attempt]:
     """The attempts of a run, in order: rollbacks, config changes between consecutive ones, how each ended, and
     their wall-clock times (see :class:`forensics.findings.Attempt`). ``logged`` and ``spacing``: the run's logged
-    steps and their usual interval (:mod:`forensics.gaps`), when already known."""
+    steps and their usual interval (:mod:`forensics.gaps`), when already known; ``counted``: the sources whose steps
+    count their printed lines (a console that prints no step)."""
     logged = logged_steps(metrics) if logged is None else logged
     spacing = usual_intervals(logged) if spacing is None else spacing
     numbers = sorted(
@@ -129,6 +153,9 @@ def build_attempts(
         resumed, inferred = _resume_point(ev, start, interval)
         first_epoch = (_mid_run_epoch(metrics, n) if i == 0 and resumed is None
                        and not (start is not None and start <= (configured or 0)) else None)
+        stepless = bool(span.get("sources")) and set(span["sources"]) <= counted
+        warmup_before = (_mid_warmup(metrics, n) if i == 0 and resumed is None and first_epoch is None and stepless
+                         else None)
         resume_at = resumed if resumed is not None else 0
         # a rollback resumes from a checkpoint behind the furthest step logged; a start from scratch is a new run
         # (an inferred resume point is only known to within a log interval: there, the attempt must log a step
@@ -177,8 +204,9 @@ def build_attempts(
                 # (a setting read off the iteration lines is not a config the launch printed)
                 config_compared=bool(previous_cfg and this_cfg and previous_cfg.keys() - INFERRED_KEYS
                                      and this_cfg.keys() - INFERRED_KEYS),
-                begins_mid_run=i == 0 and ((inferred and resumed is not None) or first_epoch is not None),
-                first_epoch=first_epoch,
+                begins_mid_run=i == 0 and ((inferred and resumed is not None) or first_epoch is not None
+                                           or warmup_before is not None),
+                first_epoch=first_epoch, warmup_logs_before=warmup_before,
             )
         )
         if end is not None:

@@ -35,11 +35,13 @@ _TEXT_SUFFIXES = {".log", ".out", ".err", ".txt"}
 
 @dataclass
 class Source:
-    """One input file, the format it was read as, and whether it holds only a sample of the points."""
+    """One input file, the format it was read as, whether it holds only a sample of the points, and whether its
+    steps count its printed lines (a console that prints no step)."""
 
     path: str
     format: str
     sampled: bool = False
+    counted: bool = False
 
 
 @dataclass
@@ -473,7 +475,8 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
     last_step: int | None = None
     for piece in pieces:
         log = piece.log
-        sources.append(Source(path=display_path(piece.file, root), format=piece.fmt, sampled=piece.sampled))
+        sources.append(Source(path=display_path(piece.file, root), format=piece.fmt, sampled=piece.sampled,
+                              counted=log.counted_steps and log.metrics.height > 0))
         warnings.extend(log.warnings)
         tags += [{"source": sources[-1].path, "tag": tag, "metric": metric} for tag, metric in log.tags.items()]
         if _is_events_only(log):

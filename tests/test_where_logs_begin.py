@@ -31,6 +31,28 @@ def test_a_mid_epoch_excerpt_is_not_the_start_of_training() -> None:
     assert not any("from the start of training" in line or "no warm-up seen" in line for line in lines)
 
 
+def test_an_excerpt_from_mid_warm_up_is_not_the_start_of_training(tmp_path: Path) -> None:
+    """SY-Xuan/Pink #6: every dict line's LR rises by 7.142857e-06 and the first is 0.00012142857142857143, 17 of
+    those rises: 16 lines came before the excerpt (the console prints no step, so only the LR can tell)."""
+    run, lines = _chronicle(REAL / "hf_trainer" / "pink_issue6_gradnorm_nan_padded_excerpt.txt")
+    first = run.attempts[0]
+    assert (first.begins_mid_run, first.warmup_logs_before, first.resumed_from_step) == (True, 16, None)
+    assert ("- **Start:** the log begins mid-run, at its first logged point, the 17th of a linear warm-up (its LR is 17 "
+            "times the rise between points); what came before is not in it (an excerpt, or a resume whose checkpoint "
+            "load was not logged).") in lines
+    assert not any("from the start of training" in line for line in lines)
+    # the same lines one rise up at the first (as CUT #2's 4e-06, 8e-06, ...) are the start; so is a warm-up from a
+    # non-zero LR (not a whole number of rises up)
+    rise = 0.00012857142857142855 - 0.00012142857142857143
+    for first in (1, 1.5):
+        moved = tmp_path / f"from_{first}.txt"
+        moved.write_text("".join(line.replace(f"{lr!r}", f"{(first + k) * rise!r}") for k, (line, lr) in enumerate(
+            (line, float(line.split("'learning_rate': ")[1].split(",")[0])) for line in
+            (REAL / "hf_trainer" / "pink_issue6_gradnorm_nan_padded_excerpt.txt").read_text().splitlines(True))))
+        run, lines = _chronicle(moved)
+        assert run.attempts[0].warmup_logs_before is None and "- **Start:** from the start of training." in lines
+
+
 def test_a_megatron_excerpt_from_iteration_122_is_not_called_a_resume() -> None:
     run, lines = _chronicle(REAL / "megatron" / "issue__epfLLM+Megatron-LLM__issue11.txt")
     assert run.attempts[0].begins_mid_run and run.attempts[0].start_step == 122
