@@ -12,8 +12,11 @@ from forensics.findings import ModelCheck
 from parsers import schema as s
 
 INIT_STD_FACTOR = 2.5  # an init std beyond 2.5x (or below 1/2.5 of) the small-init value is noted
-# a size is its own token, bounded by non-alphanumerics: "tr8b-104B" states 104B (not 8B), "gpt2-1.3b" 1.3B
-_SIZE_IN_NAME = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)([BbMm])(?![A-Za-z0-9])")
+# a size is its own token, bounded by non-alphanumerics: "tr8b-104B" states 104B (not 8B), "gpt2-1.3b" 1.3B; at
+# most four digits before the point ("..._20260312_113029b" is a clock time, not a 113,029B model)
+_SIZE_IN_NAME = re.compile(r"(?<![A-Za-z0-9.])(\d{1,4}(?:\.\d+)?)([BbMm])(?![A-Za-z0-9])")
+# ... and not a count of something else: "fixed_tokens_10b" is a token budget
+_COUNTS_OTHER = re.compile(r"(?i)(?:tokens?|toks?|samples?|steps?|iters?|data)[-_ =]?$")
 
 
 def stated_parameters(*names: str) -> float | None:
@@ -21,12 +24,16 @@ def stated_parameters(*names: str) -> float | None:
 
     >>> stated_parameters("tr8b-104B"), stated_parameters("bloom-1.3b"), stated_parameters("run7b1")
     (104000000000.0, 1300000000.0, None)
+    >>> stated_parameters("power_lowfreq_20260312_113029b.log"), stated_parameters("gpt2-1558M")
+    (None, 1558000000.0)
+    >>> stated_parameters("fixed_tokens_10b"), stated_parameters("pythia-160m_tokens-300b")
+    (None, 160000000.0)
     """
     for name in names:
         for part in reversed(re.split(r"[/\\]", name)):
-            found = _SIZE_IN_NAME.search(part)
-            if found:
-                return float(found.group(1)) * (1e9 if found.group(2) in "Bb" else 1e6)
+            for found in _SIZE_IN_NAME.finditer(part):
+                if not _COUNTS_OTHER.search(part[:found.start()]):
+                    return float(found.group(1)) * (1e9 if found.group(2) in "Bb" else 1e6)
     return None
 
 
@@ -117,7 +124,9 @@ def parameters_from_shape(cfg: dict[str, Any], vocab: int | None) -> tuple[float
     return float(total + (copies - 1) * (vocab or 0) * h), shape
 
 
-LOGGED_COUNT_KEYS = ("model/num_parameters", "num_parameters", "n_params")  # what trainers log of their model's size
+# what trainers log of their model's size
+LOGGED_COUNT_KEYS = ("model/num_parameters", "num_parameters", "n_params", "model_params", "num_params",
+                     "total_params", "n_parameters")
 
 
 def logged_parameters(events: pl.DataFrame, cfg: dict[str, Any] | None = None) -> float | None:

@@ -44,6 +44,7 @@ VALIDATION_FOLDERS: frozenset[str] = frozenset({"val", "valid", "validation", "e
 _VALIDATION_PARTS = VALIDATION_FOLDERS | {"lm loss validation"}
 # Lightning's LearningRateMonitor: "lr-AdamW", and "lr-AdamW/pg1" for the first of several parameter groups
 _LR_MONITOR = re.compile(r"^lr-[A-Za-z]\w*(?:/pg1)?$")
+_FIRST_GROUP = re.compile(r"^(?:pg1|pg0|group_?0|param_group_?0)$", re.IGNORECASE)
 # another x-axis: Megatron's "lm loss vs samples", Keras's "evaluation_loss_vs_iterations" (beside epoch_ scalars)
 _AXIS = re.compile(r"(?:\s+|_)vs(?:\s+|_)(samples|tokens|gigaflos.*|steps|iterations)$")
 # tags whose values are in seconds in Megatron's TensorBoard output; the canonical metric is in ms
@@ -150,6 +151,8 @@ def canonical(tag: str) -> tuple[str, str]:
     (('grad_norm', 'step'), ('grad_norm', 'step'), ('grad_norm', 'step'))
     >>> canonical("lr-AdamW"), canonical("lr-Adam/pg1"), canonical("lr-Adam/pg2")
     (('lr', 'step'), ('lr', 'step'), ('lr-Adam/pg2', 'step'))
+    >>> canonical("learning_rate/pg1"), canonical("learning_rate/pg2"), canonical("train/lr/group0")
+    (('lr', 'step'), ('learning_rate/pg2', 'step'), ('lr', 'step'))
     """
     axis = "step"
     base = tag
@@ -161,6 +164,8 @@ def canonical(tag: str) -> tuple[str, str]:
     if _LR_MONITOR.match(base):
         return s.LR, axis
     parts = [p for p in base.split("/") if p]
+    if len(parts) > 1 and _FIRST_GROUP.match(parts[-1]) and _LEAVES.get(_leaf(parts[-2])) == s.LR:
+        parts = parts[:-1]  # the first parameter group's LR: "learning_rate/pg1"
     leaf = _leaf(parts[-1]) if parts else ""
     if len(parts) > 1 and _leaf(parts[-2]) in {"train", "training"} and leaf.startswith("train "):
         return base, axis  # the Hugging Face Trainer's end-of-training summary (train/train_loss: the mean loss)

@@ -4,6 +4,7 @@ replays, and the errors, stops and notices the logs printed. Text from logs is e
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -127,13 +128,21 @@ def coverage_section(run: RunFindings) -> list[str]:
         listed = ", ".join(md(o) for o in others[:12]) + (f" and {len(others) - 12} more" if len(others) > 12 else "")
         out.append(f"- **Other scalars read** (checked for NaN/Inf only): {listed}.")
     for name in cov.get("missing", []):
-        out.append(f"- **Not found:** {name.replace('_', ' ')}, so {NEEDED[name]} could not be checked.")
+        alike = [o for o in others if name in _LOOKALIKES and _LOOKALIKES[name].search(o)]
+        seen = (f" (named like one, not taken as it: {', '.join(md(o) for o in alike[:6])}"
+                f"{f' and {len(alike) - 6} more' if len(alike) > 6 else ''})" if alike else "")
+        out.append(f"- **Not found:** {name.replace('_', ' ')}{seen}, so {NEEDED[name]} could not be checked.")
     if "loss" in cov.get("missing", []):
         tags = sorted({t for m in cov.get("metrics", {}).values() for t in m.get("source_tags", [])} | set(others))
         listed = ", ".join(md(t) for t in tags[:15]) or "none"
         out.append(f"- **No loss metric recognised;** scalar tags present: {listed}. Still checked: NaN/Inf in "
                    "every scalar" + (", grad-norm spikes" if "grad_norm" not in cov["missing"] else "") + ".")
     return [*out, ""]
+
+
+# scalars whose names suggest a metric that was not recognised (several groups' LRs, a scale factor): named, not used
+_LOOKALIKES = {"lr": re.compile(r"(?i)(?:^|[/_. -])(?:lr|learning.?rate)(?:$|[/_. -])"),
+               "grad_norm": re.compile(r"(?i)grad.?norm|norm.?grad")}
 
 
 def _metric_entry(name: str, m: dict[str, Any]) -> str:

@@ -194,3 +194,26 @@ def test_a_log_whose_only_error_is_a_python_exception_past_its_first_line_is_rea
     assert [src["format"] for src in run.sources] == ["text (errors only)"]
     assert (run.attempts[0].end_reason, run.attempts[0].end_detail) == (
         "crashed", "ValueError: tokenizer vocabulary does not match the model")
+
+
+WANDB_10B_TOKENS = REAL / "wandb" / "ADIOCLASSMATE__Bag-of-tricks-for-Transformers" / "wandb" / "baseline-fixed_tokens_10b"
+
+
+def test_a_token_budget_is_not_a_model_size_and_a_rise_is_over_the_median_it_names() -> None:
+    """A clean 17M-parameter W&B run named '...-baseline-fixed_tokens_10b' (a 10B-token budget) read "stated in its
+    name: 10.00B", with the model_params it logged (17039360) unread, and "its largest rise: 3.7x the median of the 8
+    points before, to 2.7151 at step 1400": the median of those 8 points is 3.0959 (0.88x); the 3.7x was over the
+    trend-following level the detector judges against. Its five train/lr_* scalars went unnamed under "Not found"."""
+    run, lines = _chronicle(WANDB_10B_TOKENS)
+    assert (run.model.parameters_stated, run.model.parameters_logged, run.model.size_headline) == (None, 17039360.0, "")
+    assert "- **Parameters** from its shape: n/a; printed by the program: 17.0M; stated in its name: n/a." in lines
+    # loss 2.3290 at step 10800 over 2.2232, the median of steps 9200-10600: under 1.5x, so not said
+    assert run.coverage["spike_checks"]["loss"]["1"]["largest_rise"] == {"ratio": 1.05, "step": 10800,
+                                                                         "value": 2.3290107250213623}
+    assert not any("largest rise" in line for line in lines)
+    assert ("- **Not found:** lr (named like one, not taken as it: train/lr\\_head, train/lr\\_matrix, train/lr\\_scalar, "
+            "train/lr\\_scale, train/lr\\_tok), so the warm-up and the learning-rate schedule could not be checked."
+            ) in lines
+    # a clock time is not a size either (stark-sim's "power_lowfreq_20260312_113029b.log": "not 113029B")
+    from forensics.model_shape import stated_parameters
+    assert stated_parameters("power_lowfreq_20260312_113029b.log") is None

@@ -216,8 +216,12 @@ class SpikeDetector:
             attempt = int(attempt)
             series = self._scores(attempt, intervals.get(attempt, 1), own, spacing.get(attempt, 1), frames.cuts(attempt))
             counts[attempt], unknown[attempt] = series.judged_points, series.unknown_points
+            # what the report says: over the median of the 8 points before it in its stretch (not the level the
+            # detector judges it against, which follows the trend)
+            before = pl.DataFrame({"x": series.x, "stretch": series.stretch}).select(
+                pl.col("x").shift(1).rolling_median(8, min_samples=8).over("stretch")).to_series().to_numpy()
             with np.errstate(invalid="ignore"):
-                rise = np.where(np.isfinite(series.held) & np.isfinite(series.noise), series.x - series.held, np.nan)
+                rise = np.where(np.isfinite(before) & np.isfinite(series.noise), series.x - before, np.nan)
             if np.isfinite(rise).any():
                 top = int(np.nanargmax(rise))
                 rises[attempt] = (float(np.exp(rise[top])), int(series.steps[top]), float(series.values[top]))
