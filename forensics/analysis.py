@@ -149,11 +149,15 @@ def spike_checks(detector: SpikeDetector, frames: RunFrames) -> dict[int, dict]:
     largest rise of a judged point over the median of the 8 before it (``ratio``, ``step``, ``value``)."""
     tails, unknown, judged = detector.tails(frames), detector.unknown(frames), detector.judged(frames)
     rises = detector.largest_rises(frames)
-    return {a: {"statistical": judged.get(a, 0), "absolute_only": unknown.get(a, 0),
-                "tail": tail.rule, "lone_point_sigma": round(tail.thresholds[0], 2),
-                "two_in_a_row_sigma": round(tail.thresholds[1], 2),
-                "largest_rise": {"ratio": round(rises[a][0], 2), "step": rises[a][1], "value": rises[a][2]}
-                if a in rises else None} for a, tail in sorted(tails.items())}
+    checks = {a: {"statistical": judged.get(a, 0), "absolute_only": unknown.get(a, 0),
+                  "tail": tail.rule, "lone_point_sigma": round(tail.thresholds[0], 2),
+                  "two_in_a_row_sigma": round(tail.thresholds[1], 2),
+                  "largest_rise": {"ratio": round(rises[a][0], 2), "step": rises[a][1], "value": rises[a][2]}
+                  if a in rises else None} for a, tail in sorted(tails.items())}
+    # a metric that goes below 0 is not judged (see RunFrames.negative): said, with its lowest value
+    for a, (value, step) in frames.negative(detector.series or detector.metric).items():
+        checks[a] = {"statistical": 0, "absolute_only": 0, "negative": {"value": value, "step": step}}
+    return dict(sorted(checks.items()))
 
 
 def analyze(*runs: RunLike) -> Findings:

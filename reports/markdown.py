@@ -193,7 +193,12 @@ def _summary(run: RunFindings) -> list[str]:
         (s0, v0), (s1, v1), (s2, v2) = u["first"], u["highest"], u["last"]
         path = (f"was {shown(v0)} at its first point (step {s0}), its highest" if s1 == s0 else
                 f"went from {shown(v0)} (step {s0}) to {shown(v1)} at its highest (step {s1})")
-        if checks.get(str(u["attempt"]), {}).get("absolute_only"):
+        below = checks.get(str(u["attempt"]), {}).get("negative")
+        if below:
+            lines.append(f"- **Not judged:** attempt {u['attempt']}'s loss goes below 0 ({shown(below['value'])} at step "
+                         f"{below['step']}): not a cross-entropy, so not judged for spikes or divergence; its loss "
+                         f"{path}, and was {shown(v2)} at its last step ({s2}).")
+        elif checks.get(str(u["attempt"]), {}).get("absolute_only"):
             lines.append(f"- **Absolute checks only:** attempt {u['attempt']}'s {u['points']} loss point(s) are too few "
                          f"to know the noise (fewer than 10 before each in its stretch of the log); its loss {path}, "
                          f"and was {shown(v2)} at its last step ({s2}).")

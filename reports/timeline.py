@@ -96,8 +96,15 @@ def coverage_section(run: RunFindings) -> list[str]:
                    "counter of log calls is not the training step).")
     for metric, per in cov.get("spike_checks", {}).items():
         name = metric.replace("_", " ")
+        for a, c in per.items():
+            if c.get("negative"):
+                out.append(f"- **Not judged for {name} spikes{' or divergence' if metric == s.LOSS else ''}:** "
+                           f"attempt {a}: its {name} goes below 0 ({shown(c['negative']['value'])} at step "
+                           f"{c['negative']['step']}): a policy or preference objective (RL, DPO), not a cross-entropy, "
+                           "whose rises are not ratios.")
         blind = [a for a, c in per.items() if not c["statistical"] and c["absolute_only"]]
-        unjudged = [a for a, c in per.items() if not c["statistical"] and not c["absolute_only"]]
+        unjudged = [a for a, c in per.items() if not c["statistical"] and not c["absolute_only"]
+                    and not c.get("negative")]
         if blind:
             out.append(f"- **{name.capitalize()} spikes, absolute checks only:** attempt(s) {', '.join(blind)}: too few "
                        "points to know the noise (fewer than 10 before each in its stretch of the log); checked for "

@@ -217,3 +217,31 @@ def test_a_token_budget_is_not_a_model_size_and_a_rise_is_over_the_median_it_nam
     # a clock time is not a size either (stark-sim's "power_lowfreq_20260312_113029b.log": "not 113029B")
     from forensics.model_shape import stated_parameters
     assert stated_parameters("power_lowfreq_20260312_113029b.log") is None
+
+
+def test_a_loss_that_goes_below_zero_is_not_judged_in_ratios() -> None:
+    """An RL policy loss (ijinyu1113/Learned-Remasking-Policy-for-dLLM, -0.0012 to 0.0006) read "diverged from step 538,
+    not back at any later logged point; still 0 at step 2000" (1,456 later points are at or below 0.0002: the
+    detectors saw only its 115 positive points), blamed the warm-up's end for it, and called its zeros "no training
+    signal" while the grad norm was non-zero at 1,728 points."""
+    run, lines = _chronicle(REAL / "hf_output_dir" / "ijinyu1113_Learned-Remasking-Policy-for-dLLM")
+    assert not [a for a in run.anomalies if a.kind in ("divergence", "loss_spike", "zero_loss")]
+    assert run.attempts[0].end_reason != "diverged" and not run.suspected_causes
+    assert run.coverage["spike_checks"]["loss"]["1"] == {"statistical": 0, "absolute_only": 0,
+                                                        "negative": {"value": -0.0012, "step": 1106}}
+    assert ("- **Not judged:** attempt 1's loss goes below 0 (-0.0012 at step 1106): not a cross-entropy, so not judged "
+            "for spikes or divergence; its loss went from 0 (step 1) to 0.0006 at its highest (step 538), and was 0 at "
+            "its last step (2000).") in lines
+    assert any(line.startswith("- **History ends at a checkpoint:** attempt 1's trainer_state.json ends at step 2000 of "
+                               "14973") for line in lines)
+
+
+def test_a_zero_loss_with_a_gradient_is_not_called_no_training_signal() -> None:
+    """TRL #3452: GRPO prints 'loss': 0.0 while its grad norm is 0.087-0.106 (expected, says the maintainer); the
+    chronicle's first anomaly was "zero loss ... no training signal". A zero loss with a NaN or zero grad norm still is
+    one (SY-Xuan/Pink #6, THUDM/GLM-4 #260)."""
+    run, _ = _chronicle(REAL / "hf_trainer" / "trl_issue3452_grpo_loss0_excerpt.txt")
+    assert [a.kind for a in run.anomalies] == []
+    for name in ("pink_issue6_gradnorm_nan_padded_excerpt.txt", "glm4_issue260_loss0_gradnorm0.txt"):
+        run, _ = _chronicle(REAL / "hf_trainer" / name)
+        assert "zero_loss" in [a.kind for a in run.anomalies], name

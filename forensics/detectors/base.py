@@ -33,6 +33,16 @@ class RunFrames:
         """(attempt, step, value) of one metric (see :func:`forensics.timeline.metric_points`)."""
         return self.remember(("points", metric), lambda: metric_points(self.metrics, metric))
 
+    def negative(self, metric: str) -> dict[int, tuple[float, int]]:
+        """Per attempt whose ``metric`` takes a negative value, its lowest value and that value's step: a loss that
+        goes below 0 is a policy or preference objective (RL, DPO), not a cross-entropy, and its rises are not
+        ratios (the spike and divergence checks pass it by)."""
+        def compute() -> dict[int, tuple[float, int]]:
+            low = self.points(metric).filter(pl.col("value") < 0).sort("value").group_by(
+                "attempt", maintain_order=True).first()
+            return {int(a): (float(v), int(st)) for a, st, v in low.select("attempt", "step", "value").iter_rows()}
+        return self.remember(("negative", metric), compute)
+
     def intervals(self) -> dict[int, int]:
         """Per attempt, the iterations each logged point covers (see :func:`forensics.timeline.log_intervals`)."""
         return self.remember("intervals", lambda: log_intervals(self.metrics))

@@ -34,7 +34,9 @@ class DivergenceDetector:
     min_points_up: int = 3  # log intervals from a spike's onset to the end of the log, still up: not recovered
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
-        losses = frames.points(s.LOSS).filter(pl.col("value").is_finite())
+        # a loss that goes below 0 (a policy or preference objective) has no level to leave in ratios
+        losses = frames.points(s.LOSS).filter(pl.col("value").is_finite()
+                                              & ~pl.col("attempt").is_in(list(frames.negative(s.LOSS))))
         nans = nan_steps(frames).filter(pl.col("family") == CORE)
         out: dict[int, Anomaly] = {}
         for inc in SpikeDetector(metric=s.LOSS).incidents(frames):

@@ -201,8 +201,10 @@ class SpikeDetector:
 
     def _incidents(self, frames: RunFrames) -> tuple[list[SpikeIncident], list[Blip], dict[int, NoiseTail],
                                                      dict[int, int], dict[int, int], dict[int, tuple[float, int, float]]]:
-        points = frames.points(self.series or self.metric).filter(
+        metric = self.series or self.metric
+        points = frames.points(metric).filter(
             pl.col("value").is_finite() & (pl.col("value") > 0)
+            & ~pl.col("attempt").is_in(list(frames.negative(metric)))  # not a ratio scale: see RunFrames.negative
         )
         found: list[SpikeIncident] = []
         lone: list[SpikeIncident] = []

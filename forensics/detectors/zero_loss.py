@@ -5,6 +5,9 @@ A cross-entropy is 0 only when every counted token was predicted with probabilit
 label masked or ignored, a loss that underflowed in half precision, a step whose loss was never computed; or a
 loss below the printed digits (a model that memorised a small dataset). The log does not tell which, and the
 anomaly says so. Megatron never prints a zero loss (it drops the key), so this is seen in other frameworks' logs.
+Not a finding where the grad norm is non-zero at most of the zero-loss points (the printed loss is not the trained
+one: GRPO prints 0 while its policy gradient flows) or where the loss also goes below 0 (a policy or preference
+objective, not a cross-entropy).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from parsers import schema as s
 
 WHY = ("a loss of 0 (to the digits printed) is no training signal: every label masked or ignored, a loss that "
        "underflowed, or a loss too small for the digits printed; the log does not tell which")
+FLOWING = 1e-4  # a grad norm above this flows; OLMo #692's 7.7e-08 beside its zero loss had vanished with it
 
 
 @dataclass
@@ -38,8 +42,16 @@ class ZeroLossDetector:
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         points = frames.points(s.LOSS).filter(pl.col("value").is_finite())
         zeros = points.filter(pl.col("value") == 0)
+        # a gradient at the zero-loss points says the printed loss is not what was trained on (GRPO prints 0 while
+        # its policy gradient is not: TRL #3452), as a loss that also goes below 0 is not a cross-entropy
+        flowing = zeros.join(frames.points(s.GRAD_NORM).filter(pl.col("value").is_finite() & (pl.col("value") > FLOWING)),
+                             on=["attempt", "step"], how="semi").group_by("attempt").len()
+        trained = {int(a) for a, n in flowing.iter_rows()
+                   if n * 2 > zeros.filter(pl.col("attempt") == a).height} | set(frames.negative(s.LOSS))
         out = []
         for attempt in zeros["attempt"].unique(maintain_order=True).to_list():
+            if attempt in trained:
+                continue
             own = points.filter(pl.col("attempt") == attempt)
             steps, values = own["step"].to_numpy(), own["value"].to_numpy()
             at = np.flatnonzero(values == 0)
