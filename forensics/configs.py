@@ -6,6 +6,8 @@ Config keys are already canonical (see :mod:`parsers.config_names`); values are 
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
 import polars as pl
@@ -54,6 +56,36 @@ def settings(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # "<...LearningRateMonitor object at 0x7f9b338ebf10>": a new one each run
+_SMEARED = re.compile(r"(?:\*{2,}|-{3,}|\.{2,}).*$", re.S)  # another rank's text printed over the end of a line
+
+
+def same_value(value: Any) -> Any:
+    """A setting's value as compared between attempts and runs: booleans and whole floats as integers, numbers
+    written as text as numbers, object addresses dropped from reprs, and the smear of other ranks' output that
+    interleaved printing leaves at the end of a line cut off.
+
+    >>> [same_value(v) for v in (0, 0.0, False, "false", "False-----", "1.0..", 3.0, "3e-4", "x")]
+    [0, 0, 0, 0, 0, 1, 3, 0.0003, 'x']
+    >>> same_value("[<LearningRateMonitor object at 0x7f9b338ebf10>]"), same_value("False**** Git info for Megatron")
+    ('[<LearningRateMonitor object>]', 0)
+    """
+    if isinstance(value, str):
+        text = _SMEARED.sub("", _ADDRESS.sub("", value)).strip()
+        lowered = text.lower()
+        if lowered in ("true", "false"):
+            return int(lowered == "true")
+        try:
+            value = float(text)
+        except ValueError:
+            return text
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
+
+
 def config_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any]]:
     """``{key: [old, new]}`` for every setting both hold with different values, keys sorted. A setting only one of
     them holds is not a change: the other's was not read (a garbled line) or its program had no such setting.
@@ -63,7 +95,7 @@ def config_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, l
     """
     before, after = settings(before), settings(after)
     keys = sorted(set(before) & set(after))
-    return {k: [before[k], after[k]] for k in keys if before[k] != after[k]}
+    return {k: [before[k], after[k]] for k in keys if _token(before[k]) != _token(after[k])}
 
 
 def differing_keys(configs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -78,9 +110,13 @@ def differing_keys(configs: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
     out: dict[str, dict[str, Any]] = {}
     for key in keys:
         values = {name: cfg.get(key) for name, cfg in kept.items()}
-        if len({json.dumps(v, sort_keys=True, default=str) for v in values.values()}) > 1:
+        if len({_token(v) for v in values.values()}) > 1:
             out[key] = values
     return out
+
+
+def _token(value: Any) -> str:
+    return json.dumps(same_value(value), sort_keys=True, default=str)
 
 
 def diff_from(baseline: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:

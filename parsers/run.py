@@ -431,6 +431,7 @@ def _is_events_only(log: ParsedLog) -> bool:
 
 
 _WRITER = re.compile(r"^events\.out\.tfevents\.\d+\.(.+)\.(\d+)\.\d+(?:\.v2)?$")
+_FILE_TIME = re.compile(r"^events\.out\.tfevents\.(\d+)\.")
 
 
 def _writer(path: Path) -> tuple[str, ...] | None:
@@ -445,6 +446,28 @@ def _writer(path: Path) -> tuple[str, ...] | None:
 
 
 _SPLITS = VALIDATION_FOLDERS | {"train", "training"}
+
+
+_HPARAMS_FOLDER = re.compile(r"^\d{9,10}\.\d+$")  # SummaryWriter.add_hparams's folder: str(time.time())
+
+
+def _hparams_writer(a: Path, b: Path) -> bool:
+    """Whether one of two event files of one process is the other's ``add_hparams`` file: torch writes it in a
+    sub-folder of the writer's folder named for the time it was called, within a minute of the writer's creation
+    (the time in the writer's file name); a writer created later in the same process is another launch.
+
+    >>> main = Path("logs/events.out.tfevents.1614879850.DESKTOP-H8MFNAV.8444.0")
+    >>> _hparams_writer(main, Path("logs/1614879850.0397182/events.out.tfevents.1614879850.DESKTOP-H8MFNAV.8444.1"))
+    True
+    >>> _hparams_writer(main, Path("logs/1614880713.4147766/events.out.tfevents.1614880713.DESKTOP-H8MFNAV.8444.3"))
+    False
+    """
+    for parent, child in ((a, b), (b, a)):
+        created = _FILE_TIME.match(parent.name)
+        if child.parent.parent == parent.parent and _HPARAMS_FOLDER.match(child.parent.name) and created and \
+                0 <= float(child.parent.name) - float(created[1]) <= 60:
+            return True
+    return False
 
 
 def _split_writers(a: str, b: str) -> bool:
@@ -472,6 +495,7 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
     last_attempt_of_stem: dict[str, int] = {}
     deferred: list[Piece] = []
     process: tuple[str, ...] | None = None  # the last event file's writer (folder, host, pid) and its last step
+    previous: Path | None = None  # the last event file
     last_step: int | None = None
     for piece in pieces:
         log = piece.log
@@ -489,9 +513,9 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
         writer, first = _writer(piece.file), log.metrics["step"].min() if log.metrics.height else None
         same = not parallel and writer is not None and process is not None and writer[1:] == process[1:] and (
             (writer[0] == process[0] and last_step is not None and first is not None and first >= last_step)
-            or _split_writers(process[0], writer[0]))
+            or _split_writers(process[0], writer[0]) or (previous is not None and _hparams_writer(previous, piece.file)))
         shift = offset - 1 if same else offset
-        process = writer
+        process, previous = writer, piece.file
         last_step = int(log.metrics["step"].max()) if log.metrics.height else last_step  # type: ignore[arg-type]
         if shift and not parallel:
             frames = tuple(f.with_columns(attempt=pl.col("attempt") + shift) for f in frames)

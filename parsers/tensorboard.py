@@ -11,6 +11,7 @@ scalars, text summaries, hparams, several values per event) is decoded with the 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import cache
@@ -423,6 +424,10 @@ def _records(path: Path, shown: str, compiled: bool | None) -> tuple[pl.DataFram
     return raw, events, configs, warnings
 
 
+# Lightning's per-batch evaluation values (``self.log(..., on_step=True)`` in validation_step): "val_loss_step"
+_EVAL_BATCH = re.compile(r"^(?:val|valid|validation|test|eval)[_/].+_step$", re.IGNORECASE)
+
+
 def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedLog:
     """The canonical frames of the file's records (read here: the only reference to each intermediate column, so
     replacing one frees it; the file's bytes are freed before the frames are built)."""
@@ -431,6 +436,13 @@ def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedL
     folder = path.parent.name
     within = f"{folder}/" if folder.lower() in VALIDATION_FOLDERS else ""
     names = {tag: canonical(within + tag) for tag in raw["tag"].unique().to_list()}
+    per_batch = sorted(t for t in names if _EVAL_BATCH.match(t) and t.removesuffix("_step") + "_epoch" in names)
+    if per_batch:  # Lightning logs an evaluation's on_step values at a count of evaluation batches
+        names.update({t: (t, "evaluation_batches") for t in per_batch})
+        warnings.append(f"{source}: {len(per_batch)} scalar(s) logged per evaluation batch ("
+                        + ", ".join(per_batch[:3]) + (", ..." if len(per_batch) > 3 else "")
+                        + "): their steps count evaluation batches, not training steps; not used (their per-evaluation "
+                        "means, the _epoch twins, are)")
     by_tag = _TagLookup(raw["tag"])
     raw = raw.with_columns(metric=by_tag.categorical({t: m for t, (m, _) in names.items()}),
                            axis=by_tag.categorical({t: a for t, (_, a) in names.items()}))
@@ -441,8 +453,11 @@ def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedL
     steps_only = all(axis == "step" for _, axis in names.values())  # no `` vs samples`` twins: no filter copies
     on_step = pl.lit(True) if steps_only else pl.col("axis") == "step"
     main = raw.select("offset", "tag", "step", "wall_time", "axis").filter(on_step)
-    # restarts: a session start after the first record, or the step of the busiest tag going back
-    primary = main.group_by("tag").len().sort(["len", "tag"], descending=[True, False])["tag"][:1].to_list()
+    # restarts: a session start after the first record, or the step of the training loss (else the busiest tag but
+    # the epoch, which Lightning logs at an evaluation's step and at the training step before it) going back
+    losses = [t for t, (m, axis) in names.items() if m == s.LOSS and axis == "step"]
+    counted = main.filter(pl.col("tag").is_in(losses) if losses else pl.col("tag").cast(pl.String) != s.EPOCH)
+    primary = counted.group_by("tag").len().sort(["len", "tag"], descending=[True, False])["tag"][:1].to_list()
     regress = (
         main.filter(pl.col("tag").is_in(primary))
         .with_columns(prev=pl.col("step").shift(1))

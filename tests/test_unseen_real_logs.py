@@ -245,3 +245,45 @@ def test_a_zero_loss_with_a_gradient_is_not_called_no_training_signal() -> None:
     for name in ("pink_issue6_gradnorm_nan_padded_excerpt.txt", "glm4_issue260_loss0_gradnorm0.txt"):
         run, _ = _chronicle(REAL / "hf_trainer" / name)
         assert "zero_loss" in [a.kind for a in run.anomalies], name
+
+
+PROTBERT = REAL / "tensorboard" / "arashmozhdeh_Protbert"
+
+
+def test_lightning_values_logged_per_evaluation_batch_are_not_training_steps() -> None:
+    """arashmozhdeh/Protbert: Lightning writes val_*_step at a count of validation batches (0-1418 over 11
+    validations), read as training steps: "First anomaly: hang at step 0", ten 14-minute "hangs" (each a training
+    epoch between validations) and "how far it got: step 1418" where training reached 313. Its LR, logged as
+    learning_rate/pg1, was "Not found"."""
+    run, lines = _chronicle(PROTBERT / "single")
+    assert not [a for a in run.anomalies if a.kind == "hang"]
+    assert [(a.start_step, a.end_step) for a in run.attempts] == [(0, 313)]
+    assert ("version_23219164/events.out.tfevents.1696344740.mg2.4093021.0: 5 scalar(s) logged per evaluation batch "
+            "(val_BinaryAccuracy_step, val_BinaryAveragePrecision_step, val_BinaryF1Score_step, ...): their steps "
+            "count evaluation batches, not training steps; not used (their per-evaluation means, the _epoch twins, "
+            "are)") in run.warnings
+    assert run.coverage["metrics"]["lr"]["source_tags"] == ["learning_rate/pg1"]
+    assert not any(line.startswith("- **Not found:** lr") for line in lines)
+
+
+def test_a_step_the_epoch_counter_logs_again_is_not_a_restart_and_object_addresses_are_not_changes() -> None:
+    """Two Protbert sweep jobs: Lightning logs 'epoch' at a validation's step (5) and then at the training step
+    before it (4), and that went-back step of the busiest tag made a restart inside one file and one process
+    (attempts "0-5" then "4", overlapping in time). Every job's hparams hold reprs with memory addresses
+    ('<...LearningRateMonitor object at 0x7f9b338ebf10>'), shown as what changed between jobs."""
+    run, lines = _chronicle(PROTBERT / "lightning_logs")
+    assert [(a.start_step, a.end_step) for a in run.attempts] == [(0, 5), (0, 5)]
+    assert run.attempts[1].config_changes == {"prog_hostname": ["fg3", "mg6"]}
+    assert not any("object at 0x" in line for line in lines)
+
+
+def test_the_hparams_file_of_a_trainer_launch_is_the_same_launch() -> None:
+    """Alvi-Rahman/Transformers logs/: each Hugging Face Trainer launch writes its event file and, through torch's
+    add_hparams, a second one in a sub-folder named for the time (same process, same second): 32 attempts for 16
+    launches; and the hparams plugin's floats (0.0, 3.0) against the text summary's 0, false, 3 filled the config
+    differences with every setting."""
+    run, _ = _chronicle(REAL / "tensorboard" / "Alvi-Rahman_Transformers" / "logs")
+    assert len(run.attempts) == 16
+    assert "num_train_epochs" not in run.config_diffs and "adafactor" not in run.config_diffs
+    assert run.config_diffs["architectures"]["12"] == ["T5ForConditionalGeneration"]
+    assert run.config_diffs["architectures"]["13"] == ["PegasusForConditionalGeneration"]
