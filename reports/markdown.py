@@ -54,6 +54,16 @@ def _changes(attempt: Attempt) -> str:
     return ", ".join(f"{md(k)}: {_value(a)} → {_value(b)}" for k, (a, b) in attempt.config_changes.items())
 
 
+def _other_checks(run: RunFindings) -> str:
+    """The checks beside the loss's that had something to read: NaN always; the loss scale and skipped iterations
+    when logged; hangs when the steps carry times."""
+    read = run.coverage.get("metrics", {})
+    checks = ["NaN", *(["loss scale"] if s.LOSS_SCALE in read else []),
+              *(["skipped iterations"] if s.SKIPPED_ITERATIONS in read else []),
+              *(["hangs"] if any(a.last_step_at is not None for a in run.attempts) else [])]
+    return ", ".join(checks)
+
+
 def _ordinal(n: int) -> str:
     """``n`` as an ordinal.
 
@@ -186,9 +196,9 @@ def _summary(run: RunFindings) -> list[str]:
                      "- **Anomalies:** none found." if not unjudged else
                      "- **Anomalies:** none found where the loss could be judged." if judged_somewhere else
                      "- **Anomalies:** none found by the absolute checks (too few points to know the loss's noise); "
-                     "the other checks (NaN, loss scale, skipped iterations, hangs) found nothing." if absolute else
-                     "- **Anomalies:** no loss could be judged for spikes; the other checks (NaN, loss scale, "
-                     "skipped iterations, hangs) found nothing.")
+                     f"the other checks ({_other_checks(run)}) found nothing." if absolute else
+                     "- **Anomalies:** no loss could be judged for spikes; the other checks "
+                     f"({_other_checks(run)}) found nothing.")
     for u in unjudged:
         (s0, v0), (s1, v1), (s2, v2) = u["first"], u["highest"], u["last"]
         path = (f"was {shown(v0)} at its first point (step {s0}), its highest" if s1 == s0 else
@@ -346,7 +356,10 @@ def _setup(run: RunFindings) -> list[str]:
     out += [f"- {md(n)}." for n in m.caveats]
     since = f" (attempt {sched.from_attempt} on, the last start from scratch)" if sched.from_attempt else ""
     first = next((a for a in run.attempts if a.index == (sched.from_attempt or a.index)), None)
-    if sched.lr_peak is not None:
+    if sched.lr_peak == 0:  # (a warm-up from 0 has a later point above it)
+        out.append(f"- **Schedule{since}:** LR logged as 0 at every point: if that is the rate the optimizer used, no "
+                   "step moved the weights (a schedule that never started, or every step skipped).")
+    elif sched.lr_peak is not None:
         if sched.still_warming_up:
             warm = "still rising at the last logged point: the logs end during the warm-up"
         elif sched.peak_before_hole is not None:

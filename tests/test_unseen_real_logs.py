@@ -287,3 +287,25 @@ def test_the_hparams_file_of_a_trainer_launch_is_the_same_launch() -> None:
     assert "num_train_epochs" not in run.config_diffs and "adafactor" not in run.config_diffs
     assert run.config_diffs["architectures"]["12"] == ["T5ForConditionalGeneration"]
     assert run.config_diffs["architectures"]["13"] == ["PegasusForConditionalGeneration"]
+
+
+def test_checks_that_had_nothing_to_read_are_not_said_to_have_found_nothing() -> None:
+    """transformers #9996: Trainer dicts with 'learning_rate': 0.0 beside DeepSpeed's 'step=2000, skipped=1999' read
+    "the other checks (NaN, loss scale, skipped iterations, hangs) found nothing" (no loss scale, no skipped count and
+    no time was read) and "LR peaks at 0 (step 1); no warm-up seen"."""
+    _, lines = _chronicle(REAL / "hf_trainer" / "transformers_issue9996_lr0_skipped1999_excerpt.txt")
+    assert ("- **Anomalies:** none found by the absolute checks (too few points to know the loss's noise); the other "
+            "checks (NaN) found nothing.") in lines
+    assert ("- **Schedule:** LR logged as 0 at every point: if that is the rate the optimizer used, no step moved the "
+            "weights (a schedule that never started, or every step skipped).") in lines
+    assert not any("peaks at 0" in line for line in lines)
+
+
+def test_a_start_up_search_whose_count_is_cut_is_not_said_to_have_stopped_skipping() -> None:
+    """NVIDIA/nccl #743: 10 skipped by iteration 10 (scale 8388608), then the iteration-20 line is cut before its
+    skipped count while its scale is 32768 (eight more halvings): the chronicle said "then nothing more skipped"."""
+    _, lines = _chronicle(REAL / "megatron" / "issue__NVIDIA+nccl__issue743_megatron_bert_cut.txt")
+    assert ("- attempt 1: fp16 start-up loss-scale search, the scale fell from 8388608 to 32768 over steps 10–20 with at "
+            "least 10 iterations skipped (1 logged point with no count), and the log of the attempt ends before it "
+            "settled (normal: dynamic loss scaling looking for its first scale, not a collapse).") in lines
+    assert not any("nothing more skipped" in line for line in lines)

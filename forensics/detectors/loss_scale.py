@@ -36,13 +36,16 @@ class StartupSearch:
     settled: bool           # False: the log of the attempt ends while it is still searching
     skipped_after: int = 0  # iterations skipped later in the attempt (overflows after the search)
     first_skip_after: int | None = None  # the first logged step after the search that counts skipped iterations
+    uncounted: int = 0      # points of the search whose count of skipped iterations is missing (a cut line)
 
     def sentence(self) -> str:
         """One line for the setup section."""
         later = (f"then {self.skipped_after} more skipped later in the attempt (the first at step "
                  f"{self.first_skip_after})" if self.skipped_after else "then nothing more skipped")
         end = later if self.settled else "and the log of the attempt ends before it settled"
-        skipped = f"{self.skipped} iteration{'s' if self.skipped != 1 else ''} skipped"
+        skipped = (f"{'at least ' if self.uncounted else ''}{self.skipped} iteration{'s' if self.skipped != 1 else ''} "
+                   f"skipped" + (f" ({self.uncounted} logged point{'s' if self.uncounted != 1 else ''} with no count)"
+                                 if self.uncounted else ""))
         normal = "(normal: dynamic loss scaling looking for its first scale, not a collapse)"
         if self.first_step == self.last_step:  # the search happened inside the first logged interval
             return (f"attempt {self.attempt}: fp16 start-up loss-scale search, {skipped} by step {self.last_step} "
@@ -69,13 +72,16 @@ def _searches(frames: RunFrames) -> dict[int, StartupSearch]:
     out = {}
     for (attempt,), own in wide.group_by("attempt", maintain_order=True):
         scale = own[s.LOSS_SCALE].to_numpy()
+        uncounted = own[s.SKIPPED_ITERATIONS].is_null().to_numpy()  # a cut line: its count is not known
         skipped = own[s.SKIPPED_ITERATIONS].fill_null(0.0).to_numpy()
         steps = own["step"].to_numpy()
         ok = np.isfinite(scale)
         if not ok[0] or not skipped[0] > 0 or not scale[0] > 1:
             continue
-        # searching: skipping and the scale not rising; it ends at the first point that skips nothing
-        falling = np.r_[True, ~(scale[1:] > scale[:-1])] & (skipped > 0)
+        # searching: skipping and the scale not rising (or, with no count, the scale falling: a halving is a skip);
+        # it ends at the first point that skips nothing
+        fell = np.r_[True, scale[1:] < scale[:-1]]
+        falling = np.r_[True, ~(scale[1:] > scale[:-1])] & ((skipped > 0) | (uncounted & fell))
         stop = int(np.argmin(falling)) if not falling.all() else len(falling)
         last = stop - 1
         settled = stop < len(falling)
@@ -83,6 +89,7 @@ def _searches(frames: RunFrames) -> dict[int, StartupSearch]:
         out[int(attempt)] = StartupSearch(
             attempt=int(attempt), first_step=int(steps[0]), last_step=int(steps[last]), from_scale=float(scale[0]),
             to_scale=float(scale[last]), skipped=int(skipped[:stop].sum()), settled=settled,
+            uncounted=int(uncounted[:stop].sum()),
             skipped_after=int(skipped[stop:].sum()), first_skip_after=int(steps[stop + after[0]]) if after.size else None,
         )
     return out
