@@ -151,6 +151,9 @@ def build_attempts(
         interval = log_interval.get(n) or configured or span.get("interval") or 1
         ev = by_attempt.get((n,), events.clear())
         resumed, inferred = _resume_point(ev, start, interval)
+        # a checkpoint loaded at iteration 0: a fine-tune, or a training begun from loaded weights, not from scratch
+        loaded = resumed is None and bool(ev.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD)
+                                                    & (pl.col("value") == 0)).height)
         first_epoch = (_mid_run_epoch(metrics, n) if i == 0 and resumed is None
                        and not (start is not None and start <= (configured or 0)) else None)
         stepless = bool(span.get("sources")) and set(span["sources"]) <= counted
@@ -206,7 +209,7 @@ def build_attempts(
                                      and this_cfg.keys() - INFERRED_KEYS),
                 begins_mid_run=i == 0 and ((inferred and resumed is not None) or first_epoch is not None
                                            or warmup_before is not None),
-                first_epoch=first_epoch, warmup_logs_before=warmup_before,
+                first_epoch=first_epoch, warmup_logs_before=warmup_before, loaded_weights=loaded,
             )
         )
         if end is not None:

@@ -224,6 +224,7 @@ class Attempt:
     begins_mid_run: bool = False      # the log's first attempt begins after the start of training with no checkpoint
                                       # load in it (an excerpt, or a resume not logged): what came before is unseen
     first_epoch: float | None = None  # its first logged epoch, when that is how the log shows it began mid-run
+    loaded_weights: bool = False      # it began from a checkpoint loaded at iteration 0 (a fine-tune), not scratch
     warmup_logs_before: int | None = None  # points logged before its first, when a linear warm-up's LR shows it
                                            # began mid-run (a console that prints no step)
 

@@ -94,6 +94,7 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
                          r"|no checkpoint was found"),
     (s.EV_CHECKPOINT_SAVE, r"(?:saving checkpoint at|successfully saved checkpoint (?:at|from)) iteration\s+(\d+)"),
     (s.EV_CHECKPOINT_SAVE, r"Saving model checkpoint: .*?global_step(\d+)"),
+    (s.EV_CHECKPOINT_SAVE, r"Saving model checkpoint to \S*?checkpoint-(\d+)"),  # the Hugging Face Trainer
     (s.EV_CHECKPOINT_SAVE, r"^saving checkpoint to \S"),  # nanoGPT's console: no step in the line
     (s.EV_ELISION, r"^\s*(?:\.{3,}|…|\[(?:\.{3}|…)\]|\((?:\.{3}|…)\))\s*$"),  # a paste's "...": lines left out
     (s.EV_SIGTERM, r"exiting program after receiving SIGTERM|(?i:received SIGTERM|SIGTERM received)"

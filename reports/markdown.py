@@ -82,7 +82,9 @@ def _start(attempt: Attempt) -> str:
         text = (f"the log begins mid-run, at {at}; what came before is not in it (an excerpt, or a resume whose "
                 "checkpoint load was not logged)")
     elif attempt.resumed_from_step is None:
-        text = "from scratch" if not attempt.resumed_from_inferred else "from the start of training"
+        text = ("from weights loaded from a checkpoint at iteration 0 (a fine-tune, or a training begun from loaded "
+                "weights)" if attempt.loaded_weights else
+                "from scratch" if not attempt.resumed_from_inferred else "from the start of training")
         if attempt.start_step is None:
             text = "no iteration logged"
     else:

@@ -56,7 +56,8 @@ def print_summary(findings: Findings, written: list[Path], console: Console | No
         for col in ("#", "steps", "start", "what changed", "ended"):
             table.add_column(col, overflow="fold")
         for a in run.attempts:
-            start = ("log begins mid-run" if a.begins_mid_run else "scratch" if a.resumed_from_step is None
+            start = ("log begins mid-run" if a.begins_mid_run else "loaded weights" if a.loaded_weights
+                     else "scratch" if a.resumed_from_step is None
                      else f"step {a.resumed_from_step}")
             steps = "-" if a.start_step is None else f"{a.start_step}-{a.end_step}"
             changed = ", ".join(f"{k}: {show_value(v[0])} → {show_value(v[1])}" for k, v in a.config_changes.items())

@@ -309,3 +309,23 @@ def test_a_start_up_search_whose_count_is_cut_is_not_said_to_have_stopped_skippi
             "least 10 iterations skipped (1 logged point with no count), and the log of the attempt ends before it "
             "settled (normal: dynamic loss scaling looking for its first scale, not a collapse).") in lines
     assert not any("nothing more skipped" in line for line in lines)
+
+
+def test_a_trainer_checkpoint_save_is_read() -> None:
+    """'Saving model checkpoint to .../checkpoint-200' (2200xiaohu/LMSYS, a console stopped by Ctrl-C) was not read:
+    the chronicle said "no checkpoint save appears in the logs". The ms-swift console here saves at 40, 80 and 120."""
+    import parsers
+    run = parsers.load_run(REAL / "hf_trainer" / "mswift_qwen3_17b_effective.train.log")
+    saves = run.events.filter(run.events["kind"] == "checkpoint_save")
+    assert saves["value"].to_list() == [40.0, 80.0, 120.0]
+
+
+def test_a_fine_tune_from_a_checkpoint_at_iteration_0_is_not_from_scratch() -> None:
+    """stark-sim Qwen2.5-7B: 'finetune True' and "successfully loaded checkpoint from ... at iteration 0" (line 1729)
+    read "Start: from scratch"."""
+    run, lines = _chronicle(
+        REAL / "megatron" / "stark-sim+megatron-deepspeed-lock-clock__eth_real_qwen25_7b_static1395_finetune.log")
+    [attempt] = run.attempts
+    assert (attempt.loaded_weights, attempt.resumed_from_step, attempt.end_reason) == (True, None, "completed")
+    assert ("- **Start:** from weights loaded from a checkpoint at iteration 0 (a fine-tune, or a training begun from "
+            "loaded weights).") in lines
