@@ -91,14 +91,14 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         last = {k: v for k, v in summary.row(-1, named=True).items() if v is not None and k != "step"}
         configs = pl.concat([configs, config_frame(last, run=context.run, source=context.shown,
                                                    prefix=s.SUMMARY_PREFIX)])
-    events = s.empty(s.EVENTS_SCHEMA)
+    events = _early_stop(state, launches, context)
     if summary.height:  # the Trainer writes its summary entry when train() returns
         done = summary.row(-1, named=True)
-        events = s.conform(pl.DataFrame({
+        events = pl.concat([events, s.conform(pl.DataFrame({
             "kind": [s.EV_TRAINING_DONE], "step": [int(done["step"])], "attempt": [launches], "run": [context.run],
             "source": [context.shown],
             "text": [f"training finished: the Trainer's summary (train_runtime {done.get('train_runtime')} s, "
-                     f"train_loss {done.get('train_loss')})"]}), s.EVENTS_SCHEMA)
+                     f"train_loss {done.get('train_loss')})"]}), s.EVENTS_SCHEMA)])
     logged = set(long["key"].unique())  # (once: in the comprehension's condition it was computed for every key)
     log = ParsedLog(frame, events, configs, n_attempts=launches, tags={k: v for k, v in names.items() if k in logged})
     return [Piece(path, FORMAT, log)]
@@ -131,6 +131,28 @@ def combine(pieces: list[Piece], context: ReadContext) -> list[Piece]:
     return out
 
 
+def _early_stop(state: dict[str, Any], attempt: int, context: ReadContext) -> pl.DataFrame:
+    """A planned exit when the Trainer's EarlyStoppingCallback stopped training before ``max_steps``: its patience
+    counter reached its patience and the control says training should stop (the state the Trainer saved last)."""
+    callbacks = state.get("stateful_callbacks")
+    early = callbacks.get("EarlyStoppingCallback") if isinstance(callbacks, dict) else None
+    control = callbacks.get("TrainerControl") if isinstance(callbacks, dict) else None
+    if not isinstance(early, dict) or not isinstance(control, dict):
+        return s.empty(s.EVENTS_SCHEMA)
+    patience = (early.get("args") or {}).get("early_stopping_patience")
+    counter = (early.get("attributes") or {}).get("early_stopping_patience_counter")
+    stop = (control.get("args") or {}).get("should_training_stop") is True
+    step, last = state.get("global_step"), state.get("max_steps")
+    numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in (patience, counter, step, last))
+    if not (stop and numbers and counter >= patience > 0 and step < last):
+        return s.empty(s.EVENTS_SCHEMA)
+    best = f"; its best: step {state['best_global_step']}" if isinstance(state.get("best_global_step"), int) else ""
+    return s.conform(pl.DataFrame({
+        "kind": [s.EV_EXIT], "step": [step], "attempt": [attempt], "run": [context.run], "source": [context.shown],
+        "text": [f"stopped early by its EarlyStoppingCallback at step {step} of max_steps {last}: {counter} "
+                 f"evaluations in a row without improvement (patience {patience}){best}"]}), s.EVENTS_SCHEMA)
+
+
 def _checkpoint(folder: Path) -> bool:
     """A checkpoint folder of an output directory: ``checkpoint-N/``, or ``last-checkpoint/`` (the Hub's copy of
     the latest one)."""
@@ -148,6 +170,8 @@ def _load(raw: bytes, shown: str, warnings: list[str]) -> tuple[dict[str, Any], 
         if "log_history" in frame.columns and frame.height == 1:
             history = frame.select(pl.col("log_history").explode()).unnest("log_history")
             state = {c: frame[c][0] for c in frame.columns if c != "log_history" and not frame.schema[c].is_nested()}
+            if "stateful_callbacks" in frame.columns:  # (nested: the callbacks' saved state, early stopping's among it)
+                state["stateful_callbacks"] = frame["stateful_callbacks"].to_list()[0]
             return state, (history.filter(pl.col("step").is_not_null()) if "step" in history.columns
                            else history), stood_in
     except (pl.exceptions.PolarsError, TypeError, ValueError):

@@ -329,3 +329,16 @@ def test_a_fine_tune_from_a_checkpoint_at_iteration_0_is_not_from_scratch() -> N
     assert (attempt.loaded_weights, attempt.resumed_from_step, attempt.end_reason) == (True, None, "completed")
     assert ("- **Start:** from weights loaded from a checkpoint at iteration 0 (a fine-tune, or a training begun from "
             "loaded weights).") in lines
+
+
+def test_early_stopping_is_a_planned_stop_and_a_loss_that_settled_after_a_warm_up_rise_is_not_a_divergence() -> None:
+    """ByErenOzer/Whisper_Finetune: EarlyStoppingCallback (patience 5, counter 5, should_training_stop) stopped it at
+    step 1500 of max_steps 10990; the chronicle said "completed", and "divergence from step 300": the loss fell to
+    0.118 at step 125, rose to ~0.31 while the LR warmed up to 1e-4 (step 525), and was back to 0.17-0.18 from step
+    1125 on."""
+    run, _ = _chronicle(REAL / "hf_output_dir" / "ByErenOzer_Whisper_Finetune")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind) == ("exited", "exit")
+    assert attempt.end_detail == ("stopped early by its EarlyStoppingCallback at step 1500 of max_steps 10990: 5 "
+                                  "evaluations in a row without improvement (patience 5); its best: step 250")
+    assert not [a for a in run.anomalies if a.kind == "divergence"]

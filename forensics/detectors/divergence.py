@@ -5,7 +5,10 @@ never does while the attempt goes on for at least three log intervals after its 
 is a *divergence* with the spike's onset (a log that ends sooner is too short to tell).
 Without a spike, a slow climb counts too: the smoothed loss (rolling median of 5 points) staying more than
 ``rise`` (20%) above its running minimum over the last ``tail_share`` (10%, at least 5 points) of the attempt's
-last stretch between gaps (:mod:`forensics.gaps`).
+last stretch between gaps (:mod:`forensics.gaps`), and not coming down: the median of those last points not more
+than ``falling`` (5%) below the median of as many points before them (a loss that rose with a warm-up and has been
+falling since is not diverging), nor back more than ``came_back`` (half) of the way down from the top of its
+climb (a loss that rose with a higher LR and settled on a new level).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class DivergenceDetector:
     tail_share: float = 0.10
     min_tail: int = 5
     min_points_up: int = 3  # log intervals from a spike's onset to the end of the log, still up: not recovered
+    falling: float = 0.05   # a climb whose last points' median is this far below the points' before is coming down
+    came_back: float = 0.5  # ... or whose last points' median is back below this share of the way up its climb
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         # a loss that goes below 0 (a policy or preference objective) has no level to leave in ratios
@@ -80,6 +85,12 @@ class DivergenceDetector:
         above = (smooth > running_min * (1 + self.rise)) & (raw > running_min * (1 + self.rise))
         if not above[-tail:].all():
             return None
+        last = float(np.median(raw[-tail:]))
+        if last < (1 - self.falling) * np.median(raw[-2 * tail:-tail]):
+            return None  # falling back over its last points: a rise it is coming down from, not a divergence
+        floor, peak = float(running_min[-1]), float(smooth.max())
+        if last < floor + self.came_back * (peak - floor):
+            return None  # back down more than half way from the top of its climb: it rose and settled, not diverged
         onset = n - 1 - int(np.argmin(above[::-1]))  # first index of the final run of True
         onset = onset + 1 if not above[onset] else onset
         steps = own["step"].to_numpy()
