@@ -80,6 +80,7 @@ class Kind(StrEnum):
     CLIPPING = "clipping"                        # the grad norm above the configured clip threshold (sustained, or 10x)
     LOGIT_GROWTH = "logit_growth"                # attention logits or the z-loss growing log-linearly
     ZERO_LOSS = "zero_loss"                      # the loss logged as exactly 0: no training signal in those batches
+    FROZEN_LOSS = "frozen_loss"                  # the loss logged as one value at many points in a row: not moving
 
 
 ANOMALY_KINDS: frozenset[Kind] = frozenset(Kind)

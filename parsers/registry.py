@@ -21,6 +21,7 @@ from parsers import hf_trainer_state, lightning, megatron, mlflow_store, tensorb
 from parsers.console import (
     fairseq,
     hf_trainer,
+    litgpt,
     llmc,
     mlx_lm,
     mmengine,
@@ -36,7 +37,7 @@ from parsers.reader import HEAD_BYTES, Reader
 ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
     wandb_run, mlflow_store, tensorboard, hf_trainer_state, lightning, wandb_export,
-    nanogpt, modded_nanogpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, hf_trainer,
+    nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, hf_trainer,
     megatron,
 )  # type: ignore[assignment]
 

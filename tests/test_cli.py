@@ -22,7 +22,7 @@ from forensics.cli import app, main
 from parsers import InputError, load_run
 
 runner = CliRunner()
-KNOWN_TEXT = ("no metrics lines of a text format it knows (megatron, nanogpt, modded-nanogpt, llm.c, torchtitan, "
+KNOWN_TEXT = ("no metrics lines of a text format it knows (megatron, nanogpt, modded-nanogpt, litgpt, llm.c, torchtitan, "
               "nanotron, olmo, fairseq, mlx-lm, mmengine, hf-trainer)")
 
 

@@ -106,8 +106,8 @@ def test_a_text_log_of_no_known_format_is_not_called_csv() -> None:
     with pytest.raises(InputError) as err:
         load_run(path)
     assert str(err.value) == f"{path}: not a recognised training log: no metrics lines of a text "\
-        "format it knows (megatron, nanogpt, modded-nanogpt, llm.c, torchtitan, nanotron, olmo, fairseq, mlx-lm, mmengine, "\
-        "hf-trainer)"
+        "format it knows (megatron, nanogpt, modded-nanogpt, litgpt, llm.c, torchtitan, nanotron, olmo, fairseq, mlx-lm, "\
+        "mmengine, hf-trainer)"
 
 
 def test_a_directory_that_cannot_be_listed_is_said(tmp_path, monkeypatch) -> None:

@@ -342,3 +342,17 @@ def test_early_stopping_is_a_planned_stop_and_a_loss_that_settled_after_a_warm_u
     assert attempt.end_detail == ("stopped early by its EarlyStoppingCallback at step 1500 of max_steps 10990: 5 "
                                   "evaluations in a row without improvement (patience 5); its best: step 250")
     assert not [a for a in run.anomalies if a.kind == "divergence"]
+
+
+def test_litgpt_consoles_are_read_and_a_loss_that_does_not_move_is_said() -> None:
+    """LitGPT's 'iter N step M: loss X, iter time: Y ms' was refused as not a training log: its #628 excerpt holds a
+    jump from 1.7019 (iter 1151) to 11.4630 (iter 1152); its #689 excerpt prints loss 10.8259 (ln 50,304: a uniform
+    guess) at every iteration, and a loss that never moves is a finding of its own."""
+    run, _ = _chronicle(REAL / "litgpt" / "issue628_codellama_spike_excerpt.txt")
+    spike = next(a for a in run.anomalies if a.kind == "loss_spike")
+    assert (spike.step, spike.value, spike.baseline) == (1152, 12.1935, 1.7019)
+    assert any("its iters count micro-batches and its steps optimizer steps" in w for w in run.warnings)
+    run, _ = _chronicle(REAL / "litgpt" / "issue689_flat_excerpt.txt")
+    [frozen] = [a for a in run.anomalies if a.kind == "frozen_loss"]
+    assert (frozen.step, frozen.end_step, frozen.value) == (76, 98, 10.8259)
+    assert frozen.detail.startswith("loss logged as 10.8259 at every one of 23 points in a row, from step 76 to 98: ")

@@ -2,6 +2,7 @@
 
 from forensics.detectors.base import Detector, RunFrames
 from forensics.detectors.divergence import DivergenceDetector
+from forensics.detectors.frozen_loss import FrozenLossDetector
 from forensics.detectors.hang import HangDetector
 from forensics.detectors.layer_grads import LayerGradDetector
 from forensics.detectors.logits import LogitGrowthDetector
@@ -17,6 +18,7 @@ from parsers.schema import MAX_SUFFIX
 DEFAULT_DETECTORS: tuple[Detector, ...] = (
     NanDetector(),
     ZeroLossDetector(),
+    FrozenLossDetector(),
     SpikeDetector(metric="loss"),
     SpikeDetector(metric="grad_norm"),
     SpikeDetector(metric="loss", series="loss" + MAX_SUFFIX),
@@ -39,6 +41,7 @@ __all__ = [
     "EXPERIMENTAL_DETECTORS",
     "Detector",
     "DivergenceDetector",
+    "FrozenLossDetector",
     "HangDetector",
     "LayerGradDetector",
     "LogitGrowthDetector",

@@ -61,6 +61,7 @@ class LineFormat:
     detect: re.Pattern[bytes]
     rules: tuple[Rule, ...]
     events: tuple[tuple[str, str], ...] = ()
+    note: str | None = None  # said (as a reading warning) of a log of this format whose metrics were read
 
     def sniff(self, head: bytes, name: str) -> bool:
         return b"\x00" not in head[:8192] and self.detect.search(head) is not None
@@ -92,6 +93,8 @@ class LineFormat:
                                else "its values were not used"))
         notes: list[str] = []
         metrics, iters, counted = self._metrics(lines, notes)
+        if self.note and metrics.height:
+            notes.append(self.note)
         warnings += [f"{source}: {note}" for note in notes]
         others_frame = self._others(other)
         bounds = attempt_bounds(iters, others_frame)

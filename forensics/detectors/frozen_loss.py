@@ -1,0 +1,60 @@
+"""A loss logged as the same value at many points in a row: an absolute check that needs no statistics.
+
+Per-batch losses differ in their last printed digits from batch to batch; one that prints the same value, to four
+or more significant digits, at ``min_points`` (8) or more logged points in a row did not move: the weights are not
+being updated (an LR of 0, frozen parameters, every step skipped) or the loss does not depend on them (a broken
+graph, constant inputs). LitGPT #689 printed ``loss 10.8259`` (ln 50,304: a uniform guess over GPT-2's padded
+vocabulary) at every iteration. A loss of 0 is :mod:`forensics.detectors.zero_loss`'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from forensics.detectors.base import RunFrames
+from forensics.findings import Anomaly, Kind, shown
+from parsers import schema as s
+
+WHY = ("a loss that does not move is not being trained: an LR of 0, frozen weights, every step skipped, or a loss "
+       "that does not depend on the weights; the log does not tell which")
+
+
+def _digits(value: float) -> int:
+    """Significant digits of a value as logged (as Python prints it back)."""
+    return len(repr(abs(value)).split("e")[0].replace(".", "").lstrip("0"))
+
+
+@dataclass
+class FrozenLossDetector:
+    """``FrozenLossDetector().detect(frames)``: per attempt, every run of ``min_points`` or more equal losses.
+
+    >>> m = s.conform(pl.DataFrame({"run": "r", "source": "x", "attempt": 1, "step": range(10, 110, 10),
+    ...     "metric": "loss", "value": [11.02, 10.9, *[10.8259] * 8], "wall_time": None}), s.METRICS_SCHEMA)
+    >>> [a] = FrozenLossDetector().detect(RunFrames(m, s.empty(s.EVENTS_SCHEMA)))
+    >>> (a.step, a.end_step), a.detail.split(": a loss")[0]
+    ((30, 100), 'loss logged as 10.8259 at every one of 8 points in a row, from step 30 to 100')
+    """
+
+    name: Kind = Kind.FROZEN_LOSS
+    min_points: int = 8
+    min_digits: int = 4  # a loss printed to fewer digits (2.31) can repeat by rounding alone
+
+    def detect(self, frames: RunFrames) -> list[Anomaly]:
+        points = frames.points(s.LOSS).filter(pl.col("value").is_finite())
+        runs = (points.with_columns(run=pl.col("value").rle_id().over("attempt"))
+                .group_by("attempt", "run", maintain_order=True)
+                .agg(n=pl.len(), value=pl.col("value").first(), first=pl.col("step").first(),
+                     last=pl.col("step").last())
+                .filter((pl.col("n") >= self.min_points) & (pl.col("value") != 0)))
+        out = []
+        for attempt, _, n, value, first, last in runs.iter_rows():
+            if _digits(value) < self.min_digits:
+                continue
+            out.append(Anomaly(
+                kind=self.name, metric=s.LOSS, attempt=int(attempt), step=int(first), end_step=int(last),
+                value=float(value), baseline=None,
+                detail=f"loss logged as {shown(value)} at every one of {n} points in a row, from step {first} to "
+                f"{last}: {WHY}"))
+        return sorted(out, key=lambda a: (a.attempt, a.step))
