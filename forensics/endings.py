@@ -77,6 +77,9 @@ def end_of(
     printed = block.filter(~pl.col("kind").is_in([s.EV_TRACEBACK, s.EV_EXIT_CODE]))
     if printed.height:
         first = printed.row(0, named=True)
+        if first["kind"] == s.EV_CANCELLED:  # srun's "Job step aborted" before slurm's line that says why
+            why = printed.filter((pl.col("kind") == s.EV_CANCELLED) & pl.col("text").str.contains(" DUE TO "))
+            first = why.row(0, named=True) if why.height else first
         reason = DECISIVE[first["kind"]]
         if reason == EndReason.CRASHED and end_step is None and shows_start:
             reason = EndReason.FAILED_STARTUP

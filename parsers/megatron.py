@@ -33,8 +33,10 @@ from parsers.textfile import SEPARATOR, TextFile, inspect_text, read_blocks, sca
 DETECT = re.compile(rb"iteration\s+\d+\s*/\s*\d+\s*\||-{8,} arguments -{8,}")
 ERRORS_ONLY = "text (errors only)"  # a text log with no metrics lines of a known format, read for how the run ended
 # (per line: the error patterns anchored at a line's start match at every line of the text, not only its first)
+# ... and the scheduler's or the system's stop: a slurm .err that holds only "CANCELLED ... DUE TO TIME LIMIT"
+_ENDED_BY = s.FATAL_KINDS | {s.EV_CANCELLED, s.EV_SIGTERM, s.EV_KILLED}
 _FATAL = {f"fatal{n}": re.compile(rx.encode(), re.M) for n, (kind, rx) in enumerate(p.EVENT_PATTERNS)
-          if kind in s.FATAL_KINDS}
+          if kind in _ENDED_BY}
 PDSH_CMD = re.compile(p.PDSH_CMD)
 _COUNTERS = "number of skipped iterations"
 _ANY_EVENT = "|".join(f"(?:{rx})" for _, rx in p.EVENT_PATTERNS)
@@ -80,7 +82,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
             if context.single or path.suffix.lower() in {".log", ".out", ".err"} else None
         if fatal is not None and any(m is not None for m in fatal.matches.values()):
             log = parse_megatron(fatal, run=context.run, source=context.shown)
-            if log.events.filter(pl.col("kind").is_in(list(s.FATAL_KINDS))).height:
+            if log.events.filter(pl.col("kind").is_in(list(_ENDED_BY))).height:
                 context.warnings.append(f"{context.shown}: no metrics lines of a text format it knows; read for its "
                                         "errors and stops only")
                 return [Piece(path, ERRORS_ONLY, log)]

@@ -222,7 +222,9 @@ def test_an_old_megatron_log_stopped_by_the_time_limit():
     assert configs.filter(pl.col("key") == "scaled_upper_triang_masked_softmax_fusion")["value"].to_list() == ["False"]
     [a] = run.attempts
     assert (a.start_step, a.end_step, a.end_reason, a.end_kind) == (1, 4, EndReason.STOPPED, "cancelled")
-    assert a.end_detail == "srun: Job step aborted: Waiting up to 62 seconds for job step to finish."  # line 6116
+    # line 6117, slurm's own line that says why (srun's "Job step aborted" at line 6116 comes first)
+    assert a.end_detail == ("slurmstepd: error: *** STEP 1999616.0 ON r6i4n5 CANCELLED AT 2021-05-27T21:42:11 DUE TO "
+                            "TIME LIMIT ***")
     assert "grad_norm" in run.coverage["missing"]
     assert [c.kind for c in run.suspected_causes] == ["stopped"]
 

@@ -356,3 +356,15 @@ def test_litgpt_consoles_are_read_and_a_loss_that_does_not_move_is_said() -> Non
     [frozen] = [a for a in run.anomalies if a.kind == "frozen_loss"]
     assert (frozen.step, frozen.end_step, frozen.value) == (76, 98, 10.8259)
     assert frozen.detail.startswith("loss logged as 10.8259 at every one of 23 points in a row, from step 76 to 98: ")
+
+
+def test_a_slurm_err_that_holds_only_the_time_limit_is_read_for_it() -> None:
+    """spyysalo/lumi-llm-scaling: the job's .err holds module notices and slurm's 'CANCELLED ... DUE TO TIME LIMIT':
+    alone it was refused ("no metrics lines"), beside its .out it was skipped and the run read "the log ends with no
+    end printed"; and the end quoted srun's 'Job step aborted', printed before the line that says why."""
+    run, _ = _chronicle(
+        REAL / "console_errors" / "spyysalo+lumi-llm-scaling__meg-ds_experiments_175B-scaling-comms_64-node.err")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind) == ("stopped", "cancelled")
+    assert attempt.end_detail == ("0: slurmstepd: error: *** STEP 3660463.0 ON nid005740 CANCELLED AT "
+                                  "2023-06-09T17:33:54 DUE TO TIME LIMIT ***")
