@@ -368,3 +368,15 @@ def test_a_slurm_err_that_holds_only_the_time_limit_is_read_for_it() -> None:
     assert (attempt.end_reason, attempt.end_kind) == ("stopped", "cancelled")
     assert attempt.end_detail == ("0: slurmstepd: error: *** STEP 3660463.0 ON nid005740 CANCELLED AT "
                                   "2023-06-09T17:33:54 DUE TO TIME LIMIT ***")
+
+
+def test_a_console_that_prints_its_planned_steps_completes_at_them() -> None:
+    """KellerJordan/modded-nanogpt's 1B record ends 'step:20344/20344 train_loss:2.8204' and its final validation:
+    "the log ends with no end printed: still running, cut off, or stopped without a word" (the '/20344' was not
+    read)."""
+    run, _ = _chronicle(REAL / "modded_nanogpt" / "KellerJordan_scaleup1b_87bd51fd_last120.txt")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_step, attempt.target_step) == ("completed", 20344, 20344)
+    # the parameter-golf excerpt stops at step 1000 of 20000: not completed
+    run, _ = _chronicle(REAL / "modded_nanogpt" / "parameter-golf_issue839_start.txt")
+    assert run.attempts[-1].target_step == 20000 and run.attempts[-1].end_reason != "completed"

@@ -100,6 +100,11 @@ class LineFormat:
         bounds = attempt_bounds(iters, others_frame)
         iters = with_attempt(iters, bounds)
         metrics = with_attempt(metrics, bounds)
+        planned = metrics.filter(pl.col("metric") == PLANNED_STEPS)  # "step:20344/20344": the run's planned length
+        metrics = metrics.filter(pl.col("metric") != PLANNED_STEPS)
+        configs = planned.group_by("attempt", maintain_order=True).agg(pl.col("value").last()).select(
+            "attempt", key=pl.lit("train_iters"), value=pl.col("value").cast(pl.Int64).cast(pl.String),
+            typed=pl.col("value").cast(pl.Int64).cast(pl.String))
         others_frame = with_attempt(others_frame, bounds)
         events = line_events(others_frame, iters)
 
@@ -111,7 +116,7 @@ class LineFormat:
             metrics=finish(metrics, s.METRICS_SCHEMA).sort("attempt", "metric", "step", maintain_order=True),
             events=finish(events, s.EVENTS_SCHEMA).sort("line", maintain_order=True)
             if events.height else s.empty(s.EVENTS_SCHEMA),
-            configs=s.empty(s.CONFIGS_SCHEMA),
+            configs=finish(configs, s.CONFIGS_SCHEMA),
             warnings=warnings,
             n_attempts=max(int(bounds["attempt"].max() or 0), 1),  # type: ignore[arg-type]
             tags={name: name for name in metrics["metric"].unique().to_list()},
@@ -258,6 +263,9 @@ class LineFormat:
             )
         return frame
 
+
+# a rule's field whose value is the run's planned number of steps ("step:1/20000"): read as its train_iters setting
+PLANNED_STEPS = "train_iters"
 
 COUNTED_NOTE = ("it prints no step: steps here count its printed metrics lines (times the logging interval, they are "
                 "the training steps)")

@@ -15,13 +15,14 @@ from __future__ import annotations
 import re
 
 from parsers import schema as s
-from parsers.console.engine import NUMBER, LineFormat, Rule
+from parsers.console.engine import NUMBER, PLANNED_STEPS, LineFormat, Rule
 
 SPEC = LineFormat(
     FORMAT="modded-nanogpt",
     detect=re.compile(rb"(?:^|[\s\]])step:\d+/\d+ (?:train_loss|val_loss):"),
     rules=(
-        Rule(r"(?:^|[\s\]])step:(\d+)/\d+ train_loss:", {s.LOSS: rf"\btrain_loss:({NUMBER})"}),
+        Rule(r"(?:^|[\s\]])step:(\d+)/\d+ train_loss:", {s.LOSS: rf"\btrain_loss:({NUMBER})",
+                                                          PLANNED_STEPS: r"(?:^|[\s\]])step:\d+/(\d+) train_loss:"}),
         Rule(r"(?:^|[\s\]])step:(\d+)/\d+ val_loss:", {s.VAL_LOSS: rf"\bval_loss:({NUMBER})"}, per_step=False),
     ),
 )
