@@ -380,3 +380,14 @@ def test_a_console_that_prints_its_planned_steps_completes_at_them() -> None:
     # the parameter-golf excerpt stops at step 1000 of 20000: not completed
     run, _ = _chronicle(REAL / "modded_nanogpt" / "parameter-golf_issue839_start.txt")
     assert run.attempts[-1].target_step == 20000 and run.attempts[-1].end_reason != "completed"
+
+
+def test_a_spike_followed_by_a_zero_loss_is_not_a_divergence_nor_the_end_of_the_log() -> None:
+    """tloen/alpaca-lora #418: a loss of 61674848 at the 15th dict, then 'loss': 0.0 five times and 'eval_loss': nan.
+    The chronicle said "the log of the attempt ends here" of the spike and "diverged": the zeros were left out of the
+    ratios, so nothing seemed to follow."""
+    run, _ = _chronicle(REAL / "hf_trainer" / "alpaca-lora_issue418_spike_then_loss0_evalnan.txt")
+    assert [(a.kind, a.step, a.end_step) for a in run.anomalies] == [
+        ("loss_spike", 15, 15), ("zero_loss", 16, 20), ("non_finite", 20, 20)]
+    assert run.anomalies[0].detail.endswith("; then logged as 0 from step 16")
+    assert run.attempts[0].end_reason != "diverged"

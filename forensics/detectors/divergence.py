@@ -45,7 +45,8 @@ class DivergenceDetector:
         nans = nan_steps(frames).filter(pl.col("family") == CORE)
         out: dict[int, Anomaly] = {}
         for inc in SpikeDetector(metric=s.LOSS).incidents(frames):
-            if inc.attempt in out or inc.recovered_step is not None or inc.back_after_gap is not None:
+            if inc.attempt in out or inc.recovered_step is not None or inc.back_after_gap is not None \
+                    or inc.zero_after is not None:  # (a loss that went to 0 is the zero-loss finding's)
                 # back at its level, or at its level again after a hole in the log: not a divergence to tell of
                 continue
             own = losses.filter(pl.col("attempt") == inc.attempt)

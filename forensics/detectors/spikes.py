@@ -85,6 +85,8 @@ class SpikeIncident:
     back_after_gap: int | None = None  # the first step after that gap where it was back at its level (not a recovery:
                                        # what happened in the gap is not in the log)
     level: float = float("nan")        # log of the level it is measured back against (the trailing centre)
+    zero_after: int | None = None      # not back, but logged as 0 (or below) from this later step: what it fell to is
+                                       # the zero-loss finding's, not a level it stayed above
 
 
 @dataclass(frozen=True)
@@ -237,7 +239,8 @@ class SpikeDetector:
             tail = tails[attempt] = noise_tail(sample, series.stretch, minima=without_points(series.minima, left_out),
                                                judged=windows)
             judged = self._candidates(series, tail)
-            found += [_recovery_over(inc, own, gaps) for inc, decisive in judged if decisive]
+            below = frames.points(metric).filter((pl.col("attempt") == attempt) & (pl.col("value") <= 0))
+            found += [_recovery_over(inc, own, gaps, below) for inc, decisive in judged if decisive]
             lone += [inc for inc, decisive in judged if not decisive]
         # a grad-norm point inside the noise tail that goes with a loss incident (at it or leading it) is part of it
         if self.metric == "grad_norm" and self.series is None and lone:
@@ -245,7 +248,9 @@ class SpikeDetector:
             lead = 20  # logged points, as forensics.precursors.LEAD_WINDOW
             joined = [inc for inc in lone if any(
                 s.attempt == inc.attempt and s.onset - lead * s.interval <= inc.onset <= s.end for s in loss)]
-            found += [_recovery_over(inc, points.filter(pl.col("attempt") == inc.attempt), gaps) for inc in joined]
+            below = frames.points(metric).filter(pl.col("value") <= 0)
+            found += [_recovery_over(inc, points.filter(pl.col("attempt") == inc.attempt), gaps,
+                                     below.filter(pl.col("attempt") == inc.attempt)) for inc in joined]
             lone = [inc for inc in lone if inc not in joined]
         found.sort(key=lambda inc: (inc.attempt, inc.onset))
         blips = [Blip(inc.attempt, inc.onset, inc.peak, inc.baseline) for inc in lone]
@@ -401,6 +406,8 @@ class SpikeDetector:
                 after = f"not back before a gap ({hole}); at its level again from step {inc.back_after_gap}"
             elif inc.recovered_step is not None:
                 after = f"back to its level by step {inc.recovered_step} ({step_count(inc.recovered_step - inc.onset)})"
+            elif inc.zero_after is not None:
+                after = f"then logged as 0 from step {inc.zero_after}"
             elif inc.points_after:
                 after = "not back to its level at any later logged point of the attempt" + (f" ({hole})" if gap else "")
             else:
@@ -421,10 +428,14 @@ class SpikeDetector:
         return out
 
 
-def _recovery_over(inc: SpikeIncident, own: pl.DataFrame, gaps: list[Gap]) -> SpikeIncident:
+def _recovery_over(inc: SpikeIncident, own: pl.DataFrame, gaps: list[Gap], below: pl.DataFrame) -> SpikeIncident:
     """When the stretch ends before the metric is back, the rest of the attempt lies after a gap (a pasted excerpt
     may end mid-spike and the next one show the loss back at its level): the incident names the gap and where the
-    metric was at its level again, but never calls that a recovery."""
+    metric was at its level again, but never calls that a recovery. A metric logged as 0 (or below: ``below``, its
+    points the ratios leave out) after the spike is said, as where it went."""
+    if inc.recovered_step is None:
+        zero = below.filter(pl.col("step") > inc.end)["step"].min()
+        inc = replace(inc, zero_after=int(zero)) if zero is not None else inc  # type: ignore[arg-type]
     later = own.filter(pl.col("step") > inc.end)
     if inc.recovered_step is not None or later.height == 0:
         return inc
