@@ -102,11 +102,14 @@ def canonical_configs(configs: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     same = {v: _comparable(v) for v in renamed["typed"].unique().to_list()}
     compared = renamed.with_columns(_value=pl.col("typed").replace_strict(same, default=pl.col("typed"),
                                                                             return_dtype=pl.String))
+    # (a repr of Python objects, "<...EarlyStopping object at 0x7f...>", "<Logger __main__ (INFO)>", is not a value
+    # to compare with another)
     disagree = (
-        compared.group_by("run", "attempt", "key").agg(n=pl.col("_value").n_unique())
-        .filter(pl.col("n") > 1).sort("run", "attempt", "key")
+        compared.group_by("run", "attempt", "key")
+        .agg(n=pl.col("_value").n_unique(), objects=pl.col("typed").str.contains(r' object at 0x|^"<.*>"$').any())
+        .filter((pl.col("n") > 1) & ~pl.col("objects")).sort("run", "attempt", "key")
     )
-    for run, attempt, key, _ in disagree.iter_rows():
+    for run, attempt, key, _, _ in disagree.iter_rows():
         rows = compared.filter((pl.col("run") == run) & (pl.col("attempt") == attempt) & (pl.col("key") == key))
         seen: dict[str, tuple[str, list[str]]] = {}
         for value, typed, source in rows.select("_value", "typed", "source").iter_rows():
@@ -120,10 +123,13 @@ def canonical_configs(configs: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
 
 
 def _comparable(typed: str | None) -> str | None:
-    """A typed (JSON) config value as compared between sources: numbers and booleans as floats.
+    """A typed (JSON) config value as compared between sources: numbers and booleans as floats, the same written as
+    text ("1", "false") too, and a list of numbers as the comma-joined text a YAML or hparams plugin writes of it.
 
     >>> [_comparable(v) for v in ("1000", "1000.0", "false", "0.0", "0.5", '"x"', None, "1" + "0" * 400)][:7]
     ['1000', '1000', '0', '0', '0.5', '"x"', None]
+    >>> [_comparable(v) for v in ('"1"', '"False"', "[1, 0]", '"1,0"', '"[1, 0]"')]
+    ['1', '0', '1,0', '1,0', '1,0']
     """
     if typed is None:
         return None
@@ -131,6 +137,19 @@ def _comparable(typed: str | None) -> str | None:
         value = json.loads(typed)
     except ValueError:
         return typed
+    if isinstance(value, list) and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+        return ",".join(_comparable(json.dumps(v)) or "" for v in value)
+    if isinstance(value, str):
+        text = value.strip().strip("[]").replace(" ", "")
+        if text.lower() in ("true", "false"):
+            return str(int(text.lower() == "true"))
+        try:
+            number = float(text)
+        except ValueError:
+            parts = text.split(",")
+            numeric = len(parts) > 1 and all(_is_number(p) for p in parts)
+            return ",".join(_comparable(json.dumps(float(p))) or "" for p in parts) if numeric else typed
+        return _comparable(json.dumps(number)) if math.isfinite(number) else typed
     if isinstance(value, bool):
         return str(int(value))
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
@@ -138,6 +157,13 @@ def _comparable(typed: str | None) -> str | None:
     if isinstance(value, int | float):
         return repr(value)
     return typed
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 def _split_betas(rows: pl.DataFrame) -> pl.DataFrame:

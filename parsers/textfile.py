@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -94,7 +95,7 @@ def safe_yaml(text: str) -> Any:
     """
     import yaml  # (only the readers of YAML files need it)
 
-    loader = yaml.SafeLoader(text)
+    loader = _tolerant_loader()(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -117,6 +118,31 @@ def safe_yaml(text: str) -> Any:
             raise yaml.YAMLError(str(exc).split(";")[0]) from None
     finally:
         loader.dispose()
+
+
+@cache
+def _tolerant_loader() -> type:
+    r"""The safe loader, reading a node with a tag it does not know (Lightning's ``!!python/object:...`` for a saved
+    tokenizer, ``!!python/object/apply:logging.getLogger``) as the plain mapping, list or text it holds: nothing is
+    instantiated, and the rest of the document is not lost.
+
+    >>> safe_yaml("lr: 0.1\nlog: !!python/object/apply:logging.getLogger [x]\ntok: !!python/object:a.B {n: 3}")
+    {'lr': 0.1, 'log': ['x'], 'tok': {'n': 3}}
+    """
+    import yaml
+
+    class Tolerant(yaml.SafeLoader):
+        pass
+
+    def plain_node(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            return loader.construct_mapping(node, deep=True)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node, deep=True)
+        return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+    Tolerant.add_multi_constructor("", plain_node)
+    return Tolerant
 
 
 def json_value(text: str | bytes) -> Any:

@@ -391,3 +391,26 @@ def test_a_spike_followed_by_a_zero_loss_is_not_a_divergence_nor_the_end_of_the_
         ("loss_spike", 15, 15), ("zero_loss", 16, 20), ("non_finite", 20, 20)]
     assert run.anomalies[0].detail.endswith("; then logged as 0 from step 16")
     assert run.attempts[0].end_reason != "diverged"
+
+
+def test_the_start_of_a_log_every_100_steps_is_the_start_of_training() -> None:
+    """anthonyrathe/fixed-whisperv2-flemish, a clean fine-tune logged every 100 steps: 'loss spike at step 800'
+    (0.4013 after 0.7504, 0.3565, 0.2271, 0.2206, 0.2448, 0.1832, 0.1504) with "instability after the warm-up" as
+    its cause. Its first point is step 100, so the start-of-training burn-in did not apply ("before step 100"),
+    and the absolute check took a loss back at a level it had left five points before for a spike."""
+    run, _ = _chronicle(REAL / "hf_output_dir" / "anthonyrathe_fixed-whisperv2-flemish")
+    assert run.anomalies == [] and run.attempts[0].end_reason == "completed"
+    assert not [c for c in run.suspected_causes if c.kind == "warmup"]
+
+
+def test_a_python_tag_in_hparams_costs_nothing_but_itself() -> None:
+    """daankaasjager/thesis_final_coding: Lightning wrote '!!python/object:src.tokenizer.SelfiesTokenizer' into every
+    hparams.yaml (a module that keeps its tokenizer); the safe loader refused it, and with it the version's plain
+    metrics.csv ("no readable training logs", exit 2). The tag's node is read as the plain mapping it holds;
+    nothing is instantiated."""
+    import parsers
+    run = parsers.load_run(REAL / "lightning" / "daankaasjager_thesis_final_coding" / "version_10")
+    assert run.metrics.filter(run.metrics["metric"] == "loss").height == 373
+    settings = dict(run.configs.select("key", "value").iter_rows())
+    assert settings["config.lr_scheduler.num_warmup_steps"] == "2500"
+    assert not any("cannot read hparams" in w for w in run.warnings)

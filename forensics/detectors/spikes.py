@@ -274,7 +274,8 @@ class SpikeDetector:
         starts = np.flatnonzero(np.r_[True, stretch[1:] != stretch[:-1]])
         ends = np.r_[starts[1:], len(x)]
         position = np.arange(len(x)) - starts[stretch]
-        eligible = ~((position < self.burn_in) & (steps[starts][stretch] < self.early_step))
+        # (the first point of a log every 100 steps is step 100: still the start of training)
+        eligible = ~((position < self.burn_in) & (steps[starts][stretch] <= max(self.early_step - 1, spacing)))
         judged = eligible & ~np.isnan(z)
         # how unusual each point is, against the noise itself (the floored z also asks whether it matters)
         held = np.where(judged, centre, np.nan)  # the level each point (and each run starting at it) is read against
@@ -320,8 +321,9 @@ class SpikeDetector:
     def _absolute(self, x: np.ndarray, stretch: np.ndarray, interval: int) -> np.ndarray:
         """Checks that need no statistics, for points with too little history to know the noise: a loss at least
         ``jump_factor`` (2x) the lowest of the (up to 8) points before it in its stretch, 1.5x when each point is a
-        mean over 10 or more iterations (its noise is at least three times smaller), and at least three times their
-        median step-to-step move (a loss that swings 2x from step to step is noisy, not spiking); a grad norm at
+        mean over 10 or more iterations (its noise is at least three times smaller), at least three times their
+        median step-to-step move (a loss that swings 2x from step to step is noisy, not spiking), and above the
+        highest of them (a loss back at a level it left a few points before is not a spike); a grad norm at
         least ``neighbour_factor`` (10x) the point before it."""
         frame = pl.DataFrame({"x": x, "g": stretch})
         if self.metric == "grad_norm":
@@ -334,11 +336,18 @@ class SpikeDetector:
         prev = pl.col("x").shift(1)
         steps = (pl.col("x") - prev).abs().over("g").shift(1)  # the step-to-step moves before the point
         edges = frame.select(low=prev.rolling_min(window_size=8, min_samples=1).over("g"),
+                             high=prev.rolling_max(window_size=8, min_samples=1).over("g"),
                              swing=steps.rolling_median(window_size=7, min_samples=1).over("g"))
-        low, swing = (edges[c].fill_null(np.nan).to_numpy() for c in ("low", "swing"))
+        low, high, swing = (edges[c].fill_null(np.nan).to_numpy() for c in ("low", "high", "swing"))
         rise = x - low
         with np.errstate(invalid="ignore"):
-            return (rise >= math.log(factor)) & ~(rise < 3 * swing)
+            jumped = (rise >= math.log(factor)) & ~(rise < 3 * swing)
+            above = x > high
+        # a spike rises above all the points before it: a loss back at a level it had just left (in the start's
+        # fall) is no spike; the jumped points up to 8 after such an onset belong to its spike
+        index = np.arange(x.size)
+        onset = np.maximum.accumulate(np.where(jumped & above, index, -(10**9))) if x.size else index
+        return jumped & (index - onset <= 8)
 
     def _stretch_incidents(self, sc: _Scored, lo: int, hi: int, hot: np.ndarray,
                            absolute: np.ndarray) -> list[tuple[SpikeIncident, bool]]:
