@@ -49,11 +49,26 @@ def _int(cfg: dict[str, Any], key: str) -> int | None:
     return int(value) if 0 <= value < 2**53 else None  # (NaN compares false)
 
 
+# Hugging Face model types whose MLP is gated (SwiGLU or GeGLU), whatever their activation is called
+GATED_MODEL_TYPES = frozenset({
+    "llama", "mistral", "mixtral", "qwen", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
+    "gemma3_text", "phi3", "chatglm", "glm", "glm4", "olmo2", "olmoe", "deepseek_v2", "deepseek_v3", "internlm2",
+    "baichuan", "yi", "cohere", "granite",
+})
+
+
 def gated_mlp(cfg: dict[str, Any]) -> bool:
-    """A GLU-style MLP (SwiGLU, GeGLU): three matrices, and an FFN width of ~8/3 hidden rather than 4x."""
+    """A GLU-style MLP (SwiGLU, GeGLU): three matrices, and an FFN width of ~8/3 hidden (LLaMA) up to 8x (Gemma)
+    rather than 4x.
+
+    >>> gated_mlp({"hidden_act": "silu"}), gated_mlp({"model_type": "gemma", "hidden_act": "gelu"}), gated_mlp({})
+    (True, True, False)
+    """
     return bool(
         cfg.get("swiglu") or cfg.get("glu_activation") or cfg.get("gated_linear_unit")
         or str(cfg.get("hidden_act", "")).lower() in {"silu", "swiglu"}
+        or "hidden_activation" in cfg  # Gemma's key for its GeGLU's activation
+        or str(cfg.get("model_type", "")).lower() in GATED_MODEL_TYPES
     )
 
 
@@ -184,7 +199,7 @@ def check_model(
         h, ffn, heads = shape["hidden_size"], shape["ffn_hidden_size"], shape["num_attention_heads"] or 1
         expected = round(8 * h / 3) if shape["gated_mlp"] else 4 * h
         ratio = ffn / h
-        low, high = (2.0, 6.0) if shape["gated_mlp"] else (3.0, 5.0)  # gated: LLaMA 2.7x ... Qwen2.5 5.3x
+        low, high = (2.0, 8.5) if shape["gated_mlp"] else (3.0, 5.0)  # gated: LLaMA 2.7x, Qwen2.5 5.3x, Gemma 8x
         if not low <= ratio <= high and not shape["assumed"]:
             check.ffn_ratio = ratio
             ffn_note = f"ffn_hidden_size {ffn} is {ratio:.2f}x hidden (expected {expected})"

@@ -414,3 +414,12 @@ def test_a_python_tag_in_hparams_costs_nothing_but_itself() -> None:
     settings = dict(run.configs.select("key", "value").iter_rows())
     assert settings["config.lr_scheduler.num_warmup_steps"] == "2500"
     assert not any("cannot read hparams" in w for w in run.warnings)
+
+
+def test_gemma_is_gated_and_its_8x_ffn_is_not_a_setup_fault() -> None:
+    """ananyakaligal/Gemma2B-Finetuning: Gemma-2b's config (hidden_act gelu, hidden_activation gelu_pytorch_tanh,
+    intermediate_size 16384 = 8x hidden 2048) read as an ungated MLP: 1.90B from its shape (it has 2.51B) and the
+    setup finding "ffn_hidden_size 16384 is 8.00x hidden (expected 8192)"."""
+    run, _ = _chronicle(REAL / "tensorboard" / "ananyakaligal_Gemma2B-Finetuning")
+    assert run.model.shape["gated_mlp"] is True and run.model.notes == []
+    assert round(run.model.parameters_from_shape / 1e9, 2) == 2.51
