@@ -196,6 +196,7 @@ def build_attempts(
                 index=int(n), start_step=start, end_step=end, resumed_from_step=resumed,
                 resumed_from_inferred=inferred, rollback=bool(rollback), config_changes=changes,
                 end_reason=ending.reason, end_detail=ending.detail, end_kind=ending.kind,
+                failed_after_training=ending.failed_after,
                 end_at_step=ending.step if ending.kind is not None else end,
                 target_step=train_iters if isinstance(train_iters, int) and train_iters > 0 else None,
                 points=int(span.get("points") or 0),

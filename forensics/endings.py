@@ -42,6 +42,7 @@ class Ending:
     kind: str | None = None        # the deciding event's kind
     wall_time: float | None = None  # when the deciding line was printed
     step: int | None = None         # the last step logged before the deciding line (None: not known)
+    failed_after: str | None = None  # completed, then the program failed on its way out: the error it printed
 
 
 def quote(text: str | None) -> str:
@@ -86,8 +87,13 @@ def end_of(
         # when: the deciding line's time, else the first time printed after it on the way out (slurm's CANCELLED AT
         # after srun's untimed abort, the launcher's timed lines after ranks' untimed tracebacks)
         when = first["wall_time"] if first["wall_time"] is not None else _first_time_after(block, first)
+        failed = None
+        if reason == EndReason.COMPLETED:  # training done, then the program failed on its way out (a next stage)
+            after = printed.filter(pl.col("kind").is_in(list(s.ERROR_KINDS))
+                                   & (pl.col("line").fill_null(0) >= (first["line"] or 0)))
+            failed = quote(after["text"][-1]) if after.height else None
         return Ending(reason, _with_trouble(quote(first["text"]), reason, anomalies), first["kind"], when,
-                      first["step"])
+                      first["step"], failed)
     if block.filter(pl.col("kind") == s.EV_TRACEBACK).height:
         first = block.filter(pl.col("kind") == s.EV_TRACEBACK).row(0, named=True)
         reason = EndReason.FAILED_STARTUP if end_step is None and shows_start else EndReason.CRASHED

@@ -66,6 +66,7 @@ def _normal(key: str) -> str:
     return re.sub(r"[\s-]+", "_", key.strip().lower())
 
 
+
 def canonical_key(key: str) -> str:
     """The canonical name of a config key (``optimizer.lr`` -> ``lr``, ``n_embd`` -> ``hidden_size``); unknown keys
     are returned unchanged."""
@@ -90,6 +91,16 @@ def canonical_configs(configs: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     renamed = configs.with_columns(
         raw_key=pl.col("key"), key=pl.col("key").replace_strict(mapping, default=pl.col("key"))
     )
+    # beside "dim" (the model's width: DistilBERT, LLaMA's params.json), "hidden_dim" is the FFN's
+    widths = renamed.with_columns(norm=pl.col("raw_key").str.strip_chars().str.to_lowercase()
+                                  .str.replace_all(r"[\s-]+", "_").str.extract(r"([^./]+)$", 1))
+    beside = widths.group_by("source", "attempt").agg(both=pl.col("norm").is_in(["dim"]).any()
+                                                      & pl.col("norm").is_in(["hidden_dim"]).any())
+    if beside["both"].any():
+        renamed = widths.join(beside, on=["source", "attempt"], how="left", maintain_order="left").with_columns(
+            key=pl.when(pl.col("both") & (pl.col("norm") == "hidden_dim")).then(pl.lit("ffn_hidden_size"))
+            .when(pl.col("both") & (pl.col("norm") == "dim")).then(pl.lit("hidden_size"))
+            .otherwise("key")).drop("norm", "both")
     betas = [k for k in keys if ([p for p in _SPLIT.split(_normal(k)) if p] or [""])[-1] in _BETAS]
     if betas:
         renamed = pl.concat([renamed.filter(~pl.col("raw_key").is_in(betas)), _split_betas(

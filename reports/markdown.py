@@ -108,7 +108,8 @@ def _anomaly_line(a: Anomaly) -> str:
 
 def _failed(run: RunFindings) -> list[Attempt]:
     troubled = {a.attempt for a in run.anomalies if a.kind in BLOWUP_KINDS}
-    return [a for a in run.attempts if a.end_reason in FAILED_ENDINGS or a.index in troubled]
+    return [a for a in run.attempts if a.end_reason in FAILED_ENDINGS or a.index in troubled
+            or a.failed_after_training]
 
 
 def _summary(run: RunFindings) -> list[str]:

@@ -70,7 +70,9 @@ def ending(a: Attempt) -> str:
     else:
         where = f" after step {a.end_at_step}"
     detail = (f": “{md(a.end_detail)}”" if quoted else f": {md(a.end_detail)}") if a.end_detail else ""
-    return f"{ENDINGS.get(a.end_reason, a.end_reason.value)}{where}{detail}"
+    after = (f"; then the program failed after its training: “{md(a.failed_after_training)}”"
+             if a.failed_after_training else "")
+    return f"{ENDINGS.get(a.end_reason, a.end_reason.value)}{where}{detail}{after}"
 
 
 def coverage_section(run: RunFindings) -> list[str]:

@@ -423,3 +423,19 @@ def test_gemma_is_gated_and_its_8x_ffn_is_not_a_setup_fault() -> None:
     run, _ = _chronicle(REAL / "tensorboard" / "ananyakaligal_Gemma2B-Finetuning")
     assert run.model.shape["gated_mlp"] is True and run.model.notes == []
     assert round(run.model.parameters_from_shape / 1e9, 2) == 2.51
+
+
+def test_a_program_that_fails_after_its_training_is_not_all_clear_and_distilbert_has_its_width() -> None:
+    """tsebaka/T-Lab-2024-LLM-Alignment: the Trainer's summary, then 'Error executing job' and a ConfigAttributeError
+    in the next stage (W&B exit code 1) read "What went wrong: no attempt ended in ... a crash". DistilBERT's config
+    (dim 768, hidden_dim 3072: its FFN) gave hidden_size 3072 and 770.4M from its shape (it has 65.8M)."""
+    run, lines = _chronicle(REAL / "wandb" / "tsebaka__T-Lab-2024-LLM-Alignment" / "wandb"
+                            / "run-20241216_135818-xmayk974")
+    [attempt] = run.attempts
+    assert attempt.end_reason == "completed"
+    assert attempt.failed_after_training == "omegaconf.errors.ConfigAttributeError: Key 'I' is not in struct"
+    [went] = [line for line in lines if line.startswith("- **What went wrong:**")]
+    assert went.endswith("; then the program failed after its training: “omegaconf.errors.ConfigAttributeError: "
+                         "Key 'I' is not in struct”.")
+    assert (run.model.shape["hidden_size"], run.model.shape["ffn_hidden_size"]) == (768, 3072)
+    assert round(run.model.parameters_from_shape / 1e6, 1) == 65.2
