@@ -35,6 +35,9 @@ def _words(name: str) -> list[str]:
     return [w for w in _SPLIT.split(name.lower()) if w]
 
 
+_RUN_MEANS = frozenset({"train/train_loss"})  # the Trainer's summary: a mean over the run, not a series
+
+
 def role_score(name: str, role: str) -> int:
     """How well a scalar's name fits a role (0: not at all): the exact word beats a relative of it, a training
     tag beats an unmarked one, a per-epoch mean loses to the per-step series (Lightning's ``train/loss_step`` and
@@ -44,6 +47,8 @@ def role_score(name: str, role: str) -> int:
     (True, 0, 2)
     >>> role_score("train/loss_step", "loss") > role_score("train/loss_epoch", "loss")
     True
+    >>> role_score("train/train_loss", "loss")  # the Trainer's end-of-training mean
+    0
     """
     words = _words(name)
     lowered = name.lower()
@@ -53,6 +58,8 @@ def role_score(name: str, role: str) -> int:
             return 1 if per_layer else 2
         return 0
     if role != s.LOSS or _EVAL & set(words) or _NOT_MAIN & set(words):
+        return 0
+    if lowered in _RUN_MEANS:  # the Hugging Face Trainer's end-of-training mean over the whole run
         return 0
     joined = "_".join(words)
     if "loss" in words:

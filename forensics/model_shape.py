@@ -98,7 +98,8 @@ def parameters_from_shape(cfg: dict[str, Any], vocab: int | None) -> tuple[float
     ffn = _int(cfg, "ffn_hidden_size") or 4 * h
     glu = gated_mlp(cfg)
     kv_ch = _int(cfg, "kv_channels") or h // heads
-    groups = (_int(cfg, "num_query_groups") if cfg.get("group_query_attention") else None) or _int(
+    grouped = cfg.get("group_query_attention") or cfg.get("multi_query_attention")  # Megatron's, ChatGLM2's switch
+    groups = (_int(cfg, "num_query_groups") if grouped else None) or _int(
         cfg, "num_key_value_heads") or heads
     # a Hugging Face config of a rotary model (Llama, Mistral, Qwen 2, Gemma, ...) says so by its rope and RMS-norm
     # keys: no learned positions, no bias unless it asks for one

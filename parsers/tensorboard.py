@@ -424,6 +424,7 @@ def _records(path: Path, shown: str, compiled: bool | None) -> tuple[pl.DataFram
     return raw, events, configs, warnings
 
 
+_TRAINER_DONE = frozenset({"train/train_runtime", "train_runtime"})
 # Lightning's per-batch evaluation values (``self.log(..., on_step=True)`` in validation_step): "val_loss_step"
 _EVAL_BATCH = re.compile(r"^(?:val|valid|validation|test|eval)[_/].+_step$", re.IGNORECASE)
 
@@ -477,9 +478,14 @@ def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedL
 
     raw = attempt_of(raw)
     metrics = raw if steps_only else pl.concat([raw.filter(on_step), _axis_metrics(raw)], how="diagonal_relaxed")
+    # the Hugging Face Trainer writes train/train_runtime (with train_loss, the run's mean) when train() returns
+    done = raw.filter(pl.col("tag").cast(pl.String).is_in(list(_TRAINER_DONE))).select(
+        "offset", "step", "wall_time", kind=pl.lit(s.EV_TRAINING_DONE),
+        text=pl.format("training finished: the Trainer's summary (train_runtime {} s)", pl.col("value")))
     marks = pl.concat(
         [
             events,
+            done,
             regress.select("offset", "step", "wall_time", kind=pl.lit(s.EV_STEP_REGRESSION),
                            text=s.format_text("{} went back from step {} to {}", "tag", "prev", "step")),
             _duplicates(main),

@@ -439,3 +439,14 @@ def test_a_program_that_fails_after_its_training_is_not_all_clear_and_distilbert
                          "Key 'I' is not in struct”.")
     assert (run.model.shape["hidden_size"], run.model.shape["ffn_hidden_size"]) == (768, 3072)
     assert round(run.model.parameters_from_shape / 1e6, 1) == 65.2
+
+
+def test_the_trainers_summary_in_an_event_file_is_the_end_of_training() -> None:
+    """wisdom-pan/ChatGLM-LoRA: a 1-step run whose event file holds the Trainer's train/train_runtime and
+    train/train_loss (the run's mean) read "the log ends with no end printed" and "Taken by its name: the loss is the
+    scalar train/train_loss"; ChatGLM2's multi-query attention (2 groups) was counted as full: 7.12B for its 6.24B."""
+    run, lines = _chronicle(REAL / "tensorboard" / "wisdom-pan_ChatGLM-LoRA")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind) == ("completed", "training_done")
+    assert not any(line.startswith("- **Taken by its name:**") for line in lines)
+    assert round(run.model.parameters_from_shape / 1e9, 2) == 6.24
