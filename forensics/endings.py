@@ -107,7 +107,8 @@ def end_of(
         what = "" if nan.metric in (None, s.LOSS) else f" ({nan.metric.replace('_', ' ')})"
         zero = next((a for a in anomalies if a.kind == Kind.ZERO_LOSS and a.end_step == last_loss_step), None)
         still = ("" if nan.metric in (None, s.LOSS) or last_loss_step is None or last_loss_step < nan.step
-                 else f"; the loss was logged as 0 from step {zero.step} to {last_loss_step}" if zero is not None
+                 else (f"; the loss was logged as 0 at step {zero.step}" if zero.step == last_loss_step else
+                       f"; the loss was logged as 0 from step {zero.step} to {last_loss_step}") if zero is not None
                  else f"; the loss was still finite at step {last_loss_step}")
         return Ending(EndReason.NAN, f"NaN{what} from step {nan.step} to the end of its log (step {end_step}){still}")
     div = next((a for a in anomalies if a.kind == Kind.DIVERGENCE), None)

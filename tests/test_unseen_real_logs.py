@@ -450,3 +450,14 @@ def test_the_trainers_summary_in_an_event_file_is_the_end_of_training() -> None:
     assert (attempt.end_reason, attempt.end_kind) == ("completed", "training_done")
     assert not any(line.startswith("- **Taken by its name:**") for line in lines)
     assert round(run.model.parameters_from_shape / 1e9, 2) == 6.24
+
+
+def test_an_arguments_block_behind_srun_labels_is_read() -> None:
+    """spyysalo/lumi-llm-scaling: srun --label right-aligns its numbers ('   0: ----- arguments -----'): the block
+    was not read, so a 175B run had no shape, no schedule check and "the configured batch size is not in the logs"."""
+    from parsers.megatron import PDSH_CMD, parse_megatron
+    from parsers.textfile import inspect_text
+    path = REAL / "console_errors" / "spyysalo+lumi-llm-scaling__meg-ds_experiments_175B-scaling-comms_64-node_first2200.out"
+    log = parse_megatron(inspect_text(path, path.name, head_patterns={"pdsh": PDSH_CMD}), run="r", source=path.name)
+    settings = dict(log.configs.select("key", "value").iter_rows())
+    assert (settings["hidden_size"], settings["num_layers"], settings["global_batch_size"]) == ("14336", "70", "1024")
