@@ -461,3 +461,11 @@ def test_an_arguments_block_behind_srun_labels_is_read() -> None:
     log = parse_megatron(inspect_text(path, path.name, head_patterns={"pdsh": PDSH_CMD}), run="r", source=path.name)
     settings = dict(log.configs.select("key", "value").iter_rows())
     assert (settings["hidden_size"], settings["num_layers"], settings["global_batch_size"]) == ("14336", "70", "1024")
+
+
+def test_trainer_dicts_pasted_with_typographic_quotes_are_read() -> None:
+    """transformers #33336: '{‘loss’: 1.453, ‘grad_norm’: 2.47...}' (a paste's typography) was refused as not a
+    training log."""
+    run, _ = _chronicle(REAL / "hf_trainer" / "transformers_issue33336_curly_quotes_excerpt.txt")
+    assert run.coverage["metrics"]["loss"]["points"] == 12
+    assert run.sources[0]["format"] == "hf-trainer"

@@ -18,21 +18,24 @@ import re
 from parsers import schema as s
 from parsers.console.engine import NUMBER, LineFormat, Rule
 
+_Q = "['\"\u2018\u2019]"  # a quote, as printed or as a paste's typography turned it (‘loss’)
+
 
 def _key(name: str) -> str:
-    return rf"['\"]{re.escape(name)}['\"]:\s*['\"]?({NUMBER})['\"]?"
+    return rf"{_Q}{re.escape(name)}{_Q}:\s*{_Q}?({NUMBER}){_Q}?"
 
 
-_STEP = r"['\"]global_step/max_steps['\"]:\s*['\"](\d+)/\d+['\"]"
+_STEP = rf"{_Q}global_step/max_steps{_Q}:\s*{_Q}(\d+)/\d+{_Q}"
 
 SPEC = LineFormat(
     FORMAT="hf-trainer",
-    detect=re.compile(rb"\{'(?:loss|eval_loss)': |['\"]global_step/max_steps['\"]: ['\"]\d+/\d+['\"]"),
+    detect=re.compile(rb"\{(?:'|\xe2\x80\x98)(?:loss|eval_loss)(?:'|\xe2\x80\x99): "
+                      rb"|['\"]global_step/max_steps['\"]: ['\"]\d+/\d+['\"]"),
     rules=(
-        Rule(r"^[^{]*\{['\"](?:loss|grad_norm)['\"]:", {
+        Rule(rf"^[^{{]*\{{{_Q}(?:loss|grad_norm){_Q}:", {
             s.LOSS: _key("loss"), s.GRAD_NORM: _key("grad_norm"), s.LR: _key("learning_rate"), s.EPOCH: _key("epoch")},
             step_at=(_STEP,), ordinal=True),
-        Rule(r"^[^{]*\{['\"]eval_loss['\"]:", {s.VAL_LOSS: _key("eval_loss")}, step_at=(_STEP,), per_step=False),
+        Rule(rf"^[^{{]*\{{{_Q}eval_loss{_Q}:", {s.VAL_LOSS: _key("eval_loss")}, step_at=(_STEP,), per_step=False),
     ),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
