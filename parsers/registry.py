@@ -17,7 +17,16 @@ from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from parsers import hf_trainer_state, lightning, megatron, mlflow_store, tensorboard, wandb_export, wandb_run
+from parsers import (
+    hf_trainer_state,
+    lightning,
+    llamafactory_log,
+    megatron,
+    mlflow_store,
+    tensorboard,
+    wandb_export,
+    wandb_run,
+)
 from parsers.console import (
     fairseq,
     hf_trainer,
@@ -36,7 +45,7 @@ from parsers.reader import HEAD_BYTES, Reader
 
 ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
-    wandb_run, mlflow_store, tensorboard, hf_trainer_state, lightning, wandb_export,
+    wandb_run, mlflow_store, tensorboard, hf_trainer_state, llamafactory_log, lightning, wandb_export,
     nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, hf_trainer,
     megatron,
 )  # type: ignore[assignment]

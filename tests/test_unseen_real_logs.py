@@ -469,3 +469,38 @@ def test_trainer_dicts_pasted_with_typographic_quotes_are_read() -> None:
     run, _ = _chronicle(REAL / "hf_trainer" / "transformers_issue33336_curly_quotes_excerpt.txt")
     assert run.coverage["metrics"]["loss"]["points"] == 12
     assert run.sources[0]["format"] == "hf-trainer"
+
+
+def test_llamafactory_trainer_log_is_read_with_its_relaunch() -> None:
+    """rameyjm7/SFT-Training-LLM: LLaMA-Factory's trainer_log.jsonl (often the only log such a run commits) was
+    refused. Two processes append each step (0.8548 and 0.8547 at step 10); at line 1047 a relaunch from
+    checkpoint-5000 starts its elapsed_time again (22:08:06 -> 0:02:38); the last line, without a loss, ends
+    training at 6565 of 6566."""
+    run, _ = _chronicle(REAL / "llamafactory" / "rameyjm7_SFT-Training-LLM")
+    first, second = run.attempts
+    assert (first.start_step, first.end_step, first.target_step) == (10, 5240, 6566)
+    assert (second.start_step, second.resumed_from_step, second.rollback, second.end_reason) == (
+        5010, 5000, True, "completed")
+    assert run.coverage["metrics"]["loss"]["points"] == 680
+
+
+def test_a_damaged_llamafactory_log_costs_only_its_damage(tmp_path: Path) -> None:
+    """Lines that are not JSON are skipped with a warning; a file with none is refused in one line; a line without
+    the planned steps or with a clock that is not one costs nothing else."""
+    import pytest
+
+    import parsers
+    lines = (REAL / "llamafactory" / "rameyjm7_SFT-Training-LLM" / "trainer_log.jsonl").read_text().splitlines()
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "trainer_log.jsonl").write_text("\n".join([*lines[:20], lines[20][:40], *lines[21:40]]) + "\n")
+    run = parsers.load_run(tmp_path / "cut")
+    assert run.warnings == ["trainer_log.jsonl: 1 line(s) that are not JSON were skipped (first: line 21)"]
+    assert run.metrics.filter(run.metrics["metric"] == "loss").height == 20  # 39 lines, two writers per step
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "trainer_log.jsonl").write_text('{"current_steps": 1\n')
+    with pytest.raises(parsers.InputError, match=r"trainer_log.jsonl: not JSON lines \(no line is JSON"):
+        parsers.load_run(tmp_path / "none")
+    (tmp_path / "odd").mkdir()
+    (tmp_path / "odd" / "trainer_log.jsonl").write_text(
+        '{"current_steps": "x", "loss": "y"}\n{"current_steps": 2, "loss": 1.5, "elapsed_time": "bogus"}\n')
+    assert parsers.load_run(tmp_path / "odd").metrics["value"].to_list() == [1.5]

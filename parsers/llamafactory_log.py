@@ -1,0 +1,103 @@
+"""LLaMA-Factory's ``trainer_log.jsonl``: one JSON line per logging step, ``{"current_steps": 10, "total_steps":
+6566, "loss": 0.8548, "lr": 1e-05, "epoch": 0.01, "percentage": 0.15, "elapsed_time": "0:02:12", ...}`` (older
+versions name the LR ``learning_rate`` and write ``null`` for what they lack), ``eval_loss`` on evaluation lines,
+and a last line without a loss when training ends (its ``train_runtime`` log).
+
+A relaunch appends to the same file: its ``elapsed_time`` starts again near zero, and that starts a new attempt (a
+step going back alone does not: several processes may append, each a step behind another). A step logged twice in
+one attempt (one line per writing process) keeps its first line. Beside a ``trainer_state.json`` (the same history,
+with the Trainer's own steps) it is not read.
+
+>>> from pathlib import Path
+>>> from parsers.reader import ReadContext
+>>> path = Path("tests/fixtures/real/llamafactory/rameyjm7_SFT-Training-LLM/trainer_log.jsonl")
+>>> log = read(path, ReadContext("trainer_log.jsonl", "r"))[0].log
+>>> log.n_attempts, log.metrics.filter(metric="loss").select("step", "value").row(0)
+(2, (10, 0.8548))
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import polars as pl
+
+from parsers import schema as s
+from parsers.reader import NotThisFormat, Piece, ReadContext
+from parsers.schema import ParsedLog
+from parsers.textfile import read_all
+from parsers.wandb_history import _json_lines
+
+FORMAT = "llamafactory"
+_NAMES = {"loss": s.LOSS, "lr": s.LR, "learning_rate": s.LR, "eval_loss": s.VAL_LOSS, "epoch": s.EPOCH,
+          "grad_norm": s.GRAD_NORM}
+_CLOCK = re.compile(r"^(?:(\d+) days?, )?(\d+):(\d\d):(\d\d)$")
+RESTART = 0.5  # an elapsed time below half the one before it (and a minute or more back): the program started again
+
+
+def sniff(head: bytes, name: str) -> bool:
+    return Path(name).name == "trainer_log.jsonl" and b'"current_steps"' in head[:4096]
+
+
+def _seconds(clock: pl.Expr) -> pl.Expr:
+    """``"4 days, 7:19:52"`` -> seconds (None when not a clock)."""
+    parts = clock.str.extract_groups(_CLOCK.pattern)
+    field = [parts.struct.field(str(n)).cast(pl.Int64, strict=False) for n in (1, 2, 3, 4)]
+    return field[0].fill_null(0) * 86400 + field[1] * 3600 + field[2] * 60 + field[3]
+
+
+def read(path: Path, context: ReadContext) -> list[Piece]:
+    if (path.parent / "trainer_state.json").is_file():
+        return []  # the same history, read from the Trainer's own file
+    raw = read_all(path)
+    try:
+        rows = pl.read_ndjson(io.BytesIO(raw), infer_schema_length=None)
+    except (pl.exceptions.PolarsError, ValueError):  # a damaged or cut line: the sound ones, with a warning
+        said: list[str] = []
+        try:
+            sound = [r for r in _json_lines(path, context.shown, said) if isinstance(r, dict)]
+        except ValueError as exc:  # no line is JSON
+            raise NotThisFormat(f"{context.shown}: not JSON lines ({exc})") from None
+        context.warnings.extend(said)
+        rows = pl.DataFrame(sound, infer_schema_length=None) if sound else pl.DataFrame()
+    if "current_steps" not in rows.columns:
+        raise NotThisFormat(f"{context.shown}: JSON lines without current_steps")
+    step = pl.col("current_steps").cast(pl.Int64, strict=False)
+    elapsed = _seconds(pl.col("elapsed_time").cast(pl.String)) if "elapsed_time" in rows.columns else pl.lit(None)
+    rows = rows.with_row_index("line", offset=1).with_columns(step=step, _elapsed=elapsed).filter(
+        pl.col("step").is_not_null())
+    before = pl.col("_elapsed").shift(1)
+    restart = (pl.col("_elapsed") < RESTART * before) & (before - pl.col("_elapsed") >= 60)
+    rows = rows.with_columns(attempt=(1 + restart.fill_null(False).cast(pl.Int32).cum_sum()).cast(pl.Int32))
+    values = [c for c in rows.columns if c in _NAMES and (rows.schema[c].is_numeric() or rows.schema[c] == pl.String)]
+    long = (rows.select("line", "step", "attempt", *(pl.col(c).cast(pl.Float64, strict=False) for c in values))
+            .unpivot(index=["line", "step", "attempt"], on=values, variable_name="key", value_name="value")
+            .filter(pl.col("value").is_not_null())
+            .with_columns(value=pl.col("value").cast(pl.Float64), metric=pl.col("key").replace_strict(_NAMES))
+            .sort("line")
+            .unique(["attempt", "step", "metric"], keep="first", maintain_order=True))
+    n_attempts = int(rows["attempt"].max() or 1)  # type: ignore[arg-type]
+    labels = {"run": pl.lit(context.run), "source": pl.lit(context.shown)}
+    metrics = s.conform(long.with_columns(**labels), s.METRICS_SCHEMA).sort("attempt", "metric", "step")
+    events = [rows.filter(pl.col("attempt") > 1).group_by("attempt", maintain_order=True).first().select(
+        "line", "step", "attempt", kind=pl.lit(s.EV_PROCESS_START),
+        text=pl.format("elapsed_time starts again ({}): the program was started again", pl.col("elapsed_time")))]
+    # its last line, with no loss after the last one that has it, is the Trainer's end-of-training log
+    lossy = [c for c in ("loss", "eval_loss") if c in rows.columns]
+    last = rows.tail(1)
+    if lossy and last.select(pl.all_horizontal(pl.col(c).is_null() for c in lossy)).item():
+        events.append(last.select("line", "step", "attempt", kind=pl.lit(s.EV_TRAINING_DONE),
+                                  text=pl.format("training finished: its last log line has no loss (step {} of {})",
+                                                 "current_steps", "total_steps")))
+    events_frame = s.conform(pl.concat(events, how="diagonal_relaxed").with_columns(**labels), s.EVENTS_SCHEMA)
+    configs = s.empty(s.CONFIGS_SCHEMA)
+    if "total_steps" in rows.columns:  # the planned steps, as the Trainer's max_steps
+        total = pl.col("total_steps").cast(pl.Int64, strict=False)
+        totals = rows.group_by("attempt", maintain_order=True).agg(total.drop_nulls().last()).drop_nulls()
+        configs = s.conform(totals.select("attempt", key=pl.lit("train_iters"), value=total.cast(pl.String),
+                                          typed=total.cast(pl.String)).with_columns(**labels), s.CONFIGS_SCHEMA)
+    log = ParsedLog(metrics, events_frame, configs, n_attempts=n_attempts,
+                    tags={k: _NAMES[k] for k in values})
+    return [Piece(path, FORMAT, log)]
