@@ -28,7 +28,7 @@ from parsers import schema as s
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
 from parsers.textfile import read_all
-from parsers.wandb_history import _json_lines
+from parsers.wandb_history import _cell, _json_lines
 
 FORMAT = "llamafactory"
 _NAMES = {"loss": s.LOSS, "lr": s.LR, "learning_rate": s.LR, "eval_loss": s.VAL_LOSS, "epoch": s.EPOCH,
@@ -61,7 +61,10 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         except ValueError as exc:  # no line is JSON
             raise NotThisFormat(f"{context.shown}: not JSON lines ({exc})") from None
         context.warnings.extend(said)
-        rows = pl.DataFrame(sound, infer_schema_length=None) if sound else pl.DataFrame()
+        # as text, each value read below (a number beyond 64 bits, a string where a number was: that value only)
+        keys = ["current_steps", "total_steps", "elapsed_time", *_NAMES]
+        rows = pl.DataFrame({k: [_cell(r.get(k)) for r in sound] for k in keys if any(k in r for r in sound)},
+                            schema_overrides={k: pl.String for k in keys})
     if "current_steps" not in rows.columns:
         raise NotThisFormat(f"{context.shown}: JSON lines without current_steps")
     step = pl.col("current_steps").cast(pl.Int64, strict=False)

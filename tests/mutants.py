@@ -109,6 +109,9 @@ SEEDS: tuple[Seed, ...] = (
     Seed("olmo", f"{REAL}/olmo/issue692_ce_loss_zero_excerpt.txt"),
     Seed("fairseq", f"{REAL}/fairseq/metaseq_issue419_restart_excerpt.txt"),
     Seed("mlx-lm", f"{REAL}/mlx_lm/neoneye_mlx_examples_lora_v6.txt"),
+    Seed("litgpt", f"{REAL}/litgpt/issue628_codellama_spike_excerpt.txt"),
+    Seed("llamafactory", f"{REAL}/llamafactory/rameyjm7_SFT-Training-LLM", "trainer_log.jsonl", "jsonl",
+         max_bytes=30_000),
 )
 
 
