@@ -53,10 +53,10 @@ def _mid_run_epoch(metrics: pl.DataFrame, attempt: int) -> float | None:
 
 
 def _mid_warmup(metrics: pl.DataFrame, attempt: int) -> int | None:
-    """How many points were logged before the attempt's first, when its first points lie on a linear warm-up from
-    zero whose LR there is already several of its rises between points (the first at a whole number of them: a
-    warm-up from a non-zero LR is not read as one), else None; for a console that prints no step, whose steps count
-    its lines and cannot tell where the log began.
+    """How many points a linear warm-up from zero would have logged before the attempt's first, when its first points
+    lie on a linear rise and the first is already a whole number (3 or more) of its rises between points, else None;
+    for a console that prints no step, whose steps count its lines and cannot tell where the log began. (A warm-up
+    that starts above zero, as torch's LinearLR does at a third, can give a whole number too: the report says both.)
 
     >>> lr = pl.DataFrame({"attempt": 1, "step": [1, 2, 3], "metric": "lr", "value": [1.2143e-4, 1.2857e-4, 1.3571e-4]})
     >>> _mid_warmup(lr, 1), _mid_warmup(lr.with_columns(value=pl.Series([4e-6, 8e-6, 1.2e-5])), 1)
@@ -208,8 +208,7 @@ def build_attempts(
                 # (a setting read off the iteration lines is not a config the launch printed)
                 config_compared=bool(previous_cfg and this_cfg and previous_cfg.keys() - INFERRED_KEYS
                                      and this_cfg.keys() - INFERRED_KEYS),
-                begins_mid_run=i == 0 and ((inferred and resumed is not None) or first_epoch is not None
-                                           or warmup_before is not None),
+                begins_mid_run=i == 0 and ((inferred and resumed is not None) or first_epoch is not None),
                 first_epoch=first_epoch, warmup_logs_before=warmup_before, loaded_weights=loaded,
             )
         )

@@ -57,7 +57,8 @@ def settings(config: dict[str, Any]) -> dict[str, Any]:
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # "<...LearningRateMonitor object at 0x7f9b338ebf10>": a new one each run
-_SMEARED = re.compile(r"(?:\*{2,}|-{3,}|\.{2,}).*$", re.S)  # another rank's text printed over the end of a line
+# another rank's text printed over the end of a bool or number ("False****", "1.0.."): the value is what came before
+_SMEARED = re.compile(r"^((?i:true|false)|[-+]?\d[\d.eE+-]*?)(?:\*{2,}|-{3,}|\.{2,}).*$", re.S)
 
 
 def same_value(value: Any) -> Any:
@@ -69,9 +70,11 @@ def same_value(value: Any) -> Any:
     [0, 0, 0, 0, 0, 1, 3, 0.0003, 'x']
     >>> same_value("[<LearningRateMonitor object at 0x7f9b338ebf10>]"), same_value("False**** Git info for Megatron")
     ('[<LearningRateMonitor object>]', 0)
+    >>> same_value("../data/v1"), same_value("--flag---x")
+    ('../data/v1', '--flag---x')
     """
     if isinstance(value, str):
-        text = _SMEARED.sub("", _ADDRESS.sub("", value)).strip()
+        text = _SMEARED.sub(r"\1", _ADDRESS.sub("", value).strip())
         lowered = text.lower()
         if lowered in ("true", "false"):
             return int(lowered == "true")

@@ -88,10 +88,13 @@ def end_of(
         # after srun's untimed abort, the launcher's timed lines after ranks' untimed tracebacks)
         when = first["wall_time"] if first["wall_time"] is not None else _first_time_after(block, first)
         failed = None
-        if reason == EndReason.COMPLETED:  # training done, then the program failed on its way out (a next stage)
+        if reason == EndReason.COMPLETED:  # training done, then the program failed on its way out (a next stage):
+            # an error after it, and the exit code a wrapper recorded not 0 (a shutdown's "Exception ignored" is
+            # printed by programs that exit 0)
             after = printed.filter(pl.col("kind").is_in(list(s.ERROR_KINDS))
                                    & (pl.col("line").fill_null(0) >= (first["line"] or 0)))
-            failed = quote(after["text"][-1]) if after.height else None
+            code = block.filter((pl.col("kind") == s.EV_EXIT_CODE) & (pl.col("value") != 0))
+            failed = quote(after["text"][0]) if after.height and code.height else None
         return Ending(reason, _with_trouble(quote(first["text"]), reason, anomalies), first["kind"], when,
                       first["step"], failed)
     if block.filter(pl.col("kind") == s.EV_TRACEBACK).height:

@@ -227,8 +227,8 @@ class Attempt:
     first_epoch: float | None = None  # its first logged epoch, when that is how the log shows it began mid-run
     loaded_weights: bool = False      # it began from a checkpoint loaded at iteration 0 (a fine-tune), not scratch
     failed_after_training: str | None = None  # it completed, then the program failed: the error line it printed
-    warmup_logs_before: int | None = None  # points logged before its first, when a linear warm-up's LR shows it
-                                           # began mid-run (a console that prints no step)
+    warmup_logs_before: int | None = None  # points a linear warm-up from 0 would have logged before its first (a
+                                           # console that prints no step, whose first LR is N rises up)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -16,7 +16,7 @@ INIT_STD_FACTOR = 2.5  # an init std beyond 2.5x (or below 1/2.5 of) the small-i
 # most four digits before the point ("..._20260312_113029b" is a clock time, not a 113,029B model)
 _SIZE_IN_NAME = re.compile(r"(?<![A-Za-z0-9.])(\d{1,4}(?:\.\d+)?)([BbMm])(?![A-Za-z0-9])")
 # ... and not a count of something else: "fixed_tokens_10b" is a token budget
-_COUNTS_OTHER = re.compile(r"(?i)(?:tokens?|toks?|samples?|steps?|iters?|data)[-_ =]?$")
+_COUNTS_OTHER = re.compile(r"(?i)(?:^|[^a-z])(?:tokens?|toks?|samples?|steps?|iters?|data)[-_ =]?$")
 
 
 def stated_parameters(*names: str) -> float | None:
@@ -28,6 +28,8 @@ def stated_parameters(*names: str) -> float | None:
     (None, 1558000000.0)
     >>> stated_parameters("fixed_tokens_10b"), stated_parameters("pythia-160m_tokens-300b")
     (None, 160000000.0)
+    >>> stated_parameters("metadata-7b")
+    7000000000.0
     """
     for name in names:
         for part in reversed(re.split(r"[/\\]", name)):
@@ -51,7 +53,7 @@ def _int(cfg: dict[str, Any], key: str) -> int | None:
 
 # Hugging Face model types whose MLP is gated (SwiGLU or GeGLU), whatever their activation is called
 GATED_MODEL_TYPES = frozenset({
-    "llama", "mistral", "mixtral", "qwen", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
     "gemma3_text", "phi3", "chatglm", "glm", "glm4", "olmo2", "olmoe", "deepseek_v2", "deepseek_v3", "internlm2",
     "baichuan", "yi", "cohere", "granite",
 })

@@ -92,15 +92,17 @@ def canonical_configs(configs: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
         raw_key=pl.col("key"), key=pl.col("key").replace_strict(mapping, default=pl.col("key"))
     )
     # beside "dim" (the model's width: DistilBERT, LLaMA's params.json), "hidden_dim" is the FFN's
-    widths = renamed.with_columns(norm=pl.col("raw_key").str.strip_chars().str.to_lowercase()
-                                  .str.replace_all(r"[\s-]+", "_").str.extract(r"([^./]+)$", 1))
-    beside = widths.group_by("source", "attempt").agg(both=pl.col("norm").is_in(["dim"]).any()
-                                                      & pl.col("norm").is_in(["hidden_dim"]).any())
+    # (in one section: the same source, attempt and parent key)
+    path = pl.col("raw_key").str.strip_chars().str.to_lowercase().str.replace_all(r"[\s-]+", "_")
+    widths = renamed.with_columns(norm=path.str.extract(r"([^./]+)$", 1), parent=path.str.replace(r"[^./]+$", ""))
+    places = ["source", "attempt", "parent"]
+    beside = widths.group_by(places).agg(both=pl.col("norm").is_in(["dim"]).any()
+                                         & pl.col("norm").is_in(["hidden_dim"]).any())
     if beside["both"].any():
-        renamed = widths.join(beside, on=["source", "attempt"], how="left", maintain_order="left").with_columns(
+        renamed = widths.join(beside, on=places, how="left", maintain_order="left", nulls_equal=True).with_columns(
             key=pl.when(pl.col("both") & (pl.col("norm") == "hidden_dim")).then(pl.lit("ffn_hidden_size"))
             .when(pl.col("both") & (pl.col("norm") == "dim")).then(pl.lit("hidden_size"))
-            .otherwise("key")).drop("norm", "both")
+            .otherwise("key")).drop("norm", "parent", "both")
     betas = [k for k in keys if ([p for p in _SPLIT.split(_normal(k)) if p] or [""])[-1] in _BETAS]
     if betas:
         renamed = pl.concat([renamed.filter(~pl.col("raw_key").is_in(betas)), _split_betas(
@@ -139,8 +141,8 @@ def _comparable(typed: str | None) -> str | None:
 
     >>> [_comparable(v) for v in ("1000", "1000.0", "false", "0.0", "0.5", '"x"', None, "1" + "0" * 400)][:7]
     ['1000', '1000', '0', '0', '0.5', '"x"', None]
-    >>> [_comparable(v) for v in ('"1"', '"False"', "[1, 0]", '"1,0"', '"[1, 0]"')]
-    ['1', '0', '1,0', '1,0', '1,0']
+    >>> [_comparable(v) for v in ('"1"', '"False"', "[1, 0]", '"1,0"', '"[1, 0]"', '"1,000"')]
+    ['1', '0', '1,0', '1,0', '1,0', '1000']
     """
     if typed is None:
         return None
@@ -154,6 +156,8 @@ def _comparable(typed: str | None) -> str | None:
         text = value.strip().strip("[]").replace(" ", "")
         if text.lower() in ("true", "false"):
             return str(int(text.lower() == "true"))
+        if re.fullmatch(r"\d{1,3}(?:,\d{3})+", text):  # a thousands separator: "1,000" is 1000, not [1, 0]
+            text = text.replace(",", "")
         try:
             number = float(text)
         except ValueError:

@@ -139,9 +139,12 @@ def _early_stop(state: dict[str, Any], attempt: int, context: ReadContext) -> pl
     control = callbacks.get("TrainerControl") if isinstance(callbacks, dict) else None
     if not isinstance(early, dict) or not isinstance(control, dict):
         return s.empty(s.EVENTS_SCHEMA)
-    patience = (early.get("args") or {}).get("early_stopping_patience")
-    counter = (early.get("attributes") or {}).get("early_stopping_patience_counter")
-    stop = (control.get("args") or {}).get("should_training_stop") is True
+    def part(d: dict, key: str) -> dict:
+        return d[key] if isinstance(d.get(key), dict) else {}
+
+    patience = part(early, "args").get("early_stopping_patience")
+    counter = part(early, "attributes").get("early_stopping_patience_counter")
+    stop = part(control, "args").get("should_training_stop") is True
     step, last = state.get("global_step"), state.get("max_steps")
     numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in (patience, counter, step, last))
     if not (stop and numbers and counter >= patience > 0 and step < last):

@@ -18,7 +18,6 @@ with the Trainer's own steps) it is not read.
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 
@@ -27,7 +26,6 @@ import polars as pl
 from parsers import schema as s
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
-from parsers.textfile import read_all
 from parsers.wandb_history import _cell, _json_lines
 
 FORMAT = "llamafactory"
@@ -51,20 +49,18 @@ def _seconds(clock: pl.Expr) -> pl.Expr:
 def read(path: Path, context: ReadContext) -> list[Piece]:
     if (path.parent / "trainer_state.json").is_file():
         return []  # the same history, read from the Trainer's own file
-    raw = read_all(path)
+    # line by line with the standard decoder: a line nested a million deep is refused, never a crash (polars'
+    # NDJSON reader recurses on it); these logs hold one line per logging step
+    said: list[str] = []
     try:
-        rows = pl.read_ndjson(io.BytesIO(raw), infer_schema_length=None)
-    except (pl.exceptions.PolarsError, ValueError):  # a damaged or cut line: the sound ones, with a warning
-        said: list[str] = []
-        try:
-            sound = [r for r in _json_lines(path, context.shown, said) if isinstance(r, dict)]
-        except ValueError as exc:  # no line is JSON
-            raise NotThisFormat(f"{context.shown}: not JSON lines ({exc})") from None
-        context.warnings.extend(said)
-        # as text, each value read below (a number beyond 64 bits, a string where a number was: that value only)
-        keys = ["current_steps", "total_steps", "elapsed_time", *_NAMES]
-        rows = pl.DataFrame({k: [_cell(r.get(k)) for r in sound] for k in keys if any(k in r for r in sound)},
-                            schema_overrides={k: pl.String for k in keys})
+        sound = [r for r in _json_lines(path, context.shown, said) if isinstance(r, dict)]
+    except ValueError as exc:  # no line is JSON
+        raise NotThisFormat(f"{context.shown}: not JSON lines ({exc})") from None
+    context.warnings.extend(said)
+    # as text, each value read below (a number beyond 64 bits, a string where a number was: that value only)
+    keys = ["current_steps", "total_steps", "elapsed_time", *_NAMES]
+    rows = pl.DataFrame({k: [_cell(r.get(k)) for r in sound] for k in keys if any(k in r for r in sound)},
+                        schema_overrides={k: pl.String for k in keys})
     if "current_steps" not in rows.columns:
         raise NotThisFormat(f"{context.shown}: JSON lines without current_steps")
     step = pl.col("current_steps").cast(pl.Int64, strict=False)
@@ -74,7 +70,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     before = pl.col("_elapsed").shift(1)
     restart = (pl.col("_elapsed") < RESTART * before) & (before - pl.col("_elapsed") >= 60)
     rows = rows.with_columns(attempt=(1 + restart.fill_null(False).cast(pl.Int32).cum_sum()).cast(pl.Int32))
-    values = [c for c in rows.columns if c in _NAMES and (rows.schema[c].is_numeric() or rows.schema[c] == pl.String)]
+    values = [c for c in rows.columns if c in _NAMES]
     long = (rows.select("line", "step", "attempt", *(pl.col(c).cast(pl.Float64, strict=False) for c in values))
             .unpivot(index=["line", "step", "attempt"], on=values, variable_name="key", value_name="value")
             .filter(pl.col("value").is_not_null())
@@ -90,7 +86,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     # its last line, with no loss after the last one that has it, is the Trainer's end-of-training log
     lossy = [c for c in ("loss", "eval_loss") if c in rows.columns]
     last = rows.tail(1)
-    if lossy and last.select(pl.all_horizontal(pl.col(c).is_null() for c in lossy)).item():
+    if lossy and last.height and last.select(pl.all_horizontal(pl.col(c).is_null() for c in lossy)).item():
         events.append(last.select("line", "step", "attempt", kind=pl.lit(s.EV_TRAINING_DONE),
                                   text=pl.format("training finished: its last log line has no loss (step {} of {})",
                                                  "current_steps", "total_steps")))

@@ -44,7 +44,7 @@ VALIDATION_FOLDERS: frozenset[str] = frozenset({"val", "valid", "validation", "e
 _VALIDATION_PARTS = VALIDATION_FOLDERS | {"lm loss validation"}
 # Lightning's LearningRateMonitor: "lr-AdamW", and "lr-AdamW/pg1" for the first of several parameter groups
 _LR_MONITOR = re.compile(r"^lr-[A-Za-z]\w*(?:/pg1)?$")
-_FIRST_GROUP = re.compile(r"^(?:pg1|pg0|group_?0|param_group_?0)$", re.IGNORECASE)
+_FIRST_GROUP = re.compile(r"^pg1$", re.IGNORECASE)  # Lightning's numbering from 1 (a 0-based pg0/pg1 is two groups)
 # another x-axis: Megatron's "lm loss vs samples", Keras's "evaluation_loss_vs_iterations" (beside epoch_ scalars)
 _AXIS = re.compile(r"(?:\s+|_)vs(?:\s+|_)(samples|tokens|gigaflos.*|steps|iterations)$")
 # tags whose values are in seconds in Megatron's TensorBoard output; the canonical metric is in ms
@@ -151,8 +151,8 @@ def canonical(tag: str) -> tuple[str, str]:
     (('grad_norm', 'step'), ('grad_norm', 'step'), ('grad_norm', 'step'))
     >>> canonical("lr-AdamW"), canonical("lr-Adam/pg1"), canonical("lr-Adam/pg2")
     (('lr', 'step'), ('lr', 'step'), ('lr-Adam/pg2', 'step'))
-    >>> canonical("learning_rate/pg1"), canonical("learning_rate/pg2"), canonical("train/lr/group0")
-    (('lr', 'step'), ('learning_rate/pg2', 'step'), ('lr', 'step'))
+    >>> canonical("learning_rate/pg1"), canonical("learning_rate/pg2"), canonical("lr/pg0")
+    (('lr', 'step'), ('learning_rate/pg2', 'step'), ('lr/pg0', 'step'))
     """
     axis = "step"
     base = tag

@@ -516,7 +516,8 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
             or _split_writers(process[0], writer[0]) or (previous is not None and _hparams_writer(previous, piece.file)))
         shift = offset - 1 if same else offset
         process, previous = writer, piece.file
-        last_step = int(log.metrics["step"].max()) if log.metrics.height else last_step  # type: ignore[arg-type]
+        top = log.metrics["step"].max() if log.metrics.height else None  # (None too when no point has a step)
+        last_step = int(top) if top is not None else last_step  # type: ignore[arg-type]
         if shift and not parallel:
             frames = tuple(f.with_columns(attempt=pl.col("attempt") + shift) for f in frames)
         frames = tuple(f if _named(f, run_name) else f.with_columns(run=pl.lit(run_name)) for f in frames)

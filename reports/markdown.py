@@ -64,23 +64,17 @@ def _other_checks(run: RunFindings) -> str:
     return ", ".join(checks)
 
 
-def _ordinal(n: int) -> str:
-    """``n`` as an ordinal.
-
-    >>> [_ordinal(n) for n in (1, 2, 3, 4, 11, 12, 17, 22, 113)]
-    ['1st', '2nd', '3rd', '4th', '11th', '12th', '17th', '22nd', '113th']
-    """
-    return f"{n}{'th' if n % 100 in (11, 12, 13) else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
-
-
 def _start(attempt: Attempt) -> str:
     if attempt.begins_mid_run:
         at = (f"epoch {attempt.first_epoch:g} (its first logged point)" if attempt.first_epoch
-              else f"its first logged point, the {_ordinal(attempt.warmup_logs_before + 1)} of a linear warm-up (its "
-                   f"LR is {attempt.warmup_logs_before + 1} times the rise between points)"
-              if attempt.warmup_logs_before else f"step {attempt.start_step}")
+              else f"step {attempt.start_step}")
         text = (f"the log begins mid-run, at {at}; what came before is not in it (an excerpt, or a resume whose "
                 "checkpoint load was not logged)")
+    elif attempt.warmup_logs_before:
+        n = attempt.warmup_logs_before
+        text = (f"not known: the LR at its first point is {n + 1} times the rise between its points, so a linear "
+                f"warm-up from 0 logged {n} points before it (an excerpt); a warm-up that starts above 0 (torch's "
+                "LinearLR starts at a third) may start here")
     elif attempt.resumed_from_step is None:
         text = ("from weights loaded from a checkpoint at iteration 0 (a fine-tune, or a training begun from loaded "
                 "weights)" if attempt.loaded_weights else

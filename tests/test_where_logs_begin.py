@@ -33,13 +33,14 @@ def test_a_mid_epoch_excerpt_is_not_the_start_of_training() -> None:
 
 def test_an_excerpt_from_mid_warm_up_is_not_the_start_of_training(tmp_path: Path) -> None:
     """SY-Xuan/Pink #6: every dict line's LR rises by 7.142857e-06 and the first is 0.00012142857142857143, 17 of
-    those rises: 16 lines came before the excerpt (the console prints no step, so only the LR can tell)."""
+    those rises: a warm-up from 0 logged 16 lines before the excerpt (the console prints no step, so only the LR can
+    tell); one from above 0 (torch's LinearLR starts at a third) could start there, and the chronicle says both."""
     run, lines = _chronicle(REAL / "hf_trainer" / "pink_issue6_gradnorm_nan_padded_excerpt.txt")
     first = run.attempts[0]
-    assert (first.begins_mid_run, first.warmup_logs_before, first.resumed_from_step) == (True, 16, None)
-    assert ("- **Start:** the log begins mid-run, at its first logged point, the 17th of a linear warm-up (its LR is 17 "
-            "times the rise between points); what came before is not in it (an excerpt, or a resume whose checkpoint "
-            "load was not logged).") in lines
+    assert (first.warmup_logs_before, first.resumed_from_step) == (16, None)
+    assert ("- **Start:** not known: the LR at its first point is 17 times the rise between its points, so a linear "
+            "warm-up from 0 logged 16 points before it (an excerpt); a warm-up that starts above 0 (torch's LinearLR "
+            "starts at a third) may start here.") in lines
     assert not any("from the start of training" in line for line in lines)
     # the same lines one rise up at the first (as CUT #2's 4e-06, 8e-06, ...) are the start; so is a warm-up from a
     # non-zero LR (not a whole number of rises up)

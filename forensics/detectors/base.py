@@ -38,7 +38,7 @@ class RunFrames:
         goes below 0 is a policy or preference objective (RL, DPO), not a cross-entropy, and its rises are not
         ratios (the spike and divergence checks pass it by)."""
         def compute() -> dict[int, tuple[float, int]]:
-            low = self.points(metric).filter(pl.col("value") < 0).sort("value").group_by(
+            low = self.points(metric).filter((pl.col("value") < 0) & pl.col("value").is_finite()).sort("value").group_by(
                 "attempt", maintain_order=True).first()
             return {int(a): (float(v), int(st)) for a, st, v in low.select("attempt", "step", "value").iter_rows()}
         return self.remember(("negative", metric), compute)

@@ -89,7 +89,8 @@ class DivergenceDetector:
         last = float(np.median(raw[-tail:]))
         if last < (1 - self.falling) * np.median(raw[-2 * tail:-tail]):
             return None  # falling back over its last points: a rise it is coming down from, not a divergence
-        floor, peak = float(running_min[-1]), float(smooth.max())
+        floor_at = int(np.argmin(smooth))  # the climb starts at its lowest point: the top of the start's fall is no climb
+        floor, peak = float(running_min[-1]), float(smooth[floor_at:].max())
         if last < floor + self.came_back * (peak - floor):
             return None  # back down more than half way from the top of its climb: it rose and settled, not diverged
         onset = n - 1 - int(np.argmin(above[::-1]))  # first index of the final run of True

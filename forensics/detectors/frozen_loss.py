@@ -22,8 +22,13 @@ WHY = ("a loss that does not move is not being trained: an LR of 0, frozen weigh
 
 
 def _digits(value: float) -> int:
-    """Significant digits of a value as logged (as Python prints it back)."""
-    return len(repr(abs(value)).split("e")[0].replace(".", "").lstrip("0"))
+    """Significant digits of a value as logged.
+
+    >>> _digits(10.8259), _digits(0.00009999999747378752), _digits(2.31)
+    (6, 1, 3)
+    """
+    # (to float32's 7 digits: TensorBoard stores 0.0001 as 9.99999974737875e-05)
+    return len(f"{abs(value):.7g}".split("e")[0].replace(".", "").lstrip("0").rstrip("0") or "0")
 
 
 @dataclass

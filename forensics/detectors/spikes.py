@@ -444,7 +444,9 @@ def _recovery_over(inc: SpikeIncident, own: pl.DataFrame, gaps: list[Gap], below
     points the ratios leave out) after the spike is said, as where it went."""
     if inc.recovered_step is None:
         zero = below.filter(pl.col("step") > inc.end)["step"].min()
-        inc = replace(inc, zero_after=int(zero)) if zero is not None else inc  # type: ignore[arg-type]
+        nxt = own.filter(pl.col("step") > inc.end)["step"].min()  # the spike's next positive point
+        if zero is not None and (nxt is None or zero < nxt):  # the zeros follow the spike, not some later point
+            inc = replace(inc, zero_after=int(zero))  # type: ignore[arg-type]
     later = own.filter(pl.col("step") > inc.end)
     if inc.recovered_step is not None or later.height == 0:
         return inc

@@ -23,7 +23,7 @@ from parsers import schema as s
 
 WHY = ("a loss of 0 (to the digits printed) is no training signal: every label masked or ignored, a loss that "
        "underflowed, or a loss too small for the digits printed; the log does not tell which")
-FLOWING = 1e-4  # a grad norm above this flows; OLMo #692's 7.7e-08 beside its zero loss had vanished with it
+FLOWING = 0.01  # a grad norm above this flows (GRPO's 0.087); OLMo #692's 7.7e-08, a memorised model's 1e-3, do not
 
 
 @dataclass

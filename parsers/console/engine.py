@@ -103,8 +103,8 @@ class LineFormat:
         planned = metrics.filter(pl.col("metric") == PLANNED_STEPS)  # "step:20344/20344": the run's planned length
         metrics = metrics.filter(pl.col("metric") != PLANNED_STEPS)
         configs = planned.group_by("attempt", maintain_order=True).agg(pl.col("value").last()).select(
-            "attempt", key=pl.lit("train_iters"), value=pl.col("value").cast(pl.Int64).cast(pl.String),
-            typed=pl.col("value").cast(pl.Int64).cast(pl.String))
+            "attempt", key=pl.lit("train_iters"), value=pl.col("value").cast(pl.Int64, strict=False).cast(pl.String),
+            typed=pl.col("value").cast(pl.Int64, strict=False).cast(pl.String)).drop_nulls("value")
         others_frame = with_attempt(others_frame, bounds)
         events = line_events(others_frame, iters)
 
