@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import polars as pl
+import numpy as np
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind, shown
@@ -35,6 +35,7 @@ def _digits(value: float) -> int:
 class FrozenLossDetector:
     """``FrozenLossDetector().detect(frames)``: per attempt, every run of ``min_points`` or more equal losses.
 
+    >>> import polars as pl
     >>> m = s.conform(pl.DataFrame({"run": "r", "source": "x", "attempt": 1, "step": range(10, 110, 10),
     ...     "metric": "loss", "value": [11.02, 10.9, *[10.8259] * 8], "wall_time": None}), s.METRICS_SCHEMA)
     >>> [a] = FrozenLossDetector().detect(RunFrames(m, s.empty(s.EVENTS_SCHEMA)))
@@ -47,19 +48,22 @@ class FrozenLossDetector:
     min_digits: int = 4  # a loss printed to fewer digits (2.31) can repeat by rounding alone
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
-        points = frames.points(s.LOSS).filter(pl.col("value").is_finite())
-        runs = (points.with_columns(run=pl.col("value").rle_id().over("attempt"))
-                .group_by("attempt", "run", maintain_order=True)
-                .agg(n=pl.len(), value=pl.col("value").first(), first=pl.col("step").first(),
-                     last=pl.col("step").last())
-                .filter((pl.col("n") >= self.min_points) & (pl.col("value") != 0)))
+        points = frames.points(s.LOSS)
+        # runs of equal values, in NumPy over the (attempt, step)-ordered points (views, not copies: a million points
+        # cost a few boolean arrays); NaN equals nothing, so it ends a run, and a run of Inf is not kept
+        values, attempts, steps = (points[c].to_numpy() for c in ("value", "attempt", "step"))
+        if values.size == 0:
+            return []
+        begins = np.flatnonzero(np.r_[True, (values[1:] != values[:-1]) | (attempts[1:] != attempts[:-1])])
+        lengths = np.diff(np.r_[begins, values.size])
+        keep = (lengths >= self.min_points) & (values[begins] != 0) & np.isfinite(values[begins])
         out = []
-        for attempt, _, n, value, first, last in runs.iter_rows():
+        for i, n in zip(begins[keep].tolist(), lengths[keep].tolist(), strict=True):
+            value, first, last = float(values[i]), int(steps[i]), int(steps[i + n - 1])
             if _digits(value) < self.min_digits:
                 continue
             out.append(Anomaly(
-                kind=self.name, metric=s.LOSS, attempt=int(attempt), step=int(first), end_step=int(last),
-                value=float(value), baseline=None,
-                detail=f"loss logged as {shown(value)} at every one of {n} points in a row, from step {first} to "
-                f"{last}: {WHY}"))
+                kind=self.name, metric=s.LOSS, attempt=int(attempts[i]), step=first, end_step=last, value=value,
+                baseline=None, detail=f"loss logged as {shown(value)} at every one of {n} points in a row, from step "
+                f"{first} to {last}: {WHY}"))
         return sorted(out, key=lambda a: (a.attempt, a.step))

@@ -222,8 +222,10 @@ class SpikeDetector:
             counts[attempt], unknown[attempt] = series.judged_points, series.unknown_points
             # what the report says: over the median of the 8 points before it in its stretch (not the level the
             # detector judges it against, which follows the trend)
+            median = pl.col("x").shift(1).rolling_median(8, min_samples=8)
+            one = series.stretch.size == 0 or series.stretch[0] == series.stretch[-1]  # (labels are in order)
             before = pl.DataFrame({"x": series.x, "stretch": series.stretch}).select(
-                pl.col("x").shift(1).rolling_median(8, min_samples=8).over("stretch")).to_series().to_numpy()
+                median if one else median.over("stretch")).to_series().to_numpy()
             with np.errstate(invalid="ignore"):
                 rise = np.where(np.isfinite(before) & np.isfinite(series.noise), series.x - before, np.nan)
             if np.isfinite(rise).any():
