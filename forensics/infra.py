@@ -131,8 +131,12 @@ def stops(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFram
             continue
         counter = [f"attempt {a.index} was already {'NaN' if t.kind == 'nan' else 'diverging'} from step {t.step}"
                    for a in mine if (t := _trouble_before(a, anomalies)) is not None]
+        # the scheduler said why: its time limit (slurm's "CANCELLED AT ... DUE TO TIME LIMIT")
+        timed_out = kind == CauseKind.STOPPED and all("DUE TO TIME LIMIT" in (a.end_detail or "") for a in mine)
+        if timed_out:
+            cause = "the job's time limit: the scheduler stopped it, as its own line says"
         out.append(Cause(
-            kind=kind, cause=cause, confidence=0.3 if not counter else 0.15,
+            kind=kind, cause=cause, confidence=(0.9 if timed_out else 0.3) if not counter else 0.15,
             evidence=[f"attempt {a.index} ended " + (f"after step {max(a.end_step, a.end_at_step or 0)}"
                                                      if a.end_step is not None else NO_STEP_READ)
                       + f": {a.end_detail}" for a in mine][:6],

@@ -368,6 +368,10 @@ def test_a_slurm_err_that_holds_only_the_time_limit_is_read_for_it() -> None:
     assert (attempt.end_reason, attempt.end_kind) == ("stopped", "cancelled")
     assert attempt.end_detail == ("0: slurmstepd: error: *** STEP 3660463.0 ON nid005740 CANCELLED AT "
                                   "2023-06-09T17:33:54 DUE TO TIME LIMIT ***")
+    # the scheduler said why: not "stopped by the scheduler or a person" at 0.30
+    [cause] = run.suspected_causes
+    assert (cause.kind, cause.cause, cause.confidence) == (
+        "stopped", "the job's time limit: the scheduler stopped it, as its own line says", 0.9)
 
 
 def test_a_console_that_prints_its_planned_steps_completes_at_them() -> None:
