@@ -457,8 +457,9 @@ def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedL
     # restarts: a session start after the first record, or the step of the training loss (else the busiest tag but
     # the epoch, which Lightning logs at an evaluation's step and at the training step before it) going back
     losses = [t for t, (m, axis) in names.items() if m == s.LOSS and axis == "step"]
-    counted = main.filter(pl.col("tag").is_in(losses) if losses else pl.col("tag").cast(pl.String) != s.EPOCH)
-    primary = counted.group_by("tag").len().sort(["len", "tag"], descending=[True, False])["tag"][:1].to_list()
+    counts = main.group_by("tag").len().filter(  # (the small per-tag table, not the frame, is filtered)
+        pl.col("tag").is_in(losses) if losses else pl.col("tag").cast(pl.String) != s.EPOCH)
+    primary = counts.sort(["len", "tag"], descending=[True, False])["tag"][:1].to_list()
     regress = (
         main.filter(pl.col("tag").is_in(primary))
         .with_columns(prev=pl.col("step").shift(1))
@@ -479,9 +480,10 @@ def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedL
     raw = attempt_of(raw)
     metrics = raw if steps_only else pl.concat([raw.filter(on_step), _axis_metrics(raw)], how="diagonal_relaxed")
     # the Hugging Face Trainer writes train/train_runtime (with train_loss, the run's mean) when train() returns
-    done = raw.filter(pl.col("tag").cast(pl.String).is_in(list(_TRAINER_DONE))).select(
+    done = raw.filter(by_tag.mask(_TRAINER_DONE)).select(
         "offset", "step", "wall_time", kind=pl.lit(s.EV_TRAINING_DONE),
-        text=pl.format("training finished: the Trainer's summary (train_runtime {} s)", pl.col("value")))
+        text=pl.format("training finished: the Trainer's summary (train_runtime {} s)", pl.col("value"))
+    ) if _TRAINER_DONE & names.keys() else events.clear()
     marks = pl.concat(
         [
             events,

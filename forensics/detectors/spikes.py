@@ -215,6 +215,8 @@ class SpikeDetector:
         unknown: dict[int, int] = {}
         rises: dict[int, tuple[float, int, float]] = {}
         intervals, spacing = frames.intervals(), frames.spacing()
+        # the points the ratios leave out (a loss logged as 0): once, almost always none
+        below = frames.points(metric).filter(pl.col("value") <= 0)
         gaps = frames.gaps()
         for (attempt,), own in points.group_by("attempt", maintain_order=True):
             attempt = int(attempt)
@@ -241,8 +243,9 @@ class SpikeDetector:
             tail = tails[attempt] = noise_tail(sample, series.stretch, minima=without_points(series.minima, left_out),
                                                judged=windows)
             judged = self._candidates(series, tail)
-            below = frames.points(metric).filter((pl.col("attempt") == attempt) & (pl.col("value") <= 0))
-            found += [_recovery_over(inc, own, gaps, below) for inc, decisive in judged if decisive]
+            incidents = [inc for inc, decisive in judged if decisive]
+            mine = below.filter(pl.col("attempt") == attempt) if incidents and below.height else below
+            found += [_recovery_over(inc, own, gaps, mine) for inc in incidents]
             lone += [inc for inc, decisive in judged if not decisive]
         # a grad-norm point inside the noise tail that goes with a loss incident (at it or leading it) is part of it
         if self.metric == "grad_norm" and self.series is None and lone:
@@ -250,7 +253,6 @@ class SpikeDetector:
             lead = 20  # logged points, as forensics.precursors.LEAD_WINDOW
             joined = [inc for inc in lone if any(
                 s.attempt == inc.attempt and s.onset - lead * s.interval <= inc.onset <= s.end for s in loss)]
-            below = frames.points(metric).filter(pl.col("value") <= 0)
             found += [_recovery_over(inc, points.filter(pl.col("attempt") == inc.attempt), gaps,
                                      below.filter(pl.col("attempt") == inc.attempt)) for inc in joined]
             lone = [inc for inc in lone if inc not in joined]

@@ -42,12 +42,14 @@ class ZeroLossDetector:
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         points = frames.points(s.LOSS).filter(pl.col("value").is_finite())
         zeros = points.filter(pl.col("value") == 0)
+        if zeros.height == 0:
+            return []
         # a gradient at the zero-loss points says the printed loss is not what was trained on (GRPO prints 0 while
         # its policy gradient is not: TRL #3452), as a loss that also goes below 0 is not a cross-entropy
         flowing = zeros.join(frames.points(s.GRAD_NORM).filter(pl.col("value").is_finite() & (pl.col("value") > FLOWING)),
                              on=["attempt", "step"], how="semi").group_by("attempt").len()
-        trained = {int(a) for a, n in flowing.iter_rows()
-                   if n * 2 > zeros.filter(pl.col("attempt") == a).height} | set(frames.negative(s.LOSS))
+        per_attempt = dict(zeros.group_by("attempt").len().iter_rows())
+        trained = {int(a) for a, n in flowing.iter_rows() if n * 2 > per_attempt[a]} | set(frames.negative(s.LOSS))
         out = []
         for attempt in zeros["attempt"].unique(maintain_order=True).to_list():
             if attempt in trained:

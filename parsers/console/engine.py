@@ -100,8 +100,10 @@ class LineFormat:
         bounds = attempt_bounds(iters, others_frame)
         iters = with_attempt(iters, bounds)
         metrics = with_attempt(metrics, bounds)
-        planned = metrics.filter(pl.col("metric") == PLANNED_STEPS)  # "step:20344/20344": the run's planned length
-        metrics = metrics.filter(pl.col("metric") != PLANNED_STEPS)
+        planned = metrics.clear()  # "step:20344/20344": the run's planned length, where a rule reads it
+        if any(PLANNED_STEPS in rule.fields for rule in self.rules):
+            planned = metrics.filter(pl.col("metric") == PLANNED_STEPS)
+            metrics = metrics.filter(pl.col("metric") != PLANNED_STEPS)
         configs = planned.group_by("attempt", maintain_order=True).agg(pl.col("value").last()).select(
             "attempt", key=pl.lit("train_iters"), value=pl.col("value").cast(pl.Int64, strict=False).cast(pl.String),
             typed=pl.col("value").cast(pl.Int64, strict=False).cast(pl.String)).drop_nulls("value")
