@@ -21,11 +21,12 @@ SHORT_STEPS = 3  # an attempt with no anomaly that logged at most this many step
 def _resume_point(events: pl.DataFrame, start: int | None, interval: int) -> tuple[int | None, bool]:
     """The checkpoint iteration an attempt resumed from, and whether that was inferred (no checkpoint-load line):
     then it is the first logged step minus one interval (None when that is the start of training)."""
-    loads = events.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD) & pl.col("value").is_not_null())
+    loads = events.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD) & pl.col("value").is_not_null()) \
+        if events.height else events
     if loads.height:
         it = int(loads["value"][-1])
         return (it if it > 0 else None), False
-    if events.filter(pl.col("kind") == s.EV_NO_CHECKPOINT).height or start is None:
+    if start is None or (events.height and events.filter(pl.col("kind") == s.EV_NO_CHECKPOINT).height):
         return None, False
     if start - max(interval, 1) < 2:  # its first logged step is the first or second of training
         return None, True
@@ -152,8 +153,8 @@ def build_attempts(
         ev = by_attempt.get((n,), events.clear())
         resumed, inferred = _resume_point(ev, start, interval)
         # a checkpoint loaded at iteration 0: a fine-tune, or a training begun from loaded weights, not from scratch
-        loaded = resumed is None and bool(ev.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD)
-                                                    & (pl.col("value") == 0)).height)
+        loaded = resumed is None and bool(ev.height and ev.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD)
+                                                                  & (pl.col("value") == 0)).height)
         first_epoch = (_mid_run_epoch(metrics, n) if i == 0 and resumed is None
                        and not (start is not None and start <= (configured or 0)) else None)
         stepless = bool(span.get("sources")) and set(span["sources"]) <= counted
@@ -168,15 +169,17 @@ def build_attempts(
         this_cfg = cfg.get(n)
         changes = config_changes(previous_cfg, this_cfg) if previous_cfg and this_cfg else {}
         train_iters = (this_cfg or {}).get("train_iters")
-        shows_start = bool(ev.filter(pl.col("kind").is_in(list(s.START_KINDS))).height)
+        shows_start = bool(ev.height and ev.filter(pl.col("kind").is_in(list(s.START_KINDS))).height)
         ending = end_of(
             ev, flagged.get(n, []), end, shows_start=shows_start, is_last=i == len(numbers) - 1,
             next_index=numbers[i + 1] if i + 1 < len(numbers) else None,
             completed=isinstance(train_iters, int) and train_iters > 0 and end is not None and end >= train_iters,
             last_loss_step=span.get("last_loss"), stepped=frozenset(span.get("sources") or []),
         )
-        times = [t for t in (span.get("first_seen"), ev.filter(pl.col("kind") != s.EV_SCHEDULER)["wall_time"].min())
-                 if t is not None]
+        # (a log that restarts at every few lines has thousands of attempts, most with no events: no queries then)
+        printed = ev.filter(pl.col("kind") != s.EV_SCHEDULER)["wall_time"].max() if ev.height else None
+        times = [t for t in (span.get("first_seen"), ev.filter(pl.col("kind") != s.EV_SCHEDULER)["wall_time"].min()
+                             if ev.height else None) if t is not None]
         first_seen = float(min(times)) if times else None  # type: ignore[type-var]
         started = first_seen if shows_start else None
         # the end by the clock: the line that ended it, else its last logged step (a start-up time is not an end)
@@ -184,7 +187,6 @@ def build_attempts(
         stop = ending.wall_time or last_step_at
         # its last sign of life: that end, or for an attempt that logged no step its last timed line (scheduler
         # notices come between attempts); an untimed end after timed start-up lines is not known
-        printed = ev.filter(pl.col("kind") != s.EV_SCHEDULER)["wall_time"].max()
         last_line = stop if stop is not None else (float(printed) if end is None and printed is not None  # type: ignore[arg-type]
                                                    else None)
         ran_for = stop - started if started is not None and stop is not None and stop > started else None
@@ -200,7 +202,8 @@ def build_attempts(
                 end_at_step=ending.step if ending.kind is not None else end,
                 target_step=train_iters if isinstance(train_iters, int) and train_iters > 0 else None,
                 points=int(span.get("points") or 0),
-                sources=sorted(set(span.get("sources") or []) | set(ev["source"].drop_nulls().unique().to_list())),
+                sources=sorted(set(span.get("sources") or [])
+                               | (set(ev["source"].drop_nulls().unique().to_list()) if ev.height else set())),
                 started_at=started, first_seen_at=first_seen, last_step_at=last_step_at, last_line_at=last_line,
                 ended_at=ending.wall_time,
                 ran_for_s=ran_for,

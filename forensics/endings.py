@@ -74,8 +74,8 @@ def end_of(
     ``last_loss_step``: its last step with a finite loss (a NaN after it is how the loss ended); ``stepped``: the
     sources that logged its steps.
     """
-    block = ending_block(events, end_step, stepped)
-    printed = block.filter(~pl.col("kind").is_in([s.EV_TRACEBACK, s.EV_EXIT_CODE]))
+    block = ending_block(events, end_step, stepped) if events.height else events
+    printed = block.filter(~pl.col("kind").is_in([s.EV_TRACEBACK, s.EV_EXIT_CODE])) if block.height else block
     if printed.height:
         first = printed.row(0, named=True)
         if first["kind"] == s.EV_CANCELLED:  # srun's "Job step aborted" before slurm's line that says why
@@ -97,7 +97,7 @@ def end_of(
             failed = quote(after["text"][0]) if after.height and code.height else None
         return Ending(reason, _with_trouble(quote(first["text"]), reason, anomalies), first["kind"], when,
                       first["step"], failed)
-    if block.filter(pl.col("kind") == s.EV_TRACEBACK).height:
+    if block.height and block.filter(pl.col("kind") == s.EV_TRACEBACK).height:
         first = block.filter(pl.col("kind") == s.EV_TRACEBACK).row(0, named=True)
         reason = EndReason.FAILED_STARTUP if end_step is None and shows_start else EndReason.CRASHED
         return Ending(reason, "a traceback with no error line after it in the log", s.EV_TRACEBACK,
@@ -120,7 +120,7 @@ def end_of(
                                            "and was not back by then")
     if div is not None:
         return Ending(EndReason.DIVERGED, f"from step {div.step}, not back by the end of its log (step {end_step})")
-    codes = block.filter(pl.col("kind") == s.EV_EXIT_CODE)
+    codes = block.filter(pl.col("kind") == s.EV_EXIT_CODE) if block.height else block
     if codes.height:
         code = codes.row(-1, named=True)
         if code["value"] == 0:
@@ -129,7 +129,8 @@ def end_of(
                       s.EV_EXIT_CODE, code["wall_time"], code["step"])
     if completed:
         return Ending(EndReason.COMPLETED, "reached the last iteration")
-    cut = events.filter((pl.col("kind") == s.EV_ELISION) & (pl.col("step") >= end_step)) if end_step is not None else None
+    cut = (events.filter((pl.col("kind") == s.EV_ELISION) & (pl.col("step") >= end_step))
+           if end_step is not None and events.height else None)
     if cut is not None and cut.height:  # whoever pasted the log left out what followed
         return Ending(EndReason.UNKNOWN if next_index is not None else EndReason.RUNNING,
                       "the log leaves out what followed its last step (a “...” line)", s.EV_ELISION,

@@ -81,7 +81,7 @@ def with_lineage(points: pl.DataFrame, attempt: int, resumed_from: int | None) -
 
 
 def trailing_robust_z(
-    x: np.ndarray, window: int, floor: float, min_mad_points: int = 10, short: int = 8,
+    x: np.ndarray, window: int, floor: float | np.ndarray, min_mad_points: int = 10, short: int = 8,
     floor_without_history: float | None = None, groups: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Robust z-score of each point against the points before it (the point itself excluded).
@@ -89,8 +89,8 @@ def trailing_robust_z(
     The expected value is the median of the previous ``short`` points, which follows a falling loss closely; the
     residual from it is then standardised by the median and 1.4826 x MAD of the residuals of the previous
     ``window`` points, so a steep trend (early training) neither hides a spike nor makes one out of the trend.
-    The scale is never below ``floor``; with fewer than ``min_mad_points`` points of history the noise is unknown
-    and the scale is ``floor_without_history`` (default: ``floor``).
+    The scale is never below ``floor`` (a number, or one per point); with fewer than ``min_mad_points`` points of
+    history the noise is unknown and the scale is ``floor_without_history`` (default: ``floor``).
     NaNs in ``x`` are skipped in the statistics and get z = NaN; the first point gets z = NaN. ``groups``: a label
     per point (stretches of the log between holes): no point is judged against another group's.
     Returns (z, level, scale, noise): level is the expected value the point is judged against; noise is the scale
@@ -106,9 +106,12 @@ def trailing_robust_z(
         edges = [0, *bounds.tolist(), len(series)]
         frame = pl.concat([_trailing(series.slice(a, b - a), window, short) for a, b in pairwise(edges)])
     unknown = floor if floor_without_history is None else floor_without_history
+    if isinstance(floor, np.ndarray):
+        frame = frame.with_columns(_floor=pl.Series(floor, dtype=pl.Float64))
+    lowest, otherwise = (pl.col("_floor") if isinstance(b, np.ndarray) else pl.lit(b) for b in (floor, unknown))
     frame = frame.with_columns(
         scale=pl.when(pl.col("history") >= min_mad_points)
-        .then((pl.col("mad") * 1.4826).fill_null(0.0).clip(lower_bound=floor)).otherwise(unknown),
+        .then((pl.col("mad") * 1.4826).fill_null(0.0).clip(lower_bound=lowest)).otherwise(otherwise),
         level=pl.col("recent") + pl.col("mid"),
     )
     z = ((frame["x"] - frame["level"]) / frame["scale"]).fill_null(float("nan")).to_numpy()

@@ -55,7 +55,14 @@ def print_summary(findings: Findings, written: list[Path], console: Console | No
         table = Table(title=terminal(f"{run.name}: attempts"), title_justify="left")
         for col in ("#", "steps", "start", "what changed", "ended"):
             table.add_column(col, overflow="fold")
-        for a in run.attempts:
+        troubled = first_trouble(run.anomalies)
+        shown_rows = _rows_shown(run.attempts, set(troubled))
+        for i, a in enumerate(run.attempts):
+            if i not in shown_rows:
+                if i - 1 in shown_rows:  # the first of a hidden run of rows
+                    hidden = next((j for j in range(i, len(run.attempts)) if j in shown_rows), len(run.attempts)) - i
+                    table.add_row("…", "", terminal(f"{hidden} attempts not shown (all are in the report)"), "", "")
+                continue
             start = ("log begins mid-run" if a.begins_mid_run else "loaded weights" if a.loaded_weights
                      else "scratch" if a.resumed_from_step is None
                      else f"step {a.resumed_from_step}")
@@ -64,12 +71,29 @@ def print_summary(findings: Findings, written: list[Path], console: Console | No
             table.add_row(*(terminal(c) for c in (str(a.index), steps, start + (" (rollback)" if a.rollback else ""),
                                                   clip(changed, 60), str(a.end_reason))))
         console.print(table)
-        for _, x in sorted(first_trouble(run.anomalies).items()):
+        for _, x in sorted(troubled.items()):
             console.print(terminal(f"attempt {x.attempt}: {x.kind.replace('_', ' ')} at step {x.step}: "
                                    + clip(x.detail, 100)))
         for c in run.suspected_causes[:3]:
             console.print(terminal(f"suspected: {c.cause} (confidence {c.confidence:.2f})"))
     console.print(written_line("report", written), soft_wrap=True)  # a path is never broken
+
+
+TABLE_ROWS = 30  # attempts up to which the terminal lists every one; beyond: the first and last ten, and troubled
+
+
+def _rows_shown(attempts: list, troubled: set[int]) -> set[int]:
+    """Which attempts (positions) the terminal table lists: all of up to ``TABLE_ROWS``; of more (a log that
+    restarts every few lines), the first ten, the last ten and those with an anomaly.
+
+    >>> from types import SimpleNamespace as A
+    >>> sorted(_rows_shown([A(index=i) for i in range(1, 41)], {25}))[8:13]
+    [8, 9, 24, 30, 31]
+    """
+    if len(attempts) <= TABLE_ROWS:
+        return set(range(len(attempts)))
+    return ({*range(10), *range(len(attempts) - 10, len(attempts))}
+            | {i for i, a in enumerate(attempts) if a.index in troubled})
 
 
 def compare_table(comparison: Comparison) -> Table:

@@ -246,3 +246,32 @@ def test_judged_counts_belong_to_their_settings() -> None:
     assert SpikeDetector("loss").judged(frames) == {1: 390}   # 400 points, the first 10 are the burn-in
     SpikeDetector("loss", threshold=5.0).detect(frames)
     assert SpikeDetector("loss").judged(frames) == {1: 390}
+
+
+def test_attempts_are_judged_alone_when_scored_together() -> None:
+    """The spike detector scores every attempt in one pass (a log that restarts every few lines has thousands):
+    each attempt's incidents, blips and counts are those it gets when it is the only one, whatever the attempts
+    before it (a jump at the end of one attempt does not carry into the next one's absolute checks)."""
+    rng = np.random.default_rng(7)
+    parts, steps0 = [], 0
+    for attempt in range(1, 81):  # more stretches than are computed one by one
+        n = 300 if attempt % 10 == 0 else 12  # long ones get a tail fit, short ones the absolute checks
+        loss = 3.0 * np.exp(rng.standard_t(4, n) * 0.01)
+        if attempt % 10 == 0:
+            loss[200:203] *= 1.5
+        if attempt % 7 == 0:
+            loss[-2:] *= 3.0  # a jump at the very end of a short attempt, just before the next one begins
+        if attempt % 7 == 1 and attempt > 1:  # and a 2x rise soon after in the next, to no new high: no onset
+            loss[:6] = [3.0, 3.0, 3.0, 3.0, 1.4, 2.9]
+        parts.append(frame({"loss": loss}, np.arange(steps0, steps0 + n), attempt))
+        steps0 += n - 5  # each attempt rolls back a few steps
+    together = run_frames(pl.concat(parts))
+    det = SpikeDetector("loss")
+    found = det.incidents(together)
+    assert {i.attempt for i in found} >= {10, 20, 30, 7, 14}
+    for attempt in range(1, 81):
+        alone = run_frames(parts[attempt - 1])
+        assert [i for i in found if i.attempt == attempt] == det.incidents(alone), attempt
+        assert [b for b in det.blips(together) if b.attempt == attempt] == det.blips(alone), attempt
+        for what in (det.judged, det.unknown, det.largest_rises):
+            assert what(together).get(attempt) == what(alone).get(attempt), (attempt, what.__name__)

@@ -41,6 +41,7 @@ against the run's own noise tail.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -127,6 +128,7 @@ class _Scored:
     minima: dict[int, np.ndarray]  # the run minima of zn, each run against its first point's level (held_run_minima)
     held: np.ndarray       # the centre where the point is judged, NaN elsewhere
     noise: np.ndarray      # the noise scale (no floor but the printed digits)
+    rise: tuple[float, int, float] | None  # the largest rise over the median of the 8 points before (largest_rises)
 
     def inside(self, incidents: list[SpikeIncident]) -> np.ndarray:
         """The points from each incident's onset until it is over: back to its level and back inside 3 sigmas of the
@@ -214,25 +216,14 @@ class SpikeDetector:
         counts: dict[int, int] = {}
         unknown: dict[int, int] = {}
         rises: dict[int, tuple[float, int, float]] = {}
-        intervals, spacing = frames.intervals(), frames.spacing()
         # the points the ratios leave out (a loss logged as 0): once, almost always none
         below = frames.points(metric).filter(pl.col("value") <= 0)
         gaps = frames.gaps()
-        for (attempt,), own in points.group_by("attempt", maintain_order=True):
-            attempt = int(attempt)
-            series = self._scores(attempt, intervals.get(attempt, 1), own, spacing.get(attempt, 1), frames.cuts(attempt))
+        for series, lo, hi in self._scored(points, frames):
+            attempt = series.attempt
             counts[attempt], unknown[attempt] = series.judged_points, series.unknown_points
-            # what the report says: over the median of the 8 points before it in its stretch (not the level the
-            # detector judges it against, which follows the trend)
-            median = pl.col("x").shift(1).rolling_median(8, min_samples=8)
-            one = series.stretch.size == 0 or series.stretch[0] == series.stretch[-1]  # (labels are in order)
-            before = pl.DataFrame({"x": series.x, "stretch": series.stretch}).select(
-                median if one else median.over("stretch")).to_series().to_numpy()
-            with np.errstate(invalid="ignore"):
-                rise = np.where(np.isfinite(before) & np.isfinite(series.noise), series.x - before, np.nan)
-            if np.isfinite(rise).any():
-                top = int(np.nanargmax(rise))
-                rises[attempt] = (float(np.exp(rise[top])), int(series.steps[top]), float(series.values[top]))
+            if series.rise is not None:
+                rises[attempt] = series.rise
             # what the fixed t(3) rule already calls an incident stays out of the fit of the run's own noise tail
             first = [inc for inc, decisive in self._candidates(series, fixed_tail(
                 series.zn, series.stretch, minima=series.minima)) if decisive]
@@ -245,7 +236,7 @@ class SpikeDetector:
             judged = self._candidates(series, tail)
             incidents = [inc for inc, decisive in judged if decisive]
             mine = below.filter(pl.col("attempt") == attempt) if incidents and below.height else below
-            found += [_recovery_over(inc, own, gaps, mine) for inc in incidents]
+            found += [_recovery_over(inc, points.slice(lo, hi - lo), gaps, mine) for inc in incidents]
             lone += [inc for inc, decisive in judged if not decisive]
         # a grad-norm point inside the noise tail that goes with a loss incident (at it or leading it) is part of it
         if self.metric == "grad_norm" and self.series is None and lone:
@@ -260,26 +251,44 @@ class SpikeDetector:
         blips = [Blip(inc.attempt, inc.onset, inc.peak, inc.baseline) for inc in lone]
         return found, blips, tails, counts, unknown, rises
 
-    def _scores(self, attempt: int, interval: int, own: pl.DataFrame, spacing: int,
-                cuts: np.ndarray | None = None) -> _Scored:
-        """One attempt's points with their z-scores, stretches, eligibility and absolute checks."""
+    def _scored(self, points: pl.DataFrame, frames: RunFrames) -> Iterator[tuple[_Scored, int, int]]:
+        """Each attempt's points (``points`` in (attempt, step) order) with their z-scores, stretches, eligibility
+        and absolute checks, and the rows they hold in ``points``. The windows of every attempt are computed in one
+        pass, each stretch of each attempt a group of its own (no window crosses a hole or an attempt), then cut per
+        attempt: a log that restarts every few lines costs what one long attempt costs."""
         window, floor, threshold = self._params()
-        steps, values = own["step"].to_numpy(), own["value"].to_numpy()
+        intervals, spacings = frames.intervals(), frames.spacing()
+        steps, values = points["step"].to_numpy(), points["value"].to_numpy()
         x = np.log(values)
-        stretch = stretch_ids(steps, spacing, cuts)
-        averaged = self.metric in _AVERAGED and interval > 1
-        own_floor = floor / math.sqrt(interval) if averaged and self.floor is None else floor  # a mean is calmer
+        n = x.size
+        labels = points["attempt"].to_numpy()
+        lows = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]]) if n else np.zeros(0, dtype=np.int64)
+        highs = np.r_[lows[1:], n].astype(np.int64) if n else lows
+        attempts = [int(a) for a in labels[lows]]
+        # per point: the stretch (numbered across attempts), and its attempt's number, log interval and spacing
+        group = np.empty(n, dtype=np.int64)
+        sizes = highs - lows
+        attempt_no = np.repeat(np.arange(len(attempts)), sizes)
+        interval = np.repeat(np.array([intervals.get(a, 1) for a in attempts], dtype=np.int64), sizes)
+        spacing = np.repeat(np.array([spacings.get(a, 1) for a in attempts], dtype=np.int64), sizes)
+        offset = 0
+        for a, lo, hi in zip(attempts, lows, highs, strict=True):
+            ids = stretch_ids(steps[lo:hi], spacings.get(a, 1), frames.cuts(a))
+            group[lo:hi] = ids + offset
+            offset += int(ids[-1]) + 1
+        averaged = (self.metric in _AVERAGED) & (interval > 1) & (self.floor is None)
+        own_floor = np.where(averaged, floor / np.sqrt(np.maximum(interval, 1)), floor)  # a mean is calmer
         z, centre, scale, noise = trailing_robust_z(
-            x, window, own_floor, groups=stretch,
+            x, window, own_floor if averaged.any() else floor, groups=group,
             floor_without_history=max(floor, _FLOOR_WITHOUT_HISTORY.get(self.metric, 0.1)),
         )
         # each stretch between holes is judged on its own: its first point has no history, and a stretch that
         # starts at the beginning of training has its burn-in
-        starts = np.flatnonzero(np.r_[True, stretch[1:] != stretch[:-1]])
-        ends = np.r_[starts[1:], len(x)]
-        position = np.arange(len(x)) - starts[stretch]
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if n else np.zeros(0, dtype=np.int64)
+        position = np.arange(n) - starts[group]
         # (the first point of a log every 100 steps is step 100: still the start of training)
-        eligible = ~((position < self.burn_in) & (steps[starts][stretch] <= max(self.early_step - 1, spacing)))
+        eligible = ~((position < self.burn_in)
+                     & (steps[np.arange(n) - position] <= np.maximum(self.early_step - 1, spacing)))
         judged = eligible & ~np.isnan(z)
         # how unusual each point is, against the noise itself (the floored z also asks whether it matters)
         held = np.where(judged, centre, np.nan)  # the level each point (and each run starting at it) is read against
@@ -289,27 +298,49 @@ class SpikeDetector:
         # where the noise is not known; a grad norm also waits out the burn-in (it swings widely as training starts,
         # where a loss jumping 2x never is benign)
         blind = np.isnan(noise)
-        if len(x) > 2 * MIN_FIT:  # a tail fit is coming: jumps matter only where the noise is unknown, the first
-            jump = np.zeros(len(x), dtype=bool)  # points of each stretch (their points before are such points too)
-            jump[blind] = self._absolute(x[blind], stretch[blind], interval)
-        else:
-            jump = self._absolute(x, stretch, interval)
+        # where a tail fit is coming, jumps matter only where the noise is unknown, the first points of each
+        # stretch (their points before are such points too); in a shorter attempt, at every point
+        long = np.repeat(sizes > 2 * MIN_FIT, sizes)
+        jump = np.zeros(n, dtype=bool)
+        for where in (long & blind, ~long):
+            if where.any():
+                own = attempt_no[where]
+                first = np.maximum.accumulate(np.where(np.r_[True, own[1:] != own[:-1]], np.arange(own.size), 0))
+                jump[where] = self._absolute(x[where], group[where], interval[where], first)
         jump &= eligible | (self.metric == "loss")
         absolute = jump & blind
         with np.errstate(invalid="ignore"):
             candidate = ((z >= threshold) & eligible) | absolute
             # where the noise is known but too few points back a tail fit, a jump at the screen counts too
             short_jump = jump & (z >= threshold) & eligible
-        # an onset must rise above the recent values: a steep early decline that slows down is not a spike
-        recent_max = pl.DataFrame({"x": x, "g": stretch}).select(
-            pl.col("x").shift(1).rolling_max(window_size=8, min_samples=1).over("g")).to_series()
+        # an onset must rise above the recent values: a steep early decline that slows down is not a spike; the
+        # largest rise the report quotes is over the median of the 8 points before it in its stretch (not the level
+        # the detector judges it against, which follows the trend)
+        one = n == 0 or group[0] == group[-1]
+        previous = pl.col("x").shift(1)
+        recent_max, before = (e if one else e.over("g") for e in (
+            previous.rolling_max(window_size=8, min_samples=1), previous.rolling_median(8, min_samples=8)))
+        edges = pl.DataFrame({"x": x, "g": group}).select(recent_max, before.alias("before"))
         with np.errstate(invalid="ignore"):
-            onset_ok = ~(x < recent_max.fill_null(np.nan).to_numpy())
-        return _Scored(attempt, interval, steps, values, x, z, zn, centre, scale, eligible, absolute, short_jump,
-                       np.isnan(noise),
-                       stretch, starts, ends, candidate, int((judged & ~np.isnan(noise)).sum()),
-                       int((np.isnan(noise) & (position > 0)).sum()), position, onset_ok,
-                       held_run_minima(x, held, noise, stretch), held, noise)
+            onset_ok = ~(x < edges["x"].fill_null(np.nan).to_numpy())
+            before_median = edges["before"].fill_null(np.nan).to_numpy()
+            rise = np.where(np.isfinite(before_median) & np.isfinite(noise), x - before_median, np.nan)
+        minima = held_run_minima(x, held, noise, group)
+        counted = judged & ~blind
+        unseen = blind & (position > 0)
+        for a, lo, hi in zip(attempts, lows, highs, strict=True):
+            stretch = group[lo:hi] - group[lo]
+            own_starts = np.flatnonzero(np.r_[True, stretch[1:] != stretch[:-1]])
+            rises = rise[lo:hi]
+            top = int(np.nanargmax(rises)) + lo if np.isfinite(rises).any() else None
+            yield _Scored(
+                a, int(interval[lo]), steps[lo:hi], values[lo:hi], x[lo:hi], z[lo:hi], zn[lo:hi], centre[lo:hi],
+                scale[lo:hi], eligible[lo:hi], absolute[lo:hi], short_jump[lo:hi], blind[lo:hi], stretch, own_starts,
+                np.r_[own_starts[1:], hi - lo], candidate[lo:hi], int(counted[lo:hi].sum()),
+                int(unseen[lo:hi].sum()), position[lo:hi], onset_ok[lo:hi],
+                {k: m[lo:max(hi - k + 1, lo)] for k, m in minima.items()}, held[lo:hi], noise[lo:hi],
+                None if top is None else (float(np.exp(rise[top])), int(steps[top]), float(values[top])),
+            ), int(lo), int(hi)
 
     def _candidates(self, sc: _Scored, tail: NoiseTail) -> list[tuple[SpikeIncident, bool]]:
         """Every candidate of the attempt, and whether it is an incident against ``tail``."""
@@ -322,13 +353,14 @@ class SpikeDetector:
                                             | long_enough)
                 for got in self._stretch_incidents(sc, int(sc.starts[k]), int(sc.ends[k]), hot, absolute)]
 
-    def _absolute(self, x: np.ndarray, stretch: np.ndarray, interval: int) -> np.ndarray:
+    def _absolute(self, x: np.ndarray, stretch: np.ndarray, interval: np.ndarray, first: np.ndarray) -> np.ndarray:
         """Checks that need no statistics, for points with too little history to know the noise: a loss at least
         ``jump_factor`` (2x) the lowest of the (up to 8) points before it in its stretch, 1.5x when each point is a
         mean over 10 or more iterations (its noise is at least three times smaller), at least three times their
         median step-to-step move (a loss that swings 2x from step to step is noisy, not spiking), and above the
         highest of them (a loss back at a level it left a few points before is not a spike); a grad norm at
-        least ``neighbour_factor`` (10x) the point before it."""
+        least ``neighbour_factor`` (10x) the point before it. ``interval``: each point's log interval; ``first``:
+        the row of ``x`` where its attempt's points begin."""
         frame = pl.DataFrame({"x": x, "g": stretch})
         if self.metric == "grad_norm":
             before = frame.select(pl.col("x").shift(1).over("g")).to_series().fill_null(np.nan).to_numpy()
@@ -336,7 +368,7 @@ class SpikeDetector:
                 return (x - before) >= math.log(self.neighbour_factor)
         if self.metric != "loss":
             return np.zeros(x.size, dtype=bool)
-        factor = min(self.jump_factor, 1.5) if interval >= 10 else self.jump_factor
+        factor = np.where(interval >= 10, min(self.jump_factor, 1.5), self.jump_factor)
         prev = pl.col("x").shift(1)
         steps = (pl.col("x") - prev).abs().over("g").shift(1)  # the step-to-step moves before the point
         edges = frame.select(low=prev.rolling_min(window_size=8, min_samples=1).over("g"),
@@ -345,13 +377,13 @@ class SpikeDetector:
         low, high, swing = (edges[c].fill_null(np.nan).to_numpy() for c in ("low", "high", "swing"))
         rise = x - low
         with np.errstate(invalid="ignore"):
-            jumped = (rise >= math.log(factor)) & ~(rise < 3 * swing)
+            jumped = (rise >= np.log(factor)) & ~(rise < 3 * swing)
             above = x > high
         # a spike rises above all the points before it: a loss back at a level it had just left (in the start's
-        # fall) is no spike; the jumped points up to 8 after such an onset belong to its spike
+        # fall) is no spike; the jumped points up to 8 after such an onset (in its attempt) belong to its spike
         index = np.arange(x.size)
         onset = np.maximum.accumulate(np.where(jumped & above, index, -(10**9))) if x.size else index
-        return jumped & (index - onset <= 8)
+        return jumped & (index - np.where(onset >= first, onset, -(10**9)) <= 8)
 
     def _stretch_incidents(self, sc: _Scored, lo: int, hi: int, hot: np.ndarray,
                            absolute: np.ndarray) -> list[tuple[SpikeIncident, bool]]:
