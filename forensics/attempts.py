@@ -13,7 +13,7 @@ from forensics.configs import INFERRED_KEYS, config_changes
 from forensics.endings import end_of
 from forensics.findings import Anomaly, Attempt, ReplayDifference
 from forensics.gaps import logged_steps, usual_intervals
-from forensics.timeline import one_per_step
+from forensics.timeline import mid_run_epoch, one_per_step
 from parsers import schema as s
 
 SHORT_STEPS = 3  # an attempt with no anomaly that logged at most this many steps is listed in one line, not a section
@@ -31,26 +31,6 @@ def _resume_point(events: pl.DataFrame, start: int | None, interval: int) -> tup
     if start - max(interval, 1) < 2:  # its first logged step is the first or second of training
         return None, True
     return start - max(interval, 1), True
-
-
-def _mid_run_epoch(metrics: pl.DataFrame, attempt: int) -> float | None:
-    """The first logged epoch of an attempt whose epochs show it began well into training (its first epoch over
-    2% and over twice the step between its first two: not the first logging interval), else None; for logs whose
-    steps cannot tell (a console that prints no step, so its lines are counted).
-
-    >>> frame = pl.DataFrame({"attempt": [1, 1], "step": [1, 2], "metric": ["epoch", "epoch"], "value": [0.6623, 0.6645]})
-    >>> _mid_run_epoch(frame, 1), _mid_run_epoch(frame.with_columns(value=pl.Series([0.0022, 0.0045])), 1)
-    (0.6623, None)
-    """
-    mine = metrics.filter(pl.col("attempt") == attempt)
-    losses = mine.filter(pl.col("metric") == s.LOSS).select("step")
-    epochs = mine.filter((pl.col("metric") == s.EPOCH) & pl.col("value").is_finite())
-    if losses.height:  # the training points' epochs (an evaluation's entry has its own step and epoch)
-        epochs = epochs.join(losses.unique(), on="step", how="semi")
-    epochs = epochs.sort("step")["value"].head(2).to_list()
-    if len(epochs) < 2 or not epochs[1] > epochs[0] > max(0.02, 2 * (epochs[1] - epochs[0])):
-        return None
-    return float(epochs[0])
 
 
 def _mid_warmup(metrics: pl.DataFrame, attempt: int) -> int | None:
@@ -155,7 +135,7 @@ def build_attempts(
         # a checkpoint loaded at iteration 0: a fine-tune, or a training begun from loaded weights, not from scratch
         loaded = resumed is None and bool(ev.height and ev.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD)
                                                                   & (pl.col("value") == 0)).height)
-        first_epoch = (_mid_run_epoch(metrics, n) if i == 0 and resumed is None
+        first_epoch = (mid_run_epoch(metrics, n) if i == 0 and resumed is None
                        and not (start is not None and start <= (configured or 0)) else None)
         stepless = bool(span.get("sources")) and set(span["sources"]) <= counted
         warmup_before = (_mid_warmup(metrics, n) if i == 0 and resumed is None and first_epoch is None and stepless

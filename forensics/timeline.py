@@ -7,6 +7,8 @@ from itertools import pairwise
 import numpy as np
 import polars as pl
 
+from parsers.schema import EPOCH, LOSS
+
 
 def metric_points(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
     """(attempt, step, value) of one metric, one row per attempt and step, in order."""
@@ -59,6 +61,29 @@ def resume_steps(events: pl.DataFrame) -> dict[int, int]:
     """The checkpoint step each attempt loaded, where a checkpoint-load line says so."""
     loads = events.filter((pl.col("kind") == "checkpoint_load") & (pl.col("value") > 0))
     return {int(a): int(v) for a, v in loads.group_by("attempt").agg(pl.col("value").last()).iter_rows()}
+
+
+def mid_run_epoch(metrics: pl.DataFrame, attempt: int) -> float | None:
+    """The first logged epoch of an attempt whose epochs show it began well into training (its first epoch over
+    2% and over twice the step between its first two: not the first logging interval; a Trainer prints two decimals,
+    so two lines inside a long epoch can print the same one), else None; for logs whose steps cannot tell (a console
+    that prints no step, so its lines are counted).
+
+    >>> frame = pl.DataFrame({"attempt": [1, 1], "step": [1, 2], "metric": ["epoch", "epoch"], "value": [0.6623, 0.6645]})
+    >>> mid_run_epoch(frame, 1), mid_run_epoch(frame.with_columns(value=pl.Series([0.0022, 0.0045])), 1)
+    (0.6623, None)
+    >>> mid_run_epoch(frame.with_columns(value=pl.Series([0.46, 0.46])), 1)
+    0.46
+    """
+    mine = metrics.filter(pl.col("attempt") == attempt)
+    losses = mine.filter(pl.col("metric") == LOSS).select("step")
+    epochs = mine.filter((pl.col("metric") == EPOCH) & pl.col("value").is_finite())
+    if losses.height:  # the training points' epochs (an evaluation's entry has its own step and epoch)
+        epochs = epochs.join(losses.unique(), on="step", how="semi")
+    epochs = epochs.unique("step", keep="first").sort("step")["value"].head(2).to_list()  # (an evaluation's copy)
+    if len(epochs) < 2 or not epochs[1] >= epochs[0] > max(0.02, 2 * (epochs[1] - epochs[0])):
+        return None
+    return float(epochs[0])
 
 
 def with_lineage(points: pl.DataFrame, attempt: int, resumed_from: int | None) -> pl.DataFrame:

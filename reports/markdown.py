@@ -210,9 +210,11 @@ def _summary(run: RunFindings) -> list[str]:
                          f"to know the noise (fewer than 10 before each in its stretch of the log); its loss {path}, "
                          f"and was {shown(v2)} at its last step ({s2}).")
         else:
+            mid_run = any(a.begins_mid_run for a in run.attempts if str(a.index) == str(u["attempt"]))
             lines.append(f"- **Not judged:** attempt {u['attempt']}'s {u['points']} loss point(s) are too few for the "
-                         f"spike detectors (the start of training, or the first of a stretch); its loss {path}, and "
-                         f"was {shown(v2)} at its last step ({s2}).")
+                         "spike detectors (" + ("each the first of its stretch of the log" if mid_run else
+                                                "the start of training, or the first of a stretch")
+                         + f"); its loss {path}, and was {shown(v2)} at its last step ({s2}).")
     scores = [f"{m.replace('_', ' ')} {v['run']:.2f}%" for m, v in run.spike_scores.items() if v.get("run") is not None]
     if scores:
         lines.append("- **Spike score** (OLMo 2: share of points 7 sd or more from the mean of the previous 1,000; "

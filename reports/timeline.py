@@ -115,10 +115,12 @@ def coverage_section(run: RunFindings) -> list[str]:
                           "and, when the vocabulary is known, a loss above ln(vocabulary) + 1 nat."
                           if metric == s.LOSS else
                           "a grad norm 10x the point before it, and a rise that lasts 3 points."))
-        if unjudged:
+        mid_run = {str(a.index) for a in run.attempts if a.begins_mid_run}
+        if unjudged:  # (a log that begins mid-run has no burn-in)
             out.append(f"- **Not judged for {name} spikes:** attempt(s) {', '.join(unjudged)}: "
-                       "every point is in the burn-in at the start of training (its first 10 points) or has no "
-                       "point before it in its stretch of the log.")
+                       + ("no point has a point before it in its stretch of the log." if set(unjudged) <= mid_run else
+                          "every point is in the burn-in at the start of training (its first 10 points) or has no "
+                          "point before it in its stretch of the log."))
         limits = [f"attempt {a}: {c['lone_point_sigma']:.1f} / {c['two_in_a_row_sigma']:.1f} ("
                   + (f"fitted on {c['statistical']:,} points" if c["tail"] == "fitted" else
                      f"{c['statistical']:,} points, too few for a tail fit: Student-{c['tail']} noise, the heaviest "

@@ -508,3 +508,17 @@ def test_a_damaged_llamafactory_log_costs_only_its_damage(tmp_path: Path) -> Non
     (tmp_path / "odd" / "trainer_log.jsonl").write_text(
         '{"current_steps": "x", "loss": "y"}\n{"current_steps": 2, "loss": 1.5, "elapsed_time": "bogus"}\n')
     assert parsers.load_run(tmp_path / "odd").metrics["value"].to_list() == [1.5]
+
+
+def test_an_excerpt_whose_lines_print_the_same_epoch_begins_mid_run() -> None:
+    """huggingface/trl #1236: three DPO dicts pasted from a run, each at 'epoch': 0.46 (a Trainer prints two
+    decimals), read "Start: from the start of training", its LR "peaks" at its first point, and its points "in the
+    burn-in at the start of training"."""
+    run, lines = _chronicle(REAL / "hf_trainer" / "trl_issue1236_dpo_loss0_excerpt.txt")
+    [attempt] = run.attempts
+    assert (attempt.begins_mid_run, attempt.first_epoch) == (True, 0.46)
+    assert "- **Start:** the log begins mid-run, at epoch 0.46 (its first logged point); what came before is not in it " \
+           "(an excerpt, or a resume whose checkpoint load was not logged)." in lines
+    assert not any("start of training" in line or "burn-in" in line for line in lines)
+    assert "- **Not judged for loss spikes:** attempt(s) 1: no point has a point before it in its stretch of the log." \
+        in lines

@@ -11,7 +11,7 @@ import polars as pl
 
 from forensics.findings import Anomaly, Gap, Kind
 from forensics.gaps import cuts_of, find_gaps, logged_steps, usual_intervals
-from forensics.timeline import log_intervals, metric_points
+from forensics.timeline import log_intervals, metric_points, mid_run_epoch
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,15 @@ class RunFrames:
     def gaps(self) -> list[Gap]:
         """The holes in the logged steps (see :func:`forensics.gaps.find_gaps`)."""
         return self.remember("gaps", lambda: find_gaps(self.steps(), self.spacing(), self.events))
+
+    def begins_mid_run(self) -> int | None:
+        """The first attempt, when its epochs show that its log began well into training
+        (:func:`forensics.timeline.mid_run_epoch`: a pasted excerpt of a console that prints no step, whose counted
+        steps start at 1 all the same): its first points are not a burn-in at the start of training."""
+        def compute() -> int | None:
+            first = self.metrics["attempt"].min()
+            return None if first is None or mid_run_epoch(self.metrics, int(first)) is None else int(first)  # type: ignore[arg-type]
+        return self.remember("begins_mid_run", compute)
 
     def cuts(self, attempt: int) -> np.ndarray:
         """The first step after each hole in ``attempt``'s log: where its stretches begin (with the spacing, what

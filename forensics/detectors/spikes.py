@@ -286,9 +286,11 @@ class SpikeDetector:
         # starts at the beginning of training has its burn-in
         starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if n else np.zeros(0, dtype=np.int64)
         position = np.arange(n) - starts[group]
-        # (the first point of a log every 100 steps is step 100: still the start of training)
+        # (the first point of a log every 100 steps is step 100: still the start of training; an excerpt whose
+        # epochs show it began mid-run has none, whatever its counted steps)
         eligible = ~((position < self.burn_in)
-                     & (steps[np.arange(n) - position] <= np.maximum(self.early_step - 1, spacing)))
+                     & (steps[np.arange(n) - position] <= np.maximum(self.early_step - 1, spacing))
+                     & (labels != (frames.begins_mid_run() if n else None)))
         judged = eligible & ~np.isnan(z)
         # how unusual each point is, against the noise itself (the floored z also asks whether it matters)
         held = np.where(judged, centre, np.nan)  # the level each point (and each run starting at it) is read against
