@@ -804,7 +804,10 @@ def _iteration_events(iters: pl.DataFrame, cut: pl.DataFrame, text: TextFile, pr
 
 
 # --- other lines --------------------------------------------------------------------------------------------------
-def line_events(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:
+def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = True) -> pl.DataFrame:
+    """The events of the lines that are not metrics lines, each at its step. ``own_steps``: the metrics lines print
+    their step (a console whose lines are counted does not: a step printed on an event line, such as DeepSpeed's
+    ``step=N``, is on another axis, and the event gets the counted step before it)."""
     candidates = others.filter(pl.col("kind").is_not_null())
     if candidates.height == 0:
         return pl.DataFrame()
@@ -821,6 +824,9 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:
         .then(pl.coalesce(pl.col("value").cast(pl.Int64, strict=False), "last"))  # an iteration beyond int64: unknown
         .when(pl.col("kind") == s.EV_OVERFLOW)
         .then(pl.coalesce("next", pl.col("last") + 1))
+        .when((pl.col("kind") == s.EV_SKIPPED_COUNT) & own_steps)  # DeepSpeed's own step (it counts skipped ones)
+        .then(pl.coalesce(pl.col("body").str.extract(r"\bstep=(\d+), skipped=", 1).cast(pl.Int64, strict=False),
+                          "last"))
         .otherwise(pl.col("last"))
     )
     return ev.select("line", "attempt", "step", "kind", "value", "wall_time", "text").pipe(_shard_totals)

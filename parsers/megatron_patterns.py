@@ -112,7 +112,12 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_PARAMETER_COUNT, r"TOTAL_PARAMS=(\d+)"),
     (s.EV_PARAMETER_COUNT, r"estimated model parameters:\s*([\d.]+)"),
     (s.EV_PADDED_VOCAB, r"padded vocab \(size: \d+\) with \d+ dummy tokens \(new size: (\d+)\)"),
-    (s.EV_OVERFLOW, r"(?:OVERFLOW!|loss scale overflow!|Grad overflow on iteration).*?(?:reducing to (\d+(?:\.\d*)?))?$"),
+    # DeepSpeed: "[deepspeed] OVERFLOW! Rank 0 Skipping step", its fused optimizer's "Overflow detected. Skipping
+    # step", "fp16 dynamic loss scale overflow! Skipping step"; Megatron, Apex
+    (s.EV_OVERFLOW, r"(?:OVERFLOW!|loss scale overflow!|Grad overflow on iteration|Overflow detected\. Skipping step)"
+                    r".*?(?:reducing to (\d+(?:\.\d*)?))?$"),
+    # DeepSpeed's progress line every steps_per_print: "[Rank 0] step=2500, skipped=1586, lr=[...], mom=[...]"
+    (s.EV_SKIPPED_COUNT, r"\bstep=\d+, skipped=(\d+)"),
     (s.EV_NAN_CHECK, r"found (?:NaN|Inf) in|Unexpected result|Bad grad_norm detected|Need to rerun step"
                      r"|(?:First|Second) rerun:|Possible (?:transient|persistent) error|Spiky loss"
                      r"|found unexpected large grads|loss is nan|Loss is NaN"),

@@ -104,6 +104,8 @@ EV_PARAMETER_COUNT = "parameter_count"      # value = parameters (absolute count
 EV_PARAMETER_COUNT_SHARD = "parameter_count_shard"  # one model-parallel rank's count (their sum is parameter_count)
 EV_PADDED_VOCAB = "padded_vocab"            # value = padded vocabulary size
 EV_OVERFLOW = "overflow"                    # fp16 loss-scale overflow, value = new loss scale
+EV_SKIPPED_COUNT = "skipped_count"          # DeepSpeed's running count of skipped steps ("step=N, skipped=M"):
+                                            # value = M, step = N
 EV_NAN_CHECK = "nan_check"                  # NaN/Inf check or rerun-machine message
 EV_LOSS_MISSING = "loss_missing"            # iteration line without a loss: NaN/Inf or a fully skipped interval
 EV_STALE_GRAD_NORM = "stale_grad_norm"      # grad norm repeated exactly while steps were skipped

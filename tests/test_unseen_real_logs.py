@@ -294,8 +294,7 @@ def test_checks_that_had_nothing_to_read_are_not_said_to_have_found_nothing() ->
     "the other checks (NaN, loss scale, skipped iterations, hangs) found nothing" (no loss scale, no skipped count and
     no time was read) and "LR peaks at 0 (step 1); no warm-up seen"."""
     _, lines = _chronicle(REAL / "hf_trainer" / "transformers_issue9996_lr0_skipped1999_excerpt.txt")
-    assert ("- **Anomalies:** none found by the absolute checks (too few points to know the loss's noise); the other "
-            "checks (NaN) found nothing.") in lines
+    assert not any("found nothing" in line for line in lines)  # (DeepSpeed's count of skipped steps is read)
     assert ("- **Schedule:** LR logged as 0 at every point: if that is the rate the optimizer used, no step moved the "
             "weights (a schedule that never started, or every step skipped).") in lines
     assert not any("peaks at 0" in line for line in lines)
@@ -522,3 +521,32 @@ def test_an_excerpt_whose_lines_print_the_same_epoch_begins_mid_run() -> None:
     assert not any("start of training" in line or "burn-in" in line for line in lines)
     assert "- **Not judged for loss spikes:** attempt(s) 1: no point has a point before it in its stretch of the log." \
         in lines
+
+
+def test_deepspeed_skipped_steps_are_counted() -> None:
+    """liguodongiot/llm-action's Megatron-DeepSpeed LLaMA log: DeepSpeed's own count says 1,586 of 2,500 steps were
+    skipped (`step=2500, skipped=1586`) with `Overflow detected. Skipping step. Attempted loss scale: 1, reducing to
+    1`, while Megatron's counter printed 0 (Megatron-DeepSpeed PR #434): the chronicle found no skipped iterations."""
+    run, _ = _chronicle(REAL / "megatron" / "liguodongiot__megatron-deepspeed_llama-note_overflow.log.txt")
+    [skipped] = [a for a in run.anomalies if a.kind == "skipped_iterations"]
+    assert (skipped.step, skipped.end_step, skipped.value) == (2499, 2500, 1585)
+    assert skipped.detail == ("1585 iterations skipped (fp16 overflow) between steps 4 and 2500 (DeepSpeed's running "
+                              "count: skipped=1586 at step=2500, 63.4% of its steps)")
+    assert run.suspected_causes[0].cause == "fp16 loss-scale collapse / overflow storm"
+
+
+def test_deepspeed_overflow_lines_of_a_console_without_steps_are_each_a_skipped_step() -> None:
+    """ymcui/Chinese-LLaMA-Alpaca #534: five `OVERFLOW! Rank 0 Skipping step` lines halving the scale 64 -> 2 beside
+    one Trainer dict (a console whose lines carry no step): read as one or two skipped steps, below a burst."""
+    run, _ = _chronicle(REAL / "hf_trainer" / "chinese-llama-alpaca_issue534_deepspeed_overflow_cascade.txt")
+    [skipped] = [a for a in run.anomalies if a.kind == "skipped_iterations"]
+    assert skipped.value == 5 and skipped.detail.startswith("5 iterations skipped (fp16 overflow)")
+
+
+def test_deepspeed_running_count_in_an_excerpt_is_a_count_by_its_step() -> None:
+    """transformers #9996: `step=2000, skipped=1999` beside Trainer dicts with the LR at 0: every step skipped. The
+    dicts print no step (their steps count lines), so DeepSpeed's step=2000 is not put on their axis."""
+    run, _ = _chronicle(REAL / "hf_trainer" / "transformers_issue9996_lr0_skipped1999_excerpt.txt")
+    [skipped] = [a for a in run.anomalies if a.kind == "skipped_iterations"]
+    assert (skipped.step, skipped.detail) == (3, "1999 iterations skipped (fp16 overflow) by the count printed after "
+                                                 "step 3 (DeepSpeed's running count: skipped=1999)")

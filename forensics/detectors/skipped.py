@@ -1,4 +1,7 @@
-"""Bursts of skipped iterations (fp16 overflow), from Megatron's counters and DeepSpeed ``OVERFLOW!`` lines.
+"""Bursts of skipped iterations (fp16 overflow), from Megatron's counters, DeepSpeed's running count
+(``step=2500, skipped=1586``: the skips between two of its lines are the difference of their counts) and overflow
+lines (``OVERFLOW!``, ``Overflow detected. Skipping step``: one skipped step each; lines of one step that reduce the
+scale to different values are different steps, as in a console whose lines carry no step).
 
 A single skipped step now and then is how dynamic loss scaling works; ``min_total`` (3) or more skipped
 iterations with gaps of at most ``gap_steps`` between them form a burst. The start-up search for a loss scale
@@ -9,6 +12,7 @@ lines up to the first with nothing skipped left out.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import polars as pl
@@ -31,12 +35,14 @@ class SkippedIterationsDetector:
         counters = frames.points(s.SKIPPED_ITERATIONS).select("attempt", "step", skipped=pl.col("value"))
         overflows = (
             frames.events.filter((pl.col("kind") == s.EV_OVERFLOW) & pl.col("step").is_not_null())
-            .select("attempt", "step")
-            .unique()
-            .with_columns(skipped=pl.lit(1.0))
+            .unique(["attempt", "step", "value"])
+            .group_by("attempt", "step").agg(skipped=pl.len().cast(pl.Float64))
         )
-        per_step = pl.concat([counters, overflows]).group_by("attempt", "step").agg(pl.col("skipped").max())
-        per_step = per_step.sort("attempt", "step")
+        running = _running_counts(frames.events)
+        per_step = (pl.concat([counters.with_columns(since=pl.col("step")), overflows.with_columns(since=pl.col("step")),
+                               running.select("attempt", "step", "skipped", "since")], how="diagonal_relaxed")
+                    .group_by("attempt", "step").agg(pl.col("skipped").max(), pl.col("since").min())
+                    .sort("attempt", "step"))
         clean = per_step.filter(pl.col("skipped") == 0).group_by("attempt").agg(first_clean=pl.col("step").min())
         searches = startup_searches(frames)
         if searches:  # the start-up search, as the loss-scale lines show it
@@ -56,14 +62,42 @@ class SkippedIterationsDetector:
             )
             .with_columns(g=pl.col("new").cast(pl.Int32).cum_sum())
             .group_by("attempt", "g", maintain_order=True)
-            .agg(start=pl.col("step").min(), end=pl.col("step").max(), total=pl.col("skipped").sum())
+            .agg(start=pl.col("step").min(), end=pl.col("step").max(), total=pl.col("skipped").sum(),
+                 since=pl.col("since").min(), known=pl.col("since").is_not_null().all())
             .filter(pl.col("total") >= self.min_total)
         )
-        return [
-            Anomaly(
+        out = []
+        for a, _g, start, end, total, since, known in groups.iter_rows():
+            count = running.filter((pl.col("attempt") == a) & pl.col("step").is_between(start, end)).tail(1)
+            # (its own step, unless the log's steps are counted lines: then fewer than the steps it skipped)
+            skips, at = (count["count"][0], count["step"][0]) if count.height else (None, None)
+            share = skips / at if skips is not None and at and skips <= at else None
+            part = (f" at step={at}" + (f", {math.floor(share * 1000) / 10:g}% of its steps" if share >= 0.01 else "")
+                    if share is not None else "")
+            counted = f" (DeepSpeed's running count: skipped={skips:.0f}{part})" if skips is not None else ""
+            span = (f"between steps {min(since, start)} and {end}" if known else
+                    f"by step {end}" if share is not None else f"by the count printed after step {end}")
+            out.append(Anomaly(
                 kind=Kind.SKIPPED_ITERATIONS, metric=s.SKIPPED_ITERATIONS, attempt=int(a), step=int(start),
                 end_step=int(end), value=float(total), baseline=0.0,
-                detail=f"{total:.0f} iterations skipped (fp16 overflow) between steps {start} and {end}",
-            )
-            for a, _g, start, end, total in groups.iter_rows()
-        ]
+                detail=f"{total:.0f} iterations skipped (fp16 overflow) {span}{counted}",
+            ))
+        return out
+
+
+def _running_counts(events: pl.DataFrame) -> pl.DataFrame:
+    """DeepSpeed's running counts of skipped steps (``step=N, skipped=M``) as skips per line: (attempt, step,
+    skipped since the attempt's count before, ``since``: the step after that count (null for an attempt's first
+    count: since before the log), ``count``: M). A count that goes down started again (a relaunch)."""
+    count = pl.col("count")
+    return (
+        events.filter((pl.col("kind") == s.EV_SKIPPED_COUNT) & pl.col("step").is_not_null()
+                      & pl.col("value").is_not_null())
+        .select("attempt", "step", count=pl.col("value"))
+        .unique(["attempt", "step"], keep="last", maintain_order=True)
+        .sort("attempt", "step")
+        .with_columns(before=count.shift(1).over("attempt"), since=pl.col("step").shift(1).over("attempt") + 1)
+        .with_columns(skipped=pl.when(pl.col("before").is_null() | (count < pl.col("before"))).then(count)
+                      .otherwise(count - pl.col("before")),
+                      since=pl.when(count < pl.col("before")).then(None).otherwise("since"))
+    )
