@@ -22,7 +22,7 @@ from forensics.findings import (
     shown,
     step_count,
 )
-from forensics.infra import infrastructure, memory, program_errors, stops
+from forensics.infra import NO_STEP_READ, infrastructure, memory, program_errors, stops
 from forensics.resumes import optimizer_state_lost, recurrence, skipped_batches
 from forensics.timeline import log_intervals
 from parsers import schema as s
@@ -44,7 +44,7 @@ def suspect(
     causes = [
         *lr_causes(attempts, troubles, model, timing, table),
         *after_warmup(troubles, timing, attempts),
-        *loss_scale_collapse(anomalies, troubles, metrics, searches),
+        *loss_scale_collapse(anomalies, troubles, metrics, searches, attempts),
         *infrastructure(events, attempts, anomalies),
         *memory(events, attempts),
         *program_errors(attempts, anomalies),
@@ -147,11 +147,20 @@ def lr_causes(
 
 
 def loss_scale_collapse(anomalies: list[Anomaly], troubles: list[Anomaly], metrics: pl.DataFrame | None = None,
-                        searches: dict[int, int] | None = None) -> list[Cause]:
+                        searches: dict[int, int] | None = None, attempts: list[Attempt] | None = None) -> list[Cause]:
     """fp16 loss scale falling to its floor with overflows skipping steps; stronger when trouble follows it.
     Against it: trouble that began before the first collapse (the overflows then follow the trouble), unless the
-    logged loss scale had already fallen before the trouble (overflows came first, below the collapse rule)."""
+    logged loss scale had already fallen before the trouble (overflows came first, below the collapse rule). An
+    attempt that the program stopped on its overflows (its own line says so) is the cause's strongest evidence."""
     collapses = [a for a in anomalies if a.kind in {Kind.LOSS_SCALE_COLLAPSE, Kind.SKIPPED_ITERATIONS}]
+    stopped = [f"attempt {a.index} ended " + (f"after step {a.end_step}" if a.end_step is not None else NO_STEP_READ)
+               + f": {a.end_detail}" for a in attempts or [] if a.end_kind == s.EV_OVERFLOW_STOP]
+    if stopped and not collapses:
+        return [Cause(
+            kind=CauseKind.LOSS_SCALE, cause="fp16 loss-scale collapse / overflow storm", confidence=0.8,
+            evidence=stopped[:6],
+            check_next="bf16, a higher min loss scale, or lower LR; look for the first overflow before the stop",
+        )]
     if not collapses:
         return []
     first = first_trouble(troubles)
@@ -173,8 +182,8 @@ def loss_scale_collapse(anomalies: list[Anomaly], troubles: list[Anomaly], metri
             led.append(attempt)  # the collapse came first, and trouble followed
     return [Cause(
         kind=CauseKind.LOSS_SCALE, cause="fp16 loss-scale collapse / overflow storm",
-        confidence=0.6 if led else 0.3 if not counter else 0.15,
-        evidence=[*earlier, *(f"attempt {c.attempt}, step {c.step}: {c.detail}" for c in collapses[:5])],
+        confidence=0.8 if stopped else 0.6 if led else 0.3 if not counter else 0.15,
+        evidence=[*stopped[:3], *earlier, *(f"attempt {c.attempt}, step {c.step}: {c.detail}" for c in collapses[:5])],
         counter_evidence=counter,
         check_next="bf16, a higher min loss scale, or lower LR; look for the first overflow before the spike",
     )]

@@ -112,6 +112,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_PARAMETER_COUNT, r"TOTAL_PARAMS=(\d+)"),
     (s.EV_PARAMETER_COUNT, r"estimated model parameters:\s*([\d.]+)"),
     (s.EV_PADDED_VOCAB, r"padded vocab \(size: \d+\) with \d+ dummy tokens \(new size: (\d+)\)"),
+    # the program gives up on fp16 overflows: GPT-NeoX's overflow monitor, DeepSpeed's scale at its minimum
+    (s.EV_OVERFLOW_STOP, r"Skipped (\d+) iterations in a row due to Overflow|Current loss scale already at minimum"),
     # DeepSpeed: "[deepspeed] OVERFLOW! Rank 0 Skipping step", its fused optimizer's "Overflow detected. Skipping
     # step", "fp16 dynamic loss scale overflow! Skipping step"; Megatron, Apex
     (s.EV_OVERFLOW, r"(?:OVERFLOW!|loss scale overflow!|Grad overflow on iteration|Overflow detected\. Skipping step)"

@@ -104,6 +104,8 @@ EV_PARAMETER_COUNT = "parameter_count"      # value = parameters (absolute count
 EV_PARAMETER_COUNT_SHARD = "parameter_count_shard"  # one model-parallel rank's count (their sum is parameter_count)
 EV_PADDED_VOCAB = "padded_vocab"            # value = padded vocabulary size
 EV_OVERFLOW = "overflow"                    # fp16 loss-scale overflow, value = new loss scale
+EV_OVERFLOW_STOP = "overflow_stop"          # the program stops on fp16 overflows (too many in a row, the scale
+                                            # at its minimum): an error, whose cause the line names
 EV_SKIPPED_COUNT = "skipped_count"          # DeepSpeed's running count of skipped steps ("step=N, skipped=M"):
                                             # value = M, step = N
 EV_NAN_CHECK = "nan_check"                  # NaN/Inf check or rerun-machine message
@@ -140,7 +142,7 @@ EV_WANDB_RUN_START = "wandb_run_start"      # a W&B run (or a resume of it) bega
 
 # errors, as the chronicle lists them; the hardware / infrastructure evidence among them
 ERROR_KINDS: frozenset[str] = frozenset({EV_ERROR, EV_CUDA_ERROR, EV_NCCL_ERROR, EV_COLLECTIVE_TIMEOUT, EV_OOM,
-                                         EV_HOST_ERROR})
+                                         EV_HOST_ERROR, EV_OVERFLOW_STOP})
 # a fault of the hardware or its links, as the log names it
 HARDWARE_KINDS: frozenset[str] = frozenset({EV_CUDA_ERROR, EV_NCCL_ERROR, EV_HOST_ERROR})
 # ranks left waiting: some rank stopped answering (a lost node or link, or a rank that hung or failed on its own)

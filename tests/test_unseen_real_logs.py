@@ -550,3 +550,15 @@ def test_deepspeed_running_count_in_an_excerpt_is_a_count_by_its_step() -> None:
     [skipped] = [a for a in run.anomalies if a.kind == "skipped_iterations"]
     assert (skipped.step, skipped.detail) == (3, "1999 iterations skipped (fp16 overflow) by the count printed after "
                                                  "step 3 (DeepSpeed's running count: skipped=1999)")
+
+
+def test_a_stop_on_repeated_overflows_is_an_overflow_storm_not_a_program_error() -> None:
+    """EleutherAI/gpt-neox #482: "Exception: Skipped 50 iterations in a row due to Overflow - Exiting training." was
+    blamed on "an error in the program or its configuration"."""
+    run, _ = _chronicle(REAL / "console_errors" / "gptneox_issue482_overflow_monitor_exit.txt")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind) == ("crashed", "overflow_stop")
+    [cause] = run.suspected_causes
+    assert (cause.kind, cause.confidence) == ("loss_scale", 0.8)
+    assert cause.evidence == ["attempt 1 ended before any iteration read from its logs: Skipped 50 iterations in a row "
+                              "due to Overflow - Exiting training."]
