@@ -54,7 +54,8 @@ def test_find_runs_takes_trainer_output_dirs_whole_and_skips_notes(tree: Path) -
     assert lightning == [*(f"0Xero7_slm_training/lightning_logs/version_{n}" for n in (0, 5, 7, 9)),
                          "daankaasjager_thesis_final_coding/version_10"]
     mlflow = [name for name, _ in fleet.find_runs(REAL / "mlflow")]  # an MLflow run: metrics/, params/, tags/
-    assert mlflow == ["swahili_stt_keras/mlruns/1/ed05f9cd599442fe9a0c9222184710b8"]
+    assert mlflow == ["GhadeerElmkaiel_SegFormer/mlruns/1/3c7adce791d244d8bf5779f654f8e2e8",
+                      "swahili_stt_keras/mlruns/1/ed05f9cd599442fe9a0c9222184710b8"]
 
 
 def test_index_writes_one_row_per_run_and_one_per_anomaly(tree: Path, tmp_path: Path) -> None:

@@ -562,3 +562,12 @@ def test_a_stop_on_repeated_overflows_is_an_overflow_storm_not_a_program_error()
     assert (cause.kind, cause.confidence) == ("loss_scale", 0.8)
     assert cause.evidence == ["attempt 1 ended before any iteration read from its logs: Skipped 50 iterations in a row "
                               "due to Overflow - Exiting training."]
+
+
+def test_an_mlflow_run_that_finished_is_not_said_to_be_cut_off() -> None:
+    """GhadeerElmkaiel/SegFormer: an MLflow run whose meta.yaml says status 3 (FINISHED) with its end_time read "the
+    log ends with no end printed: still running, cut off, or stopped without a word"."""
+    run, _ = _chronicle(REAL / "mlflow" / "GhadeerElmkaiel_SegFormer")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_at_step, round(attempt.ran_for_s, 3)) == ("completed", 60, 72.435)
+    assert attempt.end_detail == "MLflow run status FINISHED (the program ended its run without an error)"
