@@ -571,3 +571,13 @@ def test_an_mlflow_run_that_finished_is_not_said_to_be_cut_off() -> None:
     [attempt] = run.attempts
     assert (attempt.end_reason, attempt.end_at_step, round(attempt.ran_for_s, 3)) == ("completed", 60, 72.435)
     assert attempt.end_detail == "MLflow run status FINISHED (the program ended its run without an error)"
+
+
+def test_torchtitans_placeholder_loss_on_a_pipeline_stage_is_not_a_loss() -> None:
+    """pytorch/torchtitan #1232: rank 0 of a pipeline-parallel run prints `loss: -1.0000` (the last stage alone
+    computes the loss): read as a loss going below 0, "a policy or preference objective (RL, DPO)"."""
+    run, lines = _chronicle(REAL / "torchtitan" / "torchtitan_issue1232_pipeline_stage_loss_minus1.txt")
+    assert any(w.endswith("loss printed as -1 on 4 line(s): torchtitan's placeholder on a pipeline stage that does not "
+                          "compute the loss (only the last stage does); not read as a loss") for w in run.warnings)
+    assert not any("policy or preference" in line for line in lines)
+    assert "- **Not found:** loss, so loss spikes, divergence and NaN in the loss could not be checked." in lines

@@ -62,6 +62,8 @@ class LineFormat:
     rules: tuple[Rule, ...]
     events: tuple[tuple[str, str], ...] = ()
     note: str | None = None  # said (as a reading warning) of a log of this format whose metrics were read
+    # per metric, a value the format prints where it has none (and why): dropped, with a reading warning
+    placeholders: tuple[tuple[str, float, str], ...] = ()
 
     def sniff(self, head: bytes, name: str) -> bool:
         return b"\x00" not in head[:8192] and self.detect.search(head) is not None
@@ -93,6 +95,12 @@ class LineFormat:
                                else "its values were not used"))
         notes: list[str] = []
         metrics, iters, counted = self._metrics(lines, notes)
+        for metric, value, why in self.placeholders:
+            placeholder = (pl.col("metric") == metric) & (pl.col("value") == value)
+            if (n := metrics.filter(placeholder).height):
+                metrics = metrics.filter(~placeholder)
+                notes.append(f"{metric.replace('_', ' ')} printed as {value:g} on {n} line(s): {why}; not read as a "
+                             f"{metric.replace('_', ' ')}")
         if self.note and metrics.height:
             notes.append(self.note)
         warnings += [f"{source}: {note}" for note in notes]

@@ -24,5 +24,7 @@ SPEC = LineFormat(
         Rule(r"\bstep:\s*(\d+)\s+loss:", {s.LOSS: rf"\bloss:\s*({NUMBER})", s.GRAD_NORM: rf"\bgrad_norm:\s*({NUMBER})",
                                           "tokens_per_second": rf"\btps:\s*({NUMBER})"}),
     ),
+    placeholders=((s.LOSS, -1.0, "torchtitan's placeholder on a pipeline stage that does not compute the loss (only "
+                                 "the last stage does)"),),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
