@@ -49,6 +49,8 @@ class Rule:
     ordinal: bool = False  # with no step anywhere, number these lines 1, 2, ... (and say so)
     layout: str | None = None  # the usual line in one regex, groups named ``step`` and after metrics (a fast path)
     step_of: Callable[[pl.Expr], pl.Expr] | None = None  # the step from the line's text, when one group cannot say it
+    step_after: bool = False  # with ``step=False``: the step of the next metrics line instead (build-nanogpt prints
+    # "validation loss: 3.2" at the top of the step whose line follows)
 
 
 @dataclass(frozen=True)
@@ -240,9 +242,16 @@ class LineFormat:
         primary = [n for n, r in enumerate(self.rules) if r.per_step]
         first = lines.filter(pl.col("step").is_not_null() & pl.col("rule").is_in(primary)).select("line", "step")
         iters = first if first.height else stepped_lines
+        after = [n for n, r in enumerate(self.rules) if r.step_after]
+        if after and lines.filter(pl.col("rule").is_in(after) & pl.col("step").is_null()).height:
+            # a line printed at the top of its step takes the step of the next line that prints one
+            lines = lines.join_asof(stepped_lines.rename({"step": "_after"}), on="line", strategy="forward")
+            lines = lines.with_columns(step=pl.when(pl.col("rule").is_in(after)).then(pl.coalesce("step", "_after"))
+                                       .otherwise("step")).drop("_after")
         if lines["step"].null_count():  # a line without a step takes the last step printed before it
             lines = lines.join_asof(stepped_lines.rename({"step": "_before"}), on="line", strategy="backward")
-            lines = lines.with_columns(step=pl.coalesce("step", "_before"))
+            before = pl.coalesce("step", "_before")  # (not for a line printed at the top of a step never printed)
+            lines = lines.with_columns(step=pl.when(pl.col("rule").is_in(after)).then("step").otherwise(before))
         parts = [lines.filter((pl.col("rule") == n) & pl.col(f"v:{n}:{metric}").is_not_null()).select(
                      "line", "step", metric=pl.lit(metric), wall_time="wall_time", value=f"v:{n}:{metric}")
                  for n, rule in enumerate(self.rules) for metric in rule.fields]
@@ -268,7 +277,8 @@ class LineFormat:
                 kind=pl.when(pl.col("kind").is_null() & pl.col("body").str.contains(rx)).then(pl.lit(kind))
                 .otherwise("kind"),
                 raw=pl.when(pl.col("kind").is_null() & pl.col("body").str.contains(rx))
-                .then(pl.col("body").str.extract(rx, 1) if re.compile(rx).groups else pl.lit(None, dtype=pl.String))
+                .then(pl.col("body").str.extract(rx, 1).str.replace_all(",", "")  # "124,475,904 parameters"
+                      if re.compile(rx).groups else pl.lit(None, dtype=pl.String))
                 .otherwise("raw"),
             )
         return frame

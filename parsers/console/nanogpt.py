@@ -1,7 +1,11 @@
 """nanoGPT's stdout: ``iter 100: loss 4.1172, time 118.20ms, mfu 37.9%`` each log interval and
 ``step 2000: train loss 3.9100, val loss 3.9700`` at each evaluation (its train loss there is an estimate over
 ``eval_iters`` batches, kept as ``train_loss_eval``); and llama2.c's, which prints its steps as
-``490 | loss 5.7543 | lr 4.900000e-05 | 8060.78ms | mfu 0.21%`` and evaluates as nanoGPT does.
+``490 | loss 5.7543 | lr 4.900000e-05 | 8060.78ms | mfu 0.21%`` and evaluates as nanoGPT does; and build-nanogpt's
+("reproduce GPT-2" and its many forks): ``step    42 | loss: 5.180400 | lr 4.1874e-04 | norm: 1.0096 | dt: 927.33ms |
+tok/sec: 565373.84`` (forks reorder the fields, write ``lr: 0.000010``), with ``validation loss: 5.3183`` and
+``HellaSwag accuracy: 2391/10042=0.2381`` printed at the top of the step whose line follows them, and its ``log.txt``
+(``250 val 6.1659``, ``250 hella 0.2437``, ``250 train 5.943471``).
 
 >>> from pathlib import Path
 >>> from parsers.reader import ReadContext
@@ -17,10 +21,14 @@ import re
 from parsers import schema as s
 from parsers.console.engine import NUMBER, LineFormat, Rule
 
+HELLASWAG = "hellaswag_acc"  # build-nanogpt's HellaSwag accuracy (0-1)
+
 SPEC = LineFormat(
     FORMAT="nanogpt",
     detect=re.compile(rb"\biter \d+: loss [-+\w.]+, time |\bstep \d+: train loss [-+\w.]+, val loss "
-                      rb"|(?:^|\n)\d+ \| loss [-+\w.]+ \| lr [-+\w.]+ \| "),
+                      rb"|(?:^|\n)\d+ \| loss [-+\w.]+ \| lr [-+\w.]+ \| "
+                      rb"|\bstep\s+\d+\s*\|\s*loss: [-+\w.]+\s*\|"  # build-nanogpt
+                      rb"|(?:^|\n)\d+ (?:val|train) \d[\d.]*\r?\n\d+ (?:val|hella|train) \d"),  # its log.txt
     rules=(
         Rule(r"\biter (\d+): loss ", {s.LOSS: rf"\biter \d+: loss ({NUMBER})",
                                       s.ITERATION_TIME_MS: rf", time ({NUMBER})ms"},
@@ -29,11 +37,24 @@ SPEC = LineFormat(
                                             s.VAL_LOSS: rf"val loss ({NUMBER})"}, per_step=False),
         Rule(r"^(\d+) \| loss ", {s.LOSS: rf"^\d+ \| loss ({NUMBER})", s.LR: rf"\| lr ({NUMBER})",
                                   s.ITERATION_TIME_MS: rf"\| ({NUMBER})ms"}),  # llama2.c
+        Rule(r"(?:^|\s)step\s+(\d+)\s*\|\s*loss:\s", {  # build-nanogpt
+            s.LOSS: rf"\|\s*loss:\s*({NUMBER})", s.LR: rf"\|\s*lr:?\s*({NUMBER})", s.GRAD_NORM: rf"\|\s*norm:\s*({NUMBER})",
+            s.ITERATION_TIME_MS: rf"\|\s*(?:dt|time):\s*({NUMBER})\s*ms",
+            "tokens_per_second": rf"\|\s*(?:tok/sec|tokens/sec):\s*({NUMBER})"}),
+        Rule(r"^\s*validation loss:", {s.VAL_LOSS: rf"^\s*validation loss:\s*({NUMBER})"}, step=False, per_step=False,
+             step_after=True),
+        Rule(r"^\s*HellaSwag accuracy:", {HELLASWAG: rf"HellaSwag accuracy:\s*\d+\s*/\s*\d+\s*=\s*({NUMBER})"},
+             step=False, per_step=False, step_after=True),
+        Rule(r"^(\d+) train \d", {s.LOSS: rf"^\d+ train ({NUMBER})"}),  # build-nanogpt's log.txt
+        Rule(r"^(\d+) val \d", {s.VAL_LOSS: rf"^\d+ val ({NUMBER})"}, per_step=False),
+        Rule(r"^(\d+) hella \d", {HELLASWAG: rf"^\d+ hella ({NUMBER})"}, per_step=False),
     ),
     events=(
         (s.EV_CHECKPOINT_SAVE, r"^\W*saving checkpoint to "),
         (s.EV_CHECKPOINT_LOAD, r"^\W*Resuming training from "),
         (s.EV_STARTUP, r"^\W*(?:tokens per iteration will be|Initializing a new model from scratch)"),
+        (s.EV_STARTUP, r"^\W*using device: \w"),  # build-nanogpt's first line
+        (s.EV_PARAMETER_COUNT, r"^\s*Total (?:Parameters|params):\s*(\d[\d,]*)\s*$"),  # a model summary's total
     ),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse

@@ -1,0 +1,105 @@
+"""Console formats that were refused as "not a recognised training log": build-nanogpt's ("reproduce GPT-2") step
+lines and log.txt, and fairseq's ``--log-format simple``. Real files from public repositories (see
+fixtures/real/SOURCES.md), values pinned from their lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import forensics
+from parsers import load_run
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+FORGE = REAL / "build_nanogpt" / "dhairyag_ShakespeareGPT-Forge_log.md"
+STDOUT = REAL / "build_nanogpt" / "logbob0401_build-nanogpt_rec_202411010420_v100_all_fp32.txt"
+LOG_TXT = REAL / "build_nanogpt" / "logbob0401_build-nanogpt_log_202411010420.txt"
+PRACTICE = REAL / "build_nanogpt" / "logbob0401_build-nanogpt_practice.md"
+
+
+def points(path: Path, metric: str) -> list[tuple]:
+    return load_run(path).metrics.filter(metric=metric).select("step", "value").rows()
+
+
+# --- build-nanogpt -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("path", "metric", "first", "last", "n"), [
+    # "step 0 | loss: 10.9677 | dt: 25213.31ms | tok/sec: 5198.52 | norm: 6.74 | lr: 0.000010" ... "step 250 | ..."
+    (FORGE, "loss", (0, 10.9677), (250, 0.0052), 26),
+    (FORGE, "grad_norm", (0, 6.74), (250, 0.08), 26),
+    (FORGE, "lr", (0, 0.00001), (250, 0.000722), 26),
+    (FORGE, "iteration_time_ms", (0, 25213.31), (250, 18931.22), 26),
+    (FORGE, "tokens_per_second", (0, 5198.52), (250, 6923.59), 26),
+    # "step     0 | loss: 10.955603 | lr 8.3916e-07 | norm: 59.6808 | dt: 20759.67ms | tok/sec: 25255.12" ... 841
+    (STDOUT, "loss", (0, 10.955603), (841, 4.304033), 842),
+    (STDOUT, "lr", (0, 8.3916e-07), (841, 5.9994e-04), 842),
+    (STDOUT, "grad_norm", (0, 59.6808), (841, 2.7), 842),
+    (STDOUT, "iteration_time_ms", (0, 20759.67), (841, 4812.28), 842),
+    # the same run's log.txt: "0 val 10.9512", "0 hella 0.2469", "0 train 10.955603", ... "841 train 4.304033"
+    (LOG_TXT, "loss", (0, 10.955603), (841, 4.304033), 842),
+    (LOG_TXT, "val_loss", (0, 10.9512), (750, 4.5786), 4),
+    (LOG_TXT, "hellaswag_acc", (0, 0.2469), (750, 0.25), 4),
+])
+def test_build_nanogpt_values(path: Path, metric: str, first: tuple, last: tuple, n: int) -> None:
+    run = load_run(path)
+    assert [src.format for src in run.sources] == ["nanogpt"]
+    rows = run.metrics.filter(metric=metric).select("step", "value").rows()
+    assert len(rows) == n and rows[0] == first and rows[-1] == last
+
+
+def test_build_nanogpt_stdout_and_log_txt_agree() -> None:
+    """The stdout and the log.txt of one run give the same losses at the same steps."""
+    assert points(STDOUT, "loss") == points(LOG_TXT, "loss")
+    assert points(LOG_TXT, "val_loss") == [(0, 10.9512), (250, 6.1659), (500, 5.2842), (750, 4.5786)]
+
+
+def test_validation_printed_at_the_top_of_its_step() -> None:
+    """build-nanogpt evaluates at the top of step 500, before step 500's line: "step   499 | ...",
+    "validation loss: 5.3183", "HellaSwag accuracy: 2391/10042=0.2381", "step   500 | ..."."""
+    assert points(PRACTICE, "val_loss") == [(500, 5.3183)]
+    assert points(PRACTICE, "hellaswag_acc") == [(500, 0.2381)]
+    loss = points(PRACTICE, "loss")
+    assert len(loss) == 14 and (499, 5.164181) in loss and (11059, 3.166646) in loss and loss[-1] == (12586, 3.135432)
+    run = load_run(PRACTICE)
+    assert run.attempts == [1]
+    assert run.events.filter(kind="elision").height == 3  # its "......" lines
+
+
+def test_validation_with_no_step_after_it_is_not_put_at_the_step_before(tmp_path: Path) -> None:
+    """A log that ends at "validation loss: 5.3183" (step 500's line never printed) does not claim it for step 499."""
+    lines = PRACTICE.read_text(encoding="utf-8").splitlines(keepends=True)
+    cut = tmp_path / "practice.md"
+    cut.write_text("".join(lines[:lines.index("validation loss: 5.3183\n") + 1]), encoding="utf-8")
+    run = load_run(cut)
+    assert run.metrics.filter(metric="val_loss").height == 0
+    assert run.metrics.filter(metric="loss").select("step", "value").rows()[-1] == (499, 5.164181)
+
+
+def test_model_summary_parameter_count() -> None:
+    """"Total Parameters: 124,475,904" in the model summary printed before training."""
+    counts = load_run(FORGE).events.filter(kind="parameter_count")
+    assert counts.select("value").to_series().to_list() == [124475904.0]
+    run = forensics.analyze(load_run(FORGE)).runs[0]
+    assert [(a.start_step, a.end_step) for a in run.attempts] == [(0, 250)]
+
+
+def test_build_nanogpt_line_cut_by_the_end_of_the_file(tmp_path: Path) -> None:
+    """The last step line cut inside its lr: the step and its loss are kept, the cut lr is not used."""
+    text = STDOUT.read_text(encoding="utf-8")
+    cut = tmp_path / "cut.txt"
+    cut.write_text(text[:text.rindex("| lr 5.9994e-04 | norm: 2.7000") + len("| lr 5.99")], encoding="utf-8")
+    run = load_run(cut)
+    assert run.metrics.filter(metric="loss").select("step", "value").rows()[-1] == (841, 4.304033)
+    assert run.metrics.filter(metric="lr").select("step", "value").rows()[-1] == (840, 5.9994e-04)
+    assert any("cut short" in w for w in run.warnings)
+
+
+def test_build_nanogpt_damaged_line_is_skipped(tmp_path: Path) -> None:
+    """A step line whose loss is not a number costs only its own loss; the lines around it are read."""
+    lines = STDOUT.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[400] = lines[400].replace("loss: 5.566013", "loss: \x00\ufffd#")
+    damaged = tmp_path / "damaged.txt"
+    damaged.write_text("".join(lines), encoding="utf-8")
+    loss = dict(load_run(damaged).metrics.filter(metric="loss").select("step", "value").rows())
+    assert 400 not in loss and loss[399] == 5.591611 and loss[401] == 5.577208 and len(loss) == 841
+
