@@ -103,3 +103,74 @@ def test_build_nanogpt_damaged_line_is_skipped(tmp_path: Path) -> None:
     loss = dict(load_run(damaged).metrics.filter(metric="loss").select("step", "value").rows())
     assert 400 not in loss and loss[399] == 5.591611 and loss[401] == 5.577208 and len(loss) == 841
 
+
+# --- fairseq --log-format simple ---------------------------------------------------------------------------------
+FAIRSEQ = REAL / "fairseq"
+FAIRSCALE = FAIRSEQ / "fairscale_pr121_simple_overflow_excerpt.txt"
+ISSUE515 = FAIRSEQ / "fairseq_issue515_overflow_excerpt.txt"
+ISSUE514 = FAIRSEQ / "fairseq_issue514_simple_0x_excerpt.txt"
+ISSUE512 = FAIRSEQ / "fairseq_issue512_overflow_to_min_scale_excerpt.txt"
+
+
+def overflows(path: Path) -> list[tuple]:
+    return load_run(path).events.filter(kind="overflow").select("step", "value").rows()
+
+
+@pytest.mark.parametrize(("path", "metric", "rows"), [
+    # "| INFO | train_inner | epoch 001:      4 / 78 loss=1.006, ppl=2.01, ..., num_updates=1, lr=2.24975e-07,
+    # gnorm=0.056, loss_scale=16, ..." (its lines "2 / 78" and "3 / 78" print no num_updates: no update, no step)
+    (FAIRSCALE, "loss", [(1, 1.006)]),
+    (FAIRSCALE, "grad_norm", [(1, 0.056)]),
+    (FAIRSCALE, "lr", [(1, 2.24975e-07)]),
+    (FAIRSCALE, "loss_scale", [(1, 16.0)]),
+    (FAIRSCALE, "ppl", [(1, 2.01)]),
+    # fairseq 0.6 (2019): "| epoch 001:    200 / 1374 loss=14.351, ppl=20899.56, ..., num_updates=190, ..."
+    (ISSUE515, "loss", [(190, 14.351), (290, 13.689), (389, 13.137), (486, 12.636)]),
+    (ISSUE515, "loss_scale", [(190, 0.062), (290, 0.062), (389, 0.031), (486, 0.004)]),
+    (ISSUE515, "grad_norm", [(190, 3.901), (290, 3.057), (389, 2.587), (486, 2.302)]),
+    # its end-of-epoch averages ("| epoch 008 | loss 6.326 | ... | num_updates 21896") are not steps' losses
+    (ISSUE514, "loss", [(22897, 6.22), (23897, 6.234), (25634, 6.144)]),
+    (ISSUE514, "lr", [(22897, 0.000208983), (23897, 0.000204564), (25634, 0.000197511)]),
+    # "| epoch 008 | valid on 'valid' subset | valid_loss 6.43844 | ... | valid_ppl 37.61 | num_updates 21896 | ..."
+    (ISSUE514, "val_loss", [(21896, 6.43844), (24633, 6.37204)]),
+    (ISSUE514, "val_ppl", [(21896, 37.61), (24633, 35.44)]),
+    (ISSUE512, "val_loss", [(10198, 8.30118)]),
+])
+def test_fairseq_simple_values(path: Path, metric: str, rows: list[tuple]) -> None:
+    run = load_run(path)
+    assert [src.format for src in run.sources] == ["fairseq"]
+    assert run.metrics.filter(metric=metric).select("step", "value").rows() == rows
+
+
+def test_fairseq_overflow_is_an_overflow_event_at_the_update_it_hit() -> None:
+    """"NOTE: overflow detected, setting loss scale to: 16.0" before the line of update 1: an overflow at step 1
+    whose value is the new loss scale."""
+    assert overflows(FAIRSCALE) == [(1, 16.0)]
+    assert load_run(FAIRSCALE).metrics["step"].unique().to_list() == [1]
+
+
+def test_fairseq_0x_overflow_warnings() -> None:
+    """"| WARNING: overflow detected, setting loss scale to: 0.0625" lines, each at the next update printed."""
+    assert overflows(ISSUE515) == [(190, 0.0625), (389, 0.03125), (486, 0.015625), (486, 0.0078125), (486, 0.00390625)]
+
+
+def test_fairseq_overflows_down_to_the_minimum_scale_then_a_traceback() -> None:
+    """fairseq #512: twelve overflows after update 10198 halve the scale from 0.25 to 0.0001220703125, then the
+    traceback of "Minimum loss scale reached"."""
+    run = load_run(ISSUE512)
+    got = overflows(ISSUE512)
+    assert len(got) == 12 and {step for step, _ in got} == {10199}
+    assert [value for _, value in got] == [0.25 / 2 ** k for k in range(12)] and got[-1][1] == 0.0001220703125
+    assert run.events.filter(kind="traceback").height == 1
+
+
+def test_fairseq_json_gradient_overflow_note() -> None:
+    """The JSON format's logs print the overflow the newer way: "NOTE: gradient overflow detected, ignoring gradient,
+    setting loss scale to: 2.0", then 1.0, before update 3 (whose loss scale is 1), in each of the README's runs."""
+    assert overflows(FAIRSEQ / "fairseq_fsdp_README.md") == [(3, 2.0), (3, 1.0), (3, 2.0), (3, 1.0)]
+
+
+def test_fairseq_simple_log_is_analysed() -> None:
+    """The excerpt that was refused ("fairseq log without metrics lines") reads as one attempt at update 1."""
+    run = forensics.analyze(load_run(FAIRSCALE)).runs[0]
+    assert [(a.start_step, a.end_step) for a in run.attempts] == [(1, 1)]
