@@ -204,7 +204,8 @@ class LineFormat:
                   **{f"v:{n}:{m}": pl.Float64 for n, r in enumerate(self.rules) for m in r.fields}}
         if mine.height == 0:
             return pl.DataFrame(schema=schema)
-        stepped = [n for n, r in enumerate(self.rules) if r.step or r.step_at]
+        present = set(mine["rule"].unique().to_list())  # the columns of rules with no line here are left out
+        stepped = [n for n, r in enumerate(self.rules) if (r.step or r.step_at) and n in present]
         step = (pl.coalesce(*[pl.when(pl.col("rule") == n).then(pl.col(f"s:{n}")) for n in stepped])
                 if stepped else pl.lit(None, dtype=pl.String))
         out = mine.select(pl.col("line").cast(pl.Int64), "rule", step=step, wall_time=_epoch(pl.col("wall_time")))
@@ -212,7 +213,7 @@ class LineFormat:
         if (plain.is_null() & out["step"].is_not_null()).any():  # thousands separators: 12,000
             plain = plain.fill_null(out["step"].str.replace_all(",", "").cast(pl.Int64, strict=False))
         values = {f"v:{n}:{m}": _values(mine[f"f:{n}:{m}"]) * r.scale.get(m, 1.0)
-                  for n, r in enumerate(self.rules) for m in r.fields}
+                  for n, r in enumerate(self.rules) if n in present for m in r.fields}
         return out.with_columns(step=plain, **values).sort("line")
 
     def _metrics(self, lines: pl.DataFrame, notes: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, bool]:
@@ -254,7 +255,7 @@ class LineFormat:
             lines = lines.with_columns(step=pl.when(pl.col("rule").is_in(after)).then("step").otherwise(before))
         parts = [lines.filter((pl.col("rule") == n) & pl.col(f"v:{n}:{metric}").is_not_null()).select(
                      "line", "step", metric=pl.lit(metric), wall_time="wall_time", value=f"v:{n}:{metric}")
-                 for n, rule in enumerate(self.rules) for metric in rule.fields]
+                 for n, rule in enumerate(self.rules) for metric in rule.fields if f"v:{n}:{metric}" in lines.columns]
         metrics = pl.concat(parts) if parts else pl.DataFrame(schema={
             "line": pl.Int64, "step": pl.Int64, "metric": pl.String, "wall_time": pl.Float64, "value": pl.Float64})
         return metrics.filter(pl.col("step").is_not_null()), iters, numbered
