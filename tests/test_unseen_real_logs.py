@@ -581,3 +581,12 @@ def test_torchtitans_placeholder_loss_on_a_pipeline_stage_is_not_a_loss() -> Non
                           "compute the loss (only the last stage does); not read as a loss") for w in run.warnings)
     assert not any("policy or preference" in line for line in lines)
     assert "- **Not found:** loss, so loss spikes, divergence and NaN in the loss could not be checked." in lines
+
+
+def test_overflows_that_halve_the_scale_at_one_step_are_each_a_skipped_step() -> None:
+    """fairseq #512: twelve 'overflow detected, setting loss scale to' lines, the scale halving from 0.25 to
+    0.000122 with no update line between them, then a traceback: one skipped step, below a burst."""
+    run, _ = _chronicle(REAL / "fairseq" / "fairseq_issue512_overflow_to_min_scale_excerpt.txt")
+    [skipped] = [a for a in run.anomalies if a.kind == "skipped_iterations"]
+    assert (skipped.step, skipped.value, skipped.detail) == (
+        10199, 12, "12 iterations skipped (fp16 overflow) at step 10199")

@@ -75,7 +75,8 @@ class SkippedIterationsDetector:
             part = (f" at step={at}" + (f", {math.floor(share * 1000) / 10:g}% of its steps" if share >= 0.01 else "")
                     if share is not None else "")
             counted = f" (DeepSpeed's running count: skipped={skips:.0f}{part})" if skips is not None else ""
-            span = (f"between steps {min(since, start)} and {end}" if known else
+            span = (f"at step {end}" if known and min(since, start) == end else
+                    f"between steps {min(since, start)} and {end}" if known else
                     f"by step {end}" if share is not None else f"by the count printed after step {end}")
             out.append(Anomaly(
                 kind=Kind.SKIPPED_ITERATIONS, metric=s.SKIPPED_ITERATIONS, attempt=int(a), step=int(start),
