@@ -590,3 +590,13 @@ def test_overflows_that_halve_the_scale_at_one_step_are_each_a_skipped_step() ->
     [skipped] = [a for a in run.anomalies if a.kind == "skipped_iterations"]
     assert (skipped.step, skipped.value, skipped.detail) == (
         10199, 12, "12 iterations skipped (fp16 overflow) at step 10199")
+
+
+def test_a_spike_says_what_its_baseline_is_and_that_it_lasted_to_the_end() -> None:
+    """ml-explore/mlx-examples #620: the loss 1.593, 1.406, then 3.316 and 6.437: "4.6x the trailing median 1.406"
+    (1.406 is the lower of the two points before the onset) and "the log of the attempt ends here" said of a spike at
+    step 75 while the log runs to step 200."""
+    run, _ = _chronicle(REAL / "mlx_lm" / "mlx-examples_issue620_loss_quadruples_excerpt.txt")
+    [spike] = [a for a in run.anomalies if a.kind == "loss_spike"]
+    assert spike.detail == ("loss rose to 6.437 (4.6x 1.406, the lower median of the 2 points before it); still above "
+                            "its level at step 200, where the log of the attempt ends")

@@ -88,6 +88,17 @@ class SpikeIncident:
     level: float = float("nan")        # log of the level it is measured back against (the trailing centre)
     zero_after: int | None = None      # not back, but logged as 0 (or below) from this later step: what it fell to is
                                        # the zero-loss finding's, not a level it stayed above
+    baseline_points: int = 8           # the logged points before the onset that the baseline is the lower median of
+
+    def rise_said(self) -> str:
+        """The peak over the baseline, and what the baseline is, as the chronicle says it: "1.6x the trailing median
+        6.59", "4.6x 1.406, the lower median of the 2 points before it"."""
+        n, ratio = self.baseline_points, self.peak / self.baseline if self.baseline > 0 else float("inf")
+        if n >= 8:
+            return f"{ratio:.1f}x the trailing median {shown(self.baseline)}"
+        what = ("the point before it" if n == 1 else f"the lower median of the {n} points before it" if n
+                else "its expected level")
+        return f"{ratio:.1f}x {shown(self.baseline)}, {what}"
 
 
 @dataclass(frozen=True)
@@ -419,6 +430,7 @@ class SpikeDetector:
                     interval=sc.interval,
                     points=end - start + 1,
                     level=float(base),
+                    baseline_points=int(before.size),
                 ),
                 # where the noise is not known, lasting (three points or more before it is back) is the evidence
                 bool(decisive[start:end + 1].any() or (blind[start] and end - start + 1 + (
@@ -444,7 +456,6 @@ class SpikeDetector:
             incidents = [i for i in incidents if not any(
                 s.attempt == i.attempt and s.onset <= i.end and i.onset <= s.end for s in seen)]
         for inc in incidents:
-            ratio = inc.peak / inc.baseline if inc.baseline > 0 else float("inf")
             gap = inc.gap_after
             hole = f"no data between steps {gap.after_step} and {gap.before_step}" if gap else ""
             if inc.back_after_gap is not None and gap is not None and inc.back_after_gap == gap.before_step:
@@ -457,6 +468,8 @@ class SpikeDetector:
                 after = f"then logged as 0 from step {inc.zero_after}"
             elif inc.points_after:
                 after = "not back to its level at any later logged point of the attempt" + (f" ({hole})" if gap else "")
+            elif inc.end > inc.onset:
+                after = f"still above its level at step {inc.end}, where the log of the attempt ends"
             else:
                 after = "the log of the attempt ends here"
             label = self.metric.replace("_", " ")
@@ -464,7 +477,7 @@ class SpikeDetector:
                 label += f" (the export's {self.series.rsplit('__', 1)[-1].upper()} column; the plotted value is a mean"
                 label += " or sample)"
             detail = (
-                f"{label} rose to {shown(inc.peak)} ({ratio:.1f}x the trailing median {shown(inc.baseline)}); {after}"
+                f"{label} rose to {shown(inc.peak)} ({inc.rise_said()}); {after}"
             )
             out.append(
                 Anomaly(
