@@ -90,7 +90,8 @@ def test_tr8_104b_wide_reports_the_hole_and_what_changed_across_it_and_no_recove
     assert across == {("lr", 6e-05, 3e-05), ("batch_size", 96.0, 432.0)}
     spike = next(a for a in run.anomalies if (a.attempt, a.kind) == (2, "loss_spike"))
     assert spike.step == 6930 and spike.recovered_step is None  # what happened in the hole is not in the log
-    assert spike.detail == ("loss rose to 10.23865 (1.6x 6.598378, the lower median of the 3 points before it); not seen again until step 11446, "
+    assert spike.detail == ("loss rose to 10.23865 (1.6x 6.598378, the lower median of the 3 points before it); not seen "
+                            "again until step 11446, "
                             "after a gap (no data between steps 6940 and 11446), where it was at its level")
     assert not any(a.kind == "divergence" and a.attempt == 2 for a in run.anomalies)
     lines = chronicle(real("tr8-104B-wide"))

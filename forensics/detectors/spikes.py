@@ -140,6 +140,7 @@ class _Scored:
     held: np.ndarray       # the centre where the point is judged, NaN elsewhere
     noise: np.ndarray      # the noise scale (no floor but the printed digits)
     rise: tuple[float, int, float] | None  # the largest rise over the median of the 8 points before (largest_rises)
+    beyond_swing: np.ndarray  # known noise, or (where not known) a rise of 3 times the step-to-step moves before it
 
     def inside(self, incidents: list[SpikeIncident]) -> np.ndarray:
         """The points from each incident's onset until it is over: back to its level and back inside 3 sigmas of the
@@ -322,8 +323,15 @@ class SpikeDetector:
                 jump[where] = self._absolute(x[where], group[where], interval[where], first)
         jump &= eligible | (self.metric == "loss")
         absolute = jump & blind
+        # where the noise is not known, the floor stands in for it: a rise must also be three times the usual
+        # step-to-step move of the points before it (a per-batch loss that swings 20% from point to point is noisy,
+        # not rising), as the absolute checks ask
+        moves = (pl.col("x") - pl.col("x").shift(1)).abs().over("g").shift(1)
+        swing = pl.DataFrame({"x": x, "g": group}).select(
+            moves.rolling_median(window_size=7, min_samples=1).over("g")).to_series().fill_null(np.nan).to_numpy()
         with np.errstate(invalid="ignore"):
-            candidate = ((z >= threshold) & eligible) | absolute
+            calm_enough = ~(blind & (x - centre < 3 * swing))
+            candidate = ((z >= threshold) & eligible & calm_enough) | absolute
             # where the noise is known but too few points back a tail fit, a jump at the screen counts too
             short_jump = jump & (z >= threshold) & eligible
         # an onset must rise above the recent values: a steep early decline that slows down is not a spike; the
@@ -353,6 +361,7 @@ class SpikeDetector:
                 int(unseen[lo:hi].sum()), position[lo:hi], onset_ok[lo:hi],
                 {k: m[lo:max(hi - k + 1, lo)] for k, m in minima.items()}, held[lo:hi], noise[lo:hi],
                 None if top is None else (float(np.exp(rise[top])), int(steps[top]), float(values[top])),
+                calm_enough[lo:hi],
             ), int(lo), int(hi)
 
     def _candidates(self, sc: _Scored, tail: NoiseTail) -> list[tuple[SpikeIncident, bool]]:
@@ -409,7 +418,9 @@ class SpikeDetector:
         # candidates: at the screen, or a run of points beyond the noise tail, each at least 3 floored sigmas out
         with np.errstate(invalid="ignore"):
             flagged = ((z >= self._params()[2]) | (hot & (z >= RUN_FLOOR))) & eligible
-        flagged = _from_first_rise(flagged, sc.onset_ok[lo:hi])
+        # (a run's onset must also rise beyond the swing where the noise is not known; the points after it have the
+        # onset's own move in their swing)
+        flagged = _from_first_rise(flagged, sc.onset_ok[lo:hi] & sc.beyond_swing[lo:hi])
         guard = self._guard(x) & eligible
         decisive = hot | guard | absolute
         flagged |= guard | absolute
