@@ -59,7 +59,8 @@ def detect(frames: RunFrames, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
 def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTORS) -> RunFindings:
     """Analyze one loaded run (see :func:`parsers.load_run`)."""
     metrics, roles = _assign_roles(run.metrics)
-    frames = RunFrames(metrics=metrics, events=run.events)
+    frames = RunFrames(metrics=metrics, events=run.events, interval_means=frozenset(
+        src.path for src in getattr(run, "sources", []) if src.format in s.INTERVAL_MEAN_FORMATS))
     table = config_table(run.configs)
     config = table[max(table)] if table else {}
     vocab = vocabulary(config, run.events)  # known: a loss above chance is an absolute check

@@ -82,7 +82,8 @@ def annotate(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
                 notes.append(note)
         if a.kind == Kind.DIVERGENCE:
             notes.extend(_before_divergence(a, near, interval))
-        averaged = interval if interval > 1 and a.metric == s.LOSS and a.kind == Kind.LOSS_SPIKE else None
+        averaged = (interval if interval > 1 and a.metric == s.LOSS and a.kind == Kind.LOSS_SPIKE
+                    and frames.loss_is_interval_mean(a.attempt) else None)
         out.append(replace(a, grad_norm_lead=lead, precursors=notes, averaged_over=averaged))
     first = next((a for a in sorted(out, key=lambda x: (x.attempt, x.step)) if a.kind in INSTABILITY_KINDS), None)
     if first is not None:

@@ -141,6 +141,11 @@ EV_FILE_START = "event_file_start"          # TensorBoard: an event file's first
 EV_WANDB_RUN_START = "wandb_run_start"      # a W&B run (or a resume of it) began: one per .wandb file
 
 # errors, as the chronicle lists them; the hardware / infrastructure evidence among them
+# formats whose logged loss is a mean over the iterations since the point before (Megatron's log interval, the
+# Trainer's logging steps, MMEngine's window, fairseq's log interval, mlx-lm's steps per report); other formats log
+# one iteration's loss, or (TensorBoard, W&B, MLflow, Lightning) whatever the program gave them: not known
+INTERVAL_MEAN_FORMATS: frozenset[str] = frozenset({"megatron", "hf-trainer", "hf-trainer-state", "llamafactory",
+                                                   "mmengine", "fairseq", "mlx-lm"})
 ERROR_KINDS: frozenset[str] = frozenset({EV_ERROR, EV_CUDA_ERROR, EV_NCCL_ERROR, EV_COLLECTIVE_TIMEOUT, EV_OOM,
                                          EV_HOST_ERROR, EV_OVERFLOW_STOP})
 # a fault of the hardware or its links, as the log names it

@@ -162,9 +162,14 @@ def test_slow_grad_norm_drift_and_logit_growth_before_a_spike() -> None:
 
 
 def test_interval_averaged_spike_is_marked() -> None:
+    """A spike is said to be a mean over the log interval only where the format says its losses are such means."""
     curve = generate("spikes", seed=0, log_interval=10)
-    spikes = [a for a in detect(run_frames(curve.metrics)) if a.kind == "loss_spike"]
+    means = frozenset(curve.metrics["source"].unique().to_list())
+    frames = RunFrames(curve.metrics, s.empty(s.EVENTS_SCHEMA), interval_means=means)
+    spikes = [a for a in detect(frames) if a.kind == "loss_spike"]
     assert spikes and all(a.averaged_over == 10 for a in spikes)
+    unknown = [a for a in detect(run_frames(curve.metrics)) if a.kind == "loss_spike"]
+    assert unknown and all(a.averaged_over is None for a in unknown)
 
 
 def test_opt_in_plateau_detector() -> None:

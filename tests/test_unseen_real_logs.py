@@ -600,3 +600,23 @@ def test_a_spike_says_what_its_baseline_is_and_that_it_lasted_to_the_end() -> No
     [spike] = [a for a in run.anomalies if a.kind == "loss_spike"]
     assert spike.detail == ("loss rose to 6.437 (4.6x 1.406, the lower median of the 2 points before it); still above "
                             "its level at step 200, where the log of the attempt ends")
+
+
+def test_a_noisy_per_batch_loss_after_a_resume_is_not_a_spike() -> None:
+    """Issikul/russian_asr: a NeMo run resumed from step 6990, logging one batch's CTC loss every 50 steps (it swings
+    30% from point to point): "First anomaly: loss spike at step 7440 ... 1.3x the trailing median" in the first
+    points after the resume, where the noise is not yet known (and, at step 7590, read off its first ten residuals)."""
+    run, lines = _chronicle(REAL / "tensorboard" / "Issikul_russian_asr")
+    assert [a.resumed_from_step for a in run.attempts] == [None, 6990]
+    assert not [a for a in run.anomalies if a.kind == "loss_spike"]
+    assert not any(line.startswith("- **First anomaly:**") for line in lines)
+
+
+def test_a_spike_is_a_mean_over_the_interval_only_where_the_format_says_so() -> None:
+    """Issikul/russian_asr logs one batch's loss every 50 steps (Lightning through TensorBoard): a spike there was
+    said to be "a mean over 50 iterations, so a short spike shows diluted". mlx-lm's report is such a mean."""
+    run = forensics.analyze_path(REAL / "tensorboard" / "Issikul_russian_asr").findings.runs[0]
+    frames_note = [a for a in run.anomalies if a.averaged_over]
+    assert frames_note == []
+    mlx, _ = _chronicle(REAL / "mlx_lm" / "mlx-examples_issue620_loss_quadruples_excerpt.txt")
+    assert [a.averaged_over for a in mlx.anomalies if a.kind == "loss_spike"] == [25]

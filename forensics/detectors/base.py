@@ -22,6 +22,8 @@ class RunFrames:
     metrics: pl.DataFrame
     events: pl.DataFrame
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    # the sources whose loss points are means over their log interval (formats that say so); None: not known
+    interval_means: frozenset[str] | None = None
 
     def remember(self, key: Any, compute: Callable[[], Any]) -> Any:
         """``compute()`` the first time ``key`` is asked for, the stored result after that."""
@@ -64,6 +66,12 @@ class RunFrames:
     def gaps(self) -> list[Gap]:
         """The holes in the logged steps (see :func:`forensics.gaps.find_gaps`)."""
         return self.remember("gaps", lambda: find_gaps(self.steps(), self.spacing(), self.events))
+
+    def loss_is_interval_mean(self, attempt: int) -> bool:
+        """Whether each of the attempt's logged loss points is known to be a mean over the iterations since the one
+        before (every source that logged its steps writes such means: :data:`parsers.schema.INTERVAL_MEAN_FORMATS`)."""
+        mine = self.sources().get(attempt, frozenset())
+        return self.interval_means is not None and bool(mine) and mine <= self.interval_means
 
     def begins_mid_run(self) -> int | None:
         """The first attempt, when its epochs show that its log began well into training

@@ -64,6 +64,7 @@ from forensics.timeline import runs_of_true, trailing_robust_z
 _DEFAULTS = {"loss": (100, 0.003, 6.0), "grad_norm": (100, 0.25, 6.0)}
 _AVERAGED = frozenset({"loss"})  # logged as a mean over the interval (grad norm is the logged iteration's own)
 _SETTLED = 50  # points into a stretch before its residuals enter the noise-tail fit
+_FEW_RESIDUALS = 30  # points into a stretch before its own noise estimate is trusted alone
 _RESOLUTION = 1e-4  # log units: the noise is never taken as calmer than the printed digits of a value
 _FLOOR_WITHOUT_HISTORY = {"loss": 0.02, "grad_norm": 0.25}  # fewer than 10 points before: noise unknown
 
@@ -307,6 +308,15 @@ class SpikeDetector:
         # how unusual each point is, against the noise itself (the floored z also asks whether it matters)
         held = np.where(judged, centre, np.nan)  # the level each point (and each run starting at it) is read against
         noise = np.maximum(noise, _RESOLUTION)
+        # a noise read off the first few residuals of a stretch can come out small by chance: there it is never
+        # taken below the attempt's typical noise (the median over its points with a full history; post hoc, the
+        # later points are known)
+        full = position >= _FEW_RESIDUALS
+        if full.any() and (~full & ~np.isnan(noise)).any():
+            typical = pl.DataFrame({"a": attempt_no, "n": np.where(full, noise, np.nan)}).select(
+                pl.col("n").fill_nan(None).median().over("a")).to_series().fill_null(np.nan).to_numpy()
+            with np.errstate(invalid="ignore"):
+                noise = np.where(~full & (typical > noise), typical, noise)
         with np.errstate(invalid="ignore", divide="ignore"):
             zn = (x - held) / noise
         # where the noise is not known; a grad norm also waits out the burn-in (it swings widely as training starts,
