@@ -34,7 +34,7 @@ DETECT = re.compile(rb"iteration\s+\d+\s*/\s*\d+\s*\||-{8,} arguments -{8,}")
 ERRORS_ONLY = "text (errors only)"  # a text log with no metrics lines of a known format, read for how the run ended
 # (per line: the error patterns anchored at a line's start match at every line of the text, not only its first)
 # ... and the scheduler's or the system's stop: a slurm .err that holds only "CANCELLED ... DUE TO TIME LIMIT"
-_ENDED_BY = s.FATAL_KINDS | {s.EV_CANCELLED, s.EV_SIGTERM, s.EV_KILLED}
+_ENDED_BY = s.FATAL_KINDS | {s.EV_CANCELLED, s.EV_SIGTERM, s.EV_KILLED, s.EV_STACK_DUMP}
 _FATAL = {f"fatal{n}": re.compile(rx.encode(), re.M) for n, (kind, rx) in enumerate(p.EVENT_PATTERNS)
           if kind in _ENDED_BY}
 PDSH_CMD = re.compile(p.PDSH_CMD)

@@ -127,7 +127,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_TRACEBACK, r"Traceback \(most recent call last\)"),
     # py-spy ("Thread 12 (active): ...") and faulthandler ("Thread 0x7f... (most recent call first):") dumps
     (s.EV_STACK_DUMP, r"^\s*(?:Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:active|idle)[^)]*\)|(?:Current thread|Thread) "
-                      r"0x[0-9A-Fa-f]+ \(most recent call first\):|Timeout \(\d+:\d\d:\d\d\)!)"),
+                      r"0x[0-9A-Fa-f]+ \(most recent call first\):|Stack \(most recent call first\):"
+                      r"|Timeout \(\d+:\d\d:\d\d\)!)"),
     # a dumped frame inside a collective: py-spy "    broadcast (torch/distributed/distributed_c10d.py:1191)",
     # faulthandler '  File ".../distributed_c10d.py", line 2420 in barrier' (a traceback has ', in barrier')
     (s.EV_COLLECTIVE_WAIT, r"^\s+" + _COLLECTIVES + r" \(\S*distributed_c10d\.py:\d+\)"

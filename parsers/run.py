@@ -451,6 +451,23 @@ _SPLITS = VALIDATION_FOLDERS | {"train", "training"}
 _HPARAMS_FOLDER = re.compile(r"^\d{9,10}\.\d+$")  # SummaryWriter.add_hparams's folder: str(time.time())
 
 
+def torchrun_launch(path: Path) -> tuple[str, int] | None:
+    """The launch a file written by torchrun's log redirection belongs to: ``<log dir>/<run id>/attempt_<N>/<local
+    rank>/{stdout,stderr}.log`` (each node's torchrun names its own run id; ``attempt_N`` counts its restarts): (the
+    log dir, N), else None. Ranks' files of one launch are one attempt.
+
+    >>> torchrun_launch(Path("job/none_z4q12ava/attempt_0/3/stdout.log"))
+    ('job', 0)
+    >>> torchrun_launch(Path("job/none_z4q12ava/attempt_0/stdout.log")) is None
+    True
+    """
+    parts = path.parts
+    if len(parts) < 4 or path.name not in ("stdout.log", "stderr.log") or not parts[-2].isdigit():
+        return None
+    attempt = re.fullmatch(r"attempt_(\d+)", parts[-3])
+    return (Path(*parts[:-4]).as_posix() if len(parts) > 4 else ".", int(attempt.group(1))) if attempt else None
+
+
 def _hparams_writer(a: Path, b: Path) -> bool:
     """Whether one of two event files of one process is the other's ``add_hparams`` file: torch writes it in a
     sub-folder of the writer's folder named for the time it was called, within a minute of the writer's creation
@@ -497,6 +514,7 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
     process: tuple[str, ...] | None = None  # the last event file's writer (folder, host, pid) and its last step
     previous: Path | None = None  # the last event file
     last_step: int | None = None
+    launched: tuple[str, int] | None = None  # the last file's torchrun launch
     for piece in pieces:
         log = piece.log
         sources.append(Source(path=display_path(piece.file, root), format=piece.fmt, sampled=piece.sampled,
@@ -514,6 +532,11 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
         same = not parallel and writer is not None and process is not None and writer[1:] == process[1:] and (
             (writer[0] == process[0] and last_step is not None and first is not None and first >= last_step)
             or _split_writers(process[0], writer[0]) or (previous is not None and _hparams_writer(previous, piece.file)))
+        # another rank's file of the same torchrun launch (rank 0 prints the arguments, the last pipeline stage the
+        # iterations): the same attempt
+        launch = torchrun_launch(piece.file)
+        same = same or (not parallel and offset > 0 and launch is not None and launch == launched)
+        launched = launch
         shift = offset - 1 if same else offset
         process, previous = writer, piece.file
         top = log.metrics["step"].max() if log.metrics.height else None  # (None too when no point has a step)

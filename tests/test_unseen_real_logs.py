@@ -620,3 +620,15 @@ def test_a_spike_is_a_mean_over_the_interval_only_where_the_format_says_so() -> 
     assert frames_note == []
     mlx, _ = _chronicle(REAL / "mlx_lm" / "mlx-examples_issue620_loss_quadruples_excerpt.txt")
     assert [a.averaged_over for a in mlx.anomalies if a.kind == "loss_spike"] == [25]
+
+
+def test_ranks_of_one_torchrun_launch_are_one_attempt_and_its_stack_dumps_a_hang() -> None:
+    """elena-lyulina/Megatron-LM-Attention-Benchmark job 1861140: torchrun's `<run id>/attempt_0/<rank>/stdout.log` of
+    rank 0 (arguments, checkpoint saves) and of the last pipeline stage (iterations 1-344 of 500) read as two launches
+    ("a launch with no training step"), and every rank's stderr ends in faulthandler's `Stack (most recent call
+    first):` inside the same all-reduce: not read ("no metrics lines"), so no hang."""
+    run, lines = _chronicle(REAL / "megatron" / "elena-lyulina_Megatron-LM-Attention-Benchmark_job1861140")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step, attempt.end_reason, attempt.end_kind) == (1, 344, "hung", "stack_dump")
+    assert lines[4] == ("- **What went wrong:** attempt 1 hung in its console, after its last logged step (344): “Stack "
+                        "(most recent call first):”.")
