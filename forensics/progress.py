@@ -58,20 +58,27 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
 
 
 def val_rising(steps: list[int], values: list[float]) -> dict[str, Any] | None:
-    """The validation loss rising at every evaluation to the end, from its lowest: at least ``RISING_EVALS`` (3)
-    rises in a row, ``RISING_BY`` (5%) in all (the usual sign of overfitting while the training loss falls), as
-    ``{"from_step", "from", "to_step", "to", "evaluations"}``; None otherwise.
+    """The validation loss rising from its lowest to the end: at least ``RISING_EVALS`` (3) evaluations after its
+    lowest, ``RISING_BY`` (5%) above it at the last, and rising as a trend (of every two evaluations from the lowest
+    on, the later is the higher in at least 3 of 4 pairs: a dip now and then does not hide it), the usual sign of
+    overfitting while the training loss falls; as ``{"from_step", "from", "to_step", "to", "evaluations", "rises"}``
+    (``rises``: how many evaluations after the lowest were above the one before); None otherwise.
 
     >>> val_rising([1000, 2000, 3000, 4000, 5000], [0.321, 0.3585, 0.3937, 0.4123, 0.42])
-    {'from_step': 1000, 'from': 0.321, 'to_step': 5000, 'to': 0.42, 'evaluations': 5}
+    {'from_step': 1000, 'from': 0.321, 'to_step': 5000, 'to': 0.42, 'evaluations': 5, 'rises': 4}
     >>> val_rising([1, 2, 3, 4], [1.0, 0.9, 0.95, 0.94]) is None
     True
+    >>> val_rising([1, 2, 3, 4, 5, 6], [1.0, 0.9, 0.96, 1.0, 0.98, 1.01])["rises"]
+    3
     """
-    i = len(values) - 1
-    while i > 0 and values[i - 1] < values[i]:
-        i -= 1
-    rises = len(values) - 1 - i
-    if rises < RISING_EVALS or not values[-1] >= values[i] * (1 + RISING_BY):
+    if not values:
         return None
-    return {"from_step": int(steps[i]), "from": float(values[i]), "to_step": int(steps[-1]), "to": float(values[-1]),
-            "evaluations": rises + 1}
+    low = len(values) - 1 - int(np.argmin(np.asarray(values[::-1])))  # the last of its lowest
+    after = np.asarray(values[low:], dtype=float)
+    if after.size - 1 < RISING_EVALS or not after[-1] >= after[0] * (1 + RISING_BY):
+        return None
+    later, earlier = np.triu_indices(after.size, k=1)[::-1]
+    if not (after[later] > after[earlier]).mean() >= 0.75:
+        return None
+    return {"from_step": int(steps[low]), "from": float(after[0]), "to_step": int(steps[-1]), "to": float(after[-1]),
+            "evaluations": int(after.size), "rises": int((np.diff(after) > 0).sum())}

@@ -162,7 +162,10 @@ def _summary(run: RunFindings) -> list[str]:
                      f"{shown(round(seen['end'], 6))} over its last){val}.")
     if (seen := run.learning) and (up := seen.get("val_rising")):
         lines.append(f"- **Validation loss rising:** from its lowest, {shown(round(up['from'], 6))} at step "
-                     f"{up['from_step']}, it rose at each of the {up['evaluations'] - 1} evaluations after, to "
+                     f"{up['from_step']}, it rose "
+                     + (f"at each of the {up['evaluations'] - 1} evaluations after" if up["rises"] == up["evaluations"] - 1
+                        else f"over the {up['evaluations'] - 1} evaluations after (above the one before at "
+                             f"{up['rises']} of them)") + ", to "
                      f"{shown(round(up['to'], 6))} at step {up['to_step']}, while the training loss fell "
                      f"({shown(round(seen['start'], 6))} to {shown(round(seen['end'], 6))}): the usual sign of "
                      "overfitting.")

@@ -632,3 +632,15 @@ def test_ranks_of_one_torchrun_launch_are_one_attempt_and_its_stack_dumps_a_hang
     assert (attempt.start_step, attempt.end_step, attempt.end_reason, attempt.end_kind) == (1, 344, "hung", "stack_dump")
     assert lines[4] == ("- **What went wrong:** attempt 1 hung in its console, after its last logged step (344): “Stack "
                         "(most recent call first):”.")
+
+
+def test_a_validation_loss_that_rises_for_23_epochs_with_a_dip_is_overfitting() -> None:
+    """Nuist-XZX/QWen mask_loss.txt: the eval loss lowest at epoch 7 (1.788) and 2.112 at epoch 30 while the training
+    loss falls, one dip at epoch 29 (2.0844 -> 2.0743 -> 2.1119): "no anomalies" and nothing about overfitting (the
+    rule wanted a rise at every evaluation to the end)."""
+    run, lines = _chronicle(REAL / "hf_trainer" / "nuist-xzx_qwen05b_lora_30_epochs_mask_loss.txt")
+    up = run.learning["val_rising"]
+    assert (round(up["from"], 6), round(up["to"], 6), up["evaluations"], up["rises"]) == (1.788033, 2.111901, 24, 19)
+    assert ("- **Validation loss rising:** from its lowest, 1.788033 at step 65, it rose over the 23 evaluations after "
+            "(above the one before at 19 of them), to 2.111901 at step 282, while the training loss fell (1.8825 to "
+            "0.64795): the usual sign of overfitting.") in lines
