@@ -124,7 +124,9 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
                      r"|(?:First|Second) rerun:|Possible (?:transient|persistent) error|Spiky loss"
                      r"|found unexpected large grads|loss is nan|Loss is NaN"),
     (s.EV_SKIP_RANGE, r"Skipped iterations (\d+) to \d+"),
-    (s.EV_TRACEBACK, r"Traceback \(most recent call last\)"),
+    # (torch's DataParallel re-raises a replica's error as "RuntimeError: Caught RuntimeError in replica 0 on device 0."
+    # then "Original Traceback (most recent call last):" and the error itself: the wrapper says nothing of its own)
+    (s.EV_TRACEBACK, r"Traceback \(most recent call last\)|Caught \w+ in replica \d+ on device \d+\."),
     # py-spy ("Thread 12 (active): ...") and faulthandler ("Thread 0x7f... (most recent call first):") dumps
     (s.EV_STACK_DUMP, r"^\s*(?:Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:active|idle)[^)]*\)|(?:Current thread|Thread) "
                       r"0x[0-9A-Fa-f]+ \(most recent call first\):|Stack \(most recent call first\):"

@@ -22,7 +22,7 @@ ENDINGS: dict[EndReason, str] = {
     EndReason.INTERRUPTED: "interrupted by hand",
     EndReason.KILLED: "killed by a signal",
     EndReason.CRASHED: "crashed",
-    EndReason.FAILED_STARTUP: "failed at start-up",
+    EndReason.FAILED_STARTUP: "failed before its first logged step",  # (at start-up, or in steps before the first log)
     EndReason.NAN: "ended in NaN",
     EndReason.DIVERGED: "diverged",
     EndReason.HUNG: "hung",

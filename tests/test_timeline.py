@@ -58,8 +58,8 @@ def test_tr1_13b_ends_on_the_ecc_error_after_a_planned_exit_and_before_a_failed_
     assert notices == [(2, 33240, utc(2021, 8, 8, 1, 49, 40)), (2, 33240, utc(2021, 8, 8, 2, 49, 44)),
                        (2, 33240, utc(2021, 8, 8, 3, 56, 54))]
     lines = chronicle(real("tr1-13B"))
-    assert ("| 4 | none logged | 2021-08-12 08:19:28 | – | – | – | failed at start-up: “RuntimeError: CUDA error: out "
-            "of memory” |") in lines
+    assert ("| 4 | none logged | 2021-08-12 08:19:28 | – | – | – | failed before its first logged step: “RuntimeError: "
+            "CUDA error: out of memory” |") in lines
     assert any(line.startswith("| 2 | 29020–33240 | first line 2021-08-08 01:00:44 | 2021-08-08 01:00:51 | 19.8 h "
                                "(its exit line) | – | exited as planned after step 33240:") for line in lines)
     assert "- between attempts 2 and 3: no data between steps 33240 and 43680" in lines
@@ -439,8 +439,8 @@ def test_a_launch_that_ooms_at_startup_is_a_failed_launch_of_its_own(tmp_path):
     assert [(a.start_step, a.end_step, a.end_reason) for a in run.attempts] == [
         (1, 20, EndReason.EXITED), (None, None, EndReason.FAILED_STARTUP)]
     assert run.attempts[1].end_detail == "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
-    assert "- attempt 2: no step logged; failed at start-up: “torch.OutOfMemoryError: CUDA out of memory. Tried to " \
-           "allocate 2.00 GiB”" in chronicle(tmp_path / "train.log")
+    assert "- attempt 2: no step logged; failed before its first logged step: “torch.OutOfMemoryError: CUDA out of " \
+           "memory. Tried to allocate 2.00 GiB”" in chronicle(tmp_path / "train.log")
 
 
 # --- every number quoted is one the data holds ----------------------------------------------------------------------

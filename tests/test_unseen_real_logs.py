@@ -644,3 +644,14 @@ def test_a_validation_loss_that_rises_for_23_epochs_with_a_dip_is_overfitting() 
     assert ("- **Validation loss rising:** from its lowest, 1.788033 at step 65, it rose over the 23 evaluations after "
             "(above the one before at 19 of them), to 2.111901 at step 282, while the training loss fell (1.8825 to "
             "0.64795): the usual sign of overfitting.") in lines
+
+
+def test_dataparallels_wrapper_is_not_the_error_it_wraps() -> None:
+    """1azybug/ReCMLLM run 0n6mbuza: "failed at start-up: RuntimeError: Caught RuntimeError in replica 0 on device 0."
+    (torch DataParallel's wrapper) while the error after its "Original Traceback" names the device mismatch; and a
+    launch that logged no step is not known to have failed at start-up rather than in its first steps."""
+    run, lines = _chronicle(REAL / "wandb" / "1azybug__ReCMLLM" / "wandb" / "run-20241125_114239-0n6mbuza")
+    [attempt] = run.attempts
+    assert attempt.end_detail.startswith("RuntimeError: Expected all tensors to be on the same device, but found at "
+                                         "least two devices, cuda:1 and cuda:0!")
+    assert not any("in replica 0 on device 0" in line or "at start-up" in line for line in lines)
