@@ -8,6 +8,7 @@ The ``run-<id>.wandb`` log holds the full history, config and summary; ``files/c
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,8 +90,8 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
         (config if kind == "config" else summary).update(loaded)
     reached, logged = summary.get("_step"), parsed.metrics["step"].max()
     # (a file said to be cut says where, not how much of the run it lost: this does)
-    if isinstance(reached, int | float) and not isinstance(reached, bool) and logged is not None \
-            and reached > logged:  # type: ignore[operator]
+    if isinstance(reached, int | float) and not isinstance(reached, bool) and math.isfinite(reached) \
+            and logged is not None and reached > logged:  # type: ignore[operator]
         parsed.warnings.append(f"{shown}: its history ends at step {logged}, but the run's summary says it reached "
                                f"step {int(reached)}: the rest of its history is not in the file (cut, or copied "
                                "while the run was writing it)")

@@ -577,3 +577,16 @@ def test_bulk_decoder_agrees_with_the_runtime_on_mutants(tmp_path: Path, index: 
     data, _ = mutants.mutate(mutants.seed_bytes(seeds[index % len(seeds)]), "wandb", random.Random(index))
     (tmp_path / "run-m.wandb").write_bytes(data)
     _logs_agree(tmp_path / "run-m.wandb")
+
+
+def test_a_summary_that_says_the_run_reached_step_infinity_is_not_a_step(tmp_path: Path) -> None:
+    """A damaged wandb-summary.json with `"_step": Infinity` (JSON's non-standard literal, which Python reads) made
+    an internal error (OverflowError) instead of a read: a fuzzing find (seed 32)."""
+    src = Path(__file__).parent / "fixtures" / "real" / "wandb" / "jackokeefe11__nanoGPT" / "wandb" / \
+        "run-20240215_023758-f656tyfr"
+    run = tmp_path / src.name
+    shutil.copytree(src, run)
+    (run / "files" / "wandb-summary.json").write_text('{"_step": Infinity, "_runtime": Infinity}')
+    loaded = load_run(run)
+    assert loaded.metrics.height > 0
+    assert not any("but the run's summary says it reached" in w for w in loaded.warnings)
