@@ -72,8 +72,9 @@ def mid_run_epoch(metrics: pl.DataFrame, attempt: int) -> float | None:
     >>> frame = pl.DataFrame({"attempt": [1, 1], "step": [1, 2], "metric": ["epoch", "epoch"], "value": [0.6623, 0.6645]})
     >>> mid_run_epoch(frame, 1), mid_run_epoch(frame.with_columns(value=pl.Series([0.0022, 0.0045])), 1)
     (0.6623, None)
-    >>> mid_run_epoch(frame.with_columns(value=pl.Series([0.46, 0.46])), 1)
-    0.46
+    >>> mid_run_epoch(frame.with_columns(value=pl.Series([0.46, 0.46])), 1), mid_run_epoch(frame.with_columns(
+    ...     value=pl.Series([1.0, 1.0])), 1)
+    (0.46, None)
     """
     mine = metrics.filter(pl.col("attempt") == attempt)
     losses = mine.filter(pl.col("metric") == LOSS).select("step")
@@ -81,7 +82,9 @@ def mid_run_epoch(metrics: pl.DataFrame, attempt: int) -> float | None:
     if losses.height:  # the training points' epochs (an evaluation's entry has its own step and epoch)
         epochs = epochs.join(losses.unique(), on="step", how="semi")
     epochs = epochs.unique("step", keep="first").sort("step")["value"].head(2).to_list()  # (an evaluation's copy)
-    if len(epochs) < 2 or not epochs[1] >= epochs[0] > max(0.02, 2 * (epochs[1] - epochs[0])):
+    # (equal whole epochs are a per-epoch log, not two prints inside one epoch)
+    if len(epochs) < 2 or not epochs[1] >= epochs[0] > max(0.02, 2 * (epochs[1] - epochs[0])) or (
+            epochs[1] == epochs[0] and float(epochs[0]).is_integer()):
         return None
     return float(epochs[0])
 

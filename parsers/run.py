@@ -426,6 +426,11 @@ def _first_time(log: ParsedLog) -> float | None:
     return float(min(times)) if times else None  # type: ignore[arg-type]
 
 
+def _last_time(log: ParsedLog) -> float | None:
+    times = [t for t in (log.metrics["wall_time"].max(), log.events["wall_time"].max()) if t is not None]
+    return float(max(times)) if times else None  # type: ignore[arg-type]
+
+
 def _is_events_only(log: ParsedLog) -> bool:
     return log.metrics.height == 0 and log.configs.height == 0
 
@@ -514,7 +519,8 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
     process: tuple[str, ...] | None = None  # the last event file's writer (folder, host, pid) and its last step
     previous: Path | None = None  # the last event file
     last_step: int | None = None
-    launched: tuple[str, int] | None = None  # the last file's torchrun launch
+    launched: tuple[str, int] | None = None  # the last file's torchrun launch, and the last time it printed
+    launched_until: float | None = None
     for piece in pieces:
         log = piece.log
         sources.append(Source(path=display_path(piece.file, root), format=piece.fmt, sampled=piece.sampled,
@@ -534,8 +540,11 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
             or _split_writers(process[0], writer[0]) or (previous is not None and _hparams_writer(previous, piece.file)))
         # another rank's file of the same torchrun launch (rank 0 prints the arguments, the last pipeline stage the
         # iterations): the same attempt
-        launch = torchrun_launch(piece.file)
-        same = same or (not parallel and offset > 0 and launch is not None and launch == launched)
+        # (a resubmission into the same log dir writes attempt_0 again, after the first launch's last line)
+        launch, begins = torchrun_launch(piece.file), _first_time(log)
+        same = same or (not parallel and offset > 0 and launch is not None and launch == launched and (
+            begins is None or launched_until is None or begins <= launched_until))
+        launched_until = max(launched_until or 0.0, _last_time(log) or 0.0) if same else _last_time(log)
         launched = launch
         shift = offset - 1 if same else offset
         process, previous = writer, piece.file

@@ -280,3 +280,18 @@ def test_attempts_are_judged_alone_when_scored_together() -> None:
         assert [b for b in det.blips(together) if b.attempt == attempt] == det.blips(alone), attempt
         for what in (det.judged, det.unknown, det.largest_rises):
             assert what(together).get(attempt) == what(alone).get(attempt), (attempt, what.__name__)
+
+
+def test_deepspeeds_overflow_lines_and_its_running_count_are_the_same_skips() -> None:
+    """DeepSpeed prints an `OVERFLOW! ... Skipping step` line and counts the skip in its next `step=N, skipped=M`
+    line: five skips at steps 2401-2405 are five, not ten."""
+    rows = [{"kind": s.EV_SKIPPED_COUNT, "step": 2400, "value": 0.0}, {"kind": s.EV_SKIPPED_COUNT, "step": 2500,
+                                                                        "value": 5.0}]
+    rows += [{"kind": s.EV_OVERFLOW, "step": step, "value": 2.0 ** (10 - step + 2400)} for step in range(2401, 2406)]
+    events = s.conform(pl.DataFrame(rows).with_columns(run=pl.lit("t"), source=pl.lit("t"), attempt=pl.lit(1)),
+                       s.EVENTS_SCHEMA)
+    metrics = frame({"loss": np.full(200, 2.0)}, np.arange(2350, 2550))
+    [found] = [a for a in detect(RunFrames(metrics, events)) if a.kind == "skipped_iterations"]
+    assert (found.value, found.detail) == (
+        5, "5 iterations skipped (fp16 overflow) between steps 2401 and 2500 (DeepSpeed's running count: skipped=5 at "
+           "step=2500)")

@@ -39,9 +39,15 @@ class SkippedIterationsDetector:
             .group_by("attempt", "step").agg(skipped=pl.len().cast(pl.Float64))
         )
         running = _running_counts(frames.events)
+        if running.height:  # DeepSpeed's count holds every skip up to its last line: its overflow lines are in it
+            counted = running.group_by("attempt").agg(last_count=pl.col("step").max())
+            overflows = overflows.join(counted, on="attempt", how="left").filter(
+                pl.col("last_count").is_null() | (pl.col("step") > pl.col("last_count"))).drop("last_count")
+        # (a count's row starts where the count before it left off; an attempt's first count, before the log: null)
         per_step = (pl.concat([counters.with_columns(since=pl.col("step")), overflows.with_columns(since=pl.col("step")),
                                running.select("attempt", "step", "skipped", "since")], how="diagonal_relaxed")
-                    .group_by("attempt", "step").agg(pl.col("skipped").max(), pl.col("since").min())
+                    .group_by("attempt", "step").agg(pl.col("skipped").max(),
+                                                     pl.col("since").sort(nulls_last=False).first())
                     .sort("attempt", "step"))
         clean = per_step.filter(pl.col("skipped") == 0).group_by("attempt").agg(first_clean=pl.col("step").min())
         searches = startup_searches(frames)

@@ -27,7 +27,11 @@ against the run's own noise tail.
   at least 10x the point before it
   (:meth:`SpikeDetector.unknown` counts those points, and the report says they had only these checks); there, a
   candidate that stays away from its level for three points or more is an incident too: lasting is the evidence.
-  In an attempt too short for a tail fit, such a jump that also reaches the screen is an incident;
+  In an attempt too short for a tail fit, such a jump that also reaches the screen is an incident; there too, an
+  onset read against the floor must rise three times the step-to-step moves before it (a per-batch loss that swings
+  20% from point to point is noisy, not rising);
+* a noise read off a stretch's first 30 residuals is never taken below the attempt's typical noise (the median over
+  its points with a full history: post hoc, the later points are known);
 * recovered: at the first later point back within max(3 sigma, 5%) of the level before the incident;
 * burn-in: a log that starts at the beginning of training (first step below ``early_step``) has no baseline at
   first, so its first ``burn_in`` points are never candidates; a log that starts mid-training (an excerpt, a
@@ -35,7 +39,7 @@ against the run's own noise tail.
 * baselines never mix attempts or cross a gap in the log (:mod:`forensics.gaps`): each stretch of an attempt
   between gaps is judged on its own points. A spike not back to its level before a gap is "not seen again until
   step N, after a gap" when the first point after it is back; the baseline quoted is a logged value (the lower
-  median of the eight points before the onset).
+  median of the eight points before the onset, or of the fewer there are, which the chronicle then says).
 """
 
 from __future__ import annotations
