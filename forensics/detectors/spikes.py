@@ -317,8 +317,10 @@ class SpikeDetector:
         # later points are known)
         full = position >= _FEW_RESIDUALS
         if full.any() and (~full & ~np.isnan(noise)).any():
-            typical = pl.DataFrame({"a": attempt_no, "n": np.where(full, noise, np.nan)}).select(
-                pl.col("n").fill_nan(None).median().over("a")).to_series().fill_null(np.nan).to_numpy()
+            known = np.where(full, noise, np.nan)
+            typical = (np.full(n, np.nanmedian(known)) if len(attempts) == 1 else
+                       pl.DataFrame({"a": attempt_no, "n": known}).select(pl.col("n").fill_nan(None).median().over(
+                           "a")).to_series().fill_null(np.nan).to_numpy())
             with np.errstate(invalid="ignore"):
                 noise = np.where(~full & (typical > noise), typical, noise)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -340,9 +342,13 @@ class SpikeDetector:
         # where the noise is not known, the floor stands in for it: a rise must also be three times the usual
         # step-to-step move of the points before it (a per-batch loss that swings 20% from point to point is noisy,
         # not rising), as the absolute checks ask
-        moves = (pl.col("x") - pl.col("x").shift(1)).abs().over("g").shift(1)
-        swing = pl.DataFrame({"x": x, "g": group}).select(
-            moves.rolling_median(window_size=7, min_samples=1).over("g")).to_series().fill_null(np.nan).to_numpy()
+        # (the points whose noise is not known are the first of each stretch: their moves are among themselves)
+        moves = (pl.col("x") - pl.col("x").shift(1)).abs().shift(1)  # the moves before each point, in its stretch
+        swing = np.full(n, np.nan)
+        if blind.any():
+            swing[blind] = pl.DataFrame({"x": x[blind], "g": group[blind]}).select(moves.rolling_median(
+                window_size=7, min_samples=1).over("g")).to_series().fill_null(np.nan).to_numpy()  # (within "g")
+        one = n == 0 or group[0] == group[-1]  # (one stretch: no windows per group)
         with np.errstate(invalid="ignore"):
             calm_enough = ~(blind & (x - centre < 3 * swing))
             candidate = ((z >= threshold) & eligible & calm_enough) | absolute
@@ -351,7 +357,6 @@ class SpikeDetector:
         # an onset must rise above the recent values: a steep early decline that slows down is not a spike; the
         # largest rise the report quotes is over the median of the 8 points before it in its stretch (not the level
         # the detector judges it against, which follows the trend)
-        one = n == 0 or group[0] == group[-1]
         previous = pl.col("x").shift(1)
         recent_max, before = (e if one else e.over("g") for e in (
             previous.rolling_max(window_size=8, min_samples=1), previous.rolling_median(8, min_samples=8)))
