@@ -655,3 +655,12 @@ def test_dataparallels_wrapper_is_not_the_error_it_wraps() -> None:
     assert attempt.end_detail.startswith("RuntimeError: Expected all tensors to be on the same device, but found at "
                                          "least two devices, cuda:1 and cuda:0!")
     assert not any("in replica 0 on device 0" in line or "at start-up" in line for line in lines)
+
+
+def test_a_crashs_own_stack_dump_as_it_exits_is_not_a_hang() -> None:
+    """elena-lyulina/Megatron-LM-Attention-Benchmark job 1856681: an AssertionError at start-up, then faulthandler's
+    `Stack (most recent call first):` as the process exits: read as "hang at step 0" beside the crash."""
+    run, _ = _chronicle(REAL / "console_errors" / "elena-lyulina_megatron_job1856681_assert_then_exit_stack.log")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_detail) == ("crashed", "[rank4]: AssertionError")
+    assert not [a for a in run.anomalies if a.kind == "hang"]
