@@ -343,11 +343,9 @@ class SpikeDetector:
         # step-to-step move of the points before it (a per-batch loss that swings 20% from point to point is noisy,
         # not rising), as the absolute checks ask
         # (the points whose noise is not known are the first of each stretch: their moves are among themselves)
-        moves = (pl.col("x") - pl.col("x").shift(1)).abs().shift(1)  # the moves before each point, in its stretch
         swing = np.full(n, np.nan)
         if blind.any():
-            swing[blind] = pl.DataFrame({"x": x[blind], "g": group[blind]}).select(moves.rolling_median(
-                window_size=7, min_samples=1).over("g")).to_series().fill_null(np.nan).to_numpy()  # (within "g")
+            swing[blind] = _swing(x[blind], group[blind])
         one = n == 0 or group[0] == group[-1]  # (one stretch: no windows per group)
         with np.errstate(invalid="ignore"):
             calm_enough = ~(blind & (x - centre < 3 * swing))
@@ -411,11 +409,10 @@ class SpikeDetector:
             return np.zeros(x.size, dtype=bool)
         factor = np.where(interval >= 10, min(self.jump_factor, 1.5), self.jump_factor)
         prev = pl.col("x").shift(1)
-        steps = (pl.col("x") - prev).abs().over("g").shift(1)  # the step-to-step moves before the point
         edges = frame.select(low=prev.rolling_min(window_size=8, min_samples=1).over("g"),
-                             high=prev.rolling_max(window_size=8, min_samples=1).over("g"),
-                             swing=steps.rolling_median(window_size=7, min_samples=1).over("g"))
-        low, high, swing = (edges[c].fill_null(np.nan).to_numpy() for c in ("low", "high", "swing"))
+                             high=prev.rolling_max(window_size=8, min_samples=1).over("g"))
+        low, high = (edges[c].fill_null(np.nan).to_numpy() for c in ("low", "high"))
+        swing = _swing(x, stretch)
         rise = x - low
         with np.errstate(invalid="ignore"):
             jumped = (rise >= np.log(factor)) & ~(rise < 3 * swing)
@@ -539,6 +536,18 @@ def _recovery_over(inc: SpikeIncident, own: pl.DataFrame, gaps: list[Gap], below
     back = later.filter((pl.col("step") >= gap.before_step) & (pl.col("value").log() <= limit))
     return replace(inc, points_after=later.height, gap_after=gap,
                    back_after_gap=int(back["step"][0]) if back.height else None)
+
+
+def _swing(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """The median of the (up to 7) step-to-step moves before each point in its group, NaN with none: how far the
+    series usually moves from one point to the next, where its noise is not known.
+
+    >>> _swing(np.array([1.0, 2.0, 4.0, 10.0, 20.0, 40.0]), np.array([0, 0, 0, 1, 1, 1])).tolist()
+    [nan, nan, 1.0, nan, nan, 10.0]
+    """
+    moves = (pl.col("x") - pl.col("x").shift(1)).abs().shift(1)
+    return pl.DataFrame({"x": x, "g": groups}).select(moves.rolling_median(window_size=7, min_samples=1).over(
+        "g")).to_series().fill_null(np.nan).to_numpy()
 
 
 def _from_first_rise(flagged: np.ndarray, rises: np.ndarray) -> np.ndarray:
