@@ -15,6 +15,8 @@ A ``*_step`` column is the per-step value of a metric logged with ``on_step`` (`
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -88,3 +90,84 @@ def _metric(column: str) -> str:
     base = column.removesuffix("_step")
     name, _ = canonical(base.replace("_", "/", 1) if base.startswith(("train_", "val_")) else base)
     return name if name != base.replace("_", "/", 1) else column
+
+
+_VERSION = re.compile(r"^version_(\d+)")  # Lightning's launch folder (people rename them: version_92_ru_large_pt2)
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # a repr's memory address: new in every process
+
+
+@dataclass
+class _Version:
+    folder: Path
+    number: int
+    pieces: list[Piece]
+    start: int | None = None  # first and last step logged, and the usual step between two logs
+    end: int | None = None
+    interval: int | None = None
+    settings: frozenset[tuple[str, str]] = frozenset()
+
+
+def _version_folder(file: Path, root: Path) -> Path | None:
+    for folder in file.parents:
+        if folder == root.parent or not folder.is_relative_to(root):
+            return None
+        if _VERSION.match(folder.name):
+            return folder
+    return None
+
+
+def _versions(pieces: list[Piece], root: Path) -> list[_Version]:
+    found: dict[Path, _Version] = {}
+    for piece in pieces:
+        if (folder := _version_folder(piece.file, root)) is not None:
+            number = int(_VERSION.match(folder.name).group(1))  # type: ignore[union-attr]
+            found.setdefault(folder, _Version(folder, number, [])).pieces.append(piece)
+    for version in found.values():
+        steps = pl.concat([p.log.metrics.select("step") for p in version.pieces]).drop_nulls()["step"]
+        if steps.len():
+            version.start, version.end = int(steps.min()), int(steps.max())  # type: ignore[arg-type]
+            gaps = steps.unique().sort().diff().drop_nulls()
+            version.interval = int(gaps.median()) if gaps.len() else None  # type: ignore[arg-type]
+        configs = pl.concat([p.log.configs.select("key", "value") for p in version.pieces])
+        version.settings = frozenset((k, _ADDRESS.sub("", v or "")) for k, v in configs.iter_rows())
+    return sorted(found.values(), key=lambda v: (v.number, v.folder.as_posix()))
+
+
+def runs_of_versions(pieces: list[Piece], root: Path) -> dict[int, Path]:
+    """Which pieces of a ``lightning_logs/`` folder belong to one training run, by ``id(piece)``, each named by the
+    first ``version_N`` folder of its run; empty when the pieces are not in two or more version folders.
+
+    Lightning makes a ``version_N`` folder for every launch, the unrelated experiments of one project and the
+    resumes of one run alike. A version that starts logging where another's steps were (a resume from its
+    checkpoint) continues that version's run (the latest such, one with the same settings first); one that starts
+    at the beginning continues the latest run whose settings (``hparams.yaml``) it repeats exactly (a relaunch from
+    scratch), and is otherwise a run of its own: unrelated experiments read as one run's attempts made rollbacks,
+    replays and causes out of runs that share nothing but step numbers. A version that logged nothing joins the run
+    before it (its settings are said there).
+    """
+    versions = _versions(pieces, root)
+    if len(versions) < 2:
+        return {}
+    logged = [v for v in versions if v.start is not None]
+    intervals = sorted(v.interval for v in logged if v.interval)
+    usual = intervals[len(intervals) // 2] if intervals else 1
+    lowest = min((v.start for v in logged), default=0)  # type: ignore[type-var]
+    run_of: dict[Path, Path] = {}
+    done: list[_Version] = []
+    for version in versions:
+        if version.start is None:
+            run_of[version.folder] = run_of[done[-1].folder] if done else version.folder
+            continue
+        slack = 2 * (version.interval or usual)
+        resumed = version.start > lowest + usual  # type: ignore[operator]
+        before = [v for v in reversed(done)
+                  if resumed and v.start < version.start <= v.end + slack]  # type: ignore[operator]
+        before.sort(key=lambda v: v.settings != version.settings)  # (stable: the latest first within each)
+        if not before and version.settings:
+            before = [v for v in reversed(done) if v.settings == version.settings]
+        run_of[version.folder] = run_of[before[0].folder] if before else version.folder
+        done.append(version)
+    for version in versions:  # a version that logged nothing before any that did joins the first that did
+        if version.start is None and run_of[version.folder] == version.folder and logged:
+            run_of[version.folder] = run_of[logged[0].folder]
+    return {id(p): run_of[v.folder] for v in versions for p in v.pieces}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from parsers import registry, remote
+from parsers import lightning, registry, remote
 from parsers import schema as s
 from parsers.config_names import canonical_configs
 from parsers.console.engine import COUNTED_NOTE
@@ -181,6 +181,7 @@ def _load_local(root: Path, name: str | None, early: list[str] | None = None) ->
             raise InputError(f"{shown}: not a recognised training log: {reason}")
         reasons = "; ".join(warnings + skipped) or "no files"
         raise InputError(f"{shown}: no readable training logs ({reasons})")
+    _split_launch_folders(pieces, root)
     named = list(dict.fromkeys(p.run for p in pieces if p.run is not None))
     unnamed = [p for p in pieces if p.run is None]
     if len(named) == 1 and not unnamed and name is None:
@@ -198,6 +199,16 @@ def _load_local(root: Path, name: str | None, early: list[str] | None = None) ->
     runs[0].warnings[:0] = warnings
     runs[0].skipped.extend(skipped)
     return runs
+
+
+def _split_launch_folders(pieces: list[Piece], root: Path) -> None:
+    """Name the run of each piece in a ``lightning_logs/`` folder that holds several training runs (see
+    :func:`parsers.lightning.runs_of_versions`); one run's versions stay the directory's run."""
+    runs = lightning.runs_of_versions([p for p in pieces if p.run is None], root)
+    if len(set(runs.values())) > 1:
+        for piece in pieces:
+            if id(piece) in runs:
+                piece.run = display_path(runs[id(piece)], root)
 
 
 def load_run(path: str | Path, name: str | None = None) -> Run:

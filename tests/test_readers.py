@@ -66,26 +66,32 @@ def test_a_plugin_reader_installed_from_a_package_is_used(tmp_path: Path) -> Non
 
 
 # --- Lightning CSVLogger -------------------------------------------------------------------------------------------
-def test_lightning_versions_are_attempts_with_their_hparams() -> None:
-    run = load_run(REAL / "lightning" / "0Xero7_slm_training")
-    assert [src.format for src in run.sources][:1] == ["lightning"] and run.attempts == [1, 2, 3, 4]
+def test_lightning_versions_of_one_run_are_attempts_with_their_hparams_and_other_experiments_are_runs() -> None:
+    """version_5 resumes version_0 (its first step, 140749, one interval after version_0's last): one run's two
+    attempts. version_7 and version_9 start again from step 49 with settings of their own (lr, num_epochs): other
+    experiments, each its own run."""
+    runs = load_runs(REAL / "lightning" / "0Xero7_slm_training")
+    assert [r.name for r in runs] == [f"lightning_logs/version_{n}" for n in (0, 7, 9)]
+    run = runs[0]
+    assert [src.format for src in run.sources][:1] == ["lightning"] and run.attempts == [1, 2]
     loss = run.metrics.filter(metric="loss")
     # version_0/metrics.csv line 2: "0,,49,,,7.628580570220947,,2056.12939453125,,,"
     assert loss.filter(attempt=1).select("step", "value").row(0) == (49, 7.628580570220947)
     assert loss.filter(attempt=2).select("step", "value").row(0) == (140749, 3.708270311355591)
     # val_loss and the epoch means keep their own rows ("0,,14073,,,,,,62.33803176879883,4.132571697235107,...")
     assert run.metrics.filter(metric="val_loss", attempt=1).select("step", "value").row(0) == (14073, 4.132571697235107)
-    cfg = run.configs.filter(key="num_epochs").select("attempt", "value").rows()
-    assert cfg == [(1, "10"), (2, "20"), (3, "1"), (4, "1")]
-    # version_3 stopped before its first log call: its hparams.yaml is known by its folder, not skipped as text
+    assert run.configs.filter(key="num_epochs").select("attempt", "value").rows() == [(1, "10"), (2, "20")]
+    assert [r.configs.filter(key="num_epochs")["value"].to_list() for r in runs[1:]] == [["1"], ["1"]]
+    # version_3 stopped before its first log call: its hparams.yaml is known by its folder, not skipped as text, and
+    # said with the run before it
     assert run.skipped == [] and "lightning_logs/version_3/hparams.yaml" in [src.path for src in run.sources]
 
 
 def test_lightning_resume_one_interval_on_is_not_called_a_rollback() -> None:
     """version_5 starts logging at step 140749, after version_0's last step 140739: the resume point is inferred,
     so nothing says it went back."""
-    attempts = forensics.analyze(load_run(REAL / "lightning" / "0Xero7_slm_training")).runs[0].attempts
-    assert [a.rollback for a in attempts] == [False, False, False, False]
+    attempts = forensics.analyze(load_runs(REAL / "lightning" / "0Xero7_slm_training")[0]).runs[0].attempts
+    assert [(a.start_step, a.rollback) for a in attempts] == [(49, False), (140749, False)]
 
 
 # --- MLflow file store ---------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ against its raw lines): every test here failed on the code before its fix."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import forensics
@@ -122,13 +123,17 @@ def test_a_lightning_sweep_reads_its_per_step_loss_its_lr_monitor_and_each_versi
     """Giventicket/FlavorDiffusion, 8 Lightning versions: the loss was the 10-point train/loss_epoch (so "Not
     judged") over the 50-400-point train/loss_step; "Not found: lr" beside lr-AdamW (the LearningRateMonitor); every
     hparams.yaml joined the last attempt, so "config CSP_train differs between sources" x 5; and TensorBoard's
-    1000.0 against the YAML's 1000 (0.0 against false) "differed" 13 more times."""
-    run, lines = _chronicle(REAL / "tensorboard" / "Giventicket_FlavorDiffusion")
-    assert run.coverage["metrics"]["loss"]["source_tags"] == ["train/loss_step"]
-    assert run.coverage["metrics"]["lr"]["source_tags"] == ["lr-AdamW"]
-    assert run.warnings == []
-    assert run.config_diffs["batch_size"] == {"1": 256.0, "2": 256.0, "3": 64.0, "4": 64.0, "5": 16.0, "6": 16.0,
-                                              "7": 4.0, "8": 4.0}
+    1000.0 against the YAML's 1000 (0.0 against false) "differed" 13 more times. Each version starts at step 0 with
+    settings of its own (a 2x4 sweep): eight runs, not one run's eight attempts."""
+    analysis = forensics.analyze_path(REAL / "tensorboard" / "Giventicket_FlavorDiffusion")
+    runs = analysis.findings.runs
+    assert [r.name for r in runs] == [f"lightning_logs/version_{n}" for n in range(8)]
+    assert [len(r.attempts) for r in runs] == [1] * 8
+    assert {tuple(r.coverage["metrics"]["loss"]["source_tags"]) for r in runs} == {("train/loss_step",)}
+    assert {tuple(r.coverage["metrics"]["lr"]["source_tags"]) for r in runs} == {("lr-AdamW",)}
+    assert [r.warnings for r in runs] == [[]] * 8
+    assert [r.config["batch_size"] for r in runs] == [256.0, 256.0, 64.0, 64.0, 16.0, 16.0, 4.0, 4.0]
+    lines = reports.render(analysis.findings, "markdown").splitlines()
     assert not any(line.startswith("- **Not found:** lr") for line in lines)
 
 
@@ -136,9 +141,9 @@ def test_a_shape_says_what_it_assumed_never_prints_a_default_as_read() -> None:
     """FlavorDiffusion's hparams give n_layers 12 and hidden_dim 256 only: the Setup said "ffn_hidden_size=1024,
     num_attention_heads=1" as if read (a 4x default and a placeholder)."""
     _, lines = _chronicle(REAL / "tensorboard" / "Giventicket_FlavorDiffusion")
-    [shape] = [line for line in lines if line.startswith("- **Shape:**")]
-    assert shape == ("- **Shape:** num\\_layers=12, hidden\\_size=256, gated\\_mlp=False, tied\\_embeddings=True; "
-                     "assumed, not in the config: ffn\\_hidden\\_size = 4 x hidden\\_size.")
+    shapes = {line for line in lines if line.startswith("- **Shape:**")}  # (one per version: the same settings)
+    assert shapes == {"- **Shape:** num\\_layers=12, hidden\\_size=256, gated\\_mlp=False, tied\\_embeddings=True; "
+                     "assumed, not in the config: ffn\\_hidden\\_size = 4 x hidden\\_size."}
 
 
 def test_a_keras_runs_validation_writer_is_its_validation_not_a_second_launch() -> None:
@@ -270,11 +275,13 @@ def test_a_step_the_epoch_counter_logs_again_is_not_a_restart_and_object_address
     """Two Protbert sweep jobs: Lightning logs 'epoch' at a validation's step (5) and then at the training step
     before it (4), and that went-back step of the busiest tag made a restart inside one file and one process
     (attempts "0-5" then "4", overlapping in time). Every job's hparams hold reprs with memory addresses
-    ('<...LearningRateMonitor object at 0x7f9b338ebf10>'), shown as what changed between jobs."""
-    run, lines = _chronicle(PROTBERT / "lightning_logs")
-    assert [(a.start_step, a.end_step) for a in run.attempts] == [(0, 5), (0, 5)]
-    assert run.attempts[1].config_changes == {"prog_hostname": ["fg3", "mg6"]}
-    assert not any("object at 0x" in line for line in lines)
+    ('<...LearningRateMonitor object at 0x7f9b338ebf10>'), shown as what changed between jobs. The two jobs both
+    start at step 0 on different hosts: two runs."""
+    analysis = forensics.analyze_path(PROTBERT / "lightning_logs")
+    assert [(r.name, [(a.start_step, a.end_step) for a in r.attempts]) for r in analysis.findings.runs] == [
+        ("version_23120771", [(0, 5)]), ("version_23120776", [(0, 5)])]
+    assert [r.config["prog_hostname"] for r in analysis.findings.runs] == ["fg3", "mg6"]
+    assert not any("object at 0x" in line for line in reports.render(analysis.findings, "markdown").splitlines())
 
 
 def test_the_hparams_file_of_a_trainer_launch_is_the_same_launch() -> None:
@@ -606,18 +613,36 @@ def test_a_noisy_per_batch_loss_after_a_resume_is_not_a_spike() -> None:
     """Issikul/russian_asr: a NeMo run resumed from step 6990, logging one batch's CTC loss every 50 steps (it swings
     30% from point to point): "First anomaly: loss spike at step 7440 ... 1.3x the trailing median" in the first
     points after the resume, where the noise is not yet known (and, at step 7590, read off its first ten residuals)."""
-    run, lines = _chronicle(REAL / "tensorboard" / "Issikul_russian_asr")
+    runs = forensics.analyze_path(REAL / "tensorboard" / "Issikul_russian_asr").findings
+    [run] = [r for r in runs.runs if r.name == "version_91_ru_r2_large_12x1"]
+    lines = reports.render(replace(runs, runs=[run]), "markdown").splitlines()
     assert [a.resumed_from_step for a in run.attempts] == [None, 6990]
     assert not [a for a in run.anomalies if a.kind == "loss_spike"]
     assert not any(line.startswith("- **First anomaly:**") for line in lines)
 
 
+def test_unrelated_lightning_versions_are_runs_of_their_own_and_a_resume_continues_its_run() -> None:
+    """Issikul/russian_asr's lightning_logs/ (35 versions: an4, LibriSpeech, Russian and Mozilla ASR experiments) read
+    as one run of 42 attempts: "attempt 34 went back to step 6990 (rollback)" (it resumed its own predecessor, which
+    stopped at 6990; another experiment had reached 470416), "lowering lr got further" from two experiments'
+    spikes, and "step 13090 gave a different loss when logged again" across experiments. Here four of them: two
+    NeMo runs from scratch that differ in their data manifest (both go NaN), and a run with its resume."""
+    findings = forensics.analyze_path(REAL / "tensorboard" / "Issikul_russian_asr").findings
+    assert [(r.name, [(a.start_step, a.end_step) for a in r.attempts]) for r in findings.runs] == [
+        ("version_84", [(49, 3299)]), ("version_85", [(49, 2701)]),
+        ("version_91_ru_r2_large_12x1", [(49, 6990), (7040, 30113)])]
+    assert not [a for r in findings.runs for a in r.attempts if a.rollback]
+    assert not [r for r in findings.runs if r.replay_differences]
+    # version_84's event file: train_loss NaN from step 2299 to its last, 3299
+    assert [(a.kind, a.step) for a in findings.runs[0].anomalies] == [("nan", 2299)]
+    assert findings.runs[0].attempts[0].end_reason == "nan"
+
+
 def test_a_spike_is_a_mean_over_the_interval_only_where_the_format_says_so() -> None:
     """Issikul/russian_asr logs one batch's loss every 50 steps (Lightning through TensorBoard): a spike there was
     said to be "a mean over 50 iterations, so a short spike shows diluted". mlx-lm's report is such a mean."""
-    run = forensics.analyze_path(REAL / "tensorboard" / "Issikul_russian_asr").findings.runs[0]
-    frames_note = [a for a in run.anomalies if a.averaged_over]
-    assert frames_note == []
+    runs = forensics.analyze_path(REAL / "tensorboard" / "Issikul_russian_asr").findings.runs
+    assert [a for run in runs for a in run.anomalies if a.averaged_over] == []
     mlx, _ = _chronicle(REAL / "mlx_lm" / "mlx-examples_issue620_loss_quadruples_excerpt.txt")
     assert [a.averaged_over for a in mlx.anomalies if a.kind == "loss_spike"] == [25]
 
