@@ -132,9 +132,10 @@ def build_attempts(
         interval = log_interval.get(n) or configured or span.get("interval") or 1
         ev = by_attempt.get((n,), events.clear())
         resumed, inferred = _resume_point(ev, start, interval)
-        # a checkpoint loaded at iteration 0: a fine-tune, or a training begun from loaded weights, not from scratch
-        loaded = resumed is None and bool(ev.height and ev.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD)
-                                                                  & (pl.col("value") == 0)).height)
+        # a checkpoint loaded at iteration 0, or one whose iteration is not printed by an attempt that starts at the
+        # start of training: a fine-tune, or a training begun from loaded weights, not from scratch
+        loaded = resumed is None and bool(ev.height and ev.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD) & (
+            (pl.col("value") == 0) | pl.col("value").is_null())).height)
         first_epoch = (mid_run_epoch(metrics, n) if i == 0 and resumed is None
                        and not (start is not None and start <= (configured or 0)) else None)
         stepless = bool(span.get("sources")) and set(span["sources"]) <= counted

@@ -97,13 +97,19 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_CHECKPOINT_SAVE, r"Saving model checkpoint to \S*?checkpoint-(\d+)"),  # the Hugging Face Trainer
     (s.EV_CHECKPOINT_SAVE, r"^saving checkpoint to \S"),  # nanoGPT's console: no step in the line
     (s.EV_ELISION, r"^\s*(?:\.{3,}|…|\[(?:\.{3}|…)\]|\((?:\.{3}|…)\))\s*$"),  # a paste's "...": lines left out
+    # (torchrun's agent passes a signal it received on to its workers: "Received 15 death signal, shutting down
+    # workers", then "SignalException: Process 9724 got signal: 15")
     (s.EV_SIGTERM, r"exiting program after receiving SIGTERM|(?i:received SIGTERM|SIGTERM received)"
-                   r"|Signal 15 \(SIGTERM\) received"),
+                   r"|Signal 15 \(SIGTERM\) received|Received 15 death signal|got signal: 15\b"),
+    (s.EV_INTERRUPT, r"Received 2 death signal|got signal: 2\b"),  # (SIGINT: Ctrl-C at the launcher)
     (s.EV_EXIT, r"exiting program after (\d+(?:\.\d*)?) minutes"),  # value: the minutes it ran
     (s.EV_EXIT, r"exiting program at iteration \d+|exiting program after|Detected kill switch"),
     (s.EV_TRAINING_DONE, r"\[after training is done\]"),
     # the Hugging Face Trainer's summary at the end of train() (ms-swift prints it too)
     (s.EV_TRAINING_DONE, r"\{['\"]train_runtime['\"]: ['\"]?\d"),
+    # OLMo's "Training complete", torchtitan's "Training completed", the Trainer's "Training completed. Do not forget
+    # to share your model"
+    (s.EV_TRAINING_DONE, r"\bTraining complete(?:d)?(?:[.!]| in |\s*$)"),
     (s.EV_MARKER, r"^\s*\[[^\]]+\] datetime: "),
     (s.EV_PARAMETER_COUNT, r"number of parameters on \((?:tensor, )?(?:gtp_weight_remat, )?pipeline\) model parallel "
                            r"rank \([\d, ]+\): (\d+)"),
@@ -163,6 +169,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_INTERRUPT, r"^" + RANK_PREFIX + r"\s*KeyboardInterrupt"),
     # (not the launcher's "sigkill_handler] Killing subprocess": it cleans up after another ending)
     (s.EV_KILLED, r"(?i)killed by signal|\bSIGKILL\b|exitcode\s*:\s*-9\b|^\s*Killed\s*$"),
+    # torchrun's word on a worker: "failed (exitcode: -6) local_rank: 1", "exitcode  : -6 (pid: 3016739)"
+    (s.EV_EXIT_CODE, r"\bexitcode\s*:\s*(-?\d+)\b"),
     (s.EV_ERROR, r"^" + RANK_PREFIX + r"\s*:?\s*(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]*(?:Error|Exception)(?::|$)"
                  r"|^" + RANK_PREFIX + r"\s*Fatal Python error:"),
     # start-up lines (after iterations or an ending, one of these begins a new launch)

@@ -76,8 +76,8 @@ def _start(attempt: Attempt) -> str:
                 f"warm-up from 0 logged {n} points before it (an excerpt); a warm-up that starts above 0 (torch's "
                 "LinearLR starts at a third) may start here")
     elif attempt.resumed_from_step is None:
-        text = ("from weights loaded from a checkpoint at iteration 0 (a fine-tune, or a training begun from loaded "
-                "weights)" if attempt.loaded_weights else
+        text = ("from weights loaded from a checkpoint, its steps counted from the start (a fine-tune, or a training "
+                "begun from loaded weights)" if attempt.loaded_weights else
                 "from scratch" if not attempt.resumed_from_inferred else "from the start of training")
         if attempt.start_step is None:
             text = "no iteration logged"

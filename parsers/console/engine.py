@@ -66,6 +66,9 @@ class LineFormat:
     note: str | None = None  # said (as a reading warning) of a log of this format whose metrics were read
     # per metric, a value the format prints where it has none (and why): dropped, with a reading warning
     placeholders: tuple[tuple[str, float, str], ...] = ()
+    # (regex, what such a line is): lines that look like metrics lines but cannot be read, counted in a warning
+    unread: tuple[tuple[str, str], ...] = ()
+    repeats: str = "one line printed by several ranks"  # what a metrics line printed again as it was is
 
     def sniff(self, head: bytes, name: str) -> bool:
         return b"\x00" not in head[:8192] and self.detect.search(head) is not None
@@ -82,10 +85,12 @@ class LineFormat:
     def parse(self, text: TextFile, run: str, source: str) -> ParsedLog:
         """The log's metrics, events and attempts."""
         rows, others, last = [], [], pl.DataFrame()
+        unread = [0] * len(self.unread)
         for block in scan_blocks(text):
-            last, other = self._block(block)
+            last, other, missed = self._block(block)
             rows.append(self._numeric(last))  # numbers per block: the text of the lines is not kept
             others.append(other)
+            unread = [a + b for a, b in zip(unread, missed, strict=True)]
         warnings = text.damage()
         lines = pl.concat(rows, how="diagonal_relaxed") if rows else self._numeric(pl.DataFrame())
         other = pl.concat(others, how="diagonal_relaxed") if others else pl.DataFrame()
@@ -105,6 +110,8 @@ class LineFormat:
                              f"{metric.replace('_', ' ')}")
         if self.note and metrics.height:
             notes.append(self.note)
+        notes += [f"{n} line{'s' if n != 1 else ''} {why}: not read" for n, (_, why) in zip(unread, self.unread,
+                                                                                             strict=True) if n]
         warnings += [f"{source}: {note}" for note in notes]
         others_frame = self._others(other)
         bounds = attempt_bounds(iters, others_frame)
@@ -136,10 +143,11 @@ class LineFormat:
         )
 
     # --- per block --------------------------------------------------------------------------------------------------
-    def _block(self, block: pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """The block's metrics lines (which rule, its step and fields as text: ``s:<rule>``, ``f:<rule>:<metric>``)
-        and its other lines that may be events (with their text). Only the lines a regex can concern are searched
-        with it: ANSI codes where an escape byte is, event patterns on lines that are not metrics lines."""
+    def _block(self, block: pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataFrame, list[int]]:
+        """The block's metrics lines (which rule, its step and fields as text: ``s:<rule>``, ``f:<rule>:<metric>``),
+        its other lines that may be events (with their text), and how many lines match each of ``unread``. Only the
+        lines a regex can concern are searched with it: ANSI codes where an escape byte is, event patterns on lines
+        that are not metrics lines."""
         lines = block.with_columns(clean=pl.col("text").fill_null("")).collect()
         if lines.select(pl.col("clean").str.contains("\x1b", literal=True).any()).item():  # coloured output
             lines = lines.with_columns(clean=pl.col("clean").str.replace_all(_ANSI, ""))
@@ -149,6 +157,8 @@ class LineFormat:
         for n, rule in reversed(list(enumerate(self.rules))):
             which = pl.when(pl.col("clean").str.contains(rule.line)).then(pl.lit(n, dtype=pl.Int32)).otherwise(which)
         lines = lines.with_columns(rule=which)
+        missed = [lines.select((pl.col("rule").is_null() & pl.col("clean").str.contains(rx)).sum()).item()
+                  for rx, _ in self.unread]
         mine = lines.filter(pl.col("rule").is_not_null())
         parts = [fitted, *(self._fields(mine.filter(pl.col("rule") == n), n, rule) for n, rule in enumerate(self.rules))]
         mine = pl.concat([part for part in parts if part.height] or [mine.clear()], how="diagonal_relaxed")
@@ -164,7 +174,7 @@ class LineFormat:
         said = pl.col("text").str.extract(f"((?:{_ANY_EVENT}{'|' + extra if extra else ''}).*)$", 1)
         rest = rest.with_columns(wall_time=_stamp(stamped), text=pl.when(pl.col("text").str.len_chars() > _LONG_LINE)
                                  .then(pl.coalesce(said, pl.col("text"))).otherwise(pl.col("text")) + "").drop("clean")
-        return mine, rest
+        return mine, rest, missed
 
     def _first_layout(self, lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         """The lines that start with the first rule's usual layout, read in one anchored pass, and the other lines
@@ -236,7 +246,7 @@ class LineFormat:
                 numbered = True
                 notes.append(COUNTED_NOTE)
         keys = [f"v:{n}:{m}" for n, rule in enumerate(self.rules) for m in rule.fields if m in (s.LOSS, s.GRAD_NORM)]
-        lines = _one_print_per_step(lines, self._per_step(), keys, notes)
+        lines = _one_print_per_step(lines, self._per_step(), keys, notes, self.repeats)
         stepped_lines = lines.filter(pl.col("step").is_not_null()).select("line", "step")
         # the per-step lines number the steps: a restart is their step going back (an evaluation line shares the
         # step of the iteration line after it)
@@ -249,10 +259,15 @@ class LineFormat:
             lines = lines.join_asof(stepped_lines.rename({"step": "_after"}), on="line", strategy="forward")
             lines = lines.with_columns(step=pl.when(pl.col("rule").is_in(after)).then(pl.coalesce("step", "_after"))
                                        .otherwise("step")).drop("_after")
-        if lines["step"].null_count():  # a line without a step takes the last step printed before it
-            lines = lines.join_asof(stepped_lines.rename({"step": "_before"}), on="line", strategy="backward")
+        if lines["step"].null_count():  # a line without a step takes the last step printed before it, and its time
+            # when it prints none (OLMo's "[step=1/15000]" header is stamped, its indented metric lines are not)
+            timed = lines.filter(pl.col("step").is_not_null()).select("line", _before="step", _at="wall_time")
+            lines = lines.join_asof(timed, on="line", strategy="backward")
             before = pl.coalesce("step", "_before")  # (not for a line printed at the top of a step never printed)
-            lines = lines.with_columns(step=pl.when(pl.col("rule").is_in(after)).then("step").otherwise(before))
+            inherits = pl.col("step").is_null() & ~pl.col("rule").is_in(after)
+            lines = lines.with_columns(step=pl.when(pl.col("rule").is_in(after)).then("step").otherwise(before),
+                                       wall_time=pl.when(inherits).then(pl.coalesce("wall_time", "_at"))
+                                       .otherwise("wall_time")).drop("_before", "_at")
         parts = [lines.filter((pl.col("rule") == n) & pl.col(f"v:{n}:{metric}").is_not_null()).select(
                      "line", "step", metric=pl.lit(metric), wall_time="wall_time", value=f"v:{n}:{metric}")
                  for n, rule in enumerate(self.rules) for metric in rule.fields if f"v:{n}:{metric}" in lines.columns]
@@ -292,7 +307,8 @@ COUNTED_NOTE = ("it prints no step: steps here count its printed metrics lines (
                 "the training steps)")
 
 
-def _one_print_per_step(lines: pl.DataFrame, per_step: pl.Expr, keys: list[str], notes: list[str]) -> pl.DataFrame:
+def _one_print_per_step(lines: pl.DataFrame, per_step: pl.Expr, keys: list[str], notes: list[str],
+                        repeats: str = "one line printed by several ranks") -> pl.DataFrame:
     """The metrics lines without the copies several ranks print of one step's line: a per-step line with the step
     and ``keys`` (the loss and grad-norm columns) of the per-step line just before it (same rule; the same time stamp
     where both have one). A relaunch that repeats a step is not such a copy: its time differs."""
@@ -309,7 +325,7 @@ def _one_print_per_step(lines: pl.DataFrame, per_step: pl.Expr, keys: list[str],
     first = steps.filter(pl.col("line") < copies["line"][0]).tail(1)
     at = f" (first: step {first['step'][0]}, line {first['line'][0]})" if first.height else ""
     notes.append(f"{copies.height} metrics line{'s' if copies.height != 1 else ''} repeat the step, loss and time of "
-                 f"the line before{at}: one line printed by several ranks, each step read once")
+                 f"the line before{at}: {repeats}, each step read once")
     return lines.filter(~pl.col("line").is_in(copies["line"].implode()))
 
 

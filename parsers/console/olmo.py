@@ -32,5 +32,11 @@ SPEC = LineFormat(
         _metric_line(r"optim/learning_rate_group0|optim/LR \(group 0\)", s.LR),
         _metric_line(r"throughput/total_tokens", s.CONSUMED_TOKENS),
     ),
+    events=(
+        # "Loading checkpoint from .../latest-unsharded..." (no step: the step counter may start again at 1)
+        (s.EV_CHECKPOINT_LOAD, r"\bLoading checkpoint from \S"),
+        (s.EV_CHECKPOINT_SAVE, r"\b(?:Unsharded|Sharded) checkpoint saved to \S*?step(\d+)"),
+        (s.EV_PARAMETER_COUNT, r"\bTotal number of parameters: ([\d,]+)\s*$"),
+    ),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse

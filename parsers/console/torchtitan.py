@@ -14,15 +14,18 @@ from __future__ import annotations
 import re
 
 from parsers import schema as s
-from parsers.console.engine import NUMBER, LineFormat, Rule
+from parsers.console.engine import NUMBER, PLANNED_STEPS, LineFormat, Rule
 
 SPEC = LineFormat(
     FORMAT="torchtitan",
     # a step line (its words may be coloured), or the logger's "[titan]" prefix (a run that crashed before step 1)
-    detect=re.compile(rb"step:\s*\d+\s+(?:\x1b\[[0-9;]*m)?loss:\s*[-+\w.]+\s|\[titan\] \d{4}-\d{2}-\d{2} "),
+    detect=re.compile(rb"step:\s*\d+(?:/\d+ = [\d.]+%)?\s+(?:\x1b\[[0-9;]*m)?loss:\s*[-+\w.]+\s"
+                      rb"|\[titan\] \d{4}-\d{2}-\d{2} "),
     rules=(
-        Rule(r"\bstep:\s*(\d+)\s+loss:", {s.LOSS: rf"\bloss:\s*({NUMBER})", s.GRAD_NORM: rf"\bgrad_norm:\s*({NUMBER})",
-                                          "tokens_per_second": rf"\btps:\s*({NUMBER})"}),
+        # (a fork prints "step: 640/644 = 99.3789%": the run's planned length)
+        Rule(r"\bstep:\s*(\d+)(?:/\d+ = [\d.]+%)?\s+loss:", {
+            s.LOSS: rf"\bloss:\s*({NUMBER})", s.GRAD_NORM: rf"\bgrad_norm:\s*({NUMBER})",
+            "tokens_per_second": rf"\btps:\s*({NUMBER})", PLANNED_STEPS: r"\bstep:\s*\d+/(\d+) = "}),
     ),
     placeholders=((s.LOSS, -1.0, "torchtitan's placeholder on a pipeline stage that does not compute the loss (only "
                                  "the last stage does)"),),
