@@ -39,14 +39,15 @@ def suspect(
     ``intervals``: the run's :func:`~forensics.timeline.log_intervals`, when already known; ``searches``: per
     attempt, the last step of its fp16 start-up loss-scale search (normal, and no overflow storm)."""
     intervals = log_intervals(metrics) if intervals is None else intervals
+    stepped = frozenset(metrics["source"].cast(pl.String).unique().drop_nulls().to_list())
     troubles = [a for a in anomalies if a.kind in INSTABILITY_KINDS]
     timing = timing or Schedule()
     causes = [
         *lr_causes(attempts, troubles, model, timing, table),
         *after_warmup(troubles, timing, attempts),
         *loss_scale_collapse(anomalies, troubles, metrics, searches, attempts),
-        *infrastructure(events, attempts, anomalies),
-        *memory(events, attempts),
+        *infrastructure(events, attempts, anomalies, stepped),
+        *memory(events, attempts, stepped),
         *program_errors(attempts, anomalies),
         *recurrence(attempts, anomalies, metrics, intervals),
         *skipped_batches(attempts, anomalies, events),

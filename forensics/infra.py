@@ -14,9 +14,18 @@ from parsers import schema as s
 NO_STEP_READ = "before any iteration read from its logs"  # (a log may show steps in a form no reader takes)
 
 
-def _where(attempt: int | None, step: int | None) -> str:
+def _where(attempt: int | None, step: int | None, source: str | None = None, attempts: list[Attempt] | None = None,
+           stepped: frozenset[str] = frozenset()) -> str:
+    """Where a line was printed: its attempt and the last step before it. A line with no step in a log that logs no
+    metrics (``stepped``: the sources that do), beside one that logs the attempt's steps (a W&B run's output.log beside
+    its history), is not before any iteration: where it fell among them is not known."""
     at = f"attempt {attempt}" if attempt is not None else "between attempts"
-    return at + (f", after step {step}" if step is not None else ", " + NO_STEP_READ)
+    if step is not None:
+        return f"{at}, after step {step}"
+    own = next((a for a in attempts or [] if a.index == attempt), None)
+    if own is not None and own.end_step is not None and source is not None and source not in stepped:
+        return f"{at}, in {source}, which prints no steps (the attempt's steps end at {own.end_step})"
+    return f"{at}, {NO_STEP_READ}"
 
 
 def _trouble_before(attempt: Attempt, anomalies: list[Anomaly]) -> Anomaly | None:
@@ -24,7 +33,8 @@ def _trouble_before(attempt: Attempt, anomalies: list[Anomaly]) -> Anomaly | Non
         (a.kind == Kind.NAN and a.metric in (s.LOSS, s.GRAD_NORM)) or a.kind == Kind.DIVERGENCE)), None)
 
 
-def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: list[Anomaly]) -> list[Cause]:
+def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: list[Anomaly],
+                   stepped: frozenset[str] = frozenset()) -> list[Cause]:
     """Hardware or infrastructure, with every piece of its evidence (ECC, Xid, CUDA or NCCL errors, host errors).
     Ranks left waiting with no such error in the logs (a collective that timed out, ranks stuck in one) are a weaker
     cause of their own: some rank stopped answering, and the log does not say why (a lost node or link, or a rank
@@ -43,7 +53,8 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
                 + (f"after step {a.end_step}" if a.end_step is not None else NO_STEP_READ)
                 + f": {a.end_detail}" for a in attempts if a.index in ended and a.end_kind in s.INFRA_KINDS]
     rows = infra.unique(["attempt", "kind", "text"], keep="first").sort("attempt", "line")
-    evidence += [f"{_where(a, st)}: {quote(t)}" for a, st, t in rows.select("attempt", "step", "text").rows()
+    evidence += [f"{_where(a, st, src, attempts, stepped)}: {quote(t)}"
+                 for a, st, src, t in rows.select("attempt", "step", "source", "text").rows()
                  if not any(quote(t) in e for e in evidence)][:6]
     evidence += [f"attempt {a.attempt}, after step {a.step}: {a.detail}" for a in stuck[:2]]
     counter = []
@@ -54,7 +65,7 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
                            f"from step {trouble.step}, before the error: the error may follow from it")
     relaunched = [a.index for a in attempts if any(p.index < a.index and p.index in ended for p in attempts)]
     if not faults:
-        return [_rank_stopped(events, infra, ended, evidence, counter, relaunched)]
+        return [_rank_stopped(events, infra, ended, evidence, counter, relaunched, attempts, stepped)]
     # an error that stopped training is stronger evidence than one at start-up (a driver, a busy GPU, a setting)
     errors = {a.index for a in attempts if a.index in ended & faults and a.end_kind in s.INFRA_KINDS
               and a.end_step is not None}
@@ -72,17 +83,17 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
 
 
 def _rank_stopped(events: pl.DataFrame, waits: pl.DataFrame, ended: set[int], evidence: list[str], counter: list[str],
-                  relaunched: list[int]) -> Cause:
+                  relaunched: list[int], attempts: list[Attempt], stepped: frozenset[str]) -> Cause:
     """Ranks waited in a collective (it timed out, or their dumps show them in it) and no error names a fault of
     the hardware: some rank stopped answering. An error printed before the first wait in the same log is the
     likelier start (a rank that raises leaves the others waiting)."""
     first = waits.group_by("attempt", "source").agg(pl.col("line").min().alias("first_wait"))
     before = events.filter(pl.col("kind").is_in([s.EV_ERROR, s.EV_OOM])).join(
         first, on=["attempt", "source"]).filter(pl.col("line") < pl.col("first_wait")).sort("attempt", "line")
-    counter = counter + [f"{_where(a, st)}: {quote(t)} was printed before the wait: a rank that fails leaves the "
-                         "others waiting in the collective until it times out"
-                         for a, st, t in before.unique(["attempt", "text"], keep="first").sort("attempt", "line")
-                         .select("attempt", "step", "text").rows()[:2]]
+    counter = counter + [f"{_where(a, st, src, attempts, stepped)}: {quote(t)} was printed before the wait: a rank "
+                         "that fails leaves the others waiting in the collective until it times out"
+                         for a, st, src, t in before.unique(["attempt", "text"], keep="first").sort("attempt", "line")
+                         .select("attempt", "step", "source", "text").rows()[:2]]
     check = ("which rank never reached the collective: its own log for an error, a stack dump (py-spy) for a hang; "
              "then that node's health (ECC, Xid)")
     if relaunched:
@@ -97,13 +108,14 @@ def _rank_stopped(events: pl.DataFrame, waits: pl.DataFrame, ended: set[int], ev
     )
 
 
-def memory(events: pl.DataFrame, attempts: list[Attempt]) -> list[Cause]:
-    """Out of memory, on the GPU or the host."""
+def memory(events: pl.DataFrame, attempts: list[Attempt], stepped: frozenset[str] = frozenset()) -> list[Cause]:
+    """Out of memory, on the GPU or the host (``stepped``: the sources that log metrics, see :func:`_where`)."""
     ooms = events.filter(pl.col("kind") == s.EV_OOM).unique(["attempt", "text"], keep="first").sort("attempt", "line")
     if not ooms.height:
         return []
     ended = [a for a in attempts if a.end_kind == s.EV_OOM]
-    evidence = [f"{_where(a, st)}: {quote(t)}" for a, st, t in ooms.select("attempt", "step", "text").rows()][:4]
+    evidence = [f"{_where(a, st, src, attempts, stepped)}: {quote(t)}"
+                for a, st, src, t in ooms.select("attempt", "step", "source", "text").rows()][:4]
     after_fault = [a for a in ended if any(p.index < a.index and p.end_kind in s.HARDWARE_KINDS for p in attempts)]
     if after_fault:
         evidence.append(f"attempt {after_fault[0].index} ran out of memory after an earlier attempt's hardware error: "

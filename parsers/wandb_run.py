@@ -106,6 +106,17 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
         "text": [f"W&B run {log.run_id} ({log.display_name or 'no name'}) {how}"],
     }
     events = [pl.DataFrame(start), parsed.events]
+    done = next((summary[k] for k in _TRAINER_DONE if k in summary), None)
+    last = parsed.metrics.filter(pl.col("attempt") == parsed.n_attempts)["step"].max()
+    # the Trainer's end of train(): its W&B callback puts train_runtime in the summary only; a trainer of a notebook
+    # run's earlier attempt wrote it when the summary's global step is not the last attempt's
+    at = summary.get("train/global_step")
+    if done is not None and (not isinstance(at, int | float) or last is None or at == last):
+        events.append(pl.DataFrame({
+            "kind": [s.EV_TRAINING_DONE], "step": [last], "value": [None], "wall_time": [None],
+            "text": [f"training finished: the Trainer's summary in the run's summary (train_runtime {done} s)"],
+            "attempt": [parsed.n_attempts],
+        }, schema_overrides={"step": pl.Int64, "value": pl.Float64, "wall_time": pl.Float64, "attempt": pl.Int32}))
     if log.exit_code is not None:  # the client recorded how the process ended: evidence only when nothing printed is
         failed = log.exit_code != 0
         last = parsed.metrics.filter(pl.col("attempt") == parsed.n_attempts)["step"].max()  # the attempt that exited
@@ -128,6 +139,9 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
                if len(log.config_updates) > 1 else {})
     return WandbRun(file=path, log=parsed, run_id=log.run_id, name=name, start_time=wall, config=config,
                     summary=summary, earlier_configs=earlier)
+
+
+_TRAINER_DONE = ("train_runtime", "train/train_runtime")
 
 
 def attach_configs(runs: list[WandbRun]) -> None:

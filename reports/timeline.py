@@ -124,7 +124,9 @@ def coverage_section(run: RunFindings) -> list[str]:
         limits = [f"attempt {a}: {c['lone_point_sigma']:.1f} / {c['two_in_a_row_sigma']:.1f} ("
                   + (f"fitted on {c['statistical']:,} points" if c["tail"] == "fitted" else
                      f"{c['statistical']:,} points, too few for a tail fit: Student-{c['tail']} noise, the heaviest "
-                     "their body allows") + _largest_rise(c.get("largest_rise")) + ")"
+                     "their body allows") + _largest_rise(c.get("largest_rise"))
+                  + (f"; {c['absolute_only']:,} more with too little history before them (the first of the attempt "
+                     "or after a gap), the absolute checks only" if c["absolute_only"] else "") + ")"
                   for a, c in per.items() if c["statistical"]]
         if limits:
             shown_limits = limits if len(limits) <= 4 else [*limits[:3], f"... ({len(limits) - 3} more attempts)"]
@@ -252,7 +254,7 @@ def _entries(run: RunFindings) -> list[str]:
         elif e.source in stepped or e.attempt not in logged:
             where += f", {NO_STEP_READ}"
         else:
-            where += f", after its last logged step (printed to {md(e.source)})"
+            where += f", printed to {md(e.source)}, which prints no steps"  # (where among the steps: not known)
         when = f", {clock(e.wall_time)}" if e.wall_time is not None else ""
         times = f" (×{e.count})" if e.count > 1 else ""
         out.append(f"- {where}{when}: {e.kind.replace('_', ' ')}: {md(e.text)}{times}")

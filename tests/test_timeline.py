@@ -316,8 +316,10 @@ def test_a_notebook_wandb_run_of_successive_trainers_on_train_global_step():
     assert [a.start_step for a in run.attempts] == [10] * 9          # train/global_step restarts: a new trainer
     assert [a.end_step for a in run.attempts] == [274, 137, 274, 137, 274, 274, 137, 1095, 550]
     assert not any(a.rollback for a in run.attempts)
-    assert run.attempts[-1].end_reason == EndReason.RUNNING          # no exit record: never called finished
-    assert run.attempts[-1].end_detail == "still running, cut off, or stopped without a word"
+    # no exit record, but the run's summary holds the last trainer's train_runtime (574.6 s) at its global step 550
+    assert run.attempts[-1].end_reason == EndReason.COMPLETED
+    assert run.attempts[-1].end_detail == ("training finished: the Trainer's summary in the run's summary "
+                                           "(train_runtime 574.6076 s)")
     assert run.discontinuities == [] and run.replay_differences == []
     # each trainer pushed its config before it logged (trainer 3 pushed one and logged nothing): what changed is
     # the notebook's search, read from the config records in force at each trainer's first history row

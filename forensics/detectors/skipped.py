@@ -72,6 +72,10 @@ class SkippedIterationsDetector:
                  since=pl.col("since").min(), known=pl.col("since").is_not_null().all())
             .filter(pl.col("total") >= self.min_total)
         )
+        # what says the skips were fp16 overflows: an overflow line or a loss scale in the attempt (else it is only the
+        # usual reason, and said as such)
+        seen = set(frames.events.filter(pl.col("kind") == s.EV_OVERFLOW)["attempt"].to_list()) | set(
+            frames.points(s.LOSS_SCALE)["attempt"].unique().to_list())
         out = []
         for a, _g, start, end, total, since, known in groups.iter_rows():
             count = running.filter((pl.col("attempt") == a) & pl.col("step").is_between(start, end)).tail(1)
@@ -87,7 +91,8 @@ class SkippedIterationsDetector:
             out.append(Anomaly(
                 kind=Kind.SKIPPED_ITERATIONS, metric=s.SKIPPED_ITERATIONS, attempt=int(a), step=int(start),
                 end_step=int(end), value=float(total), baseline=0.0,
-                detail=f"{total:.0f} iterations skipped (fp16 overflow) {span}{counted}",
+                detail=f"{total:.0f} iterations skipped " + ("(fp16 overflow)" if a in seen else "(no overflow line "
+                       "or loss scale in the log says why; an fp16 overflow is the usual one)") + f" {span}{counted}",
             ))
         return out
 

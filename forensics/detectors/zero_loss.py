@@ -7,7 +7,8 @@ loss below the printed digits (a model that memorised a small dataset). The log 
 anomaly says so. Megatron never prints a zero loss (it drops the key), so this is seen in other frameworks' logs.
 Not a finding where the grad norm is non-zero at most of the zero-loss points (the printed loss is not the trained
 one: GRPO prints 0 while its policy gradient flows) or where the loss also goes below 0 (a policy or preference
-objective, not a cross-entropy).
+objective, not a cross-entropy). Zeros scattered among ordinary values (under half the points between the first
+and the last) are single batches, said as such: a hinge or margin loss is 0 wherever the margin is met.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from parsers import schema as s
 
 WHY = ("a loss of 0 (to the digits printed) is no training signal: every label masked or ignored, a loss that "
        "underflowed, or a loss too small for the digits printed; the log does not tell which")
+SCATTERED = ("single batches gave a loss of 0: a batch whose labels were all masked or ignored, or a loss with a floor "
+             "at 0 that the batch met in full (a hinge or margin loss); a cross-entropy over real tokens is never 0; "
+             "the log does not tell which")
 FLOWING = 0.01  # a grad norm above this flows (GRPO's 0.087); OLMo #692's 7.7e-08, a memorised model's 1e-3, do not
 
 
@@ -63,8 +67,13 @@ class ZeroLossDetector:
                      f"at every point from step {steps[first]} to {steps[last]} ({span} points)" if at.size == span
                      else f"at {at.size} of the {span} points from step {steps[first]} to {steps[last]}")
             before = f", after {shown(float(values[first - 1]))} at step {steps[first - 1]}" if first else ""
+            why = WHY
+            if at.size * 2 < span:  # zeros scattered among ordinary values: single batches, not a dead signal
+                others = values[first:last + 1][values[first:last + 1] != 0]
+                where += f", among ordinary values (their median {shown(float(np.median(others)))})"
+                why = SCATTERED
             out.append(Anomaly(
                 kind=self.name, metric=s.LOSS, attempt=int(attempt), step=int(steps[first]),
                 end_step=int(steps[last]), value=0.0, baseline=float(values[first - 1]) if first else None,
-                detail=f"loss logged as 0 {where}{before}: {WHY}"))
+                detail=f"loss logged as 0 {where}{before}: {why}"))
         return sorted(out, key=lambda a: (a.attempt, a.step))
