@@ -1,6 +1,7 @@
 """PyTorch Lightning's ``CSVLogger``: ``lightning_logs/version_N/metrics.csv`` (one row per ``log`` call, sparse
 columns such as ``train_loss_step``, ``train_loss_epoch``, ``val_loss``, with ``epoch`` and ``step``) and
-``hparams.yaml`` beside it (the config). Each ``version_N`` is one launch: the run's attempts in version order.
+``hparams.yaml`` beside it (the config). Each ``version_N`` is one launch; which launches are one run's attempts
+(in version order) and which are other runs: :func:`runs_of_versions`.
 
 A ``*_step`` column is the per-step value of a metric logged with ``on_step`` (``train_loss_step`` is the loss); a
 ``*_epoch`` column its epoch mean, kept under its own name.

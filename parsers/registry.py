@@ -37,6 +37,7 @@ from parsers.console import (
     modded_nanogpt,
     nanogpt,
     nanotron,
+    nemo,
     olmo,
     torchtitan,
 )
@@ -46,8 +47,8 @@ from parsers.reader import HEAD_BYTES, Reader
 ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
     wandb_run, mlflow_store, tensorboard, hf_trainer_state, llamafactory_log, lightning, wandb_export,
-    nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, hf_trainer,
-    megatron,
+    nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, nemo,
+    hf_trainer, megatron,
 )  # type: ignore[assignment]
 
 
@@ -82,7 +83,9 @@ def head_of(path: Path) -> bytes:
 
 
 def reader_for(head: bytes, name: str) -> Reader | None:
-    """The first reader that takes the file."""
+    """The first reader that takes the file (none takes a Git LFS pointer, whatever its name: the data is not there)."""
+    if head.startswith(_LFS):
+        return None
     return next((r for r in readers() if r.sniff(head, name)), None)
 
 

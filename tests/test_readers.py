@@ -113,7 +113,7 @@ def test_a_text_log_of_no_known_format_is_not_called_csv() -> None:
         load_run(path)
     assert str(err.value) == f"{path}: not a recognised training log: no metrics lines of a text "\
         "format it knows (megatron, nanogpt, modded-nanogpt, litgpt, llm.c, torchtitan, nanotron, olmo, fairseq, mlx-lm, "\
-        "mmengine, hf-trainer)"
+        "mmengine, nemo, hf-trainer)"
 
 
 def test_a_directory_that_cannot_be_listed_is_said(tmp_path, monkeypatch) -> None:
@@ -138,3 +138,15 @@ def test_a_directory_that_cannot_be_listed_is_said(tmp_path, monkeypatch) -> Non
     run = load_run(tmp_path / "run")
     assert "locked: directory not read (Permission denied)" in run.warnings
     assert run.metrics.filter(metric="loss").height > 0
+
+
+def test_an_event_file_that_is_a_git_lfs_pointer_is_said_to_be_one() -> None:
+    """P4P4N1CK/whisper-large-v2-japanese-5k-steps: its event files are Git LFS pointers ("version
+    https://git-lfs.github.com/spec/v1", "size 37748"); the TensorBoard reader took them by name and called each "not a
+    TensorBoard event file (no valid TFRecord)", as if damaged."""
+    folder = REAL / "tensorboard" / "P4P4N1CK_whisper-large-v2-japanese-5k-steps_lfs"
+    [pointer] = folder.iterdir()
+    with pytest.raises(InputError) as raised:
+        load_runs(pointer)
+    assert str(raised.value).endswith(f"{pointer.name}: not a recognised training log: Git LFS pointer, not the file "
+                                      "(run `git lfs pull`)")

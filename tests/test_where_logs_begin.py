@@ -192,12 +192,13 @@ def test_a_validation_loss_rising_at_every_evaluation_while_training_falls_is_sa
 
 
 def test_a_log_with_no_known_metrics_lines_is_read_for_the_errors_that_ended_it(tmp_path: Path) -> None:
-    """A progress bar no reader takes, then '[E ProcessGroupNCCL.cpp:458] [Rank 0] Watchdog caught collective
-    operation timeout: ... ran for 25625613 milliseconds before timing out.': given on its own, the file is read for
-    its errors; the chronicle says no metric was read and that the run crashed."""
+    """A progress bar whose one line has no step it could read (NeMo's "global_step=3.2e+4"), then '[E
+    ProcessGroupNCCL.cpp:458] [Rank 0] Watchdog caught collective operation timeout: ... ran for 25625613
+    milliseconds before timing out.': the file is read for its errors; the chronicle says no metric was read and
+    that the run crashed."""
     path = REAL / "console_errors" / "pytorch_issue118369_nccl_watchdog.txt"
     run, lines = _chronicle(path)
-    assert [src["format"] for src in run.sources] == ["text (errors only)"]
+    assert [src["format"] for src in run.sources] == ["nemo"]
     assert run.attempts[0].end_reason == "crashed" and run.attempts[0].end_kind == "collective_timeout"
     # ranks timing out in an all-reduce say that some rank stopped answering, not that the hardware failed: no ECC,
     # Xid, CUDA or NCCL error is in the log
@@ -210,7 +211,7 @@ def test_a_log_with_no_known_metrics_lines_is_read_for_the_errors_that_ended_it(
         "milliseconds before timing out.")
     assert "## Why it ended (suspected causes)" in lines
     assert not any("hardware or infrastructure" in line for line in lines)
-    assert any("no metrics lines of a text format it knows; read for its errors and stops only" in w
+    assert any("1 line of NeMo's progress bar with global_step printed to 3 significant digits" in w
                for w in run.warnings)
     assert "- **Not found:** loss, so loss spikes, divergence and NaN in the loss could not be checked." in lines
     # a CUDA error that names a bug: the kernel's assertion (a label out of range) ends the run, not the hardware
