@@ -11,7 +11,7 @@ import polars as pl
 
 from forensics.configs import INFERRED_KEYS, config_changes
 from forensics.endings import end_of
-from forensics.findings import Anomaly, Attempt, ReplayDifference
+from forensics.findings import Anomaly, Attempt, EndReason, ReplayDifference
 from forensics.gaps import logged_steps, usual_intervals
 from forensics.timeline import mid_run_epoch, one_per_step
 from parsers import schema as s
@@ -188,7 +188,10 @@ def build_attempts(
                 started_at=started, first_seen_at=first_seen, last_step_at=last_step_at, last_line_at=last_line,
                 ended_at=ending.wall_time,
                 ran_for_s=ran_for,
-                short=span.get("n_steps", 0) <= SHORT_STEPS and n not in flagged,
+                # (a run that logged no metric before its end at a step it printed, a Trainer whose logging interval
+                # is longer than the run, is not a short launch)
+                short=span.get("n_steps", 0) <= SHORT_STEPS and n not in flagged
+                and not (end is None and ending.step is not None and ending.reason == EndReason.COMPLETED),
                 # (a setting read off the iteration lines is not a config the launch printed)
                 config_compared=bool(previous_cfg and this_cfg and previous_cfg.keys() - INFERRED_KEYS
                                      and this_cfg.keys() - INFERRED_KEYS),

@@ -61,12 +61,14 @@ def ending(a: Attempt) -> str:
     quoted = a.end_kind is not None and a.end_kind != s.EV_ELISION
     if not quoted or a.end_reason == EndReason.FAILED_STARTUP:
         where = ""
+    elif a.end_step is None and a.end_at_step is not None:  # (it printed its step; no metric was logged before)
+        where = f" at step {a.end_at_step}, with no metric logged before it"
     elif a.end_step is None:
         where = f" {NO_STEP_READ}"
     elif a.end_at_step is None:  # a console line with no step: it came after the last logged step
         where = f" in its console, after its last logged step ({a.end_step})"
     elif a.end_at_step > a.end_step:  # the console printed steps its logger never received
-        where = f" after step {a.end_at_step} (as its console printed; its metrics end at step {a.end_step})"
+        where = f" after step {a.end_at_step} (as its log printed; its metrics end at step {a.end_step})"
     else:
         where = f" after step {a.end_at_step}"
     detail = (f": “{md(a.end_detail)}”" if quoted else f": {md(a.end_detail)}") if a.end_detail else ""

@@ -301,9 +301,9 @@ def test_wandb_runs_end_as_their_console_says_and_step_on_iter():
     assert stop.evidence == ["attempt 1 ended after step 1330: KeyboardInterrupt"]
     assert stop.check_next == "nothing failed here; the last checkpoint saved in the logs is at step 1250"
     lines = reports.render(forensics.Findings(runs=[interrupted]), "markdown").splitlines()
-    assert ("- **How it ended:** interrupted by hand after step 1330 (as its console printed; its metrics end at step "
+    assert ("- **How it ended:** interrupted by hand after step 1330 (as its log printed; its metrics end at step "
             "1250): “KeyboardInterrupt”.") in lines
-    assert ("| 1 | 0–1250 | from the start of training | - | step 1330 as its console printed (1250 in its metrics) | "
+    assert ("| 1 | 0–1250 | from the start of training | - | step 1330 as its log printed (1250 in its metrics) | "
             "interrupted by hand |") in lines
     # its loss peaked at its first point: said once, not as a climb "from 4.287 (step 0) to 4.287 (step 0)"
     assert ("- **Absolute checks only:** attempt 1's 6 loss point(s) are too few to know the noise (fewer than 10 "

@@ -250,4 +250,7 @@ def test_a_loss_logged_as_zero_is_remarked_never_read_as_a_finite_loss() -> None
     # OLMo: CrossEntropyLoss=12.18 at step 1, 1.7872662283480167e-06 at 2, 0.0 at 3
     run, _ = _chronicle(REAL / "olmo" / "issue692_ce_loss_zero_excerpt.txt")
     [zero] = [a for a in run.anomalies if a.kind == "zero_loss"]
-    assert zero.detail.startswith("loss logged as 0 at step 3, after 1.7872662283480167e-06 at step 2: ")
+    # (the collapse is at step 2, 12.18 to 1.8e-06 in one step: "First anomaly: zero loss at step 3" was a step late)
+    assert (zero.step, zero.end_step, zero.baseline) == (2, 3, 12.18)
+    assert zero.detail.startswith("loss logged as 0 at step 3, after the loss fell from 12.18 at step 1 to "
+                                  "1.7872662283480167e-06 at step 2, where the collapse began: ")

@@ -27,6 +27,8 @@ WHY = ("a loss of 0 (to the digits printed) is no training signal: every label m
 SCATTERED = ("single batches gave a loss of 0: a batch whose labels were all masked or ignored, or a loss with a floor "
              "at 0 that the batch met in full (a hinge or margin loss); a cross-entropy over real tokens is never 0; "
              "the log does not tell which")
+NEAR_ZERO = 1e-3  # a cross-entropy below this is a perplexity of 1.001: nothing left to learn
+COLLAPSE = 1000.0  # a fall this large in one logged point is a collapse, not learning
 FLOWING = 0.01  # a grad norm above this flows (GRPO's 0.087); OLMo #692's 7.7e-08, a memorised model's 1e-3, do not
 
 
@@ -72,8 +74,18 @@ class ZeroLossDetector:
                 others = values[first:last + 1][values[first:last + 1] != 0]
                 where += f", among ordinary values (their median {shown(float(np.median(others)))})"
                 why = SCATTERED
+            # the collapse may come a point earlier, to a loss near 0 that prints as a number (12.18, then 1.8e-06,
+            # then 0.0): it starts where the loss fell 1000x to below NEAR_ZERO
+            onset = first
+            while onset > 0 and 0 < values[onset - 1] < NEAR_ZERO:
+                onset -= 1
+            if not (onset < first and onset > 0 and values[onset - 1] >= COLLAPSE * values[onset]):
+                onset = first
+            elif why == WHY:
+                before = (f", after the loss fell from {shown(float(values[onset - 1]))} at step {steps[onset - 1]} to "
+                          f"{shown(float(values[onset]))} at step {steps[onset]}, where the collapse began")
             out.append(Anomaly(
-                kind=self.name, metric=s.LOSS, attempt=int(attempt), step=int(steps[first]),
-                end_step=int(steps[last]), value=0.0, baseline=float(values[first - 1]) if first else None,
+                kind=self.name, metric=s.LOSS, attempt=int(attempt), step=int(steps[onset]),
+                end_step=int(steps[last]), value=0.0, baseline=float(values[onset - 1]) if onset else None,
                 detail=f"loss logged as 0 {where}{before}: {why}"))
         return sorted(out, key=lambda a: (a.attempt, a.step))
