@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from forensics.findings import Anomaly, EndReason, Kind
+from forensics.findings import Anomaly, EndReason, Kind, shown
 from parsers import schema as s
 
 DECISIVE: dict[str, EndReason] = {
@@ -95,8 +95,12 @@ def end_of(
                                    & (pl.col("line").fill_null(0) >= (first["line"] or 0)))
             code = block.filter((pl.col("kind") == s.EV_EXIT_CODE) & (pl.col("value") != 0))
             failed = quote(after["text"][0]) if after.height and code.height else None
-        return Ending(reason, _with_trouble(quote(first["text"]), reason, anomalies), first["kind"], when,
-                      first["step"], failed)
+        at = first["step"]
+        if at is None and end_step is None:  # no metric logged: DeepSpeed's own count says how far it got
+            counted = events.filter((pl.col("kind") == s.EV_SKIPPED_COUNT) & (pl.col("step") > 0)
+                                    & (pl.col("line") < (first["line"] or 0)))
+            at = int(counted["step"].max()) if counted.height else None  # type: ignore[arg-type]
+        return Ending(reason, _with_trouble(quote(first["text"]), reason, anomalies), first["kind"], when, at, failed)
     if block.height and block.filter(pl.col("kind") == s.EV_TRACEBACK).height:
         first = block.filter(pl.col("kind") == s.EV_TRACEBACK).row(0, named=True)
         reason = EndReason.FAILED_STARTUP if end_step is None and shows_start else EndReason.CRASHED
@@ -136,6 +140,32 @@ def end_of(
                       "the log leaves out what followed its last step (a “...” line)", s.EV_ELISION,
                       step=int(cut["step"][0]))
     if end_step is None:
+        # fp16 overflow lines are steps, skipped ones: a console that numbers none still trained (DeepSpeed's
+        # "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768")
+        over = events.filter(pl.col("kind") == s.EV_OVERFLOW) if events.height else events
+        counts = events.filter((pl.col("kind") == s.EV_SKIPPED_COUNT) & pl.col("step").is_not_null()) \
+            if events.height else events
+        if over.height or counts.height:
+            said = []
+            if counts.height:  # DeepSpeed's own count: "step=262, skipped=4"
+                last = counts.sort("step").row(-1, named=True)
+                said.append(f"DeepSpeed's count reached step={last['step']}, skipped={last['value']:.0f}")
+            if over.height:
+                # (one skip can print two lines: "Grad overflow on iteration: 0", then "... reducing to 32768.0")
+                # (each rank prints its copy of one skip: "Rank 6 Skipping step", "Rank 4 Skipping step", ...)
+                ordered = over.with_columns(same=pl.col("text").fill_null("").str.replace_all(r"\b[Rr]ank \d+", "")) \
+                    .unique("same", keep="first", maintain_order=True).sort("line", nulls_last=True)
+                paired = (ordered["value"].is_null() & ~ordered["text"].str.contains("Skipping step")
+                          & ordered["value"].shift(-1).is_not_null()
+                          & ((ordered["line"].shift(-1) - ordered["line"]) <= 3)).fill_null(False)
+                scales = ordered["value"].drop_nulls()
+                n = ordered.height - int(paired.sum())
+                to = (f" (the loss scale reduced to {shown(scales[0])}" + (f", and at last to {shown(scales[-1])}"
+                                                                           if scales.len() > 1 else "") + ")"
+                      if scales.len() else "")
+                said.append(f"{n} fp16 overflow{'s' if n != 1 else ''}, each a step skipped{to}")
+            return Ending(EndReason.RUNNING if next_index is None else EndReason.UNKNOWN,
+                          "no metric logged, but " + "; ".join(said))
         return Ending(EndReason.NO_TRAINING, "")
     if is_last or next_index is None:
         return Ending(EndReason.RUNNING, "still running, cut off, or stopped without a word")

@@ -35,8 +35,12 @@ ERRORS_ONLY = "text (errors only)"  # a text log with no metrics lines of a know
 # (per line: the error patterns anchored at a line's start match at every line of the text, not only its first)
 # ... and the scheduler's or the system's stop: a slurm .err that holds only "CANCELLED ... DUE TO TIME LIMIT"
 _ENDED_BY = s.FATAL_KINDS | {s.EV_CANCELLED, s.EV_SIGTERM, s.EV_KILLED, s.EV_STACK_DUMP}
+# ... and fp16's word on the steps it skipped (DeepSpeed's "OVERFLOW! Rank 0 Skipping step", its running count
+# "step=100, skipped=3", Apex's "Grad overflow on iteration"), and the end of training
+_OVERFLOWS = {s.EV_OVERFLOW, s.EV_SKIPPED_COUNT, s.EV_OVERFLOW_STOP}
+_NOTABLE = _ENDED_BY | _OVERFLOWS | {s.EV_TRAINING_DONE}
 _FATAL = {f"fatal{n}": re.compile(rx.encode(), re.M) for n, (kind, rx) in enumerate(p.EVENT_PATTERNS)
-          if kind in _ENDED_BY}
+          if kind in _NOTABLE}
 PDSH_CMD = re.compile(p.PDSH_CMD)
 _COUNTERS = "number of skipped iterations"
 _ANY_EVENT = "|".join(f"(?:{rx})" for _, rx in p.EVENT_PATTERNS)
@@ -82,9 +86,11 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
             if context.single or path.suffix.lower() in {".log", ".out", ".err"} else None
         if fatal is not None and any(m is not None for m in fatal.matches.values()):
             log = parse_megatron(fatal, run=context.run, source=context.shown)
-            if log.events.filter(pl.col("kind").is_in(list(_ENDED_BY))).height:
+            kinds = set(log.events.filter(pl.col("kind").is_in(list(_NOTABLE)))["kind"].unique().to_list())
+            if kinds & (_ENDED_BY | _OVERFLOWS):
+                read_for = "errors, stops and fp16 overflow lines" if kinds & _OVERFLOWS else "errors and stops"
                 context.warnings.append(f"{context.shown}: no metrics lines of a text format it knows; read for its "
-                                        "errors and stops only")
+                                        f"{read_for} only")
                 return [Piece(path, ERRORS_ONLY, log)]
         raise NotThisFormat(f"{context.shown}: no metrics lines of a text format it knows ({', '.join(patterns)})")
     name = found[0][1]

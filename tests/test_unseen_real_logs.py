@@ -793,3 +793,27 @@ def test_a_run_that_logged_nothing_before_its_summary_completed_at_its_step() ->
                        "0.9732094605763754)”.") == 1
     assert not any("before any iteration" in line or "Short launches" in line for line in lines)
     assert "| 1 | none logged | no iteration logged | - | step 768 as its log printed | completed |" in lines
+
+
+def test_a_deepspeed_console_of_overflow_lines_only_is_read_for_them() -> None:
+    """DeepSpeed #931's paste (four "OVERFLOW! Rank 0 Skipping step" lines) and DeepSpeedExamples' random-LTD
+    console (DeepSpeed's count to step=262, overflows) were refused: "not a recognised training log", though a log
+    of one OOM is read for it."""
+    run, lines = _chronicle(REAL / "console_errors" / "deepspeed_issue931_overflow_cascade_excerpt.txt")
+    assert [src["format"] for src in run.sources] == ["text (errors only)"]
+    assert any(w.endswith("no metrics lines of a text format it knows; read for its errors, stops and fp16 overflow "
+                          "lines only") for w in run.warnings)
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_detail) == ("running", "no metric logged, but 4 fp16 overflows, each a "
+                                                        "step skipped (the loss scale reduced to 32768, and at last "
+                                                        "to 8192)")
+    assert not any("no training step, error or stop" in line for line in lines)
+    # each skip printed twice ("Grad overflow on iteration: 0", then "... Skipping step ... reducing to 32768.0"); the
+    # first three are the start-up search for a scale (DeepSpeed's "step=0, skipped=0" is before any step), the
+    # fourth a lone skip: no anomaly, no overflow storm
+    run, _ = _chronicle(REAL / "console_errors" / "DeepSpeedExamples_random_ltd_train_my_implementation_fp16.log")
+    [attempt] = run.attempts
+    assert attempt.end_detail == ("no metric logged, but DeepSpeed's count reached step=262, skipped=4; 4 fp16 "
+                                  "overflows, each a step skipped (the loss scale reduced to 32768, and at last to "
+                                  "4096)")
+    assert run.anomalies == [] and run.suspected_causes == []

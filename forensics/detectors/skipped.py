@@ -49,7 +49,9 @@ class SkippedIterationsDetector:
                     .group_by("attempt", "step").agg(pl.col("skipped").max(),
                                                      pl.col("since").sort(nulls_last=False).first())
                     .sort("attempt", "step"))
-        clean = per_step.filter(pl.col("skipped") == 0).group_by("attempt").agg(first_clean=pl.col("step").min())
+        # (DeepSpeed's "step=0, skipped=0" comes before any step was taken: nothing there was clean yet)
+        clean = per_step.filter((pl.col("skipped") == 0) & (pl.col("step") > 0)).group_by("attempt").agg(
+            first_clean=pl.col("step").min())
         searches = startup_searches(frames)
         if searches:  # the start-up search, as the loss-scale lines show it
             clean = clean.join(pl.DataFrame({"attempt": list(searches), "search_end": [
