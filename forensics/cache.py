@@ -468,7 +468,12 @@ def read_result(entry: Path) -> tuple[dict[str, Any], pl.DataFrame] | None:
     if intact(entry):
         try:
             row = json_value((entry / "row.json").read_bytes())
-            RunRow(**row)  # TypeError: not a mapping, or not RunRow's fields; ValueError: an unknown outcome
+            # TypeError: not a mapping, or not RunRow's fields; ValueError: an unknown outcome (a path of several
+            # runs keeps the others' rows beside the first, see forensics.compare.RunResult)
+            for one in [row, *(row.get("_others", []) if isinstance(row, dict) else [])]:
+                if not isinstance(one, dict):
+                    raise TypeError("a row that is not a JSON object")
+                RunRow(**{k: v for k, v in one.items() if k not in ("_others", "_inner")})
             frame = pl.read_parquet(entry / "curves.parquet")
             if dict(frame.schema) == CURVE_SCHEMA:
                 return row, frame.select(list(CURVE_SCHEMA))

@@ -48,7 +48,7 @@ def suspect(
         *loss_scale_collapse(anomalies, troubles, metrics, searches, attempts),
         *infrastructure(events, attempts, anomalies, stepped),
         *memory(events, attempts, stepped),
-        *program_errors(attempts, anomalies),
+        *program_errors(attempts, anomalies, events),
         *recurrence(attempts, anomalies, metrics, intervals),
         *skipped_batches(attempts, anomalies, events),
         *optimizer_state_lost(attempts, anomalies, metrics, events, table, intervals),

@@ -35,10 +35,18 @@ CURVE_SCHEMA = {"run": pl.String, "metric": pl.String, "step": pl.Int64, "low": 
 
 @dataclass
 class RunResult:
-    """What the parent keeps of one run: its row and its overlay curves."""
+    """What the parent keeps of one path: its run's row and overlay curves; a path that holds several runs (a W&B
+    runs table, a chart export of eight runs) has a row for each (``others``, named ``<path name>/<run name>``, as
+    ``inner`` names them inside the path)."""
 
     row: RunRow
     curves: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CURVE_SCHEMA))
+    others: list[RunRow] = field(default_factory=list)
+    inner: list[str] = field(default_factory=list)  # each row's run name inside the path (empty: one run)
+
+    @property
+    def rows(self) -> list[RunRow]:
+        return [self.row, *self.others]
 
     @classmethod
     def cached(cls, cache_dir: Path, name: str, path: Path, signature: str) -> RunResult | None:
@@ -47,12 +55,26 @@ class RunResult:
         if stored is None:
             return None
         row, frame = stored
-        row["name"] = name
-        return cls(RunRow(**row), frame.with_columns(run=pl.lit(name)))
+        others, inner = row.pop(OTHERS, []), row.pop(INNER, [])
+        if not inner:
+            row["name"] = name
+            return cls(RunRow(**row), frame.with_columns(run=pl.lit(name)))
+        rows = [RunRow(**{**r, "name": f"{name}/{n}"}) for r, n in zip([row, *others], inner, strict=True)]
+        return cls(rows[0], frame.with_columns(run=pl.lit(f"{name}/") + pl.col("run")), rows[1:], inner)
 
     def keep(self, cache_dir: Path, path: Path, signature: str) -> None:
-        """Keep this result in the cache for the run at ``path`` whose files had ``signature`` before it was read."""
-        write_result(result_entry(cache_dir, path, signature), vars(self.row), self.curves)
+        """Keep this result in the cache for the run at ``path`` whose files had ``signature`` before it was read
+        (several runs' curves under their names inside the path)."""
+        row: dict[str, object] = dict(vars(self.row))
+        curves = self.curves
+        if self.inner:
+            row |= {OTHERS: [vars(r) for r in self.others], INNER: self.inner}
+            prefix = self.row.name.removesuffix(self.inner[0])
+            curves = curves.with_columns(run=pl.col("run").str.strip_prefix(prefix))
+        write_result(result_entry(cache_dir, path, signature), row, curves)
+
+
+OTHERS, INNER = "_others", "_inner"  # (the cached row's keys for a path's other runs and the names inside it)
 
 
 class Compared(NamedTuple):
@@ -148,17 +170,19 @@ def curves(name: str, metrics: pl.DataFrame, bins: int = CURVE_BINS) -> pl.DataF
 
 def ingest(name: str, path: str | Path, cache_dir: str | Path | None = None, signature: str | None = None
            ) -> RunResult:
-    """Read (through the frame cache), analyze and summarize one run; an unreadable run gives a row with its error.
-    A path that holds several runs (a W&B runs table) is compared as its first run, with the others noted."""
+    """Read (through the frame cache), analyze and summarize one path; an unreadable path gives a row with its
+    error. A path that holds several runs (a W&B runs table, a chart export) gives a row for each, named
+    ``<name>/<run name>``."""
     try:
         runs = cached_load_runs(path, cache_dir, signature=signature) if cache_dir is not None else load_runs(path)
-        run = runs[0]
-        findings = analyze_run(run)
-        row = summarize(findings, run.metrics)
-        row.name, row.path = name, str(path)
-        if len(runs) > 1:
-            row.error = f"{len(runs)} runs inside; compared the first ({run.name})"
-        return RunResult(row, curves(name, run.metrics))
+        rows, frames = [], []
+        for run in runs:
+            label = name if len(runs) == 1 else f"{name}/{run.name}"
+            row = summarize(analyze_run(run), run.metrics)
+            row.name, row.path = label, str(path)
+            rows.append(row)
+            frames.append(curves(label, run.metrics))
+        return RunResult(rows[0], pl.concat(frames), rows[1:], [r.name for r in runs] if len(runs) > 1 else [])
     except InputError as exc:
         return RunResult(RunRow(name=name, path=str(path), error=str(exc)))
     except Exception as exc:
@@ -236,5 +260,5 @@ def compare_runs(
     ordered = [results[name] for name, _ in found]
     if all(r.row.outcome == Outcome.UNREADABLE for r in ordered):
         raise InputError("no readable runs: " + "; ".join(r.row.error or r.row.name for r in ordered))
-    comparison = compare_rows([r.row for r in ordered], baseline)
+    comparison = compare_rows([row for r in ordered for row in r.rows], baseline)
     return Compared(comparison, pl.concat([r.curves for r in ordered]))

@@ -45,6 +45,8 @@ OUTCOMES: dict[EndReason, Outcome] = {
 NOT_SEPARATING = frozenset({"seed", "data_seed", "log_interval", "save_interval", "eval_interval", "eval_iters",
                             "exit_interval", "tensorboard_log_interval", "train_iters", "train_samples"})
 MIN_RUNS_TO_SEPARATE = 3  # with two runs every difference "separates" them
+# a run's own name or id under any prefix ("wandb_run_name", "experiment_name", "job_id")
+_RUN_IDENTITY = re.compile(r"(?:^|_)(?:run|exp|experiment|job|wandb)_?(?:name|id)$|^name$")
 
 # The settings that bear on a run's stability and outcome, by what they are (canonical names, see
 # parsers/config_names.py, plus a few common spellings that canonicalisation keeps: nanoGPT's ``batch_size`` and
@@ -207,7 +209,7 @@ class Separation:
 
 
 def _names(rows: dict[str, Any], running: dict[str, int | None]) -> str:
-    return ", ".join(n + (f" (still running at step {running[n]})" if n in running else "") for n in rows)
+    return ", ".join(n + (f" (no end in the log after step {running[n]})" if n in running else "") for n in rows)
 
 
 def separating_keys(rows: list[RunRow]) -> list[Separation]:
@@ -215,7 +217,8 @@ def separating_keys(rows: list[RunRow]) -> list[Separation]:
     value above (or below) every healthy one; for other values, disjoint sets. A run still running counts as healthy
     up to its last step (and the statement says so); one that has not logged a step yet, and a run without a config,
     say nothing and are left out. Needs both kinds of run and at least three runs; seeds, logging cadence and run
-    length are left out, and so are keys some run lacks."""
+    length are left out, and so are keys some run lacks, a run's own name or id (``wandb_run_name``), and keys that
+    are not numbers and differ in every run (an output path with a time stamp: they separate every split)."""
     considered = [r for r in rows if r.has_config and not (r.outcome == Outcome.RUNNING and r.outcome_step is None)]
     failed = [r for r in considered if r.outcome in FAILED_OUTCOMES]
     good = [r for r in considered if healthy(r)]
@@ -227,9 +230,11 @@ def separating_keys(rows: list[RunRow]) -> list[Separation]:
     for key, values in diffs.items():
         bad = {r.name: values[r.name] for r in failed}
         fine = {r.name: values[r.name] for r in good}
-        if key in NOT_SEPARATING or None in values.values():  # a key some run does not have proves nothing
-            continue
+        if key in NOT_SEPARATING or _RUN_IDENTITY.search(key) or None in values.values():
+            continue  # (a key some run does not have proves nothing; a run's own name separates any split)
         nums = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in [*bad.values(), *fine.values()])
+        if not nums and len({json.dumps(v, sort_keys=True) for v in values.values()}) == len(values):
+            continue  # every run its own value (a run name with a time stamp in it): it would separate any split
         if nums and min(bad.values()) > max(fine.values()):
             text = f"{key} ≥ {show_value(min(bad.values()))} failed, ≤ {show_value(max(fine.values()))} healthy"
         elif nums and max(bad.values()) < min(fine.values()):

@@ -131,9 +131,7 @@ def stops(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFram
     """Attempts stopped on purpose or from outside: by the scheduler or a person (cancel, time limit, SIGTERM, a
     planned exit), or by hand (Ctrl-C). Not failures; against it, trouble the loss was already in."""
     out = []
-    saves = (events if events is not None else pl.DataFrame({"kind": []}, schema={"kind": pl.String})).filter(
-        pl.col("kind") == s.EV_CHECKPOINT_SAVE)
-    last_save = saves.select(pl.coalesce("value", "step")).to_series().max() if saves.height else None
+    last_save = _last_save(events)
     for reason, kind, cause in (
         ((EndReason.STOPPED, EndReason.EXITED), CauseKind.STOPPED, "stopped by the scheduler or a person"),
         ((EndReason.INTERRUPTED,), CauseKind.INTERRUPTED, "interrupted by hand"),
@@ -160,8 +158,18 @@ def stops(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFram
     return out
 
 
-def program_errors(attempts: list[Attempt], anomalies: list[Anomaly]) -> list[Cause]:
-    """Attempts that ended on an error of the program or its configuration (no hardware or memory evidence)."""
+def _last_save(events: pl.DataFrame | None) -> float | None:
+    """The step of the last checkpoint saved in the logs (where a relaunch can resume), if any."""
+    if events is None or not events.height:
+        return None
+    saves = events.filter(pl.col("kind") == s.EV_CHECKPOINT_SAVE)
+    return saves.select(pl.coalesce("value", "step")).to_series().max() if saves.height else None  # type: ignore[return-value]
+
+
+def program_errors(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFrame | None = None
+                   ) -> list[Cause]:
+    """Attempts that ended on an error of the program or its configuration (no hardware or memory evidence); what
+    to check next says where the last checkpoint saved in the logs is."""
     mine = [a for a in attempts if a.end_reason in (EndReason.CRASHED, EndReason.FAILED_STARTUP)
             and a.end_kind == s.EV_ERROR]
     if not mine:
@@ -174,5 +182,7 @@ def program_errors(attempts: list[Attempt], anomalies: list[Anomaly]) -> list[Ca
                                                  else NO_STEP_READ) + f": {a.end_detail}"
                   for a in mine][:6],
         counter_evidence=counter,
-        check_next="the error's traceback and the arguments of the attempt that raised it",
+        check_next="the error's traceback and the arguments of the attempt that raised it" + (
+            f"; the last checkpoint saved in the logs is at step {saved:.0f}" if (saved := _last_save(events)) is not None
+            else ""),
     )]

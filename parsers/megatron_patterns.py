@@ -85,6 +85,11 @@ FIELD_NAMES: dict[str, str] = {
 }
 SECONDS_KEYS = ("elapsed time per iteration (s)",)
 
+# the error that ends a traceback logged as a Python list on one line (group 1), as :data:`EVENT_PATTERNS` reads it
+# (the list may reach over several lines: a source line it quotes can hold a line break)
+LISTED_ERROR = (r"', '((?:[A-Za-z_][\w.]*\.)?\w*(?:Error|Exception|StopIteration|Interrupt|Exit)\b[^']*?)"
+                r"\\n'\]\s*$")
+
 # One regex per event kind; the first that matches a line wins. Group 1, when present, is the event's value.
 _COLLECTIVES = r"(?:broadcast\w*|all_reduce\w*|all_gather\w*|reduce_scatter\w*|all_to_all\w*|barrier|reduce|gather|scatter)"
 EVENT_PATTERNS: list[tuple[str, str]] = [
@@ -132,6 +137,9 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_SKIP_RANGE, r"Skipped iterations (\d+) to \d+"),
     # (torch's DataParallel re-raises a replica's error as "RuntimeError: Caught RuntimeError in replica 0 on device 0."
     # then "Original Traceback (most recent call last):" and the error itself: the wrapper says nothing of its own)
+    # a traceback logged as a Python list on one line (Megatron's "WARNING:megatron.core.utils:" then
+    # "['Traceback (most recent call last):\n', '  File ...', 'StopIteration\n']"): its last element is the error
+    (s.EV_ERROR, LISTED_ERROR),
     (s.EV_TRACEBACK, r"Traceback \(most recent call last\)|Caught \w+ in replica \d+ on device \d+\."),
     # py-spy ("Thread 12 (active): ...") and faulthandler ("Thread 0x7f... (most recent call first):") dumps
     (s.EV_STACK_DUMP, r"^\s*(?:Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:active|idle)[^)]*\)|(?:Current thread|Thread) "

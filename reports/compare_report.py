@@ -30,7 +30,8 @@ def _outcome(row: RunRow) -> str:
     if row.outcome == Outcome.UNREADABLE:
         return str(Outcome.UNREADABLE)
     at = {Outcome.DIVERGED: "diverged at", Outcome.NAN: "NaN at", Outcome.CRASHED: "crashed at",
-          Outcome.RUNNING: "still running at", Outcome.COMPLETED: "completed at", Outcome.STOPPED: "stopped at"}[row.outcome]
+          Outcome.RUNNING: "no end seen after", Outcome.COMPLETED: "completed at",
+          Outcome.STOPPED: "stopped at"}[row.outcome]
     return f"{at} {row.outcome_step}" if row.outcome_step is not None else row.outcome
 
 
@@ -84,7 +85,8 @@ def _separation(comparison: Comparison) -> list[str]:
     if comparison.separation:
         out += [f"- {md(sep.statement)}" for sep in comparison.separation]
         if any(sep.running for sep in comparison.separation):
-            out.append("- a run still running (no end seen) counts as healthy up to its last step.")
+            out.append("- a run with no end in its log (still running, cut off, or stopped without a word) counts as "
+                       "healthy up to its last step.")
     elif any(r.outcome in FAILED_OUTCOMES for r in comparison.rows):
         out.append("- no config key splits the failed runs from the healthy ones")
     else:
@@ -130,7 +132,7 @@ def _lr_sensitivity(sens: dict[str, Any]) -> list[str]:
         f"; smallest LR that failed: {show_value(sens['smallest_failed_lr'])}"
     out.append(f"- largest stable LR: {stable}{failed}.")
     if sens.get("running"):
-        out.append("- still running (healthy up to its last step; its final loss is its last logged one): "
+        out.append("- no end in the log (healthy up to its last step; its final loss is its last logged one): "
                    + ", ".join(f"{md(n)} at step {s}" for n, s in sens["running"].items()) + ".")
     if sens["final_steps_differ"]:
         out.append("- the stable runs stopped at different steps, so their final losses are not quite comparable.")

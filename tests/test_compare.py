@@ -23,6 +23,7 @@ from forensics.evaluation.experiments import write_lr_sweep, write_tr8_sequence
 from parsers import InputError, load_runs, read_frames
 
 runner = CliRunner()
+REAL = Path(__file__).parent / "fixtures" / "real"
 HERE = Path(__file__).resolve().parent
 WANDB_CLEAN = HERE / "fixtures" / "wandb" / "v0.16.6" / "wandb" / "offline-run-20261129_180304-fxclean01"
 TB_REAL = HERE / "fixtures" / "real" / "tensorboard" / "orktes_go-tensorboard"
@@ -218,3 +219,33 @@ def test_export_writes_parquet_frames_that_read_back_equal(tmp_path):
         assert getattr(back, frame).equals(getattr(original, frame)), frame
     assert pl.read_parquet(out / "0.metrics.parquet").filter(metric="loss", step=7010, attempt=1)["value"][0] == \
         pytest.approx(11.42026)
+
+
+def test_a_path_that_holds_several_runs_gives_a_row_for_each(tmp_path):
+    """druidowm/nanoGPT's wandb_export.csv holds 8 runs' train/loss: compare showed one row, the cleanest run, then
+    "no run failed" (three of the eight diverge), with a note "8 runs inside; compared the first"."""
+    from forensics.compare import compare_runs
+
+    export = REAL / "wandb" / "druidowm__nanoGPT" / "wandb_export.csv"
+    for cache in (False, tmp_path / "cache", tmp_path / "cache"):  # cold, then read back from the result cache
+        rows = compare_runs([export], cache=cache, jobs=1).comparison.rows
+        assert len(rows) == 8 and all(r.name.startswith("wandb_export/") and r.error is None for r in rows)
+        diverged = sorted((r.name.removeprefix("wandb_export/"), r.outcome_step) for r in rows if r.outcome == "diverged")
+        assert diverged == [("gpt2_char_to_token1729491541.2756786", 39), ("gpt2_char_to_token1729534595.422701", 60),
+                            ("gpt2_last_char_token_to_char1729587337.8266432", 141)]
+        [gpt2] = [r for r in rows if r.name == "wandb_export/gpt2"]
+        assert (gpt2.min_loss, gpt2.outcome_step) == (3.2631642818450928, 385)
+
+
+def test_a_runs_own_name_does_not_separate_failures_from_successes():
+    """druidowm/nanoGPT's W&B runs: "What separates failures from successes: wandb_run_name =
+    gpt2_last_char_token_to_char1729664653.932151 failed, gpt2, ... healthy": a name with a time stamp in it
+    separates any one failed run from the rest."""
+    from forensics.comparison import Outcome, RunRow, separating_keys
+
+    def row(name, outcome, run_name, lr):
+        return RunRow(name=name, outcome=outcome, outcome_step=100, config={"wandb_run_name": run_name, "lr": lr})
+
+    rows = [row("a", Outcome.CRASHED, "gpt2_1729664653.93", 6e-4), row("b", Outcome.COMPLETED, "gpt2", 6e-4),
+            row("c", Outcome.COMPLETED, "gpt2_1729664747.26", 6e-4)]
+    assert separating_keys(rows) == []

@@ -183,16 +183,17 @@ def test_a_run_still_running_counts_healthy_up_to_its_last_step_and_is_named_so(
     [sep] = odd.separation
     assert sep.running == {"lr-0.0002": 1200}
     assert sep.statement == ("lr ≥ 0.0008 failed, ≤ 0.0004 healthy (failed: lr-0.0008, lr-0.0016; healthy: "
-                             "lr-0.0002 (still running at step 1200), lr-0.0004)")
+                             "lr-0.0002 (no end in the log after step 1200), lr-0.0004)")
     text = render_compare_markdown(odd)
-    assert "| still running at 1200 |" in next(line for line in text.splitlines() if line.startswith("| lr-0.0002 |"))
+    assert "| no end seen after 1200 |" in next(line for line in text.splitlines() if line.startswith("| lr-0.0002 |"))
     assert _section(text, "What separates failures from successes") == [
-        "", "- lr ≥ 0.0008 failed, ≤ 0.0004 healthy (failed: lr-0.0008, lr-0.0016; healthy: lr-0.0002 (still running "
-            "at step 1200), lr-0.0004)",
-        "- a run still running (no end seen) counts as healthy up to its last step.",
+        "", "- lr ≥ 0.0008 failed, ≤ 0.0004 healthy (failed: lr-0.0008, lr-0.0016; healthy: lr-0.0002 (no end in the "
+            "log after step 1200), lr-0.0004)",
+        "- a run with no end in its log (still running, cut off, or stopped without a word) counts as healthy up to "
+        "its last step.",
         "- left out (no config): lr-0.0001"]
     assert odd.lr_sensitivity["running"] == {"lr-0.0002": 1200}
-    assert "- still running (healthy up to its last step; its final loss is its last logged one): lr-0.0002 at " \
+    assert "- no end in the log (healthy up to its last step; its final loss is its last logged one): lr-0.0002 at " \
            "step 1200." in text
 
 
@@ -293,5 +294,5 @@ def test_cli_outputs_end_with_exactly_one_newline(tmp_path, odd_sweep):
     out = tmp_path / "out" / "compare.md"
     result = runner.invoke(app, ["compare", str(runs), "--no-cache", "-j", "1", "-o", str(out), "--no-plots"])
     assert result.exit_code == 0 and _one_newline(result.output)        # the terminal table and the summary line
-    assert "still running at 1200" in result.output and "no config" in result.output
+    assert "no end seen after 1200" in result.output and "no config" in result.output
     assert _one_newline(out.read_text())

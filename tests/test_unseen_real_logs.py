@@ -817,3 +817,16 @@ def test_a_deepspeed_console_of_overflow_lines_only_is_read_for_them() -> None:
                                   "overflows, each a step skipped (the loss scale reduced to 32768, and at last to "
                                   "4096)")
     assert run.anomalies == [] and run.suspected_causes == []
+
+
+def test_a_traceback_logged_as_a_python_list_is_quoted_by_its_error() -> None:
+    """elena-lyulina job 2340723: at the last iteration every rank logs its traceback as a Python list on one line
+    ("['Traceback (most recent call last):\\n', ..., 'StopIteration\\n']"): "crashed: a traceback with no error line
+    after it in the log", and "nothing in the logs points at a cause"; its checkpoint at 15549, saved just before,
+    was not said."""
+    run, _ = _chronicle(REAL / "megatron" / "elena-lyulina_Megatron-LM-Attention-Benchmark_2340723_last_lines.out")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind, attempt.end_detail) == ("crashed", "error", "StopIteration")
+    [cause] = run.suspected_causes
+    assert cause.check_next == ("the error's traceback and the arguments of the attempt that raised it; the last "
+                                "checkpoint saved in the logs is at step 15549")
