@@ -6,8 +6,10 @@ its last tenth, over the path the run finally took (:func:`forensics.timeline.by
 and last values beside it. It *fell* when the end is more than ``NO_GAIN`` (1%) below the start. That it did *not*
 fall is said only when the noise allows it: the fall plus two standard errors of the difference of the two medians
 (each 1.253 x 1.4826 x MAD / sqrt(points), the median's standard error under Gaussian noise) stays under
-``CLEAR_FALL`` (5%) of the start; a noisy per-batch loss over few points is left unjudged (``fell`` None). A log that
-begins mid-run is not judged (a late excerpt of a converged run is flat by nature).
+``CLEAR_FALL`` (5%) of the start; a noisy per-batch loss over few points is left unjudged (``fell`` None), and so is
+one of fewer than ``MIN_POINTS`` (20: only that it fell is said of it, from 6 points on). A log that begins mid-run is
+not judged (a late excerpt of a converged run is flat by nature). The validation loss rising while the training loss
+fell over the same steps is overfitting (:func:`val_rising`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from parsers import schema as s
 
 NO_GAIN = 0.01     # the end must be this much below the start for the loss to have fallen
 CLEAR_FALL = 0.05  # "did not fall" only when even two standard errors more would not make a fall this large
-MIN_POINTS = 20    # fewer loss points: not judged
+MIN_POINTS = 20    # fewer loss points: "did not fall" is not said
+SHORT_POINTS = 6   # fewer loss points: not judged at all (a fall needs 3 points at each end)
 RISING_EVALS = 3   # the validation loss rising at this many evaluations in a row, to the end ...
 RISING_BY = 0.05   # ... and by this much in all, while the training loss fell
 
@@ -38,7 +41,7 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
     {'steps': [1, 40], 'start': 1.386, 'end': 1.386, 'fell': False, 'val_start': None, 'val_end': None, 'val_rising': None}
     """
     loss = by_step(metrics, s.LOSS, finite=True)
-    if loss.height < MIN_POINTS:
+    if loss.height < SHORT_POINTS:
         return None
     tenth = max(3, loss.height // 10)
     first, last = loss["value"].head(tenth).to_numpy(), loss["value"].tail(tenth).to_numpy()
@@ -46,15 +49,22 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
     error = math.hypot(*(1.253 * 1.4826 * float(np.median(np.abs(x - np.median(x)))) / math.sqrt(x.size)
                          for x in (first, last)))
     fell: bool | None = end < start * (1 - NO_GAIN)
-    if not fell and start - end + 2 * error >= CLEAR_FALL * abs(start):
-        fell = None  # too noisy to say it did not
+    if not fell and (start - end + 2 * error >= CLEAR_FALL * abs(start) or loss.height < MIN_POINTS):
+        fell = None  # too noisy to say it did not (with fewer than MIN_POINTS, only a fall is said)
     val = by_step(metrics, s.VAL_LOSS, finite=True)
     values = val["value"]
     launch = val.filter(pl.col("attempt") == val["attempt"].max()) if val.height else val  # (one launch's evaluations)
+    up = val_rising(launch["step"].to_list(), launch["value"].to_list()) if fell else None
+    if up is not None:  # the training loss over the same steps: overfitting is the one falling as the other rises
+        span = loss.filter(pl.col("step") >= up["from_step"])["value"].to_numpy()
+        k = min(3, span.size // 2)
+        if k:
+            up |= {"train_from": float(np.median(span[:k])), "train_to": float(np.median(span[-k:]))}
+        if not k or not up["train_to"] < up["train_from"] * (1 - NO_GAIN):
+            up = None
     return {"steps": [int(loss["step"][0]), int(loss["step"][-1])], "start": start, "end": end, "fell": fell,
             "val_start": float(values[0]) if values.len() else None,
-            "val_end": float(values[-1]) if values.len() else None,
-            "val_rising": val_rising(launch["step"].to_list(), launch["value"].to_list()) if fell else None}
+            "val_end": float(values[-1]) if values.len() else None, "val_rising": up}
 
 
 def val_rising(steps: list[int], values: list[float]) -> dict[str, Any] | None:

@@ -166,9 +166,9 @@ def _summary(run: RunFindings) -> list[str]:
                      + (f"at each of the {up['evaluations'] - 1} evaluations after" if up["rises"] == up["evaluations"] - 1
                         else f"over the {up['evaluations'] - 1} evaluations after (above the one before at "
                              f"{up['rises']} of them)") + ", to "
-                     f"{shown(round(up['to'], 6))} at step {up['to_step']}, while the training loss fell "
-                     f"({shown(round(seen['start'], 6))} to {shown(round(seen['end'], 6))}): the usual sign of "
-                     "overfitting.")
+                     f"{shown(round(up['to'], 6))} at step {up['to_step']}, while the training loss fell over the "
+                     f"same steps ({shown(round(up['train_from'], 6))} to {shown(round(up['train_to'], 6))}, the "
+                     "medians of the first and last three points): the usual sign of overfitting.")
     if holes := run.coverage.get("short_holes"):
         where = ", ".join(f"after step {after} (next: {before}" + (f", attempt {a})" if len(run.attempts) > 1 else ")")
                           for a, after, before in holes["examples"])
@@ -184,7 +184,9 @@ def _summary(run: RunFindings) -> list[str]:
         )
     top = next((c for c in run.suspected_causes if c.kind not in NOT_WHY_CAUSES), None)
     if top:
-        lines.append(f"- **Most likely why (suspected):** {md(top.cause)} (confidence {top.confidence:.2f}).")
+        # (with nothing gone wrong, what the causes explain is the anomalies: a loss spike that recovered)
+        said = "Most likely why" if bad else "Most likely cause of its anomalies"
+        lines.append(f"- **{said} (suspected):** {md(top.cause)} (confidence {top.confidence:.2f}).")
         if top.check_next:
             lines.append(f"- **What to check next:** {md(top.check_next)}.")
     unjudged = run.coverage.get("unjudged_losses", [])
@@ -306,8 +308,9 @@ def _causes(run: RunFindings) -> list[str]:
     # in order did not blow up
     stopped = run.suspected_causes and all(c.kind in NOT_WHY_CAUSES for c in run.suspected_causes)
     blew_up = any(a.kind in INSTABILITY_KINDS for a in run.anomalies)
-    out = [f"## {'Why it stopped' if stopped else 'Why it blew up' if blew_up else 'Why it ended'} (suspected causes)",
-           ""]
+    heading = ("Why it stopped" if stopped else "Why it blew up" if blew_up and _failed(run)
+               else "What may have caused its anomalies" if blew_up else "Why it ended")
+    out = [f"## {heading} (suspected causes)", ""]
     if not run.suspected_causes:
         return [*out, "None: nothing in the logs points at a cause.", ""]
     for i, c in enumerate(run.suspected_causes, 1):

@@ -669,8 +669,9 @@ def test_a_validation_loss_that_rises_for_23_epochs_with_a_dip_is_overfitting() 
     up = run.learning["val_rising"]
     assert (round(up["from"], 6), round(up["to"], 6), up["evaluations"], up["rises"]) == (1.788033, 2.111901, 24, 19)
     assert ("- **Validation loss rising:** from its lowest, 1.788033 at step 65, it rose over the 23 evaluations after "
-            "(above the one before at 19 of them), to 2.111901 at step 282, while the training loss fell (1.8825 to "
-            "0.64795): the usual sign of overfitting.") in lines
+            "(above the one before at 19 of them), to 2.111901 at step 282, while the training loss fell over the same "
+            "steps (1.4485 to 0.6491, the medians of the first and last three points): the usual sign of "
+            "overfitting.") in lines
 
 
 def test_dataparallels_wrapper_is_not_the_error_it_wraps() -> None:
@@ -830,3 +831,36 @@ def test_a_traceback_logged_as_a_python_list_is_quoted_by_its_error() -> None:
     [cause] = run.suspected_causes
     assert cause.check_next == ("the error's traceback and the arguments of the attempt that raised it; the last "
                                 "checkpoint saved in the logs is at step 15549")
+
+
+def test_a_run_that_recovered_and_was_cancelled_did_not_blow_up() -> None:
+    """bigscience gpt2-meg job 1809620: the loss jumps to 50.28 at iteration 30 (the first full-LR step after the
+    loss-scale search) and is back by 60; a person cancels the job at 120. The chronicle said "Most likely why: learning
+    rate too high for the model size" under "Why it blew up", for a run whose only ending was the cancel."""
+    name = "bigscience-workshop+bigscience__experiments_gpt2-meg_meg_gpt2_base_n32_dp1_tp4_pp32-1809620.out"
+    run, lines = _chronicle(REAL / "megatron" / name)
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind) == ("stopped", "cancelled")
+    assert "## What may have caused its anomalies (suspected causes)" in lines
+    assert not any(line.startswith(("- **Most likely why", "## Why it blew up")) for line in lines)
+    assert any(line.startswith("- **Most likely cause of its anomalies (suspected):** ") for line in lines)
+
+
+WHISPER_STATE = REAL / "hf_trainer_state" / "P4P4N1CK_whisper-large-v2-japanese" / "trainer_state.json"
+
+
+def test_overfitting_quotes_the_training_loss_over_the_same_steps_and_needs_no_twenty_points(tmp_path: Path) -> None:
+    """Whisper large-v2: eval_loss rises from 0.321 (step 1000) at each of four evaluations; "while the training loss
+    fell (0.1491 to 0.0001)" quoted the first tenth of the run (steps 25-500), before the rise. And a run of fewer
+    than 20 loss points (druidowm's nanoGPT: 11 evaluations, val loss 1.61 to 4.27) was not judged, silently."""
+    import json
+
+    _, lines = _chronicle(WHISPER_STATE)
+    assert ("- **Validation loss rising:** from its lowest, 0.320998 at step 1000, it rose at each of the 4 evaluations "
+            "after, to 0.420015 at step 5000, while the training loss fell over the same steps (0.01 to 0.0001, the "
+            "medians of the first and last three points): the usual sign of overfitting.") in lines
+    state = json.loads(WHISPER_STATE.read_text())
+    kept = [e for e in state["log_history"] if "loss" not in e or e["step"] % 500 == 0]  # 10 of its 200 losses
+    (tmp_path / "trainer_state.json").write_text(json.dumps({**state, "log_history": kept}))
+    _, lines = _chronicle(tmp_path / "trainer_state.json")
+    assert any(line.startswith("- **Validation loss rising:** from its lowest, 0.320998 at step 1000") for line in lines)
