@@ -22,6 +22,10 @@ BOOKKEEPING_KEYS: frozenset[str] = frozenset({
     "start_time", "run_id", "job_id", "master_addr", "master_port", "hostname", "logging_level",
     "deepspeed_config_dict", "wandb_name", "wandb_exp_name", "wandb_id", "name", "run_name", "exp_name",
     "out_dir", "output_dir", "checkpoint_dir", "logging_dir",
+    # a trainer_state.json's progress, not its settings
+    "epoch", "global_step", "total_flos", "num_input_tokens_seen", "best_metric", "best_model_checkpoint",
+    "best_global_step", "is_hyper_param_search", "is_local_process_zero", "is_world_process_zero", "trial_name",
+    "trial_params",
 })
 
 # keys a run has without logging a config: Megatron's parser reads train_iters off "iteration 10/3000"
@@ -49,7 +53,12 @@ def config_table(configs: pl.DataFrame) -> dict[int, dict[str, Any]]:
 
 
 def settings(config: dict[str, Any]) -> dict[str, Any]:
-    """The keys that configure training: no bookkeeping, no W&B summary values or run-table columns."""
+    """The keys that configure training: no bookkeeping (folders, ids, a trainer_state.json's progress), no W&B summary
+    values or run-table columns.
+
+    >>> settings({"learning_rate": 2e-05, "epoch": 3.0, "global_step": 804, "total_flos": 1.2e17, "output_dir": "o"})
+    {'learning_rate': 2e-05}
+    """
     return {
         k: v for k, v in config.items()
         if k not in BOOKKEEPING_KEYS and not k.startswith((s.SUMMARY_PREFIX, s.RUN_INFO_PREFIX))

@@ -11,6 +11,7 @@ printed does.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import polars as pl
@@ -45,9 +46,17 @@ class Ending:
     failed_after: str | None = None  # completed, then the program failed on its way out: the error it printed
 
 
+_PROGRESS = re.compile(r"^.*\d+/\d+ \[[^\]]*(?:it/s|s/it|\?it/s)\]\s*")  # a tqdm bar the line was printed after
+
+
 def quote(text: str | None) -> str:
-    """A log line as the chronicle quotes it: stripped and cut to ``QUOTE`` characters."""
-    text = (text or "").strip()
+    """A log line as the chronicle quotes it: without a progress bar printed before it on the same line, stripped and
+    cut to ``QUOTE`` characters.
+
+    >>> quote(" 12%|█▏  | 2905/25120 [2:12:37<17:37:09,  2.86s/it]WARNING:torch...:Received 1 death signal")
+    'WARNING:torch...:Received 1 death signal'
+    """
+    text = _PROGRESS.sub("", (text or "")).strip()
     return text if len(text) <= QUOTE else text[: QUOTE - 1] + "…"
 
 

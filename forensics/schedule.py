@@ -61,6 +61,8 @@ def configured_warmup(config: dict[str, Any], samples: pl.DataFrame) -> int | No
     >>> none = pl.DataFrame()
     >>> configured_warmup({"lr_warmup_fraction": 0.1, "train_iters": 2353}, none)  # HF: ceil(0.1 * 2353)
     236
+    >>> configured_warmup({"lr_warmup_fraction": 0.1, "train_iters": -1}, none) is None  # HF max_steps -1: epochs
+    True
     >>> configured_warmup({"lr_warmup_fraction": 0.01, "lr_decay_iters": 320000, "train_iters": 2000}, none)
     3200
     """
@@ -72,7 +74,9 @@ def configured_warmup(config: dict[str, Any], samples: pl.DataFrame) -> int | No
         return int(iters)
     # Megatron: a fraction of lr_decay_iters, which defaults to train_iters; the LR rises while the step is at most
     # that product and peaks at the next whole step (the Hugging Face Trainer rounds the product up: the same step)
-    horizon = _number(config.get("lr_decay_iters")) or _number(config.get("train_iters"))
+    # (the Trainer's max_steps -1 means "run num_train_epochs": no horizon known here)
+    horizon = next((h for h in (_number(config.get("lr_decay_iters")), _number(config.get("train_iters")))
+                    if h and h > 0), None)
     if fraction and horizon:
         return math.ceil(round(fraction * horizon, 9))
     warm_samples = _number(config.get("lr_warmup_samples"))

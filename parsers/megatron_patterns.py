@@ -105,8 +105,10 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     # (torchrun's agent passes a signal it received on to its workers: "Received 15 death signal, shutting down
     # workers", then "SignalException: Process 9724 got signal: 15")
     (s.EV_SIGTERM, r"exiting program after receiving SIGTERM|(?i:received SIGTERM|SIGTERM received)"
-                   r"|Signal 15 \(SIGTERM\) received|Received 15 death signal|got signal: 15\b"),
-    (s.EV_INTERRUPT, r"Received 2 death signal|got signal: 2\b"),  # (SIGINT: Ctrl-C at the launcher)
+                   r"|Signal 15 \(SIGTERM\) received|Received (?:15|Signals\.SIGTERM) death signal|got signal: 15\b"),
+    (s.EV_INTERRUPT, r"Received (?:2|Signals\.SIGINT) death signal|got signal: 2\b"),  # (SIGINT: Ctrl-C)
+    # SIGHUP: the terminal or session the launcher ran in went away (an ssh connection closed without nohup)
+    (s.EV_KILLED, r"Received (?:1|Signals\.SIGHUP) death signal|got signal: 1\b"),
     (s.EV_EXIT, r"exiting program after (\d+(?:\.\d*)?) minutes"),  # value: the minutes it ran
     (s.EV_EXIT, r"exiting program at iteration \d+|exiting program after|Detected kill switch"),
     (s.EV_TRAINING_DONE, r"\[after training is done\]"),
@@ -179,6 +181,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_KILLED, r"(?i)killed by signal|\bSIGKILL\b|exitcode\s*:\s*-9\b|^\s*Killed\s*$"),
     # torchrun's word on a worker: "failed (exitcode: -6) local_rank: 1", "exitcode  : -6 (pid: 3016739)"
     (s.EV_EXIT_CODE, r"\bexitcode\s*:\s*(-?\d+)\b"),
+    # OLMo's "CRITICAL [olmo.util:158, rank=0] Uncaught OLMoThreadError: generator thread data thread 3 failed"
+    (s.EV_ERROR, r"\bUncaught (?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception)\b"),
     (s.EV_ERROR, r"^" + RANK_PREFIX + r"\s*:?\s*(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]*(?:Error|Exception)(?::|$)"
                  r"|^" + RANK_PREFIX + r"\s*Fatal Python error:"),
     # start-up lines (after iterations or an ending, one of these begins a new launch)

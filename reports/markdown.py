@@ -106,6 +106,19 @@ def _failed(run: RunFindings) -> list[Attempt]:
             or a.failed_after_training]
 
 
+def _trouble(run: RunFindings, a: Attempt) -> str:
+    """What went wrong in an attempt that did not end on it (it completed with its grad norm NaN): its first NaN or
+    divergence."""
+    if a.end_reason in FAILED_ENDINGS:
+        return ""
+    first = next((x for x in sorted(run.anomalies, key=lambda x: x.step) if x.attempt == a.index
+                  and x.kind in BLOWUP_KINDS), None)
+    if first is None:
+        return ""
+    what = "NaN" if first.kind == Kind.NAN else "divergence"
+    return f"; {what} in the {(first.metric or s.LOSS).replace('_', ' ')} from step {first.step}"
+
+
 def _summary(run: RunFindings) -> list[str]:
     lines: list[str] = []
     if run.model.size_mismatch:
@@ -113,7 +126,7 @@ def _summary(run: RunFindings) -> list[str]:
     no_loss = "loss" in run.coverage.get("missing", [])
     bad = _failed(run)
     if bad:
-        went = "; ".join(f"attempt {a.index} {ending(a)}" for a in bad)
+        went = "; ".join(f"attempt {a.index} {ending(a)}" + _trouble(run, a) for a in bad)
         lines.append(f"- **What went wrong:** {went}.")
     elif no_loss:
         lines.append("- **What went wrong:** not checked: no loss metric recognised (see *What was read and "

@@ -864,3 +864,29 @@ def test_overfitting_quotes_the_training_loss_over_the_same_steps_and_needs_no_t
     (tmp_path / "trainer_state.json").write_text(json.dumps({**state, "log_history": kept}))
     _, lines = _chronicle(tmp_path / "trainer_state.json")
     assert any(line.startswith("- **Validation loss rising:** from its lowest, 0.320998 at step 1000") for line in lines)
+
+
+def test_hang_up_signals_uncaught_thread_errors_and_ms_swifts_global_step_are_read() -> None:
+    """ms-swift #64: "'global_step': 2900" in the dict (steps were numbered 1, 2, ... and the run called "scratch"), then
+    torchrun's "Received 1 death signal" glued behind the progress bar: "still running, cut off". OLMo #552: "CRITICAL
+    [olmo.util:158, rank=0] Uncaught OLMoThreadError: ..." after step 75: "no crash"."""
+    run, _ = _chronicle(REAL / "hf_trainer" / "msswift_issue64_sighup_global_step.txt")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_reason) == (2900, "killed")
+    assert attempt.end_detail == ("WARNING:torch.distributed.elastic.agent.server.api:Received 1 death signal, "
+                                  "shutting down workers")  # (the progress bar it was printed behind left out)
+    run, _ = _chronicle(REAL / "olmo" / "issue552_uncaught_thread_error_excerpt.txt")
+    [attempt] = run.attempts
+    assert (attempt.end_step, attempt.end_reason, attempt.end_kind) == (75, "crashed", "error")
+    assert attempt.end_detail.endswith("Uncaught OLMoThreadError: generator thread data thread 3 failed")
+
+
+def test_a_trainer_run_whose_grad_norm_went_nan_says_so_where_it_says_what_went_wrong() -> None:
+    """Wdamm-FLOB2's TinyLlama run: the loss prints 0.0 wherever grad_norm is nan (the Trainer's NaN filter), then the
+    run completes: "What went wrong: attempt 1 completed after step 5" and "a loss of 0 is no training signal: every
+    label masked..."."""
+    run, lines = _chronicle(REAL / "hf_trainer" / "Wdamm-FLOB2_lacia_loss0_gradnan.txt")
+    [went] = [line for line in lines if line.startswith("- **What went wrong:**")]
+    assert went.endswith("; NaN in the grad norm from step 2.")
+    [zero] = [a for a in run.anomalies if a.kind == "zero_loss"]
+    assert "the loss was most likely NaN too, logged as 0" in zero.detail and "label" not in zero.detail

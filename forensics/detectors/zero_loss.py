@@ -27,6 +27,9 @@ WHY = ("a loss of 0 (to the digits printed) is no training signal: every label m
 SCATTERED = ("single batches gave a loss of 0: a batch whose labels were all masked or ignored, or a loss with a floor "
              "at 0 that the batch met in full (a hinge or margin loss); a cross-entropy over real tokens is never 0; "
              "the log does not tell which")
+NAN_FILTERED = ("the grad norm was NaN or Inf at these steps: the loss was most likely NaN too, logged as 0 (the "
+                "Hugging Face Trainer, for one, leaves NaN and Inf losses out of the mean it logs, its "
+                "logging_nan_inf_filter on by default, and logs 0 for a window with nothing else)")
 NEAR_ZERO = 1e-3  # a cross-entropy below this is a perplexity of 1.001: nothing left to learn
 COLLAPSE = 1000.0  # a fall this large in one logged point is a collapse, not learning
 FLOWING = 0.01  # a grad norm above this flows (GRPO's 0.087); OLMo #692's 7.7e-08, a memorised model's 1e-3, do not
@@ -56,6 +59,10 @@ class ZeroLossDetector:
                              on=["attempt", "step"], how="semi").group_by("attempt").len()
         per_attempt = dict(zeros.group_by("attempt").len().iter_rows())
         trained = {int(a) for a, n in flowing.iter_rows() if n * 2 > per_attempt[a]} | set(frames.negative(s.LOSS))
+        # a grad norm NaN or Inf at the zero-loss points: the loss was NaN too, and the Trainer logged 0 for it
+        nan_grads = dict(zeros.join(frames.points(s.GRAD_NORM).filter(~pl.col("value").is_finite()),
+                                    on=["attempt", "step"], how="semi").group_by("attempt").len().iter_rows())
+        filtered = {int(a) for a, n in nan_grads.items() if n * 2 > per_attempt[a]}
         out = []
         for attempt in zeros["attempt"].unique(maintain_order=True).to_list():
             if attempt in trained:
@@ -69,8 +76,8 @@ class ZeroLossDetector:
                      f"at every point from step {steps[first]} to {steps[last]} ({span} points)" if at.size == span
                      else f"at {at.size} of the {span} points from step {steps[first]} to {steps[last]}")
             before = f", after {shown(float(values[first - 1]))} at step {steps[first - 1]}" if first else ""
-            why = WHY
-            if at.size * 2 < span:  # zeros scattered among ordinary values: single batches, not a dead signal
+            why = NAN_FILTERED if attempt in filtered else WHY
+            if why == WHY and at.size * 2 < span:  # zeros scattered among ordinary values: single batches, not a dead signal
                 others = values[first:last + 1][values[first:last + 1] != 0]
                 where += f", among ordinary values (their median {shown(float(np.median(others)))})"
                 why = SCATTERED

@@ -25,7 +25,9 @@ def _key(name: str) -> str:
     return rf"{_Q}{re.escape(name)}{_Q}:\s*{_Q}?({NUMBER}){_Q}?"
 
 
+# ms-swift's "'global_step/max_steps': '12/500'", its v1's "'global_step': 2900"
 _STEP = rf"{_Q}global_step/max_steps{_Q}:\s*{_Q}(\d+)/\d+{_Q}"
+_GLOBAL_STEP = rf"{_Q}global_step{_Q}:\s*(\d+)\b"
 
 SPEC = LineFormat(
     FORMAT="hf-trainer",
@@ -34,8 +36,9 @@ SPEC = LineFormat(
     rules=(
         Rule(rf"^[^{{]*\{{{_Q}(?:loss|grad_norm){_Q}:", {
             s.LOSS: _key("loss"), s.GRAD_NORM: _key("grad_norm"), s.LR: _key("learning_rate"), s.EPOCH: _key("epoch")},
-            step_at=(_STEP,), ordinal=True),
-        Rule(rf"^[^{{]*\{{{_Q}eval_loss{_Q}:", {s.VAL_LOSS: _key("eval_loss")}, step_at=(_STEP,), per_step=False),
+            step_at=(_STEP, _GLOBAL_STEP), ordinal=True),
+        Rule(rf"^[^{{]*\{{{_Q}eval_loss{_Q}:", {s.VAL_LOSS: _key("eval_loss")}, step_at=(_STEP, _GLOBAL_STEP),
+             per_step=False),
     ),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
