@@ -196,9 +196,40 @@ def _load_local(root: Path, name: str | None, early: list[str] | None = None) ->
     for run in runs:
         run.configs, disagreements = canonical_configs(run.configs)
         run.warnings.extend(disagreements)
+        _counted_by_interval(run)
     runs[0].warnings[:0] = warnings
     runs[0].skipped.extend(skipped)
     return runs
+
+
+_INTERVAL_KEYS = ("logging_steps", "log_interval")  # the logging interval a run's config sets
+
+
+def _counted_by_interval(run: Run) -> None:
+    """A console that prints no step has its lines counted (1, 2, 3, ...); where the run's config sets one logging
+    interval (the Trainer's ``logging_steps`` in a W&B run's ``config.yaml``), its k-th line is step k x interval,
+    said in place of the counting note. Events of that console are put on the same steps."""
+    counted = [src.path for src in run.sources if src.counted]
+    if not counted or not run.configs.height:
+        return
+    values = run.configs.filter(pl.col("key").is_in(_INTERVAL_KEYS))["value"].unique().to_list()
+    interval = int(float(values[0])) if len(values) == 1 and _whole(values[0]) else 0
+    if interval <= 1:
+        return
+    mine = pl.col("source").cast(pl.String).is_in(counted)
+    run.metrics = run.metrics.with_columns(step=pl.when(mine).then(pl.col("step") * interval).otherwise("step"))
+    run.events = run.events.with_columns(step=pl.when(mine).then(pl.col("step") * interval).otherwise("step"))
+    note = (f"it prints no step: steps here are its printed metrics lines times the logging interval its run's config "
+            f"sets ({interval})")
+    run.warnings = [w.replace(COUNTED_NOTE, note) if any(w.startswith(f"{c}: ") for c in counted) else w
+                    for w in run.warnings]
+
+
+def _whole(text: str | None) -> bool:
+    try:
+        return float(text or "") > 0 and float(text or "").is_integer()
+    except ValueError:
+        return False
 
 
 def _split_launch_folders(pieces: list[Piece], root: Path) -> None:

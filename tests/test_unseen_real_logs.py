@@ -890,3 +890,14 @@ def test_a_trainer_run_whose_grad_norm_went_nan_says_so_where_it_says_what_went_
     assert went.endswith("; NaN in the grad norm from step 2.")
     [zero] = [a for a in run.anomalies if a.kind == "zero_loss"]
     assert "the loss was most likely NaN too, logged as 0" in zero.detail and "label" not in zero.detail
+
+
+def test_a_console_that_prints_no_step_is_put_on_steps_by_its_runs_logging_interval() -> None:
+    """Jskyu/KorQuAD2.0 run za1r6og7 (no .wandb, so its output.log's 618 Trainer dicts, which print no step): "how far
+    it got: step 618" for a run stopped at 15450 of 23260 (its config.yaml: logging_steps 25; its summary:
+    train/global_step 15450)."""
+    run, _ = _chronicle(REAL / "wandb" / "Jskyu__KorQuAD2.0-dev-training" / "wandb" / "run-20240430_111132-za1r6og7")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step) == (25, 15450)
+    assert any(w.endswith("files/output.log: it prints no step: steps here are its printed metrics lines times the "
+                          "logging interval its run's config sets (25)") for w in run.warnings)
