@@ -106,7 +106,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     # workers", then "SignalException: Process 9724 got signal: 15")
     (s.EV_SIGTERM, r"exiting program after receiving SIGTERM|(?i:received SIGTERM|SIGTERM received)"
                    r"|Signal 15 \(SIGTERM\) received|Received (?:15|Signals\.SIGTERM) death signal|got signal: 15\b"),
-    (s.EV_INTERRUPT, r"Received (?:2|Signals\.SIGINT) death signal|got signal: 2\b"),  # (SIGINT: Ctrl-C)
+    # (SIGINT: Ctrl-C; a terminal echoes it as a line "^C")
+    (s.EV_INTERRUPT, r"Received (?:2|Signals\.SIGINT) death signal|got signal: 2\b|^\s*\^C\s*$"),
     # SIGHUP: the terminal or session the launcher ran in went away (an ssh connection closed without nohup)
     (s.EV_KILLED, r"Received (?:1|Signals\.SIGHUP) death signal|got signal: 1\b"),
     (s.EV_EXIT, r"exiting program after (\d+(?:\.\d*)?) minutes"),  # value: the minutes it ran

@@ -58,3 +58,11 @@ def test_a_step_the_bar_prints_to_three_digits_is_not_read_and_said() -> None:
                           "printed to 3 significant digits (3.2e+4: the step is not known): not read")
                for w in run.warnings)
     assert (run.attempts[0].end_step, run.attempts[0].end_kind) == (None, "collective_timeout")
+
+
+def test_refreshes_glued_into_one_line_pair_each_step_with_its_own_loss() -> None:
+    """aws-neuron/neuronx-nemo-megatron PR #28: the bar's refreshes glued into one line ("...reduced_train_loss=3.910,
+    ..., global_step=564.0 ... reduced_train_loss=4.000, ..., global_step=565.0"): "loss 3.91 at step 565" took the
+    step from the last refresh and the loss from the first."""
+    run = load_run(NEMO / "neuronx_nemo_pr28_glued_refreshes.txt")
+    assert run.metrics.filter(metric="loss").select("step", "value").rows() == [(564, 3.91)]

@@ -901,3 +901,11 @@ def test_a_console_that_prints_no_step_is_put_on_steps_by_its_runs_logging_inter
     assert (attempt.start_step, attempt.end_step) == (25, 15450)
     assert any(w.endswith("files/output.log: it prints no step: steps here are its printed metrics lines times the "
                           "logging interval its run's config sets (25)") for w in run.warnings)
+
+
+def test_a_ctrl_c_echoed_as_a_line_is_an_interrupt() -> None:
+    """auroraGPT-ANL/torchtitan's Aurora console: step 105 of 1000, then the terminal's "^C" and the shell's report:
+    "the log ends with no end printed: still running, cut off, or stopped without a word"."""
+    run, _ = _chronicle(REAL / "torchtitan" / "auroraGPT_blendcorpus_aurora_ctrl_c.log")
+    [attempt] = run.attempts
+    assert (attempt.end_step, attempt.end_reason, attempt.end_detail) == (105, "interrupted", "^C")

@@ -29,7 +29,8 @@ import re
 from parsers import schema as s
 from parsers.console.engine import NUMBER, LineFormat, Rule
 
-_BAR = r"\bEpoch \d+:.*?(?:\d+/\d+|\d+it) \[[^\]]*"
+# (lazy: tqdm's refreshes can be glued into one line, and a step's values are read from the same refresh as the step)
+_BAR = r"\bEpoch \d+:.*?(?:\d+/\d+|\d+it) \[[^\]]*?"
 
 SPEC = LineFormat(
     FORMAT="nemo",
