@@ -144,10 +144,12 @@ def end_of(
         return Ending(EndReason.COMPLETED, "reached the last iteration")
     cut = (events.filter((pl.col("kind") == s.EV_ELISION) & (pl.col("step") >= end_step))
            if end_step is not None and events.height else None)
-    if cut is not None and cut.height:  # whoever pasted the log left out what followed
+    if cut is not None and cut.height:  # whoever pasted the log left out what followed (or the file was cut)
+        said = cut["text"][0] or ""
         return Ending(EndReason.UNKNOWN if next_index is not None else EndReason.RUNNING,
-                      "the log leaves out what followed its last step (a “...” line)", s.EV_ELISION,
-                      step=int(cut["step"][0]))
+                      "the log leaves out what followed its last step ("
+                      + (f"{said})" if said.startswith("its history") else "a “...” line)"), s.EV_ELISION,
+                      cut["wall_time"][0], step=int(cut["value"][0] if cut["value"][0] is not None else cut["step"][0]))
     if end_step is None:
         # fp16 overflow lines are steps, skipped ones: a console that numbers none still trained (DeepSpeed's
         # "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768")

@@ -89,12 +89,21 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
             continue
         (config if kind == "config" else summary).update(loaded)
     reached, logged = summary.get("_step"), parsed.metrics["step"].max()
+    cut_short: dict[str, Any] | None = None
     # (a file said to be cut says where, not how much of the run it lost: this does)
     if isinstance(reached, int | float) and not isinstance(reached, bool) and math.isfinite(reached) \
             and logged is not None and reached > logged:  # type: ignore[operator]
         parsed.warnings.append(f"{shown}: its history ends at step {logged}, but the run's summary says it reached "
                                f"step {int(reached)}: the rest of its history is not in the file (cut, or copied "
                                "while the run was writing it)")
+        runtime = summary.get("_runtime")
+        lasted = float(runtime) if isinstance(runtime, int | float) and math.isfinite(runtime) else None
+        # the attempt's log leaves out what followed its last step, as a pasted "..." does: its end is not in the file
+        cut_short = {"kind": [s.EV_ELISION], "step": [int(logged)], "value": [float(reached)],  # type: ignore[arg-type]
+                     "wall_time": [log.start_time + lasted if log.start_time is not None and lasted else None],
+                     "text": [f"its history stops at step {logged}; the run's summary says it reached step "
+                              f"{int(reached)}" + (f" after {lasted / 60:.0f} min" if lasted else "")],
+                     "attempt": [parsed.n_attempts]}
     summary = summary_values(summary)
     first = history.head(1)
     first_step = parsed.metrics["step"].min()
@@ -106,6 +115,9 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
         "text": [f"W&B run {log.run_id} ({log.display_name or 'no name'}) {how}"],
     }
     events = [pl.DataFrame(start), parsed.events]
+    if cut_short is not None:
+        events.append(pl.DataFrame(cut_short, schema_overrides={"step": pl.Int64, "value": pl.Float64,
+                                                                "wall_time": pl.Float64, "attempt": pl.Int32}))
     done = next((summary[k] for k in _TRAINER_DONE if k in summary), None)
     last = parsed.metrics.filter(pl.col("attempt") == parsed.n_attempts)["step"].max()
     # the Trainer's end of train(): its W&B callback puts train_runtime in the summary only; a trainer of a notebook

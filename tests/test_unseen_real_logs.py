@@ -909,3 +909,17 @@ def test_a_ctrl_c_echoed_as_a_line_is_an_interrupt() -> None:
     run, _ = _chronicle(REAL / "torchtitan" / "auroraGPT_blendcorpus_aurora_ctrl_c.log")
     [attempt] = run.attempts
     assert (attempt.end_step, attempt.end_reason, attempt.end_detail) == (105, "interrupted", "^C")
+
+
+def test_a_wandb_history_cut_short_of_its_summary_ends_where_the_summary_says() -> None:
+    """aorvieto/VerySimpleTransformer run ovrxxego: its .wandb (copied while the run was writing) ends at step 3901;
+    its summary says step 62509 after 3369 s. The chronicle read "how far it got: step 3901", "ran for 3 min" and
+    "still running, cut off, or stopped without a word"."""
+    run, lines = _chronicle(REAL / "wandb" / "aorvieto__VerySimpleTransformer" / "wandb" / "run-20230329_040152-ovrxxego")
+    [attempt] = run.attempts
+    assert (attempt.end_step, attempt.end_at_step, attempt.end_reason) == (3901, 62509, "running")
+    assert attempt.end_detail == ("the log leaves out what followed its last step (its history stops at step 3901; the "
+                                  "run's summary says it reached step 62509 after 56 min)")
+    assert round(attempt.ran_for_s) == 3369
+    assert "| 1 | 0–3901 | from the start of training | - | step 62509 as its log printed (3901 in its metrics) | the log " \
+           "ends with no end printed |" in lines
