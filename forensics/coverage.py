@@ -173,3 +173,16 @@ def roles_back(metric: str, roles: dict[str, str]) -> str:
 
 def _recognised(metric: str) -> bool:
     return metric in s.CANONICAL_METRICS or metric.startswith(("val_", "test_"))
+
+
+def with_overflow_scales(record: dict[str, Any], events: pl.DataFrame) -> dict[str, Any]:
+    """A coverage record with ``overflow_scales`` when the loss scale is missing as a series but fp16 overflow lines
+    print the scale they reduced it to (DeepSpeed's "Attempted loss scale: 256, reducing to 128"): ``lines``, ``first``
+    and ``last`` (the scales), so the report does not say the loss scale was not found where the log prints it."""
+    if s.LOSS_SCALE not in record.get("missing", []) or not events.height:
+        return record
+    scales = events.filter((pl.col("kind") == s.EV_OVERFLOW) & pl.col("value").is_not_null()).sort(
+        "line", nulls_last=True)["value"]
+    if not scales.len():
+        return record
+    return {**record, "overflow_scales": {"lines": scales.len(), "first": float(scales[0]), "last": float(scales[-1])}}

@@ -143,6 +143,13 @@ def coverage_section(run: RunFindings) -> list[str]:
         listed = ", ".join(md(o) for o in others[:12]) + (f" and {len(others) - 12} more" if len(others) > 12 else "")
         out.append(f"- **Other scalars read** (checked for NaN/Inf only): {listed}.")
     for name in cov.get("missing", []):
+        if name == s.LOSS_SCALE and (over := cov.get("overflow_scales")):
+            out.append(f"- **Loss scale:** no series of it, but {over['lines']} fp16 overflow line"
+                       f"{'s' if over['lines'] != 1 else ''} print the scale they reduced it to ("
+                       + (f"{shown(over['first'])}, at last {shown(over['last'])}" if over["lines"] > 1
+                          else shown(over["first"])) + "); where it rose again between them is not in the log, so "
+                       "a collapse of the scale over the run could not be checked.")
+            continue
         alike = [o for o in others if name in _LOOKALIKES and _LOOKALIKES[name].search(o)]
         seen = (f" (named like one, not taken as it: {', '.join(md(o) for o in alike[:6])}"
                 f"{f' and {len(alike) - 6} more' if len(alike) > 6 else ''})" if alike else "")

@@ -809,6 +809,11 @@ def test_a_deepspeed_console_of_overflow_lines_only_is_read_for_them() -> None:
                                                         "step skipped (the loss scale reduced to 32768, and at last "
                                                         "to 8192)")
     assert not any("no training step, error or stop" in line for line in lines)
+    # ("Not found: loss scale" beside lines that print it, audits J and Q)
+    assert not any(line.startswith("- **Not found:** loss scale") for line in lines)
+    assert ("- **Loss scale:** no series of it, but 3 fp16 overflow lines print the scale they reduced it to (32768, "
+            "at last 8192); where it rose again between them is not in the log, so a collapse of the scale over the "
+            "run could not be checked.") in lines
     # each skip printed twice ("Grad overflow on iteration: 0", then "... Skipping step ... reducing to 32768.0"); the
     # first three are the start-up search for a scale (DeepSpeed's "step=0, skipped=0" is before any step), the
     # fourth a lone skip: no anomaly, no overflow storm
