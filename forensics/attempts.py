@@ -63,7 +63,8 @@ def _spans(metrics: pl.DataFrame, logged: pl.DataFrame, spacing: dict[int, int])
     # hundreds of MB
     lazy = metrics.lazy()
     loss = lazy.filter(pl.col("metric") == s.LOSS).group_by("attempt").agg(
-        points=pl.len(), last_loss=pl.col("step").filter(pl.col("value").is_finite()).max())
+        points=pl.len(), last_loss=pl.col("step").filter(pl.col("value").is_finite()).max(),
+        first_loss=pl.col("step").min(), loss_interval=pl.col("step").unique().sort().diff().median())
     clock = lazy.select("attempt", "wall_time").drop_nulls().group_by("attempt").agg(
         first_seen=pl.col("wall_time").min(), last_seen=pl.col("wall_time").max())
     sources = lazy.select("attempt", "source").unique().group_by("attempt").agg(
@@ -129,9 +130,13 @@ def build_attempts(
         # its evaluations interleave other steps), else the usual step between points (only an attempt with steps
         # uses it)
         configured = _configured_interval(cfg.get(n) or {})
-        interval = log_interval.get(n) or configured or span.get("interval") or 1
+        # (where the loss is, the training steps are: an evaluation logged before the first loss, at a cadence of its
+        # own, is no sign that the attempt began mid-run)
+        loss_every, first_loss = span.get("loss_interval"), span.get("first_loss")
+        interval = log_interval.get(n) or configured or (int(loss_every) if loss_every else None) \
+            or span.get("interval") or 1
         ev = by_attempt.get((n,), events.clear())
-        resumed, inferred = _resume_point(ev, start, interval)
+        resumed, inferred = _resume_point(ev, first_loss if first_loss is not None else start, interval)
         # a checkpoint loaded at iteration 0, or one whose iteration is not printed by an attempt that starts at the
         # start of training: a fine-tune, or a training begun from loaded weights, not from scratch
         loaded = resumed is None and bool(ev.height and ev.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD) & (

@@ -928,3 +928,12 @@ def test_a_wandb_history_cut_short_of_its_summary_ends_where_the_summary_says() 
     assert round(attempt.ran_for_s) == 3369
     assert "| 1 | 0–3901 | from the start of training | - | step 62509 as its log printed (3901 in its metrics) | the log " \
            "ends with no end printed |" in lines
+
+
+def test_an_evaluation_logged_before_the_first_loss_is_no_sign_of_a_mid_run_start() -> None:
+    """befawzy/Decision-transformers: the Trainer state's first entry is an evaluation at step 391 (epoch 1.0), its
+    first loss at step 500: "the log begins mid-run, at step 391; what came before is not in it"."""
+    run, lines = _chronicle(REAL / "hf_trainer_state" / "befawzy_Decision-transformers_POMDP")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.begins_mid_run, attempt.resumed_from_step) == (391, False, None)
+    assert not any("mid-run" in line for line in lines)
