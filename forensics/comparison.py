@@ -217,8 +217,8 @@ def separating_keys(rows: list[RunRow]) -> list[Separation]:
     value above (or below) every healthy one; for other values, disjoint sets. A run still running counts as healthy
     up to its last step (and the statement says so); one that has not logged a step yet, and a run without a config,
     say nothing and are left out. Needs both kinds of run and at least three runs; seeds, logging cadence and run
-    length are left out, and so are keys some run lacks, a run's own name or id (``wandb_run_name``), and keys that
-    are not numbers and differ in every run (an output path with a time stamp: they separate every split)."""
+    length are left out, and so are keys some run lacks and a run's own name or id (``wandb_run_name``: it
+    separates any split of the runs)."""
     considered = [r for r in rows if r.has_config and not (r.outcome == Outcome.RUNNING and r.outcome_step is None)]
     failed = [r for r in considered if r.outcome in FAILED_OUTCOMES]
     good = [r for r in considered if healthy(r)]
@@ -233,8 +233,6 @@ def separating_keys(rows: list[RunRow]) -> list[Separation]:
         if key in NOT_SEPARATING or _RUN_IDENTITY.search(key) or None in values.values():
             continue  # (a key some run does not have proves nothing; a run's own name separates any split)
         nums = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in [*bad.values(), *fine.values()])
-        if not nums and len({json.dumps(v, sort_keys=True) for v in values.values()}) == len(values):
-            continue  # every run its own value (a run name with a time stamp in it): it would separate any split
         if nums and min(bad.values()) > max(fine.values()):
             text = f"{key} ≥ {show_value(min(bad.values()))} failed, ≤ {show_value(max(fine.values()))} healthy"
         elif nums and max(bad.values()) < min(fine.values()):

@@ -46,7 +46,7 @@ class Ending:
     failed_after: str | None = None  # completed, then the program failed on its way out: the error it printed
 
 
-_PROGRESS = re.compile(r"^.*\d+/\d+ \[[^\]]*(?:it/s|s/it|\?it/s)\]\s*")  # a tqdm bar the line was printed after
+_PROGRESS = re.compile(r"\d+/\d+ \[\d[^\]]*\]")  # a tqdm bar ("2905/25120 [2:12:37<17:37:09, 2.86s/it, loss=3.2]")
 
 
 def quote(text: str | None) -> str:
@@ -55,8 +55,15 @@ def quote(text: str | None) -> str:
 
     >>> quote(" 12%|█▏  | 2905/25120 [2:12:37<17:37:09,  2.86s/it]WARNING:torch...:Received 1 death signal")
     'WARNING:torch...:Received 1 death signal'
+    >>> quote("Epoch 0: 1%| 11/750 [05:05<5:36:58, 27.36s/it, loss=3.2, v_num=1]RuntimeError: CUDA error")
+    'RuntimeError: CUDA error'
+    >>> quote("RuntimeError: CUDA error 11/750 [05:05<5:36:58, 27.36s/it]")  # (nothing after the bar: kept whole)
+    'RuntimeError: CUDA error 11/750 [05:05<5:36:58, 27.36s/it]'
     """
-    text = _PROGRESS.sub("", (text or "")).strip()
+    text = (text or "").strip()
+    bars = list(_PROGRESS.finditer(text))
+    if bars and text[bars[-1].end():].strip():  # (a message after the last bar: the bars before it are left out)
+        text = text[bars[-1].end():].strip()
     return text if len(text) <= QUOTE else text[: QUOTE - 1] + "…"
 
 
@@ -163,9 +170,11 @@ def end_of(
                 said.append(f"DeepSpeed's count reached step={last['step']}, skipped={last['value']:.0f}")
             if over.height:
                 # (one skip can print two lines: "Grad overflow on iteration: 0", then "... reducing to 32768.0")
-                # (each rank prints its copy of one skip: "Rank 6 Skipping step", "Rank 4 Skipping step", ...)
-                ordered = over.with_columns(same=pl.col("text").fill_null("").str.replace_all(r"\b[Rr]ank \d+", "")) \
-                    .unique("same", keep="first", maintain_order=True).sort("line", nulls_last=True)
+                # (each rank prints its copy of one skip, one after the other: "Rank 6 Skipping step", "Rank 4 ...")
+                same = pl.col("text").fill_null("").str.replace_all(r"\b[Rr]ank \d+|\d{2}:\d{2}:\d{2}[.,]?\d*", "")
+                ordered = over.sort("line", nulls_last=True).with_columns(same=same).filter(
+                    ~((pl.col("same") == pl.col("same").shift(1)) & (pl.col("line") - pl.col("line").shift(1) <= 1))
+                    .fill_null(False))
                 paired = (ordered["value"].is_null() & ~ordered["text"].str.contains("Skipping step")
                           & ordered["value"].shift(-1).is_not_null()
                           & ((ordered["line"].shift(-1) - ordered["line"]) <= 3)).fill_null(False)

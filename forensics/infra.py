@@ -16,15 +16,15 @@ NO_STEP_READ = "before any iteration read from its logs"  # (a log may show step
 
 def _where(attempt: int | None, step: int | None, source: str | None = None, attempts: list[Attempt] | None = None,
            stepped: frozenset[str] = frozenset()) -> str:
-    """Where a line was printed: its attempt and the last step before it. A line with no step in a log that logs no
-    metrics (``stepped``: the sources that do), beside one that logs the attempt's steps (a W&B run's output.log beside
-    its history), is not before any iteration: where it fell among them is not known."""
+    """Where a line was printed: its attempt and the last step before it. A line with no step in a log no metric was
+    read from (``stepped``: the sources that were), beside one that logs the attempt's steps (a W&B run's output.log
+    beside its history), is not before any iteration: where it fell among them is not known."""
     at = f"attempt {attempt}" if attempt is not None else "between attempts"
     if step is not None:
         return f"{at}, after step {step}"
     own = next((a for a in attempts or [] if a.index == attempt), None)
     if own is not None and own.end_step is not None and source is not None and source not in stepped:
-        return f"{at}, in {source}, which prints no steps (the attempt's steps end at {own.end_step})"
+        return f"{at}, in {source}, where no step was read (the attempt's steps end at {own.end_step})"
     return f"{at}, {NO_STEP_READ}"
 
 

@@ -59,7 +59,7 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
         span = loss.filter(pl.col("step") >= up["from_step"])["value"].to_numpy()
         k = min(3, span.size // 2)
         if k:
-            up |= {"train_from": float(np.median(span[:k])), "train_to": float(np.median(span[-k:]))}
+            up |= {"train_from": float(np.median(span[:k])), "train_to": float(np.median(span[-k:])), "train_points": k}
         if not k or not up["train_to"] < up["train_from"] * (1 - NO_GAIN):
             up = None
     return {"steps": [int(loss["step"][0]), int(loss["step"][-1])], "start": start, "end": end, "fell": fell,

@@ -160,7 +160,8 @@ def runs_of_versions(pieces: list[Piece], root: Path) -> dict[int, Path]:
             run_of[version.folder] = run_of[done[-1].folder] if done else version.folder
             continue
         slack = 2 * (version.interval or usual)
-        resumed = version.start > lowest + usual  # type: ignore[operator]
+        # (a version logging once an epoch has its first row an epoch in: its own interval says where it began)
+        resumed = version.start > lowest + max(usual, version.interval or 0)  # type: ignore[operator]
         before = [v for v in reversed(done)
                   if resumed and v.start < version.start <= v.end + slack]  # type: ignore[operator]
         before.sort(key=lambda v: v.settings != version.settings)  # (stable: the latest first within each)

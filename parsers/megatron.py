@@ -836,7 +836,7 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
         .otherwise(pl.col("last"))
     )
     # a traceback logged as one list is quoted by the error it ends with
-    listed = pl.col("body").str.extract(p.LISTED_ERROR, 1)
+    listed = pl.coalesce(pl.col("body").str.extract(p.LISTED_ERROR, 1), pl.col("body").str.extract(p.LISTED_ERROR, 2))
     ev = ev.with_columns(text=pl.when(pl.col("kind") == s.EV_ERROR).then(pl.coalesce(listed, "text")).otherwise("text"))
     return ev.select("line", "attempt", "step", "kind", "value", "wall_time", "text").pipe(_shard_totals)
 

@@ -87,8 +87,9 @@ SECONDS_KEYS = ("elapsed time per iteration (s)",)
 
 # the error that ends a traceback logged as a Python list on one line (group 1), as :data:`EVENT_PATTERNS` reads it
 # (the list may reach over several lines: a source line it quotes can hold a line break)
-LISTED_ERROR = (r"', '((?:[A-Za-z_][\w.]*\.)?\w*(?:Error|Exception|StopIteration|Interrupt|Exit)\b[^']*?)"
-                r"\\n'\]\s*$")
+# (Python quotes an element that holds a ' with ": "KeyError: 'input_ids'\n": group 2 then)
+_LISTED_NAME = r"(?:[A-Za-z_][\w.]*\.)?\w*(?:Error|Exception|StopIteration|Interrupt|Exit)\b"
+LISTED_ERROR = rf"', (?:'({_LISTED_NAME}[^']*?)\\n'|\"({_LISTED_NAME}[^\"]*?)\\n\")\]\s*$"
 
 # One regex per event kind; the first that matches a line wins. Group 1, when present, is the event's value.
 _COLLECTIVES = r"(?:broadcast\w*|all_reduce\w*|all_gather\w*|reduce_scatter\w*|all_to_all\w*|barrier|reduce|gather|scatter)"
@@ -117,7 +118,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_TRAINING_DONE, r"\{['\"]train_runtime['\"]: ['\"]?\d"),
     # OLMo's "Training complete", torchtitan's "Training completed", the Trainer's "Training completed. Do not forget
     # to share your model"
-    (s.EV_TRAINING_DONE, r"\bTraining complete(?:d)?(?:[.!]| in |\s*$)"),
+    # (a logger's whole message, not a stage of a pipeline: "Stage 1 of 2: Training complete.")
+    (s.EV_TRAINING_DONE, r"(?:\bINFO\W+|^\W*)Training complete(?:d)?(?:[.!]|\s*$)"),
     (s.EV_MARKER, r"^\s*\[[^\]]+\] datetime: "),
     (s.EV_PARAMETER_COUNT, r"number of parameters on \((?:tensor, )?(?:gtp_weight_remat, )?pipeline\) model parallel "
                            r"rank \([\d, ]+\): (\d+)"),

@@ -214,7 +214,10 @@ def _counted_by_interval(run: Run) -> None:
         return
     values = run.configs.filter(pl.col("key").is_in(_INTERVAL_KEYS))["value"].unique().to_list()
     interval = int(float(values[0])) if len(values) == 1 and _whole(values[0]) else 0
-    if interval <= 1:
+    # (a log each epoch, or one at the first step too, is not every interval-th step)
+    other = run.configs.filter(((pl.col("key") == "logging_strategy") & ~pl.col("value").str.contains("(?i)steps"))
+                               | ((pl.col("key") == "logging_first_step") & pl.col("value").str.contains("(?i)true")))
+    if interval <= 1 or other.height:
         return
     mine = pl.col("source").cast(pl.String).is_in(counted)
     run.metrics = run.metrics.with_columns(step=pl.when(mine).then(pl.col("step") * interval).otherwise("step"))

@@ -88,11 +88,17 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
             parsed.warnings.append(f"{exc}; the run's history was read without it")
             continue
         (config if kind == "config" else summary).update(loaded)
-    reached, logged = summary.get("_step"), parsed.metrics["step"].max()
+    # the summary's _step counts W&B's log calls: compared with the history's own; a run whose steps are another key
+    # (the Trainer's train/global_step) reached the summary's value of that key
+    axis = next((tag for tag, name in parsed.tags.items() if name == s.STEP_AXIS), None)
+    reached, logged = summary.get("_step"), history["step"].max()
     cut_short: dict[str, Any] | None = None
+    cut = _beyond(reached, logged)
+    if cut and axis is not None:  # (on the run's own step axis: where its history ends, and the summary's value of it)
+        reached, logged = summary.get(axis), parsed.metrics["step"].max()
+        cut = _beyond(reached, logged)
     # (a file said to be cut says where, not how much of the run it lost: this does)
-    if isinstance(reached, int | float) and not isinstance(reached, bool) and math.isfinite(reached) \
-            and logged is not None and reached > logged:  # type: ignore[operator]
+    if cut:
         parsed.warnings.append(f"{shown}: its history ends at step {logged}, but the run's summary says it reached "
                                f"step {int(reached)}: the rest of its history is not in the file (cut, or copied "
                                "while the run was writing it)")
@@ -154,6 +160,12 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
 
 
 _TRAINER_DONE = ("train_runtime", "train/train_runtime")
+
+
+def _beyond(reached: object, logged: object) -> bool:
+    """Whether a summary's step (a finite number) lies beyond the history's last step."""
+    return (isinstance(reached, int | float) and not isinstance(reached, bool) and math.isfinite(reached)
+            and isinstance(logged, int | float) and reached > logged)
 
 
 def attach_configs(runs: list[WandbRun]) -> None:

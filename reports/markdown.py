@@ -106,6 +106,9 @@ def _failed(run: RunFindings) -> list[Attempt]:
             or a.failed_after_training]
 
 
+_WORDS = {2: "two", 3: "three"}
+
+
 def _trouble(run: RunFindings, a: Attempt) -> str:
     """What went wrong in an attempt that did not end on it (it completed with its grad norm NaN): its first NaN or
     divergence."""
@@ -180,8 +183,9 @@ def _summary(run: RunFindings) -> list[str]:
                         else f"over the {up['evaluations'] - 1} evaluations after (above the one before at "
                              f"{up['rises']} of them)") + ", to "
                      f"{shown(round(up['to'], 6))} at step {up['to_step']}, while the training loss fell over the "
-                     f"same steps ({shown(round(up['train_from'], 6))} to {shown(round(up['train_to'], 6))}, the "
-                     "medians of the first and last three points): the usual sign of overfitting.")
+                     f"same steps ({shown(round(up['train_from'], 6))} to {shown(round(up['train_to'], 6))}, "
+                     + (f"the medians of the first and last {_WORDS[up['train_points']]} points"
+                        if up["train_points"] > 1 else "its first and last points") + "): the usual sign of overfitting.")
     if holes := run.coverage.get("short_holes"):
         where = ", ".join(f"after step {after} (next: {before}" + (f", attempt {a})" if len(run.attempts) > 1 else ")")
                           for a, after, before in holes["examples"])

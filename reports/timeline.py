@@ -263,7 +263,7 @@ def _entries(run: RunFindings) -> list[str]:
         elif e.source in stepped or e.attempt not in logged:
             where += f", {NO_STEP_READ}"
         else:
-            where += f", printed to {md(e.source)}, which prints no steps"  # (where among the steps: not known)
+            where += f", printed to {md(e.source)}, where no step was read"  # (where among the steps: not known)
         when = f", {clock(e.wall_time)}" if e.wall_time is not None else ""
         times = f" (×{e.count})" if e.count > 1 else ""
         out.append(f"- {where}{when}: {e.kind.replace('_', ' ')}: {md(e.text)}{times}")

@@ -249,3 +249,13 @@ def test_a_runs_own_name_does_not_separate_failures_from_successes():
     rows = [row("a", Outcome.CRASHED, "gpt2_1729664653.93", 6e-4), row("b", Outcome.COMPLETED, "gpt2", 6e-4),
             row("c", Outcome.COMPLETED, "gpt2_1729664747.26", 6e-4)]
     assert separating_keys(rows) == []
+
+
+def test_a_setting_with_a_value_of_its_own_in_every_run_can_still_separate_them():
+    """Review: a rule that left out text keys differing in every run threw away precision fp16 / bf16 / fp32 over three
+    runs (and said "no config key splits the failed runs from the healthy ones")."""
+    from forensics.comparison import Outcome, RunRow, separating_keys
+
+    rows = [RunRow(name=n, outcome=o, outcome_step=100, config={"precision": p}) for n, o, p in (
+        ("a", Outcome.NAN, "fp16"), ("b", Outcome.COMPLETED, "bf16"), ("c", Outcome.COMPLETED, "fp32"))]
+    assert [sep.key for sep in separating_keys(rows)] == ["precision"]

@@ -320,3 +320,21 @@ def test_blocks_number_lines_across_their_bounds_and_note_damage_where_it_is(tmp
     assert lines["text"][41] == ITERATION_LINE.format(41, 2.0)[:30]
     assert info.first_bad_utf8 == bad_at and not info.ends_with_newline
     assert info.damage() == [f"blocks.log: bytes that are not valid UTF-8 (first at byte {bad_at}); replaced with U+FFFD"]
+
+
+def test_training_complete_is_the_end_only_as_a_loggers_whole_message():
+    """OLMo's "INFO\tTraining complete", torchtitan's "- INFO - Training completed", the Trainer's "Training completed.
+    Do not forget ..." end training; a stage of a pipeline ("Stage 1 of 2: Training complete.") does not."""
+    import polars as pl
+
+    from parsers import schema
+    from parsers.megatron import with_event_kinds
+
+    lines = ["2025-12-07 23:15:04.702\tgreen:0\ttrain:377\tINFO\tTraining complete",
+             "[rank0]:2025-04-01 00:26:01,706 - root - INFO - Training completed",
+             "Training completed. Do not forget to share your model on huggingface.co/models =)",
+             "Stage 1 of 2: Training complete."]
+    frame = pl.DataFrame({"line": range(4), "body": lines, "in_args": False, "is_args_start": False,
+                          "is_args_end": False})
+    kinds = with_event_kinds(frame)["kind"].to_list()
+    assert kinds == [schema.EV_TRAINING_DONE] * 3 + [None]

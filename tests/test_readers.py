@@ -153,3 +153,15 @@ def test_an_event_file_that_is_a_git_lfs_pointer_is_said_to_be_one() -> None:
         load_runs(pointer)
     assert str(raised.value).endswith(f"{pointer.name}: not a recognised training log: Git LFS pointer, not the file "
                                       "(run `git lfs pull`)")
+
+
+def test_lightning_versions_that_log_once_an_epoch_from_scratch_are_separate_runs(tmp_path) -> None:
+    """Review: a version that logs once an epoch has its first row an epoch in (step 311 against another's 49): it was
+    taken for a resume, and two experiments (resnet18, vit) became one run's attempts."""
+    for n, (model, every) in enumerate((("resnet18", 50), ("resnet50", 50), ("vit", 312))):
+        folder = tmp_path / "lightning_logs" / f"version_{n}"
+        folder.mkdir(parents=True)
+        (folder / "hparams.yaml").write_text(f"model: {model}\n")
+        rows = "".join(f"{step},{2.0 - step / 10000}\n" for step in range(every - 1, 3000, every))
+        (folder / "metrics.csv").write_text("step,train_loss_step\n" + rows)
+    assert [r.name for r in load_runs(tmp_path)] == [f"lightning_logs/version_{n}" for n in range(3)]

@@ -183,7 +183,7 @@ def test_a_validation_loss_rising_at_every_evaluation_while_training_falls_is_sa
     run, lines = _chronicle(REAL / "hf_trainer_state" / "P4P4N1CK_whisper-large-v2-japanese")
     assert run.learning["val_rising"] == {"from_step": 1000, "from": 0.320997953414917, "to_step": 5000,
                                           "to": 0.4200145900249481, "evaluations": 5, "rises": 4,
-                                          "train_from": 0.01, "train_to": 0.0001}
+                                          "train_from": 0.01, "train_to": 0.0001, "train_points": 3}
     assert ("- **Validation loss rising:** from its lowest, 0.320998 at step 1000, it rose at each of the 4 "
             "evaluations after, to 0.420015 at step 5000, while the training loss fell over the same steps (0.01 to "
             "0.0001, the medians of the first and last three points): the usual sign of overfitting.") in lines

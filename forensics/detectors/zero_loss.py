@@ -84,11 +84,11 @@ class ZeroLossDetector:
             # the collapse may come a point earlier, to a loss near 0 that prints as a number (12.18, then 1.8e-06,
             # then 0.0): it starts where the loss fell 1000x to below NEAR_ZERO
             onset = first
-            while onset > 0 and 0 < values[onset - 1] < NEAR_ZERO:
+            while why == WHY and onset > 0 and 0 < values[onset - 1] < NEAR_ZERO:
                 onset -= 1
             if not (onset < first and onset > 0 and values[onset - 1] >= COLLAPSE * values[onset]):
                 onset = first
-            elif why == WHY:
+            else:
                 before = (f", after the loss fell from {shown(float(values[onset - 1]))} at step {steps[onset - 1]} to "
                           f"{shown(float(values[onset]))} at step {steps[onset]}, where the collapse began")
             out.append(Anomaly(

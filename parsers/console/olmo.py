@@ -35,7 +35,7 @@ SPEC = LineFormat(
     events=(
         # "Loading checkpoint from .../latest-unsharded..." (no step: the step counter may start again at 1)
         (s.EV_CHECKPOINT_LOAD, r"\bLoading checkpoint from \S"),
-        (s.EV_CHECKPOINT_SAVE, r"\b(?:Unsharded|Sharded) checkpoint saved to \S*?step(\d+)"),
+        (s.EV_CHECKPOINT_SAVE, r"\b(?:Unsharded|Sharded) checkpoint saved to \S*/step(\d+)(?:-unsharded)?/?\s*$"),
         (s.EV_PARAMETER_COUNT, r"\bTotal number of parameters: ([\d,]+)\s*$"),
     ),
 )
