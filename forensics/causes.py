@@ -39,7 +39,8 @@ def suspect(
     ``intervals``: the run's :func:`~forensics.timeline.log_intervals`, when already known; ``searches``: per
     attempt, the last step of its fp16 start-up loss-scale search (normal, and no overflow storm)."""
     intervals = log_intervals(metrics) if intervals is None else intervals
-    stepped = frozenset(metrics["source"].cast(pl.String).unique().drop_nulls().to_list())
+    stepped = frozenset(metrics["source"].unique().cast(pl.String).drop_nulls().to_list())  # (unique first: a cast of
+    # every row would write out millions of strings)
     troubles = [a for a in anomalies if a.kind in INSTABILITY_KINDS]
     timing = timing or Schedule()
     causes = [
