@@ -77,9 +77,25 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     metrics = long.with_columns(metric=pl.col("name").replace_strict(names, return_dtype=pl.String)).sort("row")
     frame = s.conform(metrics.with_columns(run=pl.lit(context.run), source=pl.lit(context.shown), attempt=pl.lit(1),
                                            wall_time=pl.lit(None, dtype=pl.Float64)), s.METRICS_SCHEMA)
-    log = ParsedLog(frame, s.empty(s.EVENTS_SCHEMA), configs, n_attempts=1,
+    log = ParsedLog(frame, _tested(long, context), configs, n_attempts=1,
                     tags={n: m for n, m in names.items() if n in set(long["name"].unique())})
     return [Piece(path, FORMAT, log)]
+
+
+def _tested(long: pl.DataFrame, context: ReadContext) -> pl.DataFrame:
+    """``trainer.test()`` after ``fit()`` returned: ``test_*`` values logged at or after the last training step (the
+    end of training, as the log shows it), as one event."""
+    tests = long.filter(pl.col("name").str.starts_with("test_"))
+    trained = long.filter(~pl.col("name").str.contains(r"^(?:test_|val_|epoch)"))
+    if not tests.height or not trained.height or tests["step"].min() < trained["step"].max():  # type: ignore[operator]
+        return s.empty(s.EVENTS_SCHEMA)
+    said = ", ".join(f"{n}={v}" for n, v in tests.select("name", "text").unique("name", keep="last",
+                                                                               maintain_order=True).iter_rows())
+    return s.conform(pl.DataFrame({
+        "run": [context.run], "source": [context.shown], "attempt": [1], "step": [int(tests["step"].max())],
+        "kind": [s.EV_TRAINING_DONE], "line": [int(tests["row"].max()) + 2], "value": [None], "wall_time": [None],
+        "text": [f"test metrics logged after training (trainer.test() after fit() returned): {said}"]},
+        schema_overrides={"value": pl.Float64, "wall_time": pl.Float64}), s.EVENTS_SCHEMA)
 
 
 def _metric(column: str) -> str:

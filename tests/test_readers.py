@@ -165,3 +165,12 @@ def test_lightning_versions_that_log_once_an_epoch_from_scratch_are_separate_run
         rows = "".join(f"{step},{2.0 - step / 10000}\n" for step in range(every - 1, 3000, every))
         (folder / "metrics.csv").write_text("step,train_loss_step\n" + rows)
     assert [r.name for r in load_runs(tmp_path)] == [f"lightning_logs/version_{n}" for n in range(3)]
+
+
+def test_lightning_test_metrics_after_the_last_step_end_training() -> None:
+    """Saxeman/DNABERT version_1: metrics.csv's last row is trainer.test()'s test_loss 0.3715571463108063 and test_acc
+    at step 800, after the last training step (799): "the log ends with no end printed: still running, cut off"."""
+    [attempt] = forensics.analyze(load_run(REAL / "lightning" / "Saxeman_DNABERT")).runs[0].attempts
+    assert (attempt.end_reason, attempt.end_kind) == ("completed", "training_done")
+    assert attempt.end_detail.startswith("test metrics logged after training (trainer.test() after fit() returned): "
+                                         "test_loss=0.3715571463108063, test_acc=0.9638541340827942")
