@@ -236,7 +236,9 @@ def compare_runs(
     """
     engine = checked(engine, jobs, address)
     found = discover(paths)
-    if baseline is not None and baseline not in {name for name, _ in found}:
+    names = {name for name, _ in found}
+    # (a run inside a path that holds several is named <path>/<run>: known once the path is read)
+    if baseline is not None and baseline not in names and baseline.partition("/")[0] not in names:
         raise InputError(f"--baseline {baseline}: no such run (runs: {', '.join(n for n, _ in found)})")
     where = cache_location(cache)
     results: dict[str, RunResult] = {}
@@ -260,5 +262,8 @@ def compare_runs(
     ordered = [results[name] for name, _ in found]
     if all(r.row.outcome == Outcome.UNREADABLE for r in ordered):
         raise InputError("no readable runs: " + "; ".join(r.row.error or r.row.name for r in ordered))
-    comparison = compare_rows([row for r in ordered for row in r.rows], baseline)
+    rows = [row for r in ordered for row in r.rows]
+    if baseline is not None and baseline not in {r.name for r in rows}:  # a path of several runs: name one of them
+        raise InputError(f"--baseline {baseline}: no such run (runs: {', '.join(r.name for r in rows)})")
+    comparison = compare_rows(rows, baseline)
     return Compared(comparison, pl.concat([r.curves for r in ordered]))

@@ -259,3 +259,14 @@ def test_a_setting_with_a_value_of_its_own_in_every_run_can_still_separate_them(
     rows = [RunRow(name=n, outcome=o, outcome_step=100, config={"precision": p}) for n, o, p in (
         ("a", Outcome.NAN, "fp16"), ("b", Outcome.COMPLETED, "bf16"), ("c", Outcome.COMPLETED, "fp32"))]
     assert [sep.key for sep in separating_keys(rows)] == ["precision"]
+
+
+def test_the_baseline_can_be_a_run_inside_a_path_that_holds_several():
+    """Review: "--baseline wandb_export" was accepted and left the comparison with no baseline; the export's own runs,
+    "wandb_export/gpt2", were refused as "no such run"."""
+    export = REAL / "wandb" / "druidowm__nanoGPT" / "wandb_export.csv"
+    assert compare_runs([export], baseline="wandb_export/gpt2", cache=False, jobs=1).comparison.baseline == \
+        "wandb_export/gpt2"
+    with pytest.raises(InputError) as exc:
+        compare_runs([export], baseline="wandb_export", cache=False, jobs=1)
+    assert str(exc.value).startswith("--baseline wandb_export: no such run (runs: wandb_export/gpt2_last_char_to_char")
