@@ -87,7 +87,7 @@ def _logged_interval(metrics: pl.DataFrame) -> dict[int, int]:
 
 def _configured_interval(config: dict[str, Any]) -> int | None:
     """The logging interval the attempt's config sets (``log_interval``, ``logging_steps``), if a whole number."""
-    for key in ("log_interval", "logging_steps"):
+    for key in s.LOG_INTERVAL_KEYS:
         value = config.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 1 \
                 and value == int(value):

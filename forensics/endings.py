@@ -158,35 +158,7 @@ def end_of(
                       + (f"{said})" if said.startswith("its history") else "a “...” line)"), s.EV_ELISION,
                       cut["wall_time"][0], step=int(cut["value"][0] if cut["value"][0] is not None else cut["step"][0]))
     if end_step is None:
-        # fp16 overflow lines are steps, skipped ones: a console that numbers none still trained (DeepSpeed's
-        # "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768")
-        over = events.filter(pl.col("kind") == s.EV_OVERFLOW) if events.height else events
-        counts = events.filter((pl.col("kind") == s.EV_SKIPPED_COUNT) & pl.col("step").is_not_null()) \
-            if events.height else events
-        if over.height or counts.height:
-            said = []
-            if counts.height:  # DeepSpeed's own count: "step=262, skipped=4"
-                last = counts.sort("step").row(-1, named=True)
-                said.append(f"DeepSpeed's count reached step={last['step']}, skipped={last['value']:.0f}")
-            if over.height:
-                # (one skip can print two lines: "Grad overflow on iteration: 0", then "... reducing to 32768.0")
-                # (each rank prints its copy of one skip, one after the other: "Rank 6 Skipping step", "Rank 4 ...")
-                same = pl.col("text").fill_null("").str.replace_all(r"\b[Rr]ank \d+|\d{2}:\d{2}:\d{2}[.,]?\d*", "")
-                ordered = over.sort("line", nulls_last=True).with_columns(same=same).filter(
-                    ~((pl.col("same") == pl.col("same").shift(1)) & (pl.col("line") - pl.col("line").shift(1) <= 1))
-                    .fill_null(False))
-                paired = (ordered["value"].is_null() & ~ordered["text"].str.contains("Skipping step")
-                          & ordered["value"].shift(-1).is_not_null()
-                          & ((ordered["line"].shift(-1) - ordered["line"]) <= 3)).fill_null(False)
-                scales = ordered["value"].drop_nulls()
-                n = ordered.height - int(paired.sum())
-                to = (f" (the loss scale reduced to {shown(scales[0])}" + (f", and at last to {shown(scales[-1])}"
-                                                                           if scales.len() > 1 else "") + ")"
-                      if scales.len() else "")
-                said.append(f"{n} fp16 overflow{'s' if n != 1 else ''}, each a step skipped{to}")
-            return Ending(EndReason.RUNNING if next_index is None else EndReason.UNKNOWN,
-                          "no metric logged, but " + "; ".join(said))
-        return Ending(EndReason.NO_TRAINING, "")
+        return _unnumbered(events, next_index) or Ending(EndReason.NO_TRAINING, "")
     if is_last or next_index is None:
         return Ending(EndReason.RUNNING, "still running, cut off, or stopped without a word")
     return Ending(EndReason.UNKNOWN, f"attempt {next_index} started next")
@@ -198,6 +170,38 @@ def _first_time_after(block: pl.DataFrame, first: dict) -> float | None:
     at = rows.filter(pl.col("line").eq_missing(first["line"]) & pl.col("source").eq_missing(first["source"]))["_at"]
     later = rows.filter(pl.col("_at") >= (at[0] if at.len() else 0))["wall_time"].drop_nulls()
     return float(later[0]) if later.len() else None
+
+
+def _unnumbered(events: pl.DataFrame, next_index: int | None) -> Ending | None:
+    """How an attempt that logged no metric ended when its fp16 lines show it trained: overflow lines are steps,
+    skipped ones (DeepSpeed's "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768"), and
+    DeepSpeed's running count ("step=262, skipped=4") says how far it got; None without them."""
+    over = events.filter(pl.col("kind") == s.EV_OVERFLOW) if events.height else events
+    counts = events.filter((pl.col("kind") == s.EV_SKIPPED_COUNT) & pl.col("step").is_not_null()) \
+        if events.height else events
+    if not (over.height or counts.height):
+        return None
+    said = []
+    if counts.height:
+        last = counts.sort("step").row(-1, named=True)
+        said.append(f"DeepSpeed's count reached step={last['step']}, skipped={last['value']:.0f}")
+    if over.height:
+        # (one skip can print two lines: "Grad overflow on iteration: 0", then "... reducing to 32768.0")
+        # (each rank prints its copy of one skip, one after the other: "Rank 6 Skipping step", "Rank 4 ...")
+        same = pl.col("text").fill_null("").str.replace_all(r"\b[Rr]ank \d+|\d{2}:\d{2}:\d{2}[.,]?\d*", "")
+        ordered = over.sort("line", nulls_last=True).with_columns(same=same).filter(
+            ~((pl.col("same") == pl.col("same").shift(1)) & (pl.col("line") - pl.col("line").shift(1) <= 1))
+            .fill_null(False))
+        paired = (ordered["value"].is_null() & ~ordered["text"].str.contains("Skipping step")
+                  & ordered["value"].shift(-1).is_not_null()
+                  & ((ordered["line"].shift(-1) - ordered["line"]) <= 3)).fill_null(False)
+        scales = ordered["value"].drop_nulls()
+        n = ordered.height - int(paired.sum())
+        to = (f" (the loss scale reduced to {shown(scales[0])}" + (f", and at last to {shown(scales[-1])}"
+                                                                   if scales.len() > 1 else "") + ")"
+              if scales.len() else "")
+        said.append(f"{n} fp16 overflow{'s' if n != 1 else ''}, each a step skipped{to}")
+    return Ending(EndReason.RUNNING if next_index is None else EndReason.UNKNOWN, "no metric logged, but " + "; ".join(said))
 
 
 def _with_trouble(text: str, reason: EndReason, anomalies: list[Anomaly]) -> str:

@@ -202,7 +202,6 @@ def _load_local(root: Path, name: str | None, early: list[str] | None = None) ->
     return runs
 
 
-_INTERVAL_KEYS = ("logging_steps", "log_interval")  # the logging interval a run's config sets
 
 
 def _counted_by_interval(run: Run) -> None:
@@ -212,7 +211,7 @@ def _counted_by_interval(run: Run) -> None:
     counted = [src.path for src in run.sources if src.counted]
     if not counted or not run.configs.height:
         return
-    values = run.configs.filter(pl.col("key").is_in(_INTERVAL_KEYS))["value"].unique().to_list()
+    values = run.configs.filter(pl.col("key").is_in(s.LOG_INTERVAL_KEYS))["value"].unique().to_list()
     interval = int(float(values[0])) if len(values) == 1 and _whole(values[0]) else 0
     # (a log each epoch, or one at the first step too, is not every interval-th step)
     other = run.configs.filter(((pl.col("key") == "logging_strategy") & ~pl.col("value").str.contains("(?i)steps"))

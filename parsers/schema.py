@@ -34,6 +34,10 @@ ITERATION_TIME_MS = "iteration_time_ms"
 PARAMS_NORM = "params_norm"
 NUM_ZEROS = "num_zeros"
 LOG_INTERVAL = "log_interval"
+# the config keys that set the logging interval (Megatron's, the Hugging Face Trainer's)
+LOG_INTERVAL_KEYS: tuple[str, ...] = ("log_interval", "logging_steps")
+# the Hugging Face Trainer's end of train(): the scalar it logs (TensorBoard) or puts in the summary (W&B)
+TRAINER_DONE_KEYS: frozenset[str] = frozenset({"train_runtime", "train/train_runtime"})
 TFLOPS_PER_GPU = "tflops_per_gpu"
 SAMPLES_PER_SECOND = "samples_per_second"
 TOKENS_PER_GPU_PER_SECOND = "tokens_per_gpu_per_second"

@@ -424,7 +424,6 @@ def _records(path: Path, shown: str, compiled: bool | None) -> tuple[pl.DataFram
     return raw, events, configs, warnings
 
 
-_TRAINER_DONE = frozenset({"train/train_runtime", "train_runtime"})
 # Lightning's per-batch evaluation values (``self.log(..., on_step=True)`` in validation_step): "val_loss_step"
 _EVAL_BATCH = re.compile(r"^(?:val|valid|validation|test|eval)[_/].+_step$", re.IGNORECASE)
 
@@ -480,10 +479,10 @@ def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedL
     raw = attempt_of(raw)
     metrics = raw if steps_only else pl.concat([raw.filter(on_step), _axis_metrics(raw)], how="diagonal_relaxed")
     # the Hugging Face Trainer writes train/train_runtime (with train_loss, the run's mean) when train() returns
-    done = raw.filter(by_tag.mask(_TRAINER_DONE)).select(
+    done = raw.filter(by_tag.mask(s.TRAINER_DONE_KEYS)).select(
         "offset", "step", "wall_time", kind=pl.lit(s.EV_TRAINING_DONE),
         text=pl.format("training finished: the Trainer's summary (train_runtime {} s)", pl.col("value"))
-    ) if _TRAINER_DONE & names.keys() else events.clear()
+    ) if s.TRAINER_DONE_KEYS & names.keys() else events.clear()
     marks = pl.concat(
         [
             events,

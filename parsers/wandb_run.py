@@ -124,7 +124,7 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
     if cut_short is not None:
         events.append(pl.DataFrame(cut_short, schema_overrides={"step": pl.Int64, "value": pl.Float64,
                                                                 "wall_time": pl.Float64, "attempt": pl.Int32}))
-    done = next((summary[k] for k in _TRAINER_DONE if k in summary), None)
+    done = next((summary[k] for k in sorted(s.TRAINER_DONE_KEYS) if k in summary), None)
     last = parsed.metrics.filter(pl.col("attempt") == parsed.n_attempts)["step"].max()
     # the Trainer's end of train(): its W&B callback puts train_runtime in the summary only; a trainer of a notebook
     # run's earlier attempt wrote it when the summary's global step is not the last attempt's
@@ -157,9 +157,6 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
                if len(log.config_updates) > 1 else {})
     return WandbRun(file=path, log=parsed, run_id=log.run_id, name=name, start_time=wall, config=config,
                     summary=summary, earlier_configs=earlier)
-
-
-_TRAINER_DONE = ("train_runtime", "train/train_runtime")
 
 
 def _beyond(reached: object, logged: object) -> bool:
