@@ -12,16 +12,15 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from forensics.comparison import Comparison
 from forensics.findings import Findings, Outcome
 from parsers.textfile import InputError
-from reports.compare_report import render_compare_json, render_compare_markdown
 from reports.json_report import render_json
 from reports.markdown import render_markdown
 
 if TYPE_CHECKING:
     from forensics.analysis import Analysis
     from forensics.compare import Compared
+    from forensics.comparison import Comparison
 
 FORMATS = ("markdown", "json")
 
@@ -149,6 +148,8 @@ def write_comparison(
     >>> [p.name for p in write_comparison(comparison, overlay, out, plots=False)]
     ['compare.md']
     """
+    from reports.compare_report import render_compare_json, render_compare_markdown
+
     written: list[Path] = []
     images: dict[str, str] = {}
     if fmt == "markdown" and plots and overlay.height:
