@@ -943,3 +943,16 @@ def test_an_evaluation_logged_before_the_first_loss_is_no_sign_of_a_mid_run_star
     [attempt] = run.attempts
     assert (attempt.start_step, attempt.begins_mid_run, attempt.resumed_from_step) == (391, False, None)
     assert not any("mid-run" in line for line in lines)
+
+
+def test_a_per_step_dpo_loss_that_swings_from_batch_to_batch_has_no_spike() -> None:
+    """SeanGormann/llm_recovery: a DPO loss over 3 pairs a batch, calm near 0.3 for 30 steps, then swinging between
+    0.07 and 0.5 from step to step (and 0.001 to 1.0 later). The chronicle called 0.5892 at step 30 (below step 19's
+    0.6269) and 0.4324/0.5064 at steps 49-51 "loss spikes", and built on them "instability shortly after the
+    learning-rate warm-up ended". A 2x jump is a spike only where it is beyond the noise the attempt shows and clears
+    the highest recent point by more than the usual step-to-step move."""
+    run, lines = _chronicle(REAL / "hf_trainer_state" / "SeanGormann_llm_recovery_dpo")
+    assert not [a for a in run.anomalies if a.kind == "loss_spike"]
+    assert not [c for c in run.suspected_causes if c.kind == "warmup"]
+    assert run.coverage["spike_checks"]["loss"]["1"]["largest_rise"]["step"] == 177
+

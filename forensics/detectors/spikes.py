@@ -359,8 +359,10 @@ class SpikeDetector:
         with np.errstate(invalid="ignore"):
             calm_enough = ~(blind & (x - centre < 3 * swing))
             candidate = ((z >= threshold) & eligible & calm_enough) | absolute
-            # where the noise is known but too few points back a tail fit, a jump at the screen counts too
-            short_jump = jump & (z >= threshold) & eligible
+            # where the noise is known but too few points back a tail fit, a jump at the screen counts too: at the
+            # screen against the noise itself as well (a per-step DPO loss calm for its first 30 points and swinging
+            # 10x later is not spiking when it rises 2x at step 30)
+            short_jump = jump & (z >= threshold) & (zn >= threshold) & eligible
         # an onset must rise above the recent values: a steep early decline that slows down is not a spike; the
         # largest rise the report quotes is over the median of the 8 points before it in its stretch (not the level
         # the detector judges it against, which follows the trend)
@@ -406,7 +408,8 @@ class SpikeDetector:
         ``jump_factor`` (2x) the lowest of the (up to 8) points before it in its stretch, 1.5x when each point is a
         mean over 10 or more iterations (its noise is at least three times smaller), at least three times their
         median step-to-step move (a loss that swings 2x from step to step is noisy, not spiking), and above the
-        highest of them (a loss back at a level it left a few points before is not a spike); a grad norm at
+        highest of them by more than that move (a loss back at a level it left a few points before is not a spike,
+        nor one that swings between 0.07 and 0.4 from batch to batch when it reaches 0.43); a grad norm at
         least ``neighbour_factor`` (10x) the point before it. ``interval``: each point's log interval; ``first``:
         the row of ``x`` where its attempt's points begin."""
         frame = pl.DataFrame({"x": x, "g": stretch})
@@ -425,7 +428,7 @@ class SpikeDetector:
         rise = x - low
         with np.errstate(invalid="ignore"):
             jumped = (rise >= np.log(factor)) & ~(rise < 3 * swing)
-            above = x > high
+            above = x - high > np.where(np.isfinite(swing), swing, 0.0)
         # a spike rises above all the points before it: a loss back at a level it had just left (in the start's
         # fall) is no spike; the jumped points up to 8 after such an onset (in its attempt) belong to its spike
         index = np.arange(x.size)
