@@ -810,10 +810,13 @@ def _iteration_events(iters: pl.DataFrame, cut: pl.DataFrame, text: TextFile, pr
 
 
 # --- other lines --------------------------------------------------------------------------------------------------
-def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = True) -> pl.DataFrame:
+def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = True,
+                placed: pl.DataFrame | None = None) -> pl.DataFrame:
     """The events of the lines that are not metrics lines, each at its step. ``own_steps``: the metrics lines print
     their step (a console whose lines are counted does not: a step printed on an event line, such as DeepSpeed's
-    ``step=N``, is on another axis, and the event gets the counted step before it)."""
+    ``step=N``, is on another axis, and the event gets the counted step before it). ``placed``: every metrics line
+    with its step (an evaluation printed at a later step than the last iteration line: an event after it is after
+    that step), where not only ``iters`` place an event."""
     candidates = others.filter(pl.col("kind").is_not_null())
     if candidates.height == 0:
         return pl.DataFrame()
@@ -825,7 +828,10 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
     )
     # the step of an event: the iteration it names, else the last iteration printed before it in the attempt
     # (an overflow belongs to the iteration being computed: the next one printed)
-    ev = ev.with_columns(last=_last_step(ev, iters), next=_last_step(ev, iters, "forward")).with_columns(
+    last = _last_step(ev, iters)
+    if placed is not None and placed.height:
+        last = pl.DataFrame({"a": last, "b": _last_step(ev, placed)}).select(pl.max_horizontal("a", "b")).to_series()
+    ev = ev.with_columns(last=last, next=_last_step(ev, iters, "forward")).with_columns(
         step=pl.when(pl.col("kind").is_in(list(p.STEP_VALUED)) & pl.col("value").is_not_null())
         .then(pl.coalesce(pl.col("value").cast(pl.Int64, strict=False), "last"))  # an iteration beyond int64: unknown
         .when(pl.col("kind") == s.EV_OVERFLOW)

@@ -956,3 +956,24 @@ def test_a_per_step_dpo_loss_that_swings_from_batch_to_batch_has_no_spike() -> N
     assert not [c for c in run.suspected_causes if c.kind == "warmup"]
     assert run.coverage["spike_checks"]["loss"]["1"]["largest_rise"]["step"] == 177
 
+
+def test_an_llmc_run_that_reached_its_last_step_completed() -> None:
+    """HectorFCardenas/llm.c job 11685414 reaches `step 19560/19560` with the LR at 0 and runs its final evaluations:
+    "the log ends with no end printed: still running, cut off, or stopped without a word". The step line's `/19560`
+    is the run's planned length."""
+    run, lines = _chronicle(REAL / "llmc" / "HectorFCardenas_gpt2_train.11685414_from_step19000.log")
+    [attempt] = run.attempts
+    assert (attempt.end_step, attempt.target_step, attempt.end_reason) == (19560, 19560, "completed")
+    assert "- **How it ended:** completed: reached the last iteration." in lines
+
+
+def test_a_planned_stop_at_a_time_budget_after_a_later_evaluation_is_the_end() -> None:
+    """lolrazh/parameter-golf: the last train line is step 6100, the evaluation at step 6130, then `stopping_early:
+    wallclock_cap ... step:6130/20000`: "Stopped short, with no end in the log: attempt 1 at step 6130 of 20000". A
+    line printed after an evaluation at a later step is after that step, not before it."""
+    run, lines = _chronicle(REAL / "modded_nanogpt" / "lolrazh_parameter-golf_checkpoints_train.log")
+    [attempt] = run.attempts
+    assert (attempt.end_step, attempt.end_reason, attempt.end_at_step) == (6130, "exited", 6130)
+    assert attempt.end_detail.startswith("stopping_early: wallclock_cap train_time:599635ms step:6130/20000")
+    assert not any("Stopped short" in line for line in lines)
+

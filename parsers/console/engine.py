@@ -125,7 +125,9 @@ class LineFormat:
             "attempt", key=pl.lit("train_iters"), value=pl.col("value").cast(pl.Int64, strict=False).cast(pl.String),
             typed=pl.col("value").cast(pl.Int64, strict=False).cast(pl.String)).drop_nulls("value")
         others_frame = with_attempt(others_frame, bounds)
-        events = line_events(others_frame, iters, own_steps=not counted)
+        placed = pl.concat([iters.select("line", "attempt", "step"), metrics.select("line", "attempt", "step")],
+                           how="vertical_relaxed")
+        events = line_events(others_frame, iters, own_steps=not counted, placed=placed)
 
         def finish(frame: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
             labels = {name: pl.lit(value, dtype=schema["run"]) for name, value in (("run", run), ("source", source))}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from parsers import schema as s
-from parsers.console.engine import NUMBER, LineFormat, Rule
+from parsers.console.engine import NUMBER, PLANNED_STEPS, LineFormat, Rule
 
 SPEC = LineFormat(
     FORMAT="llm.c",
@@ -23,7 +23,8 @@ SPEC = LineFormat(
     rules=(
         Rule(r"(?:^|\s)step\s+(\d+)/\d+ \| (?:train )?loss ", {
             s.LOSS: rf"\| (?:train )?loss\s+({NUMBER})", s.GRAD_NORM: rf"\| norm\s+({NUMBER})",
-            s.LR: rf"\| lr\s+({NUMBER})", s.ITERATION_TIME_MS: rf"\| ({NUMBER}) ms"}),
+            s.LR: rf"\| lr\s+({NUMBER})", s.ITERATION_TIME_MS: rf"\| ({NUMBER}) ms",
+            PLANNED_STEPS: r"(?:^|\s)step\s+\d+/(\d+) \| "}),
         Rule(r"^\s*val loss ", {s.VAL_LOSS: rf"^\s*val loss\s+({NUMBER})"}, step=False, per_step=False),
         Rule(r"^s:(\d+) trl:", {s.LOSS: rf"trl:({NUMBER})", s.LR: rf"\blr:({NUMBER})", s.GRAD_NORM: rf"norm:({NUMBER})"}),
         Rule(r"^s:(\d+) tel:", {s.VAL_LOSS: rf"tel:({NUMBER})"}, per_step=False),

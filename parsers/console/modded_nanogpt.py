@@ -25,5 +25,8 @@ SPEC = LineFormat(
                                                           PLANNED_STEPS: r"(?:^|[\s\]])step:\d+/(\d+) train_loss:"}),
         Rule(r"(?:^|[\s\]])step:(\d+)/\d+ val_loss:", {s.VAL_LOSS: rf"\bval_loss:({NUMBER})"}, per_step=False),
     ),
+    # parameter-golf's planned stop at its time budget: "stopping_early: wallclock_cap train_time:14400039ms
+    # step:329430/500000", then its final evaluations
+    events=((s.EV_EXIT, r"^\W*stopping_early: \w"),),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
