@@ -977,3 +977,14 @@ def test_a_planned_stop_at_a_time_budget_after_a_later_evaluation_is_the_end() -
     assert attempt.end_detail.startswith("stopping_early: wallclock_cap train_time:599635ms step:6130/20000")
     assert not any("Stopped short" in line for line in lines)
 
+
+def test_a_loss_scale_set_below_1_by_overflow_lines_is_a_collapse() -> None:
+    """fairseq #1895: `train_inner` at update 700 prints `loss_scale=0`, then "NOTE: overflow detected, setting loss
+    scale to: 0.00048828125" and "... 0.000244140625" (fairseq stops at 1e-4). The chronicle said the loss-scale check
+    "found nothing": the overflow lines' scales were not read as the scale, and a scale below 1 from the first point
+    seen had no higher point before it to fall from."""
+    run, lines = _chronicle(REAL / "fairseq" / "fairseq_issue1895_scale_below_1_excerpt.txt")
+    [collapse] = [a for a in run.anomalies if a.kind == "loss_scale_collapse"]
+    assert (collapse.step, collapse.value, collapse.baseline) == (701, 0.000244140625, None)
+    assert "- **First anomaly:** loss scale collapse at step 701 (attempt 1)." in lines
+    assert not any("loss scale, hangs) found nothing" in line for line in lines)

@@ -2,7 +2,9 @@
 
 Dynamic scaling halves the scale on each overflow and doubles it after ``loss_scale_window`` clean steps, so a
 healthy fp16 run moves between S and S/2. Falling to ``1/drop`` (1/8: three halvings) of the maximum of the
-previous ``window`` points, or to 1 or below after having been higher, is a collapse. The start-up search for a
+previous ``window`` points, or to 1 or below after having been higher, or below 1 at all (the gradients overflow
+even divided by the scale), is a collapse; an overflow line's new scale (fairseq's "setting loss scale to", DeepSpeed's
+"reducing to") is a point of the scale where no logged value says it. The start-up search for a
 first scale (2**32 halving down) is left out: points before the first non-decreasing scale of an attempt.
 bf16 runs print ``loss scale: 1.0`` (or nothing) throughout and are never flagged. Each stretch of an attempt
 between gaps in the log is read on its own: a scale lower after a gap is a discontinuity (:mod:`forensics.gaps`).
@@ -104,7 +106,15 @@ class LossScaleCollapseDetector:
     window: int = 200
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
-        points = frames.points(s.LOSS_SCALE).filter(pl.col("value") > 0)
+        points = frames.points(s.LOSS_SCALE).filter(pl.col("value") > 0).select("attempt", "step", "value")
+        # the scale an overflow line set ("setting loss scale to: 0.000244", "reducing to 32"), where no logged
+        # point says it (after an excerpt's last metrics line, or a console that prints the scale nowhere else)
+        set_to = frames.events.filter((pl.col("kind") == s.EV_OVERFLOW) & (pl.col("value") > 0)
+                                      & pl.col("step").is_not_null()).select("attempt", "step", "value")
+        if set_to.height:
+            extra = set_to.join(points, on=["attempt", "step"], how="anti").group_by("attempt", "step").agg(
+                pl.col("value").min())
+            points = pl.concat([points, extra], how="vertical_relaxed").sort("attempt", "step")
         spacing = frames.spacing()
         out = []
         for (attempt,), own in points.group_by("attempt", maintain_order=True):
@@ -114,7 +124,7 @@ class LossScaleCollapseDetector:
 
     def _stretch(self, attempt: int, steps: np.ndarray, v: np.ndarray) -> list[Anomaly]:
         """Collapses within one stretch of consecutive points (a fall across a gap is a discontinuity instead)."""
-        if v.size < 2 or v.max() <= 1:
+        if v.size == 0 or (v.max() <= 1 and v.min() >= 1):
             return []
         rises = np.flatnonzero(v[1:] >= v[:-1])
         start = int(rises[0]) + 1 if rises.size else v.size
@@ -122,17 +132,27 @@ class LossScaleCollapseDetector:
         recent = np.full(v.size, np.nan)
         recent[start:] = v_pre
         with np.errstate(invalid="ignore"):
-            flagged = (v * self.drop <= recent) | ((v <= 1) & (recent > 1))
+            # (below 1, the scale divides the gradients, and they still overflow: never a start-up search's value)
+            flagged = (v * self.drop <= recent) | ((v <= 1) & (recent > 1)) | (v < 1)
         out = []
         for a, b in runs_of_true(flagged):
             low = float(v[a:b + 1].min())
+            lowest = steps[a + int(np.argmin(v[a:b + 1]))]
+            if not recent[a] > low:  # below 1 from the first point seen
+                out.append(Anomaly(
+                    kind=Kind.LOSS_SCALE_COLLAPSE, metric=s.LOSS_SCALE, attempt=attempt,
+                    step=int(steps[a]), end_step=int(steps[b]), value=low, baseline=None,
+                    detail=f"loss scale at {shown(low)} by step {lowest}, below 1 (the gradients overflow fp16 even "
+                    "scaled down), from the first point the log shows of it: repeated fp16 overflows",
+                ))
+                continue
             high_at = max(i for i in range(max(start, a - self.window), a) if v[i] == recent[a])
             out.append(
                 Anomaly(
                     kind=Kind.LOSS_SCALE_COLLAPSE, metric=s.LOSS_SCALE, attempt=attempt,
                     step=int(steps[a]), end_step=int(steps[b]), value=low, baseline=float(recent[a]),
                     detail=f"loss scale fell from {shown(recent[a])} (step {steps[high_at]}) to {shown(low)} by step "
-                    f"{steps[a + int(np.argmin(v[a:b + 1]))]} ({recent[a] / low:.0f}x lower) over consecutive logged "
+                    f"{lowest} ({recent[a] / low:.0f}x lower) over consecutive logged "
                     "points: repeated fp16 overflows",
                 )
             )
