@@ -300,7 +300,10 @@ def _lr_jumps(series: pl.DataFrame, intervals: dict[int, int], gaps: list[Gap]) 
         delta = np.abs(np.diff(v))
         same = stretch[1:] == stretch[:-1]  # consecutive points, no gap between
         ref_all = float(np.median(delta[same])) if same.any() else 0.0
-        for i in np.flatnonzero(same & (delta > JUMP_SHARE * np.minimum(v[:-1], v[1:]))):
+        # a move of one printed digit is rounding (a cosine tail printed to 3 digits: 1.01e-06 -> 1.00e-06 -> 9.99e-07)
+        digit = printed_digit(v)
+        rounding = delta <= 1.5 * np.maximum(digit[:-1], digit[1:])
+        for i in np.flatnonzero(same & (delta > JUMP_SHARE * np.minimum(v[:-1], v[1:])) & ~rounding):
             if i == 0 and v[1] > v[0]:
                 continue  # a rise from an attempt's first point: its warm-up
             near = [delta[j] for j in (i - 1, i + 1) if 0 <= j < delta.size and same[j]]
@@ -309,4 +312,28 @@ def _lr_jumps(series: pl.DataFrame, intervals: dict[int, int], gaps: list[Gap]) 
                 out.append(Discontinuity(metric=s.LR, before=float(v[i]), after=float(v[i + 1]),
                                          step_before=int(steps[i]), step_after=int(steps[i + 1]),
                                          attempt_before=int(attempt), attempt_after=int(attempt), across="jump"))
+    return out
+
+
+def printed_digit(v: np.ndarray, most: int = 6) -> np.ndarray:
+    """The value of the last printed digit of each of ``v``, when the series was printed rounded to at most ``most``
+    significant digits (the fewest that hold every finite value), else 0: a change of one such digit is rounding.
+
+    >>> printed_digit(np.array([1.02e-06, 1.01e-06, 1.0e-06, 9.99e-07])).tolist()
+    [1e-08, 1e-08, 1e-08, 1e-09]
+    >>> printed_digit(np.array([0.1234567891, 0.2])).tolist()
+    [0.0, 0.0]
+    """
+    v = np.asarray(v, dtype=float)
+    out = np.zeros(v.size)
+    ok = np.isfinite(v) & (v != 0)
+    if not ok.any():
+        return out
+    magnitude = np.floor(np.log10(np.abs(v[ok])))
+    mantissa = np.abs(v[ok]) / 10.0**magnitude
+    for digits in range(1, most + 1):
+        scaled = mantissa * 10.0 ** (digits - 1)
+        if np.all(np.abs(scaled - np.round(scaled)) < 1e-6 * scaled):
+            out[ok] = 10.0 ** (magnitude - (digits - 1))
+            return out
     return out

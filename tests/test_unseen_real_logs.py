@@ -954,6 +954,7 @@ def test_a_per_step_dpo_loss_that_swings_from_batch_to_batch_has_no_spike() -> N
     run, lines = _chronicle(REAL / "hf_trainer_state" / "SeanGormann_llm_recovery_dpo")
     assert not [a for a in run.anomalies if a.kind == "loss_spike"]
     assert not [c for c in run.suspected_causes if c.kind == "warmup"]
+    assert not any("loss spike" in line for line in lines)
     assert run.coverage["spike_checks"]["loss"]["1"]["largest_rise"]["step"] == 177
 
 
@@ -988,3 +989,12 @@ def test_a_loss_scale_set_below_1_by_overflow_lines_is_a_collapse() -> None:
     assert (collapse.step, collapse.value, collapse.baseline) == (701, 0.000244140625, None)
     assert "- **First anomaly:** loss scale collapse at step 701 (attempt 1)." in lines
     assert not any("loss scale, hangs) found nothing" in line for line in lines)
+
+
+def test_a_cosine_tail_printed_to_three_digits_is_no_lr_jump() -> None:
+    """HectorFCardenas/llm.c job 11685414 prints its LR to 3 significant digits: 1.01e-06, 1.00e-06, 9.99e-07 at
+    steps 19069-19071. "Discontinuities ... in one jump between consecutive points at steps 19069 and 19070: lr
+    1.01e-06 -> 1e-06": the change is one printed digit, next to a change of one digit ten times smaller."""
+    run, lines = _chronicle(REAL / "llmc" / "HectorFCardenas_gpt2_train.11685414_from_step19000.log")
+    assert run.discontinuities == []
+    assert not any("Discontinuities" in line for line in lines)
