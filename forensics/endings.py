@@ -133,13 +133,15 @@ def end_of(
                  else (f"; the loss was logged as 0 at step {zero.step}" if zero.step == last_loss_step else
                        f"; the loss was logged as 0 from step {zero.step} to {last_loss_step}") if zero is not None
                  else f"; the loss was still finite at step {last_loss_step}")
-        return Ending(EndReason.NAN, f"NaN{what} from step {nan.step} to the end of its log (step {end_step}){still}")
+        return Ending(EndReason.NAN, f"NaN{what} from step {nan.step} to the end of its log (step {end_step}){still}"
+                      + _saved_before(events, nan.step))
     div = next((a for a in anomalies if a.kind == Kind.DIVERGENCE), None)
     if div is not None and completed:  # it ran its course: the divergence is what happened in it, not its end
         return Ending(EndReason.COMPLETED, f"reached the last iteration; its loss had diverged from step {div.step} "
                                            "and was not back by then")
     if div is not None:
-        return Ending(EndReason.DIVERGED, f"from step {div.step}, not back by the end of its log (step {end_step})")
+        return Ending(EndReason.DIVERGED, f"from step {div.step}, not back by the end of its log (step {end_step})"
+                      + _saved_before(events, div.step))
     codes = block.filter(pl.col("kind") == s.EV_EXIT_CODE) if block.height else block
     if codes.height:
         code = codes.row(-1, named=True)
@@ -214,3 +216,13 @@ def _with_trouble(text: str, reason: EndReason, anomalies: list[Anomaly]) -> str
         return text
     what = "NaN" if trouble.kind == Kind.NAN else "diverging"
     return f"{text} (after {what} from step {trouble.step})"
+
+
+def _saved_before(events: pl.DataFrame, step: int) -> str:
+    """"; the last checkpoint saved before it: step N" (where a relaunch can roll back to), when the attempt's log
+    shows a save before ``step``."""
+    if not events.height:
+        return ""
+    saves = events.filter(pl.col("kind") == s.EV_CHECKPOINT_SAVE).select(pl.coalesce("value", "step").alias("at"))
+    before = saves.filter(pl.col("at") < step)["at"]
+    return f"; the last checkpoint saved before it: step {before.max():.0f}" if before.len() else ""

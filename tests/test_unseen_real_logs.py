@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import forensics
+import parsers
 import reports
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -998,3 +999,24 @@ def test_a_cosine_tail_printed_to_three_digits_is_no_lr_jump() -> None:
     run, lines = _chronicle(REAL / "llmc" / "HectorFCardenas_gpt2_train.11685414_from_step19000.log")
     assert run.discontinuities == []
     assert not any("Discontinuities" in line for line in lines)
+
+
+def test_a_nan_ending_names_the_last_checkpoint_saved_before_it() -> None:
+    """nanoGPT saves after each evaluation ("saving checkpoint to out"); where the loss turns NaN, the checkpoint to
+    roll back to is the last one saved before it. ChenZihua-cn/nanoGPT: NaN from iter 425, saved after the evaluation
+    at 400; karpathy/nanoGPT#215: NaN from 3010, saved after the evaluation at 3000 (printed after "step 3000: train
+    loss ...", before "iter 3000": it was placed at step 2990)."""
+    for name, ending in (("ChenZihua-cn_nanoGPT_train.log", "ended in NaN: NaN from step 425 to the end of its log "
+                          "(step 450); the last checkpoint saved before it: step 400."),
+                         ("karpathy_nanoGPT_issue215_excerpt.txt", "ended in NaN: NaN from step 3010 to the end of its "
+                          "log (step 3060); the last checkpoint saved before it: step 3000.")):
+        _, lines = _chronicle(REAL / "nanogpt" / name)
+        assert f"- **How it ended:** {ending}" in lines
+
+
+def test_mlx_lm_adapter_saves_are_checkpoint_saves() -> None:
+    """MLX LM prints "Iter 100: Saved adapter weights to adapters.npz." at each save: the chronicle said "no checkpoint
+    save appears in the logs" of a run that saved every 100 iterations."""
+    run = parsers.load_run(REAL / "mlx_lm" / "neoneye_mlx_examples_lora_v6.txt")
+    saves = run.events.filter(kind="checkpoint_save")
+    assert saves["step"].to_list() == [100, 200, 300, 400, 500, 600]
