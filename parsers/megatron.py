@@ -824,6 +824,8 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
         value=pl.col("raw").cast(pl.Float64, strict=False)
         * pl.when((pl.col("kind") == s.EV_PARAMETER_COUNT) & pl.col("body").str.contains("|".join(p.BILLIONS)))
         .then(1e9)
+        .when((pl.col("kind") == s.EV_PARAMETER_COUNT) & pl.col("body").str.contains(p.MILLIONS))
+        .then(1e6)
         .otherwise(1.0)
     )
     # the step of an event: the iteration it names, else the last iteration printed before it in the attempt

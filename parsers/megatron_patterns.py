@@ -201,3 +201,4 @@ RANK_COUNT = r"model parallel rank (?:\([\d, ]+\)|\d+)\s*:?\s*\d+"  # "(0, 1): 8
 STEP_VALUED = frozenset({s.EV_CHECKPOINT_LOAD, s.EV_CHECKPOINT_SAVE, s.EV_SKIP_RANGE})
 # the group-1 value is in billions for these parameter-count patterns
 BILLIONS = ("Billion", "in billions", "estimated model parameters")
+MILLIONS = r"\d(?:\.\d+)?M\s*$"  # a count printed in millions ("number of parameters: 10.65M", nanoGPT)

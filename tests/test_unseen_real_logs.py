@@ -1020,3 +1020,13 @@ def test_mlx_lm_adapter_saves_are_checkpoint_saves() -> None:
     run = parsers.load_run(REAL / "mlx_lm" / "neoneye_mlx_examples_lora_v6.txt")
     saves = run.events.filter(kind="checkpoint_save")
     assert saves["step"].to_list() == [100, 200, 300, 400, 500, 600]
+
+
+def test_the_parameter_counts_consoles_print_are_read() -> None:
+    """nanoGPT's "number of parameters: 10.65M", llm.c's settings table row "| num_parameters | 124475904 |" and
+    parameter-golf's "model_params:26041425" read "printed by the program: n/a"."""
+    for path, count in ((REAL / "nanogpt" / "ChenZihua-cn_nanoGPT_train.log", 10.65e6),
+                        (REAL / "llmc" / "HectorFCardenas_gpt2_train.11672114.log", 124475904),
+                        (REAL / "modded_nanogpt" / "lolrazh_parameter-golf_checkpoints_train.log", 26041425)):
+        run, _ = _chronicle(path)
+        assert run.model.parameters_logged == count, path.name

@@ -29,5 +29,6 @@ SPEC = LineFormat(
         Rule(r"^s:(\d+) trl:", {s.LOSS: rf"trl:({NUMBER})", s.LR: rf"\blr:({NUMBER})", s.GRAD_NORM: rf"norm:({NUMBER})"}),
         Rule(r"^s:(\d+) tel:", {s.VAL_LOSS: rf"tel:({NUMBER})"}, per_step=False),
     ),
+    events=((s.EV_PARAMETER_COUNT, r"^\| num_parameters\s+\| (\d+)\s"),),  # its settings table's row
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse

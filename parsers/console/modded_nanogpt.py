@@ -27,6 +27,6 @@ SPEC = LineFormat(
     ),
     # parameter-golf's planned stop at its time budget: "stopping_early: wallclock_cap train_time:14400039ms
     # step:329430/500000", then its final evaluations
-    events=((s.EV_EXIT, r"^\W*stopping_early: \w"),),
+    events=((s.EV_EXIT, r"^\W*stopping_early: \w"), (s.EV_PARAMETER_COUNT, r"^\W*model_params:(\d+)\b")),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse

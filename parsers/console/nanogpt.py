@@ -55,6 +55,7 @@ SPEC = LineFormat(
         (s.EV_STARTUP, r"^\W*(?:tokens per iteration will be|Initializing a new model from scratch)"),
         (s.EV_STARTUP, r"^\W*using device: \w"),  # build-nanogpt's first line
         (s.EV_PARAMETER_COUNT, r"^\s*Total (?:Parameters|params):\s*(\d[\d,]*)\s*$"),  # a model summary's total
+        (s.EV_PARAMETER_COUNT, r"^\W*number of parameters: (\d+(?:\.\d+)?)M\s*$"),  # nanoGPT's count, in millions
     ),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
