@@ -88,7 +88,9 @@ def test_one_step_printed_by_several_ranks_is_one_point_not_seven_attempts(tmp_p
 
 def test_llmc_cublas_error_is_a_program_error_not_hardware() -> None:
     run = load_run(REAL / "llmc" / "HectorFCardenas_gpt2_train.11679004.log")
-    assert run.events.select("kind", "text").rows() == [("error", "[cuBLAS ERROR]: 13 llmc/matmul.cuh 216")]
+    assert run.events.filter(kind="error").select("kind", "text").rows() == [
+        ("error", "[cuBLAS ERROR]: 13 llmc/matmul.cuh 216")]
+    assert run.events["kind"].to_list() == ["parameter_count", "error"]
 
 
 def test_olmo_concatenated_runs_are_attempts_and_metaseq_checkpoint_saves_are_events() -> None:
