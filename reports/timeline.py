@@ -181,7 +181,7 @@ def timeline_section(run: RunFindings) -> list[str]:
            "|---|---|---|---|---|---|---|"]
     for a in run.attempts:
         started = clock(a.started_at) if a.started_at is not None else (
-            f"first line {clock(a.first_seen_at)}" if a.first_seen_at is not None else "–")
+            f"first step or event {clock(a.first_seen_at)}" if a.first_seen_at is not None else "–")
         ended = clock(a.ended_at) if a.ended_at is not None else (
             f"last step {clock(a.last_step_at)}" if a.last_step_at is not None else "–")
         ran = duration(a.ran_for_s) if a.ran_for_s is not None else "–"

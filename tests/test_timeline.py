@@ -60,7 +60,7 @@ def test_tr1_13b_ends_on_the_ecc_error_after_a_planned_exit_and_before_a_failed_
     lines = chronicle(real("tr1-13B"))
     assert ("| 4 | none logged | 2021-08-12 08:19:28 | – | – | – | failed before its first logged step: “RuntimeError: "
             "CUDA error: out of memory” |") in lines
-    assert any(line.startswith("| 2 | 29020–33240 | first line 2021-08-08 01:00:44 | 2021-08-08 01:00:51 | 19.8 h "
+    assert any(line.startswith("| 2 | 29020–33240 | first step or event 2021-08-08 01:00:44 | 2021-08-08 01:00:51 | 19.8 h "
                                "(its exit line) | – | exited as planned after step 33240:") for line in lines)
     assert "- between attempts 2 and 3: no data between steps 33240 and 43680" in lines
 

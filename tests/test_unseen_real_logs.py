@@ -1030,3 +1030,11 @@ def test_the_parameter_counts_consoles_print_are_read() -> None:
                         (REAL / "modded_nanogpt" / "lolrazh_parameter-golf_checkpoints_train.log", 26041425)):
         run, _ = _chronicle(path)
         assert run.model.parameters_logged == count, path.name
+
+
+def test_a_start_time_taken_from_the_first_step_or_event_says_so() -> None:
+    """fairseq #1895's first line (its epoch summary, 11:38:13) is no step or event: the timeline's "first line
+    2020-03-23 11:38:31" named the validation line's time as the log's first line."""
+    _, lines = _chronicle(REAL / "fairseq" / "fairseq_issue1895_scale_below_1_excerpt.txt")
+    [row] = [line for line in lines if line.startswith("| 1 | 695–700 | first")]
+    assert "| first step or event 2020-03-23 11:38:31 |" in row
