@@ -124,6 +124,12 @@ def end_of(
                       first["wall_time"], first["step"])
     nan = next((a for a in anomalies if a.kind == Kind.NAN and (last_loss_step is None or last_loss_step <= a.end_step)),
                None)
+    if nan is not None and nan.metric not in (None, s.LOSS) and last_loss_step is not None \
+            and last_loss_step >= nan.step and not any(
+                a.kind == Kind.ZERO_LOSS and a.end_step == last_loss_step for a in anomalies):
+        # the grad norm NaN, the loss still finite after it went NaN (its updates skipped, or trouble to come: the
+        # log does not tell): what went wrong, not how the attempt ended
+        nan = None
     if nan is not None:
         # which series went NaN; a loss still finite where it did is said (an fp16 overflow skipped, or trouble to
         # come: the log does not tell which)

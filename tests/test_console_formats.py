@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 import forensics
+import reports
 from parsers import load_run
 from parsers.textfile import InputError
 
@@ -170,7 +171,12 @@ def test_mmengine_epoch_steps_count_every_epoch_before() -> None:
     assert lines.select(mmengine._epoch_step(pl.col("t")))["t"].to_list() == [745, 735]
 
 
-def test_a_loss_still_finite_where_the_grad_norm_went_nan_is_said() -> None:
-    run = forensics.analyze(load_run(REAL / "mmengine" / "xtuner_issue187_gradnorm_nan.txt")).runs[0]
-    assert run.attempts[0].end_detail == ("NaN (grad norm) from step 240 to the end of its log (step 250); the loss "
-                                          "was still finite at step 250")
+def test_a_grad_norm_nan_with_the_loss_still_finite_is_what_went_wrong_not_how_it_ended() -> None:
+    """xtuner #187: the grad norm NaN at 240 and 250, the loss finite at both (the updates skipped, or trouble to
+    come: the log does not tell). It read "ended in NaN"; the excerpt ends with the run still logging losses."""
+    findings = forensics.analyze(load_run(REAL / "mmengine" / "xtuner_issue187_gradnorm_nan.txt"))
+    run = findings.runs[0]
+    assert (run.attempts[0].end_reason, run.attempts[0].end_step) == ("running", 250)
+    assert [(a.kind, a.metric, a.step) for a in run.anomalies if a.kind == "nan"] == [("nan", "grad_norm", 240)]
+    assert ("- **What went wrong:** attempt 1: the log ends with no end printed: still running, cut off, or stopped "
+            "without a word; NaN in the grad norm from step 240.") in reports.render(findings).splitlines()
