@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ class WandbRun:
     config: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     earlier_configs: dict[int, dict[str, Any]] = field(default_factory=dict)  # attempt -> its config, all but the last
+    console: list[str] = field(default_factory=list)  # what the program printed, as the .wandb file recorded it
 
 
 def _expand_objects(history: pl.DataFrame) -> pl.DataFrame:
@@ -156,7 +158,7 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
     earlier = ({k: config_values(log.config_before(row)) for k, row in enumerate(starts[:-1], start=1)}
                if len(log.config_updates) > 1 else {})
     return WandbRun(file=path, log=parsed, run_id=log.run_id, name=name, start_time=wall, config=config,
-                    summary=summary, earlier_configs=earlier)
+                    summary=summary, earlier_configs=earlier, console=log.console)
 
 
 def _beyond(reached: object, logged: object) -> bool:
@@ -234,14 +236,20 @@ def sniff(head: bytes, name: str) -> bool:
 
 def read(path: Path, context: ReadContext) -> list[Piece]:
     """The ``.wandb`` log with its run directory's ``files/config.yaml``, ``files/wandb-summary.json`` and, for its
-    errors and stops, ``files/output.log`` (the console)."""
+    errors and stops, ``files/output.log`` (the console; without it, the console lines the ``.wandb`` file recorded)."""
     sidecars = {kind: path.parent / "files" / fname for fname, kind in _SIDECARS.items()}
     sidecars = {k: p for k, p in sidecars.items() if p.is_file()}
     context.consumed.update(sidecars.values())
     run = read_wandb_run(path, context.shown, sidecars)
     console = path.parent / "files" / "output.log"
-    if console.is_file() and _console_events(run, console, context.display(console), context.warnings):
-        context.consumed.add(console)
+    if console.is_file():
+        if _console_events(run, console, context.display(console), context.warnings):
+            context.consumed.add(console)
+    elif run.console:  # no output.log beside it: the console the .wandb file recorded says the same
+        with tempfile.TemporaryDirectory() as scratch:
+            copy = Path(scratch) / "output.log"
+            copy.write_text("".join(run.console), encoding="utf-8", errors="replace")
+            _console_events(run, copy, f"{context.shown} (its console records)", context.warnings)
     return [Piece(path, FORMAT, run.log, run.name, meta=run)]
 
 

@@ -1038,3 +1038,15 @@ def test_a_start_time_taken_from_the_first_step_or_event_says_so() -> None:
     _, lines = _chronicle(REAL / "fairseq" / "fairseq_issue1895_scale_below_1_excerpt.txt")
     [row] = [line for line in lines if line.startswith("| 1 | 695–700 | first")]
     assert "| first step or event 2020-03-23 11:38:31 |" in row
+
+
+def test_a_wandb_run_without_its_output_log_is_read_for_the_console_its_wandb_file_recorded() -> None:
+    """2038prob/pretraining-with-human-feedback-custom x1ohfka4: no files/output.log, but the .wandb file holds the
+    program's console records, ending in a ValueError. The chronicle read "crashed ... W&B run exited with code 1;
+    no error in what the program printed" and "nothing in the logs points at a cause"."""
+    run, lines = _chronicle(REAL / "wandb" / "2038prob__pretraining-with-human-feedback-custom" / "wandb"
+                            / "run-20240219_130616-x1ohfka4")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind) == ("failed_startup", "error")
+    assert attempt.end_detail.startswith("ValueError: Mixed precision training with AMP or APEX")
+    assert not any("no error in what the program printed" in line for line in lines)
