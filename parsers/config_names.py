@@ -19,7 +19,8 @@ from parsers import schema as s
 
 # normalised alias -> canonical key; every canonical key also maps to itself
 ALIASES: dict[str, str] = {
-    "learning_rate": "lr", "max_lr": "lr", "peak_lr": "lr", "base_lr": "lr", "lr": "lr",
+    "learning_rate": "lr", "max_lr": "lr", "peak_lr": "lr", "base_lr": "lr", "lr": "lr", "max_learning_rate": "lr",
+    "peak_learning_rate": "lr",
     "min_learning_rate": "min_lr", "min_lr": "min_lr", "final_lr": "min_lr",
     "beta1": "adam_beta1", "adam_beta1": "adam_beta1", "betas[0]": "adam_beta1", "betas.0": "adam_beta1",
     "beta2": "adam_beta2", "adam_beta2": "adam_beta2", "betas[1]": "adam_beta2", "betas.1": "adam_beta2",

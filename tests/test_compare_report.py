@@ -112,6 +112,8 @@ def test_stability_keys_cover_the_settings_that_bear_on_stability():
     # spellings of other tools that canonicalise to a stability key are stability keys too
     assert all(is_stability_key(canonical_key(a)) for a, c in ALIASES.items() if c in STABILITY_KEYS)
     assert is_stability_key(canonical_key("optimizer.betas.1")) and is_stability_key("Batch-Size")
+    # a W&B LR sweep's only variable (CS336-style configs): it is the LR, not "+1 other key"
+    assert [canonical_key(k) for k in ("max_learning_rate", "peak_learning_rate", "Max-Learning-Rate")] == ["lr"] * 3
 
 
 # --- the "differs from baseline" cell and the full diff ----------------------------------------------------------
