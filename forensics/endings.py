@@ -92,6 +92,9 @@ def end_of(
     """
     block = ending_block(events, end_step, stepped) if events.height else events
     printed = block.filter(~pl.col("kind").is_in([s.EV_TRACEBACK, s.EV_EXIT_CODE])) if block.height else block
+    if printed.height and (printed["kind"] == s.EV_TRAINING_DONE).any():
+        # training done: a thread dump at its exit (another file's lines may come first) is no hang
+        printed = printed.filter(~pl.col("kind").is_in([s.EV_STACK_DUMP, s.EV_COLLECTIVE_WAIT]))
     if printed.height:
         first = printed.row(0, named=True)
         if first["kind"] == s.EV_CANCELLED:  # srun's "Job step aborted" before slurm's line that says why

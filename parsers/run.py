@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from parsers import lightning, registry, remote
@@ -448,16 +449,46 @@ def _overlay(base: Run, top: Run) -> Run:
         )
 
     metrics = remap(top.metrics)
+    events = remap(top.events)
+    warnings = list(top.warnings)
+    shift = _clock_offset(base.metrics, metrics)
+    if shift:  # the same steps, another clock: the top layer's times are put on the text log's
+        metrics = metrics.with_columns(pl.col("wall_time") + shift)
+        events = events.with_columns(pl.col("wall_time") + shift)
+        hours = f"{abs(shift) / 3600:g} h"
+        warnings.append(f"{', '.join(src.path for src in top.sources)}: its times are {hours} "
+                        f"{'behind' if shift > 0 else 'ahead of'} those the text log prints at the same steps (a time "
+                        "zone: one clock is UTC, the other local time); shown on the text log's clock")
     covered = metrics.select("metric", "step").unique()
     kept = base.metrics.join(covered, on=["metric", "step"], how="anti", maintain_order="left")
     return Run(
         name=base.name, path=base.path,
         metrics=pl.concat([kept, metrics.select(kept.columns)]),
-        events=pl.concat([base.events, remap(top.events).select(base.events.columns)]),
+        events=pl.concat([base.events, events.select(base.events.columns)]),
         configs=pl.concat([base.configs, top.configs.select(base.configs.columns)]),
-        sources=base.sources + top.sources, warnings=base.warnings + top.warnings,
+        sources=base.sources + top.sources, warnings=base.warnings + warnings,
         skipped=base.skipped + top.skipped, tags=base.tags + top.tags,
     )
+
+
+def _clock_offset(base: pl.DataFrame, top: pl.DataFrame) -> float | None:
+    """Seconds to add to ``top``'s times to put them on ``base``'s clock, when the two logged the same steps a whole
+    number of quarter hours apart (a time zone: TensorBoard and W&B stamp UTC, a console its machine's local time),
+    within a minute of it at every shared point; else None.
+
+    >>> base = pl.DataFrame({"metric": ["loss"] * 3, "step": [1, 2, 3], "wall_time": [3601.0, 3700.5, 3801.0]})
+    >>> top = base.with_columns(pl.col("wall_time") - 3600.2)
+    >>> _clock_offset(base, top), _clock_offset(base, base)
+    (3600.0, None)
+    """
+    both = base.drop_nulls("wall_time").join(top.drop_nulls("wall_time"), on=["metric", "step"], suffix="_top")
+    if both.height < 2:
+        return None
+    apart = (both["wall_time"] - both["wall_time_top"]).to_numpy()
+    offset = round(float(np.median(apart)) / 900.0) * 900.0
+    if offset == 0 or abs(offset) > 14 * 3600 or np.abs(apart - offset).max() > 60:
+        return None
+    return offset
 
 
 def _named(frame: pl.DataFrame, run_name: str) -> bool:

@@ -1050,3 +1050,16 @@ def test_a_wandb_run_without_its_output_log_is_read_for_the_console_its_wandb_fi
     assert (attempt.end_reason, attempt.end_kind) == ("failed_startup", "error")
     assert attempt.end_detail.startswith("ValueError: Mixed precision training with AMP or APEX")
     assert not any("no error in what the program printed" in line for line in lines)
+
+
+def test_a_tensorboard_file_on_utc_beside_a_console_on_local_time_is_one_clock_and_an_exit_dump_is_no_hang() -> None:
+    """elena-lyulina correctness job 1728401: TensorBoard stamps steps 1-15 at 13:43-13:46 UTC, the console prints
+    them at 14:43-14:46 local time, then "[after training is done]", and faulthandler's "Stack (most recent call
+    first): <no Python frame>" as the process exits. The chronicle read "hung ... nothing logged for 60 min after
+    step 15" and "ran for 64 min" for a run that completed in 4 minutes."""
+    run, lines = _chronicle(REAL / "megatron" / "elena-lyulina_Megatron-LM-Attention-Benchmark_correctness_1728401")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind, attempt.end_step) == ("completed", "training_done", 15)
+    assert round(attempt.ran_for_s) == 220
+    assert not [a for a in run.anomalies if a.kind == "hang"]
+    assert any("its times are 1 h behind those the text log prints at the same steps" in w for w in run.warnings)
