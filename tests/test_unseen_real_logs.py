@@ -1063,3 +1063,14 @@ def test_a_tensorboard_file_on_utc_beside_a_console_on_local_time_is_one_clock_a
     assert round(attempt.ran_for_s) == 220
     assert not [a for a in run.anomalies if a.kind == "hang"]
     assert any("its times are 1 h behind those the text log prints at the same steps" in w for w in run.warnings)
+
+
+def test_a_quantised_per_batch_loss_staying_on_a_high_level_for_a_few_batches_is_noise() -> None:
+    """aorvieto/VerySimpleTransformer ovrxxego: a batch-of-4 classification loss at chance sits on a few levels
+    (0.58, 0.64, 0.70, 0.76 ...) and stays on a high one for 3-5 batches now and then, its body uncorrelated. The
+    runs of 3-5 points were judged as independent points and called 11 "loss spikes" of 1.2-1.8x. Consecutive
+    points beyond the 95th percentile come 2.8x as often as independent points would give: the run thresholds
+    allow for it."""
+    run, _ = _chronicle(REAL / "wandb" / "aorvieto__VerySimpleTransformer" / "wandb" / "run-20230329_040152-ovrxxego")
+    assert [(a.step, a.end_step) for a in run.anomalies if a.kind == "loss_spike"] == [(5, 9)]
+    assert run.coverage["spike_checks"]["loss"]["1"]["two_in_a_row_sigma"] == 13.39

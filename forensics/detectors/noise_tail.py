@@ -188,7 +188,9 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
 
 def serially_correlated(z: np.ndarray, groups: np.ndarray | None = None) -> bool:
     """Whether consecutive residuals (within one group, winsorised at 3 sigma) are positively correlated beyond
-    chance (and beyond 0.1): a hard stretch of data that lasts several batches, as opposed to independent noise.
+    chance (and beyond 0.1), or their upper tail comes in runs (twice as many consecutive pairs beyond the 95th
+    percentile as independent points give, and 3 sigma beyond it: tail dependence, which a winsorised correlation
+    does not see): a hard stretch of data that lasts several batches, as opposed to independent noise.
 
     >>> rng = np.random.default_rng(0)
     >>> serially_correlated(rng.normal(size=5000)), serially_correlated(np.cumsum(rng.normal(size=5000)))
@@ -201,10 +203,18 @@ def serially_correlated(z: np.ndarray, groups: np.ndarray | None = None) -> bool
         keep &= groups[:-1] == groups[1:]
     if keep.sum() < MIN_BODY:
         return False
+    # its upper tail: points beyond the 95th percentile that follow one another, against the count independent
+    # points would give (a quantised per-batch loss sits on a few levels and stays on a high one for 3-5 batches,
+    # its body uncorrelated: runs of high points are then the noise, not incidents)
+    edge = np.quantile(a[keep], 0.95)
+    with np.errstate(invalid="ignore"):
+        pairs = float(((a >= edge) & (b >= edge))[keep].sum())
+    expected = float((a[keep] >= edge).mean()) ** 2 * float(keep.sum())
     a, b = np.clip(a[keep], -3.0, 3.0), np.clip(b[keep], -3.0, 3.0)  # winsorised: a few spikes do not decide it
     a, b = a - a.mean(), b - b.mean()
     rho = float((a * b).sum() / math.sqrt(float((a * a).sum() * (b * b).sum()) or 1.0))
-    return rho > max(0.1, 3.0 / math.sqrt(float(keep.sum())))
+    return rho > max(0.1, 3.0 / math.sqrt(float(keep.sum()))) or pairs > max(2 * expected,
+                                                                              expected + 3 * math.sqrt(expected))
 
 
 def student_body(z: np.ndarray) -> tuple[float, float, float]:
