@@ -1074,3 +1074,14 @@ def test_a_quantised_per_batch_loss_staying_on_a_high_level_for_a_few_batches_is
     run, _ = _chronicle(REAL / "wandb" / "aorvieto__VerySimpleTransformer" / "wandb" / "run-20230329_040152-ovrxxego")
     assert [(a.step, a.end_step) for a in run.anomalies if a.kind == "loss_spike"] == [(5, 9)]
     assert run.coverage["spike_checks"]["loss"]["1"]["two_in_a_row_sigma"] == 13.39
+
+
+def test_a_grad_norm_jump_to_a_new_high_in_the_burn_in_is_a_spike() -> None:
+    """unsloth #5207: nine dicts, the grad norm 14.98, 9.78, 7.64, 92.10, 29.00, ..., 7.79, 11140.00. All nine fall
+    in the burn-in, where a grad norm swinging as training starts is no spike unless 10x both points beside it; 92.10
+    is not 10x the 29.00 after it and 11140 has none after it: "Anomalies: none found", while the coverage line said
+    a grad norm 10x the point before it was checked for. A jump 10x the point before and above every point before it
+    is no start-up swing."""
+    run, _ = _chronicle(REAL / "hf_trainer" / "unsloth_issue5207_gradnorm_spike_excerpt.txt")
+    assert [(a.kind, a.step, a.value) for a in run.anomalies] == [("grad_norm_spike", 4, 92.1),
+                                                                 ("grad_norm_spike", 9, 11140.0)]
