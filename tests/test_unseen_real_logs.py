@@ -1085,3 +1085,13 @@ def test_a_grad_norm_jump_to_a_new_high_in_the_burn_in_is_a_spike() -> None:
     run, _ = _chronicle(REAL / "hf_trainer" / "unsloth_issue5207_gradnorm_spike_excerpt.txt")
     assert [(a.kind, a.step, a.value) for a in run.anomalies] == [("grad_norm_spike", 4, 92.1),
                                                                  ("grad_norm_spike", 9, 11140.0)]
+
+
+def test_a_grad_norm_nan_at_two_separate_points_is_not_said_as_one_stretch() -> None:
+    """Time-MoE #71: the grad norm is NaN at the first and fourth dicts only, finite between and after: "NaN/Inf at
+    steps 1-4" read as NaN from step 1 on."""
+    run, _ = _chronicle(REAL / "hf_trainer" / "timemoe_issue71_intermittent_gradnorm_nan_excerpt.txt")
+    [nan] = [a for a in run.anomalies if a.kind == "nan"]
+    assert (nan.metric, nan.step, nan.end_step) == ("grad_norm", 1, 4)
+    assert nan.detail == "NaN/Inf at 2 of the 4 logged steps from 1 to 4: grad_norm NaN"
+    assert run.attempts[0].end_reason == "running"

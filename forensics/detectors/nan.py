@@ -73,11 +73,16 @@ class NanDetector:
                 pl.col("step").min().alias("start"),
                 pl.col("step").max().alias("end"),
                 pl.col("why").unique(maintain_order=True),
+                pl.col("step").n_unique().alias("bad"),
             )
         )
+        logged = frames.steps()
         out = []
-        for family, attempt, _g, start, end, whys in grouped.iter_rows():
+        for family, attempt, _g, start, end, whys, bad in grouped.iter_rows():
             where = f"step {start}" if start == end else f"steps {start}-{end}"
+            seen = logged.filter((pl.col("attempt") == attempt) & pl.col("step").is_between(start, end)).height
+            if start != end and bad < seen:  # finite points between them: not one stretch of NaN
+                where = f"{bad} of the {seen} logged steps from {start} to {end}"
             if family == CORE:
                 before = losses.filter((pl.col("attempt") == attempt) & (pl.col("step") < start))
                 baseline = float(before["value"][-1]) if before.height else None
