@@ -342,6 +342,7 @@ class Schedule:
                                              # at this step: its peak (and warm-up end) may lie in the hole
     batch_rampup_end_after: int | None = None  # likewise for the batch ramp-up
     from_attempt: int | None = None          # the curves are those of this attempt on (a later start from scratch)
+    lr_constant: bool = False                # the LR is the same at every logged point (no warm-up or decay seen)
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

@@ -133,6 +133,7 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any], attempts: list[Attem
         peak = float(lr["value"].max())  # type: ignore[arg-type]
         at_peak = lr.filter(pl.col("value") >= peak * (1 - PEAK_TOLERANCE))
         out.lr_peak, out.lr_peak_step = peak, int(at_peak["step"][0])
+        out.lr_constant = float(lr["value"].min()) == peak  # type: ignore[arg-type]
         rising_at_end = out.lr_peak_step == int(lr["step"][-1])  # type: ignore[arg-type]
         out.still_warming_up = rising_at_end and lr["value"][0] < peak * (1 - PEAK_TOLERANCE)  # (below: not flat)
         # a last point at the configured peak LR is the end of the warm-up, not a curve still rising

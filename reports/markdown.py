@@ -383,6 +383,9 @@ def _setup(run: RunFindings) -> list[str]:
     if sched.lr_peak == 0:  # (a warm-up from 0 has a later point above it)
         out.append(f"- **Schedule{since}:** LR logged as 0 at every point: if that is the rate the optimizer used, no "
                    "step moved the weights (a schedule that never started, or every step skipped).")
+    elif sched.lr_constant and not sched.warmup_end_configured:
+        out.append(f"- **Schedule{since}:** LR {shown(sched.lr_peak)} at every logged point (from step "
+                   f"{sched.lr_peak_step}): no warm-up or decay in the logs.")
     elif sched.lr_peak is not None:
         if sched.still_warming_up:
             warm = "still rising at the last logged point: the logs end during the warm-up"

@@ -1095,3 +1095,11 @@ def test_a_grad_norm_nan_at_two_separate_points_is_not_said_as_one_stretch() -> 
     assert (nan.metric, nan.step, nan.end_step) == ("grad_norm", 1, 4)
     assert nan.detail == "NaN/Inf at 2 of the 4 logged steps from 1 to 4: grad_norm NaN"
     assert run.attempts[0].end_reason == "running"
+
+
+def test_a_constant_lr_is_said_as_constant_not_as_a_peak() -> None:
+    """Time-MoE #71 logs 'learning_rate': 0.0001 at all nine dicts: "LR peaks at 0.0001 (step 1); no warm-up seen"
+    (audit U5; LLaVA #367's LR frozen at 9.0e-08 read the same)."""
+    _, lines = _chronicle(REAL / "hf_trainer" / "timemoe_issue71_intermittent_gradnorm_nan_excerpt.txt")
+    assert ("- **Schedule:** LR 0.0001 at every logged point (from step 1): no warm-up or decay in the logs."
+            in lines)
