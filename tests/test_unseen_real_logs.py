@@ -1063,6 +1063,7 @@ def test_a_tensorboard_file_on_utc_beside_a_console_on_local_time_is_one_clock_a
     assert round(attempt.ran_for_s) == 220
     assert not [a for a in run.anomalies if a.kind == "hang"]
     assert any("its times are 1 h behind those the text log prints at the same steps" in w for w in run.warnings)
+    assert not any("hung" in line or "60 min" in line for line in lines)
 
 
 def test_a_quantised_per_batch_loss_staying_on_a_high_level_for_a_few_batches_is_noise() -> None:
