@@ -199,10 +199,13 @@ def _unnumbered(events: pl.DataFrame, next_index: int | None) -> Ending | None:
     if over.height:
         # (one skip can print two lines: "Grad overflow on iteration: 0", then "... reducing to 32768.0")
         # (each rank prints its copy of one skip, one after the other: "Rank 6 Skipping step", "Rank 4 ...")
+        # (or prints them apart: "Grad overflow on iteration 8" three times between other lines names one iteration)
         same = pl.col("text").fill_null("").str.replace_all(r"\b[Rr]ank \d+|\d{2}:\d{2}:\d{2}[.,]?\d*", "")
         ordered = over.sort("line", nulls_last=True).with_columns(same=same).filter(
             ~((pl.col("same") == pl.col("same").shift(1)) & (pl.col("line") - pl.col("line").shift(1) <= 1))
             .fill_null(False))
+        named = pl.col("same").str.contains(r"\biteration:? \d+")
+        ordered = pl.concat([ordered.filter(~named), ordered.filter(named).unique("same", keep="last")]).sort("line")
         paired = (ordered["value"].is_null() & ~ordered["text"].str.contains("Skipping step")
                   & ordered["value"].shift(-1).is_not_null()
                   & ((ordered["line"].shift(-1) - ordered["line"]) <= 3)).fill_null(False)
@@ -211,7 +214,7 @@ def _unnumbered(events: pl.DataFrame, next_index: int | None) -> Ending | None:
         to = (f" (the loss scale reduced to {shown(scales[0])}" + (f", and at last to {shown(scales[-1])}"
                                                                    if scales.len() > 1 else "") + ")"
               if scales.len() else "")
-        said.append(f"{n} fp16 overflow{'s' if n != 1 else ''}, each a step skipped{to}")
+        said.append(f"{n} fp16 overflow{'s, each' if n != 1 else ','} a step skipped{to}")
     return Ending(EndReason.RUNNING if next_index is None else EndReason.UNKNOWN, "no metric logged, but " + "; ".join(said))
 
 

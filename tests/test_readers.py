@@ -115,7 +115,7 @@ def test_a_text_log_of_no_known_format_is_not_called_csv() -> None:
     run = load_run(path)
     assert [src.format for src in run.sources] == ["text (errors only)"]
     [attempt] = forensics.analyze(run).runs[0].attempts
-    assert attempt.end_detail == ("no metric logged, but 1 fp16 overflow, each a step skipped (the loss scale reduced "
+    assert attempt.end_detail == ("no metric logged, but 1 fp16 overflow, a step skipped (the loss scale reduced "
                                   "to 268435456)")
 
 

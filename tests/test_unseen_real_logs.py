@@ -1104,3 +1104,11 @@ def test_a_constant_lr_is_said_as_constant_not_as_a_peak() -> None:
     _, lines = _chronicle(REAL / "hf_trainer" / "timemoe_issue71_intermittent_gradnorm_nan_excerpt.txt")
     assert ("- **Schedule:** LR 0.0001 at every logged point (from step 1): no warm-up or decay in the logs."
             in lines)
+
+
+def test_three_ranks_copies_of_one_overflow_are_one_skipped_step() -> None:
+    """DeepSpeed #697: "Grad overflow on iteration 8" printed by three ranks, apart from one another, then the skip
+    line "Attempted loss scale: 1, reducing to 1": "3 fp16 overflows, each a step skipped"."""
+    run, _ = _chronicle(REAL / "console_errors" / "deepspeed_issue697_overflow_copies_excerpt.txt")
+    assert run.attempts[0].end_detail == ("no metric logged, but 1 fp16 overflow, a step skipped (the loss scale "
+                                          "reduced to 1)")
