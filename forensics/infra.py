@@ -11,7 +11,7 @@ from forensics.endings import quote
 from forensics.findings import Anomaly, Attempt, Cause, CauseKind, EndReason, Kind
 from parsers import schema as s
 
-NO_STEP_READ = "before any iteration read from its logs"  # (a log may show steps in a form no reader takes)
+NO_STEP_READ = "with no step read from its logs"  # (not "before any step": a log may show steps in a form no reader takes)
 
 
 def _where(attempt: int | None, step: int | None, source: str | None = None, attempts: list[Attempt] | None = None,

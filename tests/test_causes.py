@@ -83,7 +83,7 @@ def test_tr1_13b_hardware_is_suspected_on_the_ecc_error_and_the_planned_exit_is_
     assert ("attempt 3 crashed after step 43680: RuntimeError: transform: failed to synchronize: "
             "cudaErrorECCUncorrectable: uncorrectable ECC error encountered") in infra.evidence
     [oom] = cause(run, "out of memory")
-    assert oom.evidence[0] == "attempt 4, before any iteration read from its logs: RuntimeError: CUDA error: out of memory"
+    assert oom.evidence[0] == "attempt 4, with no step read from its logs: RuntimeError: CUDA error: out of memory"
     [stop] = cause(run, "stopped by the scheduler or a person")
     assert stop.evidence == ["attempt 2 ended after step 33240: [exiting program after 1190.0357275923093 minutes] "
                              "datetime: 2021-08-08 01:00:51"]

@@ -576,7 +576,7 @@ def test_a_stop_on_repeated_overflows_is_an_overflow_storm_not_a_program_error()
     assert (attempt.end_reason, attempt.end_kind) == ("crashed", "overflow_stop")
     [cause] = run.suspected_causes
     assert (cause.kind, cause.confidence) == ("loss_scale", 0.8)
-    assert cause.evidence == ["attempt 1 ended before any iteration read from its logs: Skipped 50 iterations in a row "
+    assert cause.evidence == ["attempt 1 ended with no step read from its logs: Skipped 50 iterations in a row "
                               "due to Overflow - Exiting training."]
 
 
@@ -1112,3 +1112,13 @@ def test_three_ranks_copies_of_one_overflow_are_one_skipped_step() -> None:
     run, _ = _chronicle(REAL / "console_errors" / "deepspeed_issue697_overflow_copies_excerpt.txt")
     assert run.attempts[0].end_detail == ("no metric logged, but 1 fp16 overflow, a step skipped (the loss scale "
                                           "reduced to 1)")
+
+
+def test_an_error_where_no_step_was_read_is_not_said_to_come_before_any_step() -> None:
+    """F5-TTS #346: an accelerate progress bar at `step=8569` (a form no reader takes), then two ranks' NCCL watchdog
+    timeouts: "crashed before any iteration read from its logs" read as a start-up crash of a run 8,569 steps in."""
+    run, lines = _chronicle(REAL / "console_errors" / "f5tts_issue346_nccl_watchdog_mid_run_excerpt.txt")
+    assert run.attempts[0].end_reason == "crashed"
+    assert any(line.startswith("- **What went wrong:** attempt 1 crashed with no step read from its logs: ")
+               for line in lines)
+    assert not any("before any iteration" in line for line in lines)

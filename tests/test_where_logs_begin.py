@@ -207,7 +207,7 @@ def test_a_log_with_no_known_metrics_lines_is_read_for_the_errors_that_ended_it(
     [stopped] = run.suspected_causes
     assert stopped.confidence == 0.3 and stopped.counter_evidence == []
     assert stopped.evidence[-1] == (
-        "attempt 1, before any iteration read from its logs: [E ProcessGroupNCCL.cpp:458] [Rank 7] Watchdog caught "
+        "attempt 1, with no step read from its logs: [E ProcessGroupNCCL.cpp:458] [Rank 7] Watchdog caught "
         "collective operation timeout: WorkNCCL(SeqNum=64088, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25625251 "
         "milliseconds before timing out.")
     assert "## Why it ended (suspected causes)" in lines
