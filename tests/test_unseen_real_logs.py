@@ -1122,3 +1122,12 @@ def test_an_error_where_no_step_was_read_is_not_said_to_come_before_any_step() -
     assert any(line.startswith("- **What went wrong:** attempt 1 crashed with no step read from its logs: ")
                for line in lines)
     assert not any("before any iteration" in line for line in lines)
+
+
+def test_a_spike_in_an_excerpt_starts_at_its_jump_not_at_an_ordinary_move_before_it() -> None:
+    """LLaVA #918: the loss 0.6623, 0.8022, 4.2653, 0.77: "loss spike at step 2 ... steps 2-3: rose to 4.2653 (6.4x
+    0.6623, the point before it)". A 21% move from the excerpt's first point, with no moves before it to say how the
+    loss usually moves, was taken as the onset: it has the absolute checks only."""
+    run, _ = _chronicle(REAL / "hf_trainer" / "llava_issue918_loss_spike_excerpt.txt")
+    [spike] = [a for a in run.anomalies if a.kind == "loss_spike"]
+    assert (spike.step, spike.end_step, spike.value) == (3, 3, 4.2653)

@@ -366,7 +366,7 @@ class SpikeDetector:
             swing[blind] = _swing(x[blind], group[blind])
         one = n == 0 or group[0] == group[-1]  # (one stretch: no windows per group)
         with np.errstate(invalid="ignore"):
-            calm_enough = ~(blind & (x - centre < 3 * swing))
+            calm_enough = ~(blind & ~(x - centre >= 3 * swing))  # (no moves before it: only the absolute checks)
             candidate = ((z >= threshold) & eligible & calm_enough) | absolute
             # where the noise is known but too few points back a tail fit, a jump at the screen counts too: at the
             # screen against the noise itself as well (a per-step DPO loss calm for its first 30 points and swinging
