@@ -174,3 +174,13 @@ def test_fairseq_simple_log_is_analysed() -> None:
     """The excerpt that was refused ("fairseq log without metrics lines") reads as one attempt at update 1."""
     run = forensics.analyze(load_run(FAIRSCALE)).runs[0]
     assert [(a.start_step, a.end_step) for a in run.attempts] == [(1, 1)]
+
+
+def test_fairseq_end_of_epoch_averages_left_unread_are_said() -> None:
+    """The end-of-epoch averages ("| epoch 009 | loss 3.976 | ... | loss_scale 0.000 | ...") are no steps and are not
+    read: said, so that a loss or loss scale printed only there does not read as "Not found" without a word (fairseq
+    #1529's only training line is such a summary, its loss_scale 0.000; audit U11)."""
+    run = load_run(ISSUE514)
+    assert [w.split(": ", 1)[1] for w in run.warnings if "end-of-epoch" in w] == [
+        "2 lines of end-of-epoch averages (loss, gnorm, lr, loss_scale over a whole epoch; not steps):"
+        " not read"]

@@ -69,5 +69,8 @@ SPEC = LineFormat(
         (s.EV_CHECKPOINT_SAVE, r"[Ss]aved checkpoint .*?\(epoch \d+ @ (\d+) updates\)"),
         (s.EV_CHECKPOINT_LOAD, r"[Ll]oaded checkpoint .*?\(epoch \d+ @ (\d+) updates\)"),
     ),
+    # said, so that a loss, grad norm or loss scale printed only there is not read as absent from the log
+    unread=((r"\bepoch \d+ \| loss [-+\w.]+ \|",
+             "of end-of-epoch averages (loss, gnorm, lr, loss_scale over a whole epoch; not steps)"),),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
