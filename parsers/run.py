@@ -510,6 +510,16 @@ def _is_events_only(log: ParsedLog) -> bool:
     return log.metrics.height == 0 and log.configs.height == 0
 
 
+def _silent_launch(piece: Piece, pieces: list[Piece]) -> bool:
+    """An event file holding nothing but its header, written by a process (host, pid) that wrote no other file: a
+    launch that died before it logged anything, an attempt of its own (not folded into the next launch's start)."""
+    writer = _writer(piece.file)
+    if writer is None or not (piece.log.events["kind"] == s.EV_FILE_START).all():
+        return False
+    return not any(_writer(other.file) is not None and _writer(other.file)[1:] == writer[1:]  # type: ignore[index]
+                   for other in pieces if other is not piece)
+
+
 _WRITER = re.compile(r"^events\.out\.tfevents\.\d+\.(.+)\.(\d+)\.\d+(?:\.v2)?$")
 _FILE_TIME = re.compile(r"^events\.out\.tfevents\.(\d+)\.")
 
@@ -602,7 +612,7 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
                               counted=log.counted_steps and log.metrics.height > 0))
         warnings.extend(log.warnings)
         tags += [{"source": sources[-1].path, "tag": tag, "metric": metric} for tag, metric in log.tags.items()]
-        if _is_events_only(log):
+        if _is_events_only(log) and not _silent_launch(piece, pieces):
             deferred.append(piece)
             continue
         frames = (log.metrics, log.events, log.configs)

@@ -1131,3 +1131,15 @@ def test_a_spike_in_an_excerpt_starts_at_its_jump_not_at_an_ordinary_move_before
     run, _ = _chronicle(REAL / "hf_trainer" / "llava_issue918_loss_spike_excerpt.txt")
     [spike] = [a for a in run.anomalies if a.kind == "loss_spike"]
     assert (spike.step, spike.end_step, spike.value) == (3, 3, 4.2653)
+
+
+def test_event_files_of_launches_that_logged_nothing_are_launches_not_the_next_ones_start() -> None:
+    """elena-lyulina llama3-1b-fineweb160B-test: three event files holding only their header (launches on other hosts
+    and pids, at 18:12, 18:16 and 21:34) and the next morning's file that trained steps 1-344 from 09:18. The three
+    were folded into that launch's start: "| 1 | 1-344 | 2026-04-14 18:12:49 | ... | 15.3 h |" for 14 minutes."""
+    run, lines = _chronicle(REAL / "tensorboard" / "elena-lyulina_llama3-1b-fineweb160B-test")
+    assert [(a.index, a.end_reason, a.start_step) for a in run.attempts] == [
+        (1, "no_training", None), (2, "no_training", None), (3, "no_training", None), (4, "running", 1)]
+    assert round(run.attempts[3].ran_for_s / 60) == 14
+    assert any(line.startswith("- **Launches with no training step, error or stop in the logs:** attempt 1 "
+                               "(2026-04-14 18:12:49), attempt 2") for line in lines)
