@@ -15,8 +15,11 @@ from forensics.analysis import detect
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames
 from forensics.evaluation.datasets import NOISES, SCENARIOS, Curve, Truth, generate
 from forensics.evaluation.metrics import Score, score
+from forensics.findings import Kind
 
-KINDS = ("loss_spike", "grad_norm_spike", "divergence", "nan", "loss_scale_collapse", "changepoint", "loss_plateau")
+# the kinds scored, in the order the benchmark reports them
+KINDS: tuple[Kind, ...] = (Kind.LOSS_SPIKE, Kind.GRAD_NORM_SPIKE, Kind.DIVERGENCE, Kind.NAN, Kind.LOSS_SCALE_COLLAPSE,
+                           Kind.CHANGEPOINT, Kind.LOSS_PLATEAU)
 
 
 @dataclass
@@ -26,7 +29,7 @@ class Row:
     scenario: str
     log_interval: int
     curves: int = 0
-    scores: dict[str, Score] = field(default_factory=dict)
+    scores: dict[Kind, Score] = field(default_factory=dict)
     anomalies_on_clean: int = 0
     clean_runs_with_incidents: int = 0   # clean curves with at least one anomaly
     clean_steps: int = 0                 # steps of the clean curves (for a rate per 100k steps)
@@ -70,9 +73,9 @@ def _lead_errors(curve: Curve, found: list) -> list[int]:
     """For spikes with a known grad-norm lead, |reported lead - true lead| in steps (reported in the detail)."""
     out = []
     for truth in curve.truths:
-        if truth.kind != "loss_spike" or not truth.lead:
+        if truth.kind != Kind.LOSS_SPIKE or not truth.lead:
             continue
-        near = [a for a in found if a.kind == "loss_spike" and abs(a.step - truth.step) <= margin_for(curve.log_interval)]
+        near = [a for a in found if a.kind == Kind.LOSS_SPIKE and abs(a.step - truth.step) <= margin_for(curve.log_interval)]
         if near and near[0].grad_norm_lead is not None:
             out.append(abs(near[0].grad_norm_lead - truth.lead))
     return out

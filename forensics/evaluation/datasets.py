@@ -32,6 +32,7 @@ import numpy as np
 import polars as pl
 from scipy import signal
 
+from forensics.findings import Kind
 from parsers import schema as s
 
 SCENARIOS: tuple[str, ...] = (
@@ -46,15 +47,23 @@ NOISES: tuple[str, ...] = ("gaussian", "t3", "t4", "t6", "ar1", "outliers", "wig
 
 @dataclass(frozen=True)
 class Truth:
-    """An injected event: kind (``loss_spike``, ``grad_norm_spike``, ``divergence``, ``nan``,
-    ``loss_scale_collapse``), the logged step it starts at, where it ends, and the grad-norm lead in steps."""
+    """An injected event: its kind (``loss_spike``, ``grad_norm_spike``, ``divergence``, ``nan``,
+    ``loss_scale_collapse``, ``changepoint``, ``loss_plateau``), the logged step it starts at, where it ends, and the
+    grad-norm lead in steps.
 
-    kind: str
+    >>> Truth("loss_spike", 1000, 1020).kind is Kind.LOSS_SPIKE
+    True
+    """
+
+    kind: Kind           # what was injected (a plain string is taken as the Kind it names)
     step: int
     end_step: int
     lead: int | None = None
     optional: bool = False  # injected but too faint in the log to demand: not counted in recall, not a false alarm
     margin: int | None = None  # steps a detection may be off, when wider than the default (block-level events)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", Kind(self.kind))
 
 
 @dataclass
@@ -223,8 +232,8 @@ def generate(scenario: str, seed: int, log_interval: int = 1, noise: str = "mixe
     ``steps``: its length, else drawn: 2k-30k steps for "mixed", 1k-200k log-uniform for the others).
 
     >>> curve = generate("spikes", seed=3, log_interval=10)
-    >>> sorted({t.kind for t in curve.truths})
-    ['loss_spike']
+    >>> {t.kind for t in curve.truths} == {Kind.LOSS_SPIKE}
+    True
     """
     known = SCENARIOS + EXPERIMENTAL_SCENARIOS
     if scenario not in known:
@@ -278,7 +287,7 @@ def generate(scenario: str, seed: int, log_interval: int = 1, noise: str = "mixe
             for j, st in enumerate(steps):
                 scale[st:] = 65536.0 / 2 ** (j + 1)
                 skipped[st] = True
-            truths.append(Truth("loss_scale_collapse", logged_step(collapse_at), logged_step(onset)))
+            truths.append(Truth(Kind.LOSS_SCALE_COLLAPSE, logged_step(collapse_at), logged_step(onset)))
         if noise != "mixed" and rng.random() < PRECURSOR_SHARE:
             # most blow-ups announce themselves (OLMo 2): the grad norm grows for a while before the loss leaves
             lead = int(min(rng.uniform(150, 2000), max(onset - 2 * warm, 0)))
@@ -287,7 +296,7 @@ def generate(scenario: str, seed: int, log_interval: int = 1, noise: str = "mixe
                 log_grad += grow * math.log(rng.uniform(2.5, 6.0))
                 # a detector may rightly see the growing grad norm as a level shift or a spike: not required
                 truths += [Truth(kind, logged_step(onset - lead), logged_step(onset), optional=True)
-                           for kind in ("changepoint", "grad_norm_spike")]
+                           for kind in (Kind.CHANGEPOINT, Kind.GRAD_NORM_SPIKE)]
             if collapse_at is not None and lead > 0:  # and fp16 overflows come more often before the collapse
                 for st in np.sort(rng.choice(np.arange(onset - lead, collapse_at), size=min(8, max(
                         collapse_at - onset + lead, 1)), replace=False)):
@@ -300,13 +309,13 @@ def generate(scenario: str, seed: int, log_interval: int = 1, noise: str = "mixe
             nan_at = onset + int(rng.integers(20, 250))
             end = min(n, (nan_at // k + 3) * k)
             log_loss[nan_at:] = np.nan
-            truths.append(Truth("nan", logged_step(nan_at), logged_step(nan_at)))
-        truths.append(Truth("divergence", logged_step(onset), end, None))
+            truths.append(Truth(Kind.NAN, logged_step(nan_at), logged_step(nan_at)))
+        truths.append(Truth(Kind.DIVERGENCE, logged_step(onset), end, None))
     if scenario == "plateau":
         at = int(n * rng.uniform(0.15, 0.25))
         trend = base["trend"]
         log_loss[at:] += np.log(trend[at]) - np.log(trend[at:])  # the trend frozen at its value there
-        truths.append(Truth("loss_plateau", logged_step(at), n, margin=max(5 * k, n // 20)))
+        truths.append(Truth(Kind.LOSS_PLATEAU, logged_step(at), n, margin=max(5 * k, n // 20)))
     iter_ms = rng.uniform(200, 5000) * np.exp(rng.normal(0.0, 0.02, n))
     iter_ms[rng.choice(np.arange(n), size=n // 1000, replace=False)] *= 2.0  # checkpoint saves: benign blips
     if scenario == "regime_shift":
@@ -315,7 +324,7 @@ def generate(scenario: str, seed: int, log_interval: int = 1, noise: str = "mixe
             log_grad[at:] += math.log(rng.uniform(2.5, 6.0))
         else:
             iter_ms[at:] *= rng.uniform(1.4, 2.5)
-        truths.append(Truth("changepoint", logged_step(at), logged_step(at), margin=max(5 * k, n // 500)))
+        truths.append(Truth(Kind.CHANGEPOINT, logged_step(at), logged_step(at), margin=max(5 * k, n // 500)))
     # periodic benign fp16 behaviour: an overflow now and then halves the scale, which recovers later
     if scenario != "fp16_collapse" and rng.random() < 0.5:
         for st in np.arange(int(rng.integers(0, 2000)), n, int(rng.integers(1500, 6000))):
@@ -348,7 +357,7 @@ def _visible_spikes(curve: Curve, plain: Curve, spikes: list[tuple[int, int, int
     10 or more iterations; grad norm 10x) is required. The "mixed" harness keeps its original rule: at least 8
     noise sigmas and 5% or 3x."""
     out = []
-    for metric, kind, least in ((s.LOSS, "loss_spike", math.log(1.05)), (s.GRAD_NORM, "grad_norm_spike", math.log(3))):
+    for metric, kind, least in ((s.LOSS, Kind.LOSS_SPIKE, math.log(1.05)), (s.GRAD_NORM, Kind.GRAD_NORM_SPIKE, math.log(3))):
         steps, with_spikes = _logged(curve, metric)
         _, without = _logged(plain, metric)
         excess = with_spikes - without
@@ -360,10 +369,10 @@ def _visible_spikes(curve: Curve, plain: Curve, spikes: list[tuple[int, int, int
         visible = with_spikes - pl.Series(with_spikes).shift(1).rolling_median(window_size=8, min_samples=1).to_numpy()
         visible = visible - resid
         for onset, width, g_start, lead in spikes:
-            start = onset if kind == "loss_spike" else g_start
+            start = onset if kind == Kind.LOSS_SPIKE else g_start
             if start is None:
                 continue
-            span = width if kind == "loss_spike" else 10 + (lead or 0)
+            span = width if kind == Kind.LOSS_SPIKE else 10 + (lead or 0)
             window = (steps > start) & (steps <= start + span + k)
             if not window.any():
                 continue
@@ -375,14 +384,14 @@ def _visible_spikes(curve: Curve, plain: Curve, spikes: list[tuple[int, int, int
                 at = int(np.flatnonzero(window)[0])
                 before = resid[max(1, at - 100):at]  # the local noise, as a detector sees it
                 if before.size < 30:  # too little history to know the noise: only what an absolute check sees
-                    faint = peak < (math.log(1.5 if k >= 10 else 2.0) if kind == "loss_spike" else math.log(10))
+                    faint = peak < (math.log(1.5 if k >= 10 else 2.0) if kind == Kind.LOSS_SPIKE else math.log(10))
                 else:
                     local = 1.4826 * float(np.median(np.abs(before - np.median(before))))
                     seen = visible[window]
                     beyond = any(seen.size >= length and float(np.nanmax(np.lib.stride_tricks.sliding_window_view(
                         seen, length).min(axis=1))) >= (1.25 * limit + 1.0) * local for length, limit in reach.items())
                     faint = peak < least or not beyond
-            out.append(Truth(kind, first, int(steps[window][-1]), lead if kind == "loss_spike" else None,
+            out.append(Truth(kind, first, int(steps[window][-1]), lead if kind == Kind.LOSS_SPIKE else None,
                              optional=faint))
     return out
 

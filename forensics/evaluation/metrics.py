@@ -26,17 +26,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from forensics.evaluation.datasets import Truth
-from forensics.findings import Anomaly
+from forensics.findings import Anomaly, Kind
 
 # a detection of one kind may rightly land on a truth of a related kind: a divergence starts with a loss spike
-RELATED: dict[str, frozenset[str]] = {
-    "loss_spike": frozenset({"loss_spike", "divergence"}),
-    "grad_norm_spike": frozenset({"grad_norm_spike", "loss_spike", "divergence", "loss_scale_collapse", "changepoint"}),
-    "divergence": frozenset({"divergence"}),
-    "nan": frozenset({"nan"}),
-    "loss_scale_collapse": frozenset({"loss_scale_collapse"}),
-    "changepoint": frozenset({"changepoint", "divergence", "loss_scale_collapse", "loss_spike"}),
-    "loss_plateau": frozenset({"loss_plateau"}),
+# (a kind not listed is related only to itself)
+RELATED: dict[Kind, frozenset[Kind]] = {
+    Kind.LOSS_SPIKE: frozenset({Kind.LOSS_SPIKE, Kind.DIVERGENCE}),
+    Kind.GRAD_NORM_SPIKE: frozenset({Kind.GRAD_NORM_SPIKE, Kind.LOSS_SPIKE, Kind.DIVERGENCE, Kind.LOSS_SCALE_COLLAPSE,
+                                     Kind.CHANGEPOINT}),
+    Kind.DIVERGENCE: frozenset({Kind.DIVERGENCE}),
+    Kind.NAN: frozenset({Kind.NAN}),
+    Kind.LOSS_SCALE_COLLAPSE: frozenset({Kind.LOSS_SCALE_COLLAPSE}),
+    Kind.CHANGEPOINT: frozenset({Kind.CHANGEPOINT, Kind.DIVERGENCE, Kind.LOSS_SCALE_COLLAPSE, Kind.LOSS_SPIKE}),
+    Kind.LOSS_PLATEAU: frozenset({Kind.LOSS_PLATEAU}),
 }
 
 
@@ -44,7 +46,7 @@ RELATED: dict[str, frozenset[str]] = {
 class Score:
     """Counts for one kind of event over a set of curves."""
 
-    kind: str
+    kind: Kind | str        # a Kind, or a label of a total over kinds ("all kinds")
     truths: int = 0
     found: int = 0          # truths matched by a detection
     detections: int = 0
@@ -81,22 +83,27 @@ def _near(anomaly: Anomaly, truth: Truth, margin: int) -> bool:
     )
 
 
-def score(kind: str, anomalies: Iterable[Anomaly], truths: Iterable[Truth], margin: int) -> Score:
-    """Score detections of ``kind``: recall over truths of that kind, precision over detections of that kind
-    (a detection is right when it is within ``margin`` steps of a truth of a related kind).
+def score(kind: Kind | str, anomalies: Iterable[Anomaly], truths: Iterable[Truth], margin: int) -> Score:
+    """Score detections of ``kind`` (a plain string is taken as the :class:`Kind` it names): recall over truths of
+    that kind, precision over detections of that kind (a detection is right when it is within ``margin`` steps of a
+    truth of a related kind, :data:`RELATED`).
 
     >>> from forensics.evaluation.datasets import Truth
     >>> a = Anomaly("loss_spike", "loss", 1, 1002, 1010, 9.0, 3.0)
     >>> s = score("loss_spike", [a], [Truth("loss_spike", 1000, 1020)], margin=5)
     >>> (s.recall, s.precision)
     (1.0, 1.0)
+    >>> score("loss_spikes", [a], [], margin=5)
+    Traceback (most recent call last):
+    ValueError: 'loss_spikes' is not a valid Kind
     """
+    kind = Kind(kind)
     if margin < 0:
         raise ValueError(f"margin {margin}: must be 0 or more steps")
     mine = [a for a in anomalies if a.kind == kind]
     truths = list(truths)
     own = [t for t in truths if t.kind == kind and not t.optional]
-    related = [t for t in truths if t.kind in RELATED.get(kind, frozenset({kind}))]
+    related = [t for t in truths if t.kind in RELATED.get(kind, {kind})]
     out = Score(kind=kind, truths=len(own), detections=len(mine))
     used: set[int] = set()
     for truth in own:
