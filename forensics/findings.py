@@ -59,6 +59,11 @@ class EndReason(StrEnum):
 FAILED_ENDINGS: frozenset[EndReason] = frozenset({
     EndReason.NAN, EndReason.DIVERGED, EndReason.CRASHED, EndReason.FAILED_STARTUP, EndReason.HUNG, EndReason.KILLED,
 })
+# endings where the training was stopped on purpose or from outside (a kill by a signal is a failure too: the
+# chronicle tells an attempt that failed as a failure, never as a stop)
+STOPPED_ENDINGS: frozenset[EndReason] = frozenset({
+    EndReason.EXITED, EndReason.STOPPED, EndReason.INTERRUPTED, EndReason.KILLED,
+})
 
 
 class Kind(StrEnum):

@@ -33,7 +33,7 @@ from typing import Any
 import polars as pl
 
 from forensics.engines import Engine, checked, run_all
-from forensics.findings import first_anomaly
+from forensics.findings import Outcome, first_anomaly
 
 RUN_SCHEMA: dict[str, pl.DataType] = {
     "name": pl.String(), "path": pl.String(), "signature": pl.String(), "code": pl.String(),
@@ -425,7 +425,7 @@ def index(
 
     def failed(item: tuple, message: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         name, path, _, signature, code = item
-        return {"name": name, "path": str(path), "signature": signature, "code": code, "outcome": "unreadable",
+        return {"name": name, "path": str(path), "signature": signature, "code": code, "outcome": str(Outcome.UNREADABLE),
                 "error": message}, []
 
     results = run_all(index_one, todo, engine=engine, jobs=jobs, address=address, failed=failed, done=done)
@@ -436,7 +436,7 @@ def index(
     names = set(kept["name"].to_list())
     anomalies = pl.concat([before_anomalies.filter(pl.col("run").is_in(names)),
                            _frame([a for _, rows in results for a in rows], ANOMALY_SCHEMA)])
-    report.unreadable = runs.filter(outcome="unreadable").height
+    report.unreadable = runs.filter(pl.col("outcome") == Outcome.UNREADABLE).height
     try:
         output.mkdir(parents=True, exist_ok=True)
         _write(anomalies, report.anomalies)

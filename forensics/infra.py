@@ -61,7 +61,7 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     for att in attempts:
         trouble = _trouble_before(att, anomalies)
         if att.index in ended and trouble is not None:
-            counter.append(f"attempt {att.index} was already {'NaN' if trouble.kind == 'nan' else 'diverging'} "
+            counter.append(f"attempt {att.index} was already {'NaN' if trouble.kind == Kind.NAN else 'diverging'} "
                            f"from step {trouble.step}, before the error: the error may follow from it")
     relaunched = [a.index for a in attempts if any(p.index < a.index and p.index in ended for p in attempts)]
     if not faults:
@@ -139,7 +139,7 @@ def stops(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFram
         mine = [a for a in attempts if a.end_reason in reason]
         if not mine:
             continue
-        counter = [f"attempt {a.index} was already {'NaN' if t.kind == 'nan' else 'diverging'} from step {t.step}"
+        counter = [f"attempt {a.index} was already {'NaN' if t.kind == Kind.NAN else 'diverging'} from step {t.step}"
                    for a in mine if (t := _trouble_before(a, anomalies)) is not None]
         # the scheduler said why: its time limit (slurm's "CANCELLED AT ... DUE TO TIME LIMIT")
         timed_out = kind == CauseKind.STOPPED and all("DUE TO TIME LIMIT" in (a.end_detail or "") for a in mine)
@@ -174,7 +174,7 @@ def program_errors(attempts: list[Attempt], anomalies: list[Anomaly], events: pl
             and a.end_kind == s.EV_ERROR]
     if not mine:
         return []
-    counter = [f"attempt {a.index} was already {'NaN' if t.kind == 'nan' else 'diverging'} from step {t.step}"
+    counter = [f"attempt {a.index} was already {'NaN' if t.kind == Kind.NAN else 'diverging'} from step {t.step}"
                for a in mine if (t := _trouble_before(a, anomalies)) is not None]
     return [Cause(
         kind=CauseKind.PROGRAM_ERROR, cause="an error in the program or its configuration", confidence=0.5,

@@ -7,7 +7,7 @@ from itertools import pairwise
 import numpy as np
 import polars as pl
 
-from parsers.schema import EPOCH, LOSS
+from parsers.schema import EPOCH, EV_CHECKPOINT_LOAD, LOSS
 
 
 def metric_points(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
@@ -59,7 +59,7 @@ def log_intervals(metrics: pl.DataFrame) -> dict[int, int]:
 
 def resume_steps(events: pl.DataFrame) -> dict[int, int]:
     """The checkpoint step each attempt loaded, where a checkpoint-load line says so."""
-    loads = events.filter((pl.col("kind") == "checkpoint_load") & (pl.col("value") > 0))
+    loads = events.filter((pl.col("kind") == EV_CHECKPOINT_LOAD) & (pl.col("value") > 0))
     return {int(a): int(v) for a, v in loads.group_by("attempt").agg(pl.col("value").last()).iter_rows()}
 
 

@@ -67,7 +67,7 @@ def cells(row: RunRow, comparison: Comparison) -> list[str]:
     """One table row as plain text (escaped by the markdown renderer, shown as-is in the terminal)."""
     sources = ", ".join(sorted({src["format"] for src in row.sources})) or "–"
     if row.outcome == Outcome.UNREADABLE:
-        return [row.name, sources, "–", "unreadable", row.error or "", "–", "–", "–", "–", "–", "–", "–"]
+        return [row.name, sources, "–", str(Outcome.UNREADABLE), row.error or "", "–", "–", "–", "–", "–", "–", "–"]
     score = "–" if row.spike_score is None or not math.isfinite(row.spike_score) else f"{row.spike_score:.2f}%"
     return [row.name, sources, str(row.steps_reached) if row.steps_reached is not None else "–", _outcome(row),
             row.first_anomaly or "none", str(row.spikes), score, _loss(row.min_loss), _loss(row.final_loss),

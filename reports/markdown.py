@@ -14,6 +14,7 @@ from forensics.findings import (
     FAILED_ENDINGS,
     INSTABILITY_KINDS,
     NOT_WHY_CAUSES,
+    STOPPED_ENDINGS,
     Anomaly,
     Attempt,
     Blips,
@@ -138,8 +139,7 @@ def _summary(run: RunFindings) -> list[str]:
                      "checked*); " + ("no attempt ended on an error." if run.attempts else "no attempt found."))
     else:
         lines.append("- **What went wrong:** no attempt ended in NaN, divergence, a crash or a hang.")
-    stopped = [a for a in run.attempts if a.end_reason not in FAILED_ENDINGS and a.index not in {b.index for b in bad}
-               and a.end_reason.value in ("exited", "stopped", "interrupted", "killed")]
+    stopped = [a for a in run.attempts if a.end_reason in STOPPED_ENDINGS and a.index not in {b.index for b in bad}]
     if stopped:
         lines.append("- **Stopped on purpose or from outside:** " + "; ".join(
             f"attempt {a.index} {ENDINGS[a.end_reason]}" for a in stopped) + ".")

@@ -1,10 +1,81 @@
-"""One vocabulary (issue 17, §2): the evaluation harness (truths, scores) is on :class:`~forensics.findings.Kind`."""
+"""One vocabulary (issue 17, §2): product code compares an anomaly's kind, an attempt's end reason and a run's outcome
+with the :mod:`forensics.findings` enums and their named sets, and an event's kind with the ``EV_*`` constants of
+:mod:`parsers.schema`, never with a loose string that spells one; the evaluation harness (truths, scores) is on
+:class:`~forensics.findings.Kind` too."""
 
 from __future__ import annotations
 
-import pytest
+import ast
+from pathlib import Path
 
-from forensics.findings import Kind
+import pytest
+from conftest import ROOT
+
+from forensics.findings import EndReason, Kind, Outcome
+from parsers import schema
+
+PACKAGES = ("forensics", "parsers", "reports")
+FIELDS = {"kind", "end_reason", "outcome"}
+EVENT_KINDS = {v for k, v in vars(schema).items() if k.startswith("EV_") and isinstance(v, str)}
+VALUES = {str(m) for enum in (Kind, EndReason, Outcome) for m in enum} | EVENT_KINDS
+
+
+def _field(node: ast.expr) -> str | None:
+    """``x.kind``, ``x.end_reason``, ``x.outcome`` (or their ``.value``), or a frame's ``pl.col("kind")`` (and so
+    on): the field compared, else None."""
+    if isinstance(node, ast.Attribute) and node.attr == "value":
+        node = node.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "col" and node.args:
+        named = node.args[0]
+        return named.value if isinstance(named, ast.Constant) and named.value in FIELDS else None
+    return node.attr if isinstance(node, ast.Attribute) and node.attr in FIELDS else None
+
+
+def _members(node: ast.expr) -> list[str]:
+    """The string literals in ``node`` (one, or a tuple/list/set of them) that are the value of an enum member."""
+    items = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else [node]
+    return [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str) and i.value in VALUES]
+
+
+def loose_comparisons(source: str) -> list[tuple[int, str, str]]:
+    """(line, field, literal) for every ``==``/``!=``/``in``/``not in`` between a vocabulary field and a member value,
+    and every ``.filter(field="literal")``.
+
+    >>> loose_comparisons("if a.kind == 'nan' or b.end_reason.value in ('exited', 'x') or c.name == 'nan': pass")
+    [(1, 'end_reason', 'exited'), (1, 'kind', 'nan')]
+    >>> loose_comparisons("if a.kind == Kind.NAN or 'nan' != a.outcome: pass")
+    [(1, 'outcome', 'nan')]
+    >>> loose_comparisons("f.filter(pl.col('kind') == 'checkpoint_load')\\nf.filter(outcome='unreadable', x='nan')")
+    [(1, 'kind', 'checkpoint_load'), (2, 'outcome', 'unreadable')]
+    """
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "filter":
+            found += [(node.lineno, k.arg, literal) for k in node.keywords if k.arg in FIELDS
+                      for literal in _members(k.value)]
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        for op, left, right in zip(node.ops, sides, sides[1:], strict=False):
+            if not isinstance(op, ast.Eq | ast.NotEq | ast.In | ast.NotIn):
+                continue
+            for one, other in ((left, right), (right, left)):
+                name = _field(one)
+                if name is not None:
+                    found += [(node.lineno, name, literal) for literal in _members(other)]
+    return sorted(found)
+
+
+def test_no_loose_vocabulary_strings_in_product_code() -> None:
+    loose = [f"{path.relative_to(ROOT)}:{line}: .{name} compared with {literal!r}"
+             for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
+             for line, name, literal in loose_comparisons(path.read_text(encoding="utf-8"))]
+    assert not loose, "use the enums of forensics.findings (or a named set beside them):\n" + "\n".join(loose)
+
+
+def test_the_scan_sees_the_product_code() -> None:
+    files = [p for package in PACKAGES for p in (ROOT / package).rglob("*.py")]
+    assert len(files) > 50 and all(Path(p).is_file() for p in files)
 
 
 def test_the_evaluation_harness_speaks_kind() -> None:
