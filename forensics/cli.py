@@ -114,7 +114,7 @@ def compare(
         render = reports.render_compare_json if fmt == "json" else reports.render_compare_markdown
         sys.stdout.write(render(result.comparison))
         return
-    print_comparison(result.comparison, reports.write(result, output, fmt, plots, protect=runs))
+    print_comparison(result.comparison, reports.write(result, output, fmt, plots))
 
 
 @app.command()

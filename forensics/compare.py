@@ -11,10 +11,10 @@ run whose worker died twice is a row with that error, never a hang.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any
 
 import polars as pl
 
@@ -77,12 +77,19 @@ class RunResult:
 OTHERS, INNER = "_others", "_inner"  # (the cached row's keys for a path's other runs and the names inside it)
 
 
-class Compared(NamedTuple):
-    """What :func:`compare_runs` returns: the comparison and the overlay curves of every run (long form: run,
-    metric, step, low, mid, high, samples, tokens). :func:`reports.write` writes it."""
+@dataclass
+class Compared:
+    """What :func:`compare_runs` returns: the comparison, the overlay curves of every run (long form: run, metric,
+    step, low, mid, high, samples, tokens) and the paths that were read (which nothing may be written into: each
+    path given, and each run found in them, so a run reached through a symlink is protected where it lies).
+    :func:`reports.write` writes it. It unpacks as ``comparison, overlay``."""
 
     comparison: Comparison
     overlay: pl.DataFrame
+    read: tuple[str | Path, ...] = ()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.comparison, self.overlay))
 
 
 def cache_location(cache: bool | str | Path | None) -> str | Path | None:
@@ -233,8 +240,11 @@ def compare_runs(
     [('nanogpt', 'nan'), ('clean-1.3B', 'completed')]
     >>> sorted(result.overlay["metric"].unique())
     ['grad_norm', 'loss']
+    >>> [str(p) for p in result.read]  # (nothing may be written into them, see reports.write)
+    ['tests/fixtures/real/nanogpt', 'sample_logs/clean-1.3B']
     """
     engine = checked(engine, jobs, address)
+    paths = list(paths)
     found = discover(paths)
     names = {name for name, _ in found}
     # (a run inside a path that holds several is named <path>/<run>: known once the path is read)
@@ -266,4 +276,17 @@ def compare_runs(
     if baseline is not None and baseline not in {r.name for r in rows}:  # a path of several runs: name one of them
         raise InputError(f"--baseline {baseline}: no such run (runs: {', '.join(r.name for r in rows)})")
     comparison = compare_rows(rows, baseline)
-    return Compared(comparison, pl.concat([r.curves for r in ordered]))
+    return Compared(comparison, pl.concat([r.curves for r in ordered]), _read(paths, found))
+
+
+def _read(paths: list[str | Path], found: list[tuple[str, str | Path]]) -> tuple[str | Path, ...]:
+    """What a comparison read: each path given and each run :func:`discover` found in them (a local one as a
+    :class:`~pathlib.Path`), once each.
+
+    >>> _read(["sample_logs"], discover(["sample_logs"]))
+    (PosixPath('sample_logs'), PosixPath('sample_logs/clean-1.3B'), PosixPath('sample_logs/tr8-104B-sample'))
+    """
+    from parsers import remote
+
+    given = [p if remote.is_url(p) else Path(p) for p in paths]
+    return tuple(dict.fromkeys([*given, *(path for _, path in found)]))

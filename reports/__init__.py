@@ -1,6 +1,6 @@
 """Renderers: the markdown incident chronicle and the JSON document, written with :func:`write`."""
 
-from reports.files import FORMATS, write, write_comparison, write_report
+from reports.files import FORMATS, write
 from reports.json_report import render_json
 from reports.markdown import render_markdown
 
@@ -25,5 +25,4 @@ def render(findings, fmt: str = "markdown") -> str:  # type: ignore[no-untyped-d
 
 __all__ = [
     "FORMATS", "render", "render_compare_json", "render_compare_markdown", "render_json", "render_markdown", "write",
-    "write_comparison", "write_report",
 ]

@@ -30,8 +30,9 @@ def write(result: Analysis | Compared, output: str | Path, fmt: str = "markdown"
     """Write an analysis (:func:`forensics.analyze_path`) or a comparison (:func:`forensics.compare_runs`) to
     ``output`` as ``markdown`` (with PNG plots in ``<output stem>_files/`` when ``plots``) or ``json``; returns the
     files written. ``perplexity``: an analysis's loss plot gets an exp(loss) panel under the loss (where a spike
-    shows earlier and larger). Nothing is written inside what was read (the analysis's path, and every path in
-    ``protect``): a single log protects only itself, a directory everything under it.
+    shows earlier and larger). Nothing is written inside what was read (the analysis's path, the comparison's
+    paths and runs, and every path in ``protect``): a single log protects only itself, a directory everything under
+    it.
 
     >>> import tempfile, forensics
     >>> analysis = forensics.analyze_path("sample_logs/clean-1.3B")
@@ -46,13 +47,20 @@ def write(result: Analysis | Compared, output: str | Path, fmt: str = "markdown"
     """
     output = Path(output)
     check_format(fmt)
-    refuse_inside(output, [*protect, *([result.read] if getattr(result, "read", None) else [])])
+    refuse_inside(output, [*protect, *_read(result)])
     try:
         if hasattr(result, "findings"):
-            return write_report(result.findings, result.metrics, output, fmt, plots, perplexity)
-        return write_comparison(result.comparison, result.overlay, output, fmt, plots)
+            return _write_report(result.findings, result.metrics, output, fmt, plots, perplexity)
+        return _write_comparison(result.comparison, result.overlay, output, fmt, plots)
     except OSError as exc:
         raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
+
+
+def _read(result: Analysis | Compared) -> list[str | Path]:
+    """What ``result`` was read from: an analysis's path (:attr:`forensics.Analysis.read`), a comparison's paths
+    and runs (:attr:`forensics.Compared.read`)."""
+    read = result.read
+    return list(read) if isinstance(read, tuple) else [read] if read is not None else []
 
 
 def check_format(fmt: str) -> None:
@@ -102,7 +110,7 @@ def inside(child: Path, parent: Path) -> bool:
     return True
 
 
-def write_report(
+def _write_report(
     findings: Findings, metrics: dict[str, pl.DataFrame], output: Path, fmt: str = "markdown", plots: bool = True,
     perplexity: bool = False,
 ) -> list[Path]:
@@ -113,7 +121,7 @@ def write_report(
     >>> import tempfile, parsers, forensics
     >>> runs = parsers.load_runs("sample_logs/tr8-104B-sample")
     >>> out = Path(tempfile.mkdtemp()) / "tr8.md"
-    >>> [p.name for p in write_report(forensics.analyze(*runs), {r.name: r.metrics for r in runs}, out)]
+    >>> [p.name for p in _write_report(forensics.analyze(*runs), {r.name: r.metrics for r in runs}, out)]
     ['tr8.md', 'tr8-104B-sample-overview.png', 'tr8-104B-sample-attempts.png']
     """
     written: list[Path] = []
@@ -135,7 +143,7 @@ def write_report(
     return [output, *written]
 
 
-def write_comparison(
+def _write_comparison(
     comparison: Comparison, overlay: pl.DataFrame, output: Path, fmt: str = "markdown", plots: bool = True,
 ) -> list[Path]:
     """Write a comparison to ``output`` (markdown or json); for markdown with ``plots``, the overlay PNGs go to
@@ -145,7 +153,7 @@ def write_comparison(
     >>> from forensics.compare import compare_runs
     >>> comparison, overlay = compare_runs(["sample_logs"], cache=False, jobs=1)
     >>> out = Path(tempfile.mkdtemp()) / "compare.md"
-    >>> [p.name for p in write_comparison(comparison, overlay, out, plots=False)]
+    >>> [p.name for p in _write_comparison(comparison, overlay, out, plots=False)]
     ['compare.md']
     """
     from reports.compare_report import render_compare_json, render_compare_markdown

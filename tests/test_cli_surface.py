@@ -227,6 +227,35 @@ def test_write_a_single_log_protects_only_itself(tmp_path):
     assert tree(tmp_path) == ["report.json", "report.md", "train.log"]
 
 
+def test_write_refuses_the_compared_runs_from_python(tmp_path):
+    """``reports.write`` guards a comparison as it guards an analysis, with no ``protect=`` from the caller: every
+    path given, every run found in them, and a run reached through a symlink where it lies."""
+    a, b, elsewhere = tmp_path / "runs" / "a", tmp_path / "runs" / "b", tmp_path / "elsewhere"
+    shutil.copytree(CLEAN, a)
+    shutil.copytree(TR8, b)
+    shutil.copytree(CLEAN, elsewhere)
+    compared = compare_runs([a, b], cache=False, jobs=1)
+    assert compared.read == (a, b)
+    comparison, overlay = compared  # (it still unpacks as the pair it was)
+    assert comparison is compared.comparison and overlay is compared.overlay
+    before = tree(tmp_path)
+    for output, run_dir, fmt in ((a / "c.md", a, "markdown"), (b / "deep" / "c.json", b, "json")):
+        with pytest.raises(InputError) as exc:
+            reports.write(compared, output, fmt)
+        assert str(exc.value) == f"{output}: inside {run_dir}, {NEVER}"
+    (tmp_path / "runs" / "linked").symlink_to(elsewhere)  # a directory of runs, one of them a symlink
+    compared = compare_runs([tmp_path / "runs"], cache=False, jobs=1)
+    for output, run_dir in ((tmp_path / "runs" / "c.md", tmp_path / "runs"),
+                            (elsewhere / "c.md", tmp_path / "runs" / "linked")):
+        with pytest.raises(InputError) as exc:
+            reports.write(compared, output)
+        assert str(exc.value) == f"{output}: inside {run_dir}, {NEVER}"
+    assert tree(tmp_path) == sorted([*before, "runs/linked"])
+    assert reports.write(compared, tmp_path / "c.json", "json") == [tmp_path / "c.json"]
+    # the writers behind it are private: no unguarded way to write a report from reports
+    assert not {"write_report", "write_comparison"} & {*reports.__all__, *dir(reports)}
+
+
 def test_write_refuses_an_unknown_format_and_wraps_a_failed_write(spiked, tmp_path):
     with pytest.raises(InputError) as exc:
         reports.write(spiked, tmp_path / "report.html", "html")
