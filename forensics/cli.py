@@ -69,7 +69,7 @@ def analyze(
         refuse_inside(output, [run_dir])  # before anything is read
     analysis = analyze_path(run_dir)
     if output is None:
-        sys.stdout.write(reports.render(analysis.findings, fmt))
+        sys.stdout.write(reports.render(analysis, fmt))
         return
     from reports.terminal import print_summary
 
@@ -111,8 +111,7 @@ def compare(
         result = compare_runs(runs, baseline=baseline, jobs=jobs, cache=(cache_dir or True) if cache else False,
                               progress=advance, engine=engine, address=address)
     if output is None:
-        render = reports.render_compare_json if fmt == "json" else reports.render_compare_markdown
-        sys.stdout.write(render(result.comparison))
+        sys.stdout.write(reports.render(result, fmt))
         return
     print_comparison(result.comparison, reports.write(result, output, fmt, plots))
 

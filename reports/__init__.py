@@ -1,6 +1,7 @@
-"""Renderers: the markdown incident chronicle and the JSON document, written with :func:`write`."""
+"""Renderers: the markdown incident chronicle and the JSON document (of an analysis or a comparison), rendered with
+:func:`render` and written with :func:`write`."""
 
-from reports.files import FORMATS, write
+from reports.files import FORMATS, render, write
 from reports.json_report import render_json
 from reports.markdown import render_markdown
 
@@ -12,15 +13,6 @@ def __getattr__(name: str):  # type: ignore[no-untyped-def]
 
         return getattr(compare_report, name)
     raise AttributeError(f"module 'reports' has no attribute {name!r}")
-
-
-def render(findings, fmt: str = "markdown") -> str:  # type: ignore[no-untyped-def]
-    """Render findings as ``markdown`` or ``json``."""
-    if fmt == "json":
-        return render_json(findings)
-    if fmt == "markdown":
-        return render_markdown(findings)
-    raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
 
 
 __all__ = [

@@ -1,14 +1,16 @@
-"""Writing a report to disk: the document, and for markdown its plots in ``<report>_files/`` beside it.
+"""Rendering a report, and writing it to disk: the document, and for markdown its plots in ``<report>_files/``
+beside it.
 
-:func:`write` is the one entry point (the CLI's and a notebook's): it refuses to write into what was read, checks
-the format, and turns a failed write into a one-line :class:`parsers.InputError`.
+:func:`render` is the one place that picks the renderer for a format (markdown or json, of an analysis or a
+comparison). :func:`write` is the one entry point for files (the CLI's and a notebook's): it refuses to write into
+what was read, checks the format, and turns a failed write into a one-line :class:`parsers.InputError`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -61,6 +63,36 @@ def _read(result: Analysis | Compared) -> list[str | Path]:
     and runs (:attr:`forensics.Compared.read`)."""
     read = result.read
     return list(read) if isinstance(read, tuple) else [read] if read is not None else []
+
+
+def render(result: Findings | Analysis | Comparison | Compared, fmt: str = "markdown",
+           images: dict[str, Any] | None = None) -> str:
+    """Render findings (or an analysis, :func:`forensics.analyze_path`) or a comparison (or what
+    :func:`forensics.compare_runs` returns) as ``markdown`` or ``json``; ``images``: the plots the markdown links
+    (relative paths: per run for findings, per overlay for a comparison). An unknown format raises
+    :class:`parsers.InputError`. (A comparison's renderers are imported only when one is rendered.)
+
+    >>> import forensics, json
+    >>> analysis = forensics.analyze_path("sample_logs/clean-1.3B")
+    >>> render(analysis, "markdown") == render(analysis.findings)
+    True
+    >>> json.loads(render(forensics.compare_runs(["sample_logs"], cache=False, jobs=1), "json"))["baseline"]
+    'clean-1.3B'
+    >>> render(analysis, "html")
+    Traceback (most recent call last):
+    parsers.errors.InputError: --format html: unknown format (choose from markdown, json)
+    """
+    check_format(fmt)
+    findings = getattr(result, "findings", result)
+    if isinstance(findings, Findings):
+        return render_markdown(findings, images) if fmt == "markdown" else render_json(findings)
+    from forensics.comparison import Comparison
+    from reports.compare_report import render_compare_json, render_compare_markdown
+
+    comparison = getattr(result, "comparison", result)
+    if not isinstance(comparison, Comparison):
+        raise TypeError(f"cannot render a {type(result).__name__}: findings, an analysis or a comparison")
+    return render_compare_markdown(comparison, images) if fmt == "markdown" else render_compare_json(comparison)
 
 
 def check_format(fmt: str) -> None:
@@ -137,7 +169,7 @@ def _write_report(
             drawn = plot_run(frame, run, directory, perplexity)
             written += drawn.values()
             images[run.name] = {k: link(directory, p) for k, p in drawn.items()}
-    text = render_markdown(findings, images) if fmt == "markdown" else render_json(findings)
+    text = render(findings, fmt, images)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
     return [output, *written]
@@ -156,8 +188,6 @@ def _write_comparison(
     >>> [p.name for p in _write_comparison(comparison, overlay, out, plots=False)]
     ['compare.md']
     """
-    from reports.compare_report import render_compare_json, render_compare_markdown
-
     written: list[Path] = []
     images: dict[str, str] = {}
     if fmt == "markdown" and plots and overlay.height:
@@ -168,7 +198,7 @@ def _write_comparison(
         for label, path in plot_overlay(overlay, markers, directory).items():
             written.append(path)
             images[label] = link(directory, path)
-    text = render_compare_markdown(comparison, images) if fmt == "markdown" else render_compare_json(comparison)
+    text = render(comparison, fmt, images)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
     return [output, *written]

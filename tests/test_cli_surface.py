@@ -256,6 +256,31 @@ def test_write_refuses_the_compared_runs_from_python(tmp_path):
     assert not {"write_report", "write_comparison"} & {*reports.__all__, *dir(reports)}
 
 
+def test_render_is_the_one_format_dispatch(tr8, tmp_path):
+    """``reports.render`` picks the renderer for an analysis and a comparison alike (what the CLI prints and what
+    ``reports.write`` writes), and refuses an unknown format with the CLI's one line."""
+    from reports.compare_report import render_compare_json, render_compare_markdown
+
+    compared = compare_runs([TR8, CLEAN], cache=False, jobs=1)
+    assert reports.render(compared, "json") == reports.render(compared.comparison, "json") \
+        == render_compare_json(compared.comparison)
+    assert reports.render(compared) == reports.render(compared.comparison, "markdown") \
+        == render_compare_markdown(compared.comparison)
+    assert reports.render(tr8, "json") == reports.render(tr8.findings, "json") == reports.render_json(tr8.findings)
+    assert reports.render(tr8) == reports.render_markdown(tr8.findings)
+    for result in (tr8, tr8.findings, compared, compared.comparison):
+        with pytest.raises(InputError) as exc:
+            reports.render(result, "html")
+        assert str(exc.value) == "--format html: unknown format (choose from markdown, json)"
+    with pytest.raises(TypeError, match="cannot render a str"):
+        reports.render("findings")
+    for fmt in ("json", "markdown"):  # the command's stdout, and its file, are what render gives
+        proc = cli("compare", str(TR8), str(CLEAN), "-f", fmt, "-j", "1", "--no-cache")
+        assert (proc.returncode, proc.stderr, proc.stdout) == (0, "", reports.render(compared, fmt))
+        assert reports.write(compared, tmp_path / f"c.{fmt}", fmt, plots=False) == [tmp_path / f"c.{fmt}"]
+        assert (tmp_path / f"c.{fmt}").read_text(encoding="utf-8") == reports.render(compared, fmt)
+
+
 def test_write_refuses_an_unknown_format_and_wraps_a_failed_write(spiked, tmp_path):
     with pytest.raises(InputError) as exc:
         reports.write(spiked, tmp_path / "report.html", "html")
