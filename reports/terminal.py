@@ -7,17 +7,18 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from forensics.comparison import Comparison
 from forensics.configs import show_value
 from forensics.findings import Findings, Outcome, first_trouble
-from forensics.sweep import METRIC_NAMES
-from reports.compare_report import HEADERS, cells
 from reports.escape import terminal
+
+if TYPE_CHECKING:  # (the comparison's modules are imported when a comparison is shown, not by ``analyze``)
+    from forensics.comparison import Comparison
 
 _STYLES = {Outcome.DIVERGED: "red", Outcome.NAN: "red", Outcome.CRASHED: "red", Outcome.UNREADABLE: "magenta",
            Outcome.COMPLETED: "green"}
@@ -98,6 +99,8 @@ def _rows_shown(attempts: list, troubled: set[int]) -> set[int]:
 
 def compare_table(comparison: Comparison) -> Table:
     """A rich table of the comparison for the terminal."""
+    from reports.compare_report import HEADERS, cells
+
     table = Table(title=terminal("runs compared" + (f" (baseline: {comparison.baseline})" if comparison.baseline
                                                     else "")), title_justify="left")
     for h in HEADERS:
@@ -128,6 +131,8 @@ def sweep_lines(sweep: dict | None) -> list[str]:
     """
     if not sweep:
         return []
+    from forensics.sweep import METRIC_NAMES
+
     out = []
     for metric in dict.fromkeys(p["metric"] for p in sweep["predictions"]):
         p = max((p for p in sweep["predictions"] if p["metric"] == metric),
