@@ -4,7 +4,7 @@ and ``--help`` start at once.
 
 Every command is a documented library function: ``analyze`` is :func:`forensics.analyze_path` then
 :func:`reports.write`; ``compare`` is :func:`forensics.compare_runs` then :func:`reports.write`; ``index`` is
-:func:`forensics.fleet.index`; ``export`` is :func:`parsers.write_frames`.
+:func:`forensics.fleet.index`; ``export`` is :func:`reports.export_frames`.
 """
 
 from __future__ import annotations
@@ -159,16 +159,10 @@ def export(
     """
     from rich.console import Console
 
-    from parsers import InputError, load_runs, write_frames
     from reports.escape import terminal
-    from reports.files import refuse_inside
+    from reports.files import export_frames
 
-    refuse_inside(output, [run_dir])
-    runs = load_runs(run_dir)
-    try:
-        written = write_frames(runs, output)
-    except OSError as exc:
-        raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
+    runs, written = export_frames(run_dir, output)
     Console(highlight=False).print(terminal(f"{len(runs)} run(s) exported to {output} ({len(written)} files): "
                                         + ", ".join(r.name for r in runs)), soft_wrap=True)
 

@@ -392,6 +392,7 @@ def index(
     from forensics.cache import RESULT_CODE, code_signature
     from forensics.compare import cache_location
     from parsers import InputError
+    from parsers.errors import cannot_write
     from reports.files import refuse_inside
 
     engine = checked(engine, jobs, address)
@@ -437,10 +438,8 @@ def index(
     anomalies = pl.concat([before_anomalies.filter(pl.col("run").is_in(names)),
                            _frame([a for _, rows in results for a in rows], ANOMALY_SCHEMA)])
     report.unreadable = runs.filter(pl.col("outcome") == Outcome.UNREADABLE).height
-    try:
+    with cannot_write(output):
         output.mkdir(parents=True, exist_ok=True)
         _write(anomalies, report.anomalies)
         _write(runs, report.runs)
-    except OSError as exc:
-        raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
     return report

@@ -1,7 +1,7 @@
 """Renderers: the markdown incident chronicle and the JSON document (of an analysis or a comparison), rendered with
 :func:`render` and written with :func:`write`."""
 
-from reports.files import FORMATS, render, write
+from reports.files import FORMATS, export_frames, render, write
 from reports.json_report import render_json
 from reports.markdown import render_markdown
 
@@ -16,5 +16,6 @@ def __getattr__(name: str):  # type: ignore[no-untyped-def]
 
 
 __all__ = [
-    "FORMATS", "render", "render_compare_json", "render_compare_markdown", "render_json", "render_markdown", "write",
+    "FORMATS", "export_frames", "render", "render_compare_json", "render_compare_markdown", "render_json",
+    "render_markdown", "write",
 ]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from forensics.findings import Findings, Outcome
+from parsers.errors import cannot_write
 from parsers.textfile import InputError
 from reports.json_report import render_json
 from reports.markdown import render_markdown
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from forensics.analysis import Analysis
     from forensics.compare import Compared
     from forensics.comparison import Comparison
+    from parsers import Run
 
 FORMATS = ("markdown", "json")
 
@@ -50,12 +52,34 @@ def write(result: Analysis | Compared, output: str | Path, fmt: str = "markdown"
     output = Path(output)
     check_format(fmt)
     refuse_inside(output, [*protect, *_read(result)])
-    try:
+    with cannot_write(output):
         if hasattr(result, "findings"):
             return _write_report(result.findings, result.metrics, output, fmt, plots, perplexity)
         return _write_comparison(result.comparison, result.overlay, output, fmt, plots)
-    except OSError as exc:
-        raise InputError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
+
+
+def export_frames(path: str | Path, output: str | Path) -> tuple[list[Run], list[Path]]:
+    """Load the run(s) at ``path`` (:func:`parsers.load_runs`: a run directory, a log file or a URL) and write their
+    canonical frames as Parquet into the directory ``output`` (:func:`parsers.write_frames`; read them back with
+    :func:`parsers.read_frames`): the library call behind ``forensics export``. Returns the runs and the files
+    written. As :func:`write`: nothing is written inside ``path`` (checked before anything is read), and a failed
+    write is a one-line :class:`parsers.InputError` that names the file.
+
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp()) / "frames"
+    >>> runs, written = export_frames("sample_logs/tr8-104B-sample", out)
+    >>> [r.name for r in runs], [p.name for p in written]
+    (['tr8-104B-sample'], ['runs.json', '0.metrics.parquet', '0.events.parquet', '0.configs.parquet'])
+    >>> export_frames("sample_logs/clean-1.3B", out / "runs.json" / "frames")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    parsers.errors.InputError: /.../frames/runs.json/frames: cannot write (Not a directory)
+    """
+    from parsers import load_runs, write_frames
+
+    refuse_inside(output, [path])
+    runs = load_runs(path)
+    with cannot_write(output):
+        return runs, write_frames(runs, output)
 
 
 def _read(result: Analysis | Compared) -> list[str | Path]:

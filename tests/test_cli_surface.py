@@ -22,6 +22,7 @@ from rich.console import Console
 
 import forensics
 import forensics.compare as compare_module
+import parsers
 import reports
 from forensics.compare import compare_runs
 from forensics.findings import first_trouble
@@ -295,6 +296,29 @@ def test_write_refuses_an_unknown_format_and_wraps_a_failed_write(spiked, tmp_pa
         reports.write(spiked, blocker / "report.md")   # markdown with plots: the plot directory fails first
     assert str(exc.value) == f"{blocker / 'report_files'}: cannot write (Not a directory)"
     assert tree(tmp_path) == ["file.txt"] and blocker.read_text() == "x"
+
+
+def test_export_frames_guards_and_wraps_a_failed_write(tmp_path):
+    """``forensics export`` is ``reports.export_frames``: from Python too, a failed write is one line that names the
+    file (never a raw OSError), and nothing is written into the run it reads."""
+    run_dir, blocker = tmp_path / "run", tmp_path / "file.txt"
+    shutil.copytree(CLEAN, run_dir)
+    blocker.write_text("x")
+    (tmp_path / "taken" / "0.metrics.parquet").mkdir(parents=True)  # a directory where a frame would go
+    failures = {blocker / "frames": f"{blocker / 'frames'}: cannot write (Not a directory)",
+                tmp_path / "taken": f"{tmp_path / 'taken'}: cannot write (expected a file path; "
+                                    f"'{tmp_path / 'taken' / '0.metrics.parquet'}' is a directory)",
+                run_dir / "frames": f"{run_dir / 'frames'}: inside {run_dir}, {NEVER}"}
+    for output, message in failures.items():
+        with pytest.raises(InputError) as exc:
+            reports.export_frames(run_dir, output)
+        assert str(exc.value) == message
+    proc = cli("export", str(run_dir), "-o", str(blocker / "frames"))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"forensics: error: {failures[blocker / 'frames']}\n")
+    assert tree(tmp_path) == ["file.txt", "run", "run/train.log", "taken", "taken/0.metrics.parquet"]
+    runs, written = reports.export_frames(f"file://{run_dir}", tmp_path / "frames")
+    assert [r.name for r in runs] == ["run"] and written[0] == tmp_path / "frames" / "runs.json"
+    assert parsers.read_frames(tmp_path / "frames")[0].metrics.equals(runs[0].metrics)
 
 
 # --- the terminal summary and the wording ------------------------------------------------------------------------
