@@ -40,7 +40,7 @@ def main_options(
     version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                  help="Show the version and exit."),
     debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an internal error "
-                               "(or set FORENSICS_DEBUG=1)."),
+                               "(or set FORENSICS_DEBUG=1); also taken after the command."),
 ) -> None:
     """Read what a training run left behind and tell its story."""
     _DEBUG["on"] = _DEBUG["on"] or debug
@@ -171,13 +171,31 @@ def _fail(message: str) -> None:
     sys.stderr.write(" ".join(message.split()) + "\n")
 
 
+def _debug_anywhere(args: list[str]) -> tuple[list[str], bool]:
+    """``args`` without ``--debug``, and whether it was given: before the command or after it (``forensics analyze
+    RUN --debug``, as the internal-error hint invites), never after ``--`` (what follows is arguments).
+
+    >>> _debug_anywhere(["analyze", "runs/tr8", "--debug"])
+    (['analyze', 'runs/tr8'], True)
+    >>> _debug_anywhere(["--debug", "compare", "--", "--debug"])
+    (['compare', '--', '--debug'], True)
+    >>> _debug_anywhere(["analyze", "runs/tr8"])
+    (['analyze', 'runs/tr8'], False)
+    """
+    end = args.index("--") if "--" in args else len(args)
+    options = [a for a in args[:end] if a != "--debug"]
+    return options + args[end:], len(options) < end
+
+
 def main() -> None:
     """Console entry point: one clear line and exit code 2 for bad input, never a traceback (unless asked for with
     ``--debug`` or ``FORENSICS_DEBUG=1``)."""
     from parsers.errors import InputError
 
+    args, debug = _debug_anywhere(sys.argv[1:])
+    _DEBUG["on"] = _DEBUG["on"] or debug
     try:
-        app(standalone_mode=False)
+        app(args=args, standalone_mode=False)
     except InputError as exc:
         _fail(f"forensics: error: {exc}")
         sys.exit(2)

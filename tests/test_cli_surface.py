@@ -135,8 +135,9 @@ def test_an_internal_error_is_one_line_unless_the_traceback_is_asked_for():
     for env in ({}, {"FORENSICS_DEBUG": "0"}, {"FORENSICS_DEBUG": ""}):
         plain = run(BROKEN, "analyze", str(CLEAN), **env)
         assert (plain.returncode, plain.stdout, plain.stderr) == (1, "", line + HINT + "\n"), env
-    for args, env in ((("analyze",), {"FORENSICS_DEBUG": "1"}), (("--debug", "analyze"), {})):
-        debug = run(BROKEN, *args, str(CLEAN), **env)
+    for args, env in ((("analyze", str(CLEAN)), {"FORENSICS_DEBUG": "1"}), (("--debug", "analyze", str(CLEAN)), {}),
+                      (("analyze", str(CLEAN), "--debug"), {}), (("analyze", "--debug", str(CLEAN), "-f", "json"), {})):
+        debug = run(BROKEN, *args, **env)
         assert (debug.returncode, debug.stdout) == (1, ""), args
         lines = debug.stderr.splitlines()
         assert lines[0] == "Traceback (most recent call last):", args
