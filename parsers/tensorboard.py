@@ -374,7 +374,7 @@ def _slow_records(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[lis
                     scalars.append({**base, "tag": tag, "value": float(value.simple_value)})
                 elif plugin == "hparams" and tag.endswith("session_start_info"):
                     data = plugin_data_pb2.HParamsPluginData.FromString(value.metadata.plugin_data.content)
-                    for key, v in data.session_start_info.hparams.items():
+                    for key, v in sorted(data.session_start_info.hparams.items()):  # (a map: no order of its own)
                         kind_v = v.WhichOneof("kind")
                         configs.append({**base, "key": key, "value": getattr(v, kind_v) if kind_v else None})
                 elif which == "tensor" and (plugin == "text" or value.tensor.dtype == 7):

@@ -262,3 +262,18 @@ def test_compiled_reader_gives_the_same_frames_as_the_numpy_one(tmp_path: Path) 
         assert len(numpy_) == len(compiled), path.name
         for a, b in zip(numpy_, compiled, strict=True):
             assert a.equals(b) if isinstance(a, pl.DataFrame) else a == b, path.name
+
+
+def test_hparams_are_read_in_one_order_every_time() -> None:
+    """An hparams summary's values are a protobuf map, which has no order of its own: they were read in an order that
+    changed from one process to the next, and so did the JSON report's config (arashmozhdeh/Protbert's Lightning
+    event file). They are read sorted by key: the same in every process."""
+    import json
+    import subprocess
+    import sys
+
+    path = next((REAL.parent / "tensorboard" / "arashmozhdeh_Protbert" / "single").rglob("events.out.tfevents.*"))
+    code = f"import json; from parsers import load_run; print(json.dumps(load_run({str(path)!r}).configs['key'].to_list()))"
+    orders = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+              for _ in range(3)}
+    assert len(orders) == 1 and len(json.loads(orders.pop())) == 100
