@@ -184,3 +184,22 @@ def test_fairseq_end_of_epoch_averages_left_unread_are_said() -> None:
     assert [w.split(": ", 1)[1] for w in run.warnings if "end-of-epoch" in w] == [
         "2 lines of end-of-epoch averages (loss, gnorm, lr, loss_scale over a whole epoch; not steps):"
         " not read"]
+
+
+def test_an_error_printed_between_an_evaluation_and_its_iteration_line_is_not_the_end(tmp_path: Path) -> None:
+    """nanoGPT prints "step N: train loss ..., val loss ..." before "iter N: ...": an error caught there (W&B's HTTP
+    500 while logging the evaluation) is followed by the iteration line, so the run went on; a save there is at the
+    evaluation's step (review of the event-step change)."""
+    lines = [f"iter {i}: loss {4 - i / 2000:.4f}, time 100.00ms, mfu 40.00%" for i in range(0, 5000, 10)]
+    tail = ["step 5000: train loss 2.5000, val loss 2.5500", "saving checkpoint to out",
+            "wandb: ERROR Error while calling W&B API: internal database error (<Response [500]>)",
+            "Traceback (most recent call last):",
+            "requests.exceptions.HTTPError: 500 Server Error: Internal Server Error for url: https://api.wandb.ai/graphql",
+            "iter 5000: loss 2.5000, time 100.00ms, mfu 40.00%"]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines + tail) + "\n")
+    run = forensics.analyze(load_run(log)).runs[0]
+    assert (run.attempts[0].end_reason, run.attempts[0].end_step) == ("running", 5000)
+    events = load_run(log).events
+    assert events.filter(kind="checkpoint_save")["step"].to_list() == [5000]
+    assert events.filter(kind="error")["step"].to_list() == [4990]
