@@ -301,8 +301,10 @@ def _lr_jumps(series: pl.DataFrame, intervals: dict[int, int], gaps: list[Gap]) 
         same = stretch[1:] == stretch[:-1]  # consecutive points, no gap between
         ref_all = float(np.median(delta[same])) if same.any() else 0.0
         # a move of one printed digit is rounding (a cosine tail printed to 3 digits: 1.01e-06 -> 1.00e-06 -> 9.99e-07)
-        digit = printed_digit(v)
-        rounding = delta <= 1.5 * np.maximum(digit[:-1], digit[1:])
+        last_digit = printed_digit(v)
+        digit = np.maximum(last_digit[:-1], last_digit[1:])
+        # (only where a digit is a small part of the value: printed to one digit, 1e-4 -> 2e-4 doubles the LR)
+        rounding = (delta <= 1.5 * digit) & (digit <= 0.02 * np.minimum(v[:-1], v[1:]))
         for i in np.flatnonzero(same & (delta > JUMP_SHARE * np.minimum(v[:-1], v[1:])) & ~rounding):
             if i == 0 and v[1] > v[0]:
                 continue  # a rise from an attempt's first point: its warm-up

@@ -589,3 +589,14 @@ def test_an_lr_still_rising_into_a_hole_has_no_peak_and_no_warm_up_end(tmp_path)
     text = reports.render(forensics.Findings(runs=[run]), "markdown")
     assert ("LR reaches 1.25e-06 (step 7); still rising at the last point before a hole in the log (next logged: "
             "step 998): the peak and the end of the warm-up may lie in the hole.") in text
+
+
+def test_an_lr_printed_to_one_digit_that_doubles_is_a_jump_not_rounding(tmp_path: Path) -> None:
+    """A move of one printed digit is rounding only where the digit is a small part of the value (llm.c's 1.01e-06 ->
+    1.00e-06); printed to one digit, 0.0001 -> 0.0002 doubles the LR (review of the rounding rule)."""
+    dicts = [f"{{'loss': {2 - i / 1000:.4f}, 'grad_norm': 1.0, 'learning_rate': {0.0001 if i < 60 else 0.0002}, "
+             f"'epoch': {i / 100:.2f}}}" for i in range(120)]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(dicts) + "\n")
+    run = forensics.analyze(load_run(log)).runs[0]
+    assert [(d.before, d.after, d.step_before, d.step_after) for d in run.discontinuities] == [(0.0001, 0.0002, 60, 61)]
