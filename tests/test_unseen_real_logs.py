@@ -1143,3 +1143,15 @@ def test_event_files_of_launches_that_logged_nothing_are_launches_not_the_next_o
     assert round(run.attempts[3].ran_for_s / 60) == 14
     assert any(line.startswith("- **Launches with no training step, error or stop in the logs:** attempt 1 "
                                "(2026-04-14 18:12:49), attempt 2") for line in lines)
+
+
+def test_the_burn_in_new_high_rule_leaves_ordinary_start_up_swings_alone() -> None:
+    """The burn-in rule (a grad norm 10x the point before it and twice every point before it) is read from a stretch's
+    third point, with a margin: at the second point "above every point before it" holds of any rise. Without them,
+    auroraGPT's torchtitan start ("none found") got a spike at step 2, and an ms-swift GRPO run's one-point spike at
+    step 3 became "steps 3-5, not back" (review)."""
+    aurora, _ = _chronicle(REAL / "torchtitan" / "auroraGPT_blendcorpus_aurora_ctrl_c.log")
+    assert not aurora.anomalies
+    grpo, _ = _chronicle(REAL / "hf_trainer" / "mswift_logging_jsonl" / "stage3_qwen3_17b_grpo")
+    assert [(a.kind, a.step, a.end_step, a.recovered_step) for a in grpo.anomalies if a.kind.endswith("spike")] == [
+        ("grad_norm_spike", 3, 3, 4)]

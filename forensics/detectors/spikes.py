@@ -341,20 +341,21 @@ class SpikeDetector:
         if self.metric == "grad_norm" and (~eligible).any():
             # in the burn-in a grad norm swings widely as training starts; a lone point 10x both points beside it
             # is still no swing (406 between 0.48 and 0.36 at a Trainer's fifth log); read at those few points only
-            # nor is a point 10x the one before it and above every point before it in its stretch (the start's
-            # decline never climbs back above where it began: 92 after 7.64 and 14.98 at an unsloth run's fourth log)
+            # nor is a point 10x the one before it and twice every one of the (two or more) points before it in its
+            # stretch (the start's decline does not climb back to twice where it began: 92 after 7.64 and 14.98 at
+            # an unsloth run's fourth log)
             at = np.flatnonzero(~eligible)
             at = at[(at > 0) & (group[np.maximum(at - 1, 0)] == group[at])]
             inside = (at < n - 1) & (group[np.minimum(at + 1, n - 1)] == group[at])
             after = np.where(inside, x[np.minimum(at + 1, n - 1)], np.nan)
-            highest = pl.DataFrame({"x": x[:at.max() + 1] if at.size else x[:0], "g": group[:at.max() + 1] if at.size
-                                    else group[:0]}).select(pl.col("x").shift(1).cum_max().over("g")).to_series()
-            before_max = highest.fill_null(np.nan).to_numpy()[at] if at.size else np.zeros(0)
+            upto = int(at.max()) + 1 if at.size else 0
+            highest = pl.DataFrame({"x": x[:upto], "g": group[:upto]}).select(
+                pl.col("x").shift(1).cum_max().over("g")).to_series().fill_null(np.nan).to_numpy()
             factor = math.log(self.neighbour_factor)
             with np.errstate(invalid="ignore"):
                 rose = x[at] - x[at - 1] >= factor
                 lone = rose & (x[at] - after >= factor)
-                new_high = rose & (x[at] > before_max)
+                new_high = rose & (position[at] >= 2) & (x[at] - highest[at] >= math.log(2.0))
             jump[at[lone | new_high]] = True
         absolute = jump & blind
         # where the noise is not known, the floor stands in for it: a rise must also be three times the usual
