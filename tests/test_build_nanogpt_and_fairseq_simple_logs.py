@@ -203,3 +203,18 @@ def test_an_error_printed_between_an_evaluation_and_its_iteration_line_is_not_th
     events = load_run(log).events
     assert events.filter(kind="checkpoint_save")["step"].to_list() == [5000]
     assert events.filter(kind="error")["step"].to_list() == [4990]
+
+
+def test_a_scale_that_falls_below_1_says_where_it_fell_from(tmp_path: Path) -> None:
+    """A scale halving from 128 at every logged update (never holding, as a start-up search does not) down to 0.25:
+    the collapse said "from the first point the log shows of it", with the log showing 128 at update 100 (review)."""
+    lines = []
+    for k in range(1, 11):
+        lines.append(f"| epoch 001:    {100 * k} / 1374 loss={14.4 - k / 10:.3f}, ppl=2000.0, num_updates={100 * k}, "
+                     f"lr=4.8e-06, gnorm=3.901, loss_scale={128 / 2 ** (k - 1):g}")
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    run = forensics.analyze(load_run(log)).runs[0]
+    [collapse] = [a for a in run.anomalies if a.kind == "loss_scale_collapse"]
+    assert (collapse.baseline, collapse.value) == (128.0, 0.25)
+    assert collapse.detail.startswith("loss scale fell from 128 (step 100) to 0.25 by step 1000")

@@ -138,7 +138,11 @@ class LossScaleCollapseDetector:
         for a, b in runs_of_true(flagged):
             low = float(v[a:b + 1].min())
             lowest = steps[a + int(np.argmin(v[a:b + 1]))]
-            if not recent[a] > low:  # below 1 from the first point seen
+            if recent[a] > low:  # from the highest of the window before it
+                high_at = max(i for i in range(max(start, a - self.window), a) if v[i] == recent[a])
+            elif a and v[:a].max() > low:  # below 1 after a fall the start-up rule left out (no point held or rose)
+                high_at = int(np.argmax(v[:a]))
+            else:
                 out.append(Anomaly(
                     kind=Kind.LOSS_SCALE_COLLAPSE, metric=s.LOSS_SCALE, attempt=attempt,
                     step=int(steps[a]), end_step=int(steps[b]), value=low, baseline=None,
@@ -146,13 +150,13 @@ class LossScaleCollapseDetector:
                     "scaled down), from the first point the log shows of it: repeated fp16 overflows",
                 ))
                 continue
-            high_at = max(i for i in range(max(start, a - self.window), a) if v[i] == recent[a])
+            high = float(v[high_at])
             out.append(
                 Anomaly(
                     kind=Kind.LOSS_SCALE_COLLAPSE, metric=s.LOSS_SCALE, attempt=attempt,
-                    step=int(steps[a]), end_step=int(steps[b]), value=low, baseline=float(recent[a]),
-                    detail=f"loss scale fell from {shown(recent[a])} (step {steps[high_at]}) to {shown(low)} by step "
-                    f"{lowest} ({recent[a] / low:.0f}x lower) over consecutive logged "
+                    step=int(steps[a]), end_step=int(steps[b]), value=low, baseline=high,
+                    detail=f"loss scale fell from {shown(high)} (step {steps[high_at]}) to {shown(low)} by step "
+                    f"{lowest} ({high / low:.0f}x lower) over consecutive logged "
                     "points: repeated fp16 overflows",
                 )
             )
