@@ -600,3 +600,18 @@ def test_an_lr_printed_to_one_digit_that_doubles_is_a_jump_not_rounding(tmp_path
     log.write_text("\n".join(dicts) + "\n")
     run = forensics.analyze(load_run(log)).runs[0]
     assert [(d.before, d.after, d.step_before, d.step_after) for d in run.discontinuities] == [(0.0001, 0.0002, 60, 61)]
+
+
+def test_nan_at_every_point_its_series_logged_is_one_stretch_whatever_else_was_logged(tmp_path: Path) -> None:
+    """The grad norm logged every 10 steps and NaN at each of them from step 150, the LR logged at every step: "NaN/Inf
+    at 6 of the 51 logged steps" counted the LR's steps (review). The count is over the steps its own series logged."""
+    rows = ["_step,train/loss,train/grad_norm,train/lr"]
+    for step in range(1, 201):
+        logged = step % 10 == 0
+        grad = ("nan" if step >= 150 else "1.0") if logged else ""
+        rows.append(f"{step},{'2.0' if logged else ''},{grad},0.0001")
+    csv = tmp_path / "wandb_export.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    run = forensics.analyze(load_run(csv)).runs[0]
+    [nan] = [a for a in run.anomalies if a.kind == "nan"]
+    assert (nan.step, nan.end_step, nan.detail) == (150, 200, "NaN/Inf at steps 150-200: grad_norm NaN")

@@ -76,11 +76,12 @@ class NanDetector:
                 pl.col("step").n_unique().alias("bad"),
             )
         )
-        logged = frames.steps()
         out = []
         for family, attempt, _g, start, end, whys, bad in grouped.iter_rows():
             where = f"step {start}" if start == end else f"steps {start}-{end}"
-            seen = logged.filter((pl.col("attempt") == attempt) & pl.col("step").is_between(start, end)).height
+            own = [s.LOSS, s.GRAD_NORM] if family == CORE else [family]  # the steps its own series were logged at
+            seen = frames.metrics.filter(pl.col("metric").cast(pl.String).is_in(own) & (pl.col("attempt") == attempt)
+                                         & pl.col("step").is_between(start, end))["step"].n_unique()
             if start != end and bad < seen:  # finite points between them: not one stretch of NaN
                 where = f"{bad} of the {seen} logged steps from {start} to {end}"
             if family == CORE:
