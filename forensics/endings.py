@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from forensics.findings import Anomaly, EndReason, Kind, shown
@@ -204,15 +205,23 @@ def _unnumbered(events: pl.DataFrame, next_index: int | None) -> Ending | None:
         ordered = over.sort("line", nulls_last=True).with_columns(same=same).filter(
             ~((pl.col("same") == pl.col("same").shift(1)) & (pl.col("line") - pl.col("line").shift(1) <= 1))
             .fill_null(False))
-        named = pl.col("same").str.contains(r"\biteration:? \d+")
-        ordered = pl.concat([ordered.filter(~named), ordered.filter(named).unique("same", keep="last")]).sort("line")
-        paired = (ordered["value"].is_null() & ~ordered["text"].str.contains("Skipping step")
-                  & ordered["value"].shift(-1).is_not_null()
-                  & ((ordered["line"].shift(-1) - ordered["line"]) <= 3)).fill_null(False)
+        # a line that names its iteration is that iteration's overflow, whoever printed it and wherever: one per
+        # iteration named; a skip line near one (before or after it) is that overflow's own
+        ordered = ordered.with_columns(it=pl.col("same").str.extract(r"\biteration:? (\d+)", 1))
+        named = ordered.filter(pl.col("it").is_not_null())
+        rest = ordered.filter(pl.col("it").is_null())
+        if named.height and rest.height:
+            at, lines = np.sort(named["line"].drop_nulls().to_numpy()), rest["line"].fill_null(-(10**9)).to_numpy()
+            nearest = np.minimum(np.abs(lines - at[np.clip(np.searchsorted(at, lines), 0, at.size - 1)]),
+                                 np.abs(lines - at[np.clip(np.searchsorted(at, lines) - 1, 0, at.size - 1)]))
+            rest = rest.filter(pl.Series(nearest > 6))
+        paired = (rest["value"].is_null() & ~rest["text"].str.contains("Skipping step")
+                  & rest["value"].shift(-1).is_not_null()
+                  & ((rest["line"].shift(-1) - rest["line"]) <= 3)).fill_null(False)
+        n = named["it"].n_unique() + rest.height - int(paired.sum())
         scales = ordered["value"].drop_nulls()
-        n = ordered.height - int(paired.sum())
         to = (f" (the loss scale reduced to {shown(scales[0])}" + (f", and at last to {shown(scales[-1])}"
-                                                                   if scales.len() > 1 else "") + ")"
+                                                                   if scales[-1] != scales[0] else "") + ")"
               if scales.len() else "")
         said.append(f"{n} fp16 overflow{'s, each' if n != 1 else ','} a step skipped{to}")
     return Ending(EndReason.RUNNING if next_index is None else EndReason.UNKNOWN, "no metric logged, but " + "; ".join(said))

@@ -174,3 +174,21 @@ def test_lightning_test_metrics_after_the_last_step_end_training() -> None:
     assert (attempt.end_reason, attempt.end_kind) == ("completed", "training_done")
     assert attempt.end_detail.startswith("test metrics logged after training (trainer.test() after fit() returned): "
                                          "test_loss=0.3715571463108063, test_acc=0.9638541340827942")
+
+
+@pytest.mark.parametrize("name", ["skip_line_first", "launcher_prefix"])
+def test_copies_of_one_overflow_are_one_whatever_their_order_and_prefix(tmp_path: Path, name: str) -> None:
+    """One overflow at iteration 8, "Grad overflow on iteration 8" printed by three ranks with the skip line before
+    the last copies, or by hosts behind a launcher's "worker-N:" prefix: one skipped step each (review: 2 and 5)."""
+    stamp = "[2021-01-26 22:05:35,108] [INFO]"
+    copy = f"{stamp} [fused_optimizer.py:314:_update_scale] \nGrad overflow on iteration 8"
+    skip = (f"{stamp} [logging.py:60:log_dist] [Rank 0] Overflow detected. Skipping step. Attempted loss scale: 2, "
+            "reducing to 1")
+    lines = ([copy, skip, copy, copy] if name == "skip_line_first" else
+             [f"worker-{r}: {stamp} [fused_optimizer.py:314:_update_scale] Grad overflow on iteration 8" for r in range(3)]
+             + [f"worker-{r}: {skip}" for r in range(2)])
+    log = tmp_path / "ds.log"
+    log.write_text("[2021-01-26 22:05:16,473] [INFO] [timer.py:166:stop] 0/320, SamplesPerSec=28.75\n"
+                   + "\n".join(lines) + "\n")
+    attempt = forensics.analyze(load_run(log)).runs[0].attempts[0]
+    assert attempt.end_detail == "no metric logged, but 1 fp16 overflow, a step skipped (the loss scale reduced to 1)"
