@@ -302,6 +302,13 @@ def _console_events(run: WandbRun, console: Path, shown: str, warnings: list[str
         return True
     printed = parse_megatron(text, run=run.name, source=shown)
     warnings.extend(printed.warnings)
+    dropped = pl.concat([block.select(pl.col("text").str.extract(_DROPPED, 1).cast(pl.Int64, strict=False).alias("s"))
+                         .drop_nulls().collect() for block in scan_blocks(text)])
+    if dropped.height:  # W&B's own words: those points are not in the history (a restart inside the run, mostly)
+        warnings.append(f"{shown}: W&B dropped {dropped.height} log call{'s' if dropped.height != 1 else ''} to "
+                        f"steps {dropped['s'].min()}-{dropped['s'].max()}, below its step counter ('Tried to log to "
+                        "step N that is less than the current step'): those points are not in the run's history "
+                        "(a training restarted inside the run logs steps it had passed)")
     if printed.events.height:
         # each line's step is the last one the program printed before it ("iter 1330: loss ..."), when the run
         # logged its own step to W&B (else its steps count log calls, and the console's are on another axis)
@@ -314,6 +321,7 @@ def _console_events(run: WandbRun, console: Path, shown: str, warnings: list[str
 
 
 CONSOLE_STEP = r"^\s*(?i:iter|iteration|step)\s+(\d+)\s*[:|,/]"  # "iter 1330: loss 1.8209", "step 40 | loss"
+_DROPPED = r"Tried to log to step (\d+) that is less than the current step \d+"
 
 
 def console_steps(text: TextFile) -> pl.DataFrame:

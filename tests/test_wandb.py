@@ -590,3 +590,23 @@ def test_a_summary_that_says_the_run_reached_step_infinity_is_not_a_step(tmp_pat
     loaded = load_run(run)
     assert loaded.metrics.height > 0
     assert not any("but the run's summary says it reached" in w for w in loaded.warnings)
+
+
+def test_history_wandb_dropped_below_its_step_counter_is_said(tmp_path: Path) -> None:
+    """A training restarted inside one W&B run logs steps the run had passed, and W&B drops them, saying so in the
+    console: "Tried to log to step 0 that is less than the current step 311. ... data will be ignored" (cs336
+    xinacahi: 281 such calls, read as "the log begins mid-run"; audit V3). The reading warning says what is missing."""
+    from tests.wandb_writer import history, run_record, write
+
+    run = tmp_path / "run"
+    (run / "files").mkdir(parents=True)
+    write(run / "run-abc.wandb", [run_record(run_id="abc", project="p"),
+                                  *[history({"_step": str(s), "loss": f"{3 - s / 1000}"}) for s in range(311, 330)]])
+    (run / "files" / "output.log").write_text("No model to load - starting from scratch\n" + "".join(
+        f"wandb: WARNING Tried to log to step {s} that is less than the current step 311. Steps must be monotonically "
+        "increasing, so this data will be ignored.\n" for s in range(0, 40, 10)))
+    [parsed] = load_runs(run)
+    assert [w for w in parsed.warnings if "dropped" in w] == [
+        "files/output.log: W&B dropped 4 log calls to steps 0-30, below its step counter ('Tried to log to step N that "
+        "is less than the current step'): those points are not in the run's history (a training restarted inside the "
+        "run logs steps it had passed)"]
