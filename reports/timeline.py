@@ -277,5 +277,5 @@ def _largest_rise(rise: dict | None) -> str:
     is never read as "no rise": a run with wide noise can rise far within it)."""
     if not rise or rise["ratio"] < 1.5:
         return ""
-    return f"; its largest rise: {rise['ratio']:.1f}x the median of the 8 points before, to {shown(rise['value'])} " \
+    return f"; its largest rise: {rise['ratio']:.1f}x the lower median of the 8 points before, to {shown(rise['value'])} " \
            f"at step {rise['step']}"

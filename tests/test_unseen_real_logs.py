@@ -115,7 +115,7 @@ def test_the_largest_rise_is_said_where_the_noise_allowed_it() -> None:
     assert run.coverage["spike_checks"]["grad_norm"]["1"]["largest_rise"] == {"ratio": 13.84, "step": 8715,
                                                                                 "value": 4.29}
     [limits] = [line for line in lines if line.startswith("- **Grad norm spike thresholds**")]
-    assert limits.endswith("(fitted on 19,542 points; its largest rise: 13.8x the median of the 8 points before, to "
+    assert limits.endswith("(fitted on 19,542 points; its largest rise: 13.8x the lower median of the 8 points before, to "
                            "4.29 at step 8715; 9 more with too little history before them (the first of the attempt "
                            "or after a gap), the absolute checks only).")
     assert not [a for a in run.anomalies if a.kind == "grad_norm_spike"]
@@ -220,8 +220,9 @@ def test_a_token_budget_is_not_a_model_size_and_a_rise_is_over_the_median_it_nam
     run, lines = _chronicle(WANDB_10B_TOKENS)
     assert (run.model.parameters_stated, run.model.parameters_logged, run.model.size_headline) == (None, 17039360.0, "")
     assert "- **Parameters** from its shape: n/a; printed by the program: 17.0M; stated in its name: n/a." in lines
-    # loss 2.3290 at step 10800 over 2.2232, the median of steps 9200-10600: under 1.5x, so not said
-    assert run.coverage["spike_checks"]["loss"]["1"]["largest_rise"] == {"ratio": 1.05, "step": 10800,
+    # loss 2.3290 at step 10800 over the lower median of steps 9200-10600 (as an incident's baseline is): under 1.5x,
+    # so not said
+    assert run.coverage["spike_checks"]["loss"]["1"]["largest_rise"] == {"ratio": 1.06, "step": 10800,
                                                                          "value": 2.3290107250213623}
     assert not any("largest rise" in line for line in lines)
     assert ("- **Not found:** lr (named like one, not taken as it: train/lr\\_head, train/lr\\_matrix, train/lr\\_scalar, "
@@ -1155,3 +1156,15 @@ def test_the_burn_in_new_high_rule_leaves_ordinary_start_up_swings_alone() -> No
     grpo, _ = _chronicle(REAL / "hf_trainer" / "mswift_logging_jsonl" / "stage3_qwen3_17b_grpo")
     assert [(a.kind, a.step, a.end_step, a.recovered_step) for a in grpo.anomalies if a.kind.endswith("spike")] == [
         ("grad_norm_spike", 3, 3, 4)]
+
+
+def test_a_spike_is_said_with_one_ratio_over_one_baseline() -> None:
+    """The thresholds line's "largest rise" was over the median of the 8 points before (the mean of the middle two),
+    the incident's over their lower median: one spike, two ratios (elena-lyulina's grad norm 85.79 at step 30:
+    "51.8x" and "53.8x"; audit V1, V4, V6). Both are over the lower median now."""
+    run, lines = _chronicle(REAL / "tensorboard" / "elena-lyulina_llama3-1b-fineweb160B-test")
+    assert run.coverage["spike_checks"]["grad_norm"]["4"]["largest_rise"]["ratio"] == 53.78
+    [spike] = [a for a in run.anomalies if a.kind == "grad_norm_spike"]
+    assert "(53.8x the trailing median 1.595059871673584)" in spike.detail
+    assert any("its largest rise: 53.8x the lower median of the 8 points before, to 85.78880310058594 at step 30"
+               in line for line in lines)

@@ -144,7 +144,7 @@ class _Scored:
     minima: dict[int, np.ndarray]  # the run minima of zn, each run against its first point's level (held_run_minima)
     held: np.ndarray       # the centre where the point is judged, NaN elsewhere
     noise: np.ndarray      # the noise scale (no floor but the printed digits)
-    rise: tuple[float, int, float] | None  # the largest rise over the median of the 8 points before (largest_rises)
+    rise: tuple[float, int, float] | None  # the largest rise over the lower median of the 8 points before (largest_rises)
     beyond_swing: np.ndarray  # known noise, or (where not known) a rise of 3 times the step-to-step moves before it
 
     def inside(self, incidents: list[SpikeIncident]) -> np.ndarray:
@@ -212,7 +212,7 @@ class SpikeDetector:
 
     def largest_rises(self, frames: RunFrames) -> dict[int, tuple[float, int, float]]:
         """Per attempt, its largest rise over its recent level among the points judged against the noise: (the
-        value over the median of the 8 points before it, its step, its value). A run whose noise is wide can rise
+        value over the lower median of the 8 points before it, its step, its value). A run whose noise is wide can rise
         far without an incident: the report says how far it went."""
         return self._judge(frames)[5]
 
@@ -374,11 +374,12 @@ class SpikeDetector:
             # 10x later is not spiking when it rises 2x at step 30)
             short_jump = jump & (z >= threshold) & (zn >= threshold) & eligible
         # an onset must rise above the recent values: a steep early decline that slows down is not a spike; the
-        # largest rise the report quotes is over the median of the 8 points before it in its stretch (not the level
-        # the detector judges it against, which follows the trend)
+        # largest rise the report quotes is over the lower median of the 8 points before it in its stretch, as an
+        # incident's baseline is (not the level the detector judges it against, which follows the trend)
         previous = pl.col("x").shift(1)
         recent_max, before = (e if one else e.over("g") for e in (
-            previous.rolling_max(window_size=8, min_samples=1), previous.rolling_median(8, min_samples=8)))
+            previous.rolling_max(window_size=8, min_samples=1),
+            previous.rolling_quantile(0.5, interpolation="lower", window_size=8, min_samples=8)))
         edges = pl.DataFrame({"x": x, "g": group}).select(recent_max, before.alias("before"))
         with np.errstate(invalid="ignore"):
             onset_ok = ~(x < edges["x"].fill_null(np.nan).to_numpy())
