@@ -1168,3 +1168,14 @@ def test_a_spike_is_said_with_one_ratio_over_one_baseline() -> None:
     assert "(53.8x the trailing median 1.595059871673584)" in spike.detail
     assert any("its largest rise: 53.8x the lower median of the 8 points before, to 85.78880310058594 at step 30"
                in line for line in lines)
+
+
+def test_overflows_at_a_loss_scale_already_at_its_minimum_are_a_collapse() -> None:
+    """liguodongiot/llm-action's Megatron-DeepSpeed note: after its "..." the loss scale is 1.0 and DeepSpeed prints
+    "Overflow detected. Skipping step. Attempted loss scale: 1, reducing to 1" at the last iterations, the loss above
+    chance: the scale could go no lower and its overflows were not named (DeepSpeed #697's "from 1 to 1"; audit U8)."""
+    run, _ = _chronicle(REAL / "megatron" / "liguodongiot__megatron-deepspeed_llama-note_overflow.log.txt")
+    [floor] = [a for a in run.anomalies if a.kind == "loss_scale_collapse"]
+    assert (floor.step, floor.end_step, floor.value) == (2499, 2500, 1.0)
+    assert floor.detail.startswith('fp16 overflows at a loss scale already at its minimum (1: "Attempted loss scale: 1, '
+                                   'reducing to 1") at 2 steps from step 2499')

@@ -120,7 +120,7 @@ class LossScaleCollapseDetector:
         for (attempt,), own in points.group_by("attempt", maintain_order=True):
             for part in stretches(own, spacing.get(attempt, 1), frames.cuts(attempt)):
                 out += self._stretch(int(attempt), part["step"].to_numpy(), part["value"].to_numpy())
-        return out
+        return out + _at_the_floor(frames, out)
 
     def _stretch(self, attempt: int, steps: np.ndarray, v: np.ndarray) -> list[Anomaly]:
         """Collapses within one stretch of consecutive points (a fall across a gap is a discontinuity instead)."""
@@ -161,3 +161,31 @@ class LossScaleCollapseDetector:
                 )
             )
         return out
+
+
+_FLOOR = r"Attempted loss scale: ([\d.]+(?:[eE][-+]?\d+)?), reducing to ([\d.]+(?:[eE][-+]?\d+)?)"
+
+
+def _at_the_floor(frames: RunFrames, found: list[Anomaly]) -> list[Anomaly]:
+    """Overflows at a scale that could go no lower (DeepSpeed's "Attempted loss scale: 1, reducing to 1"): the
+    gradients overflow fp16 at the smallest scale, every such step skipped; one finding per attempt, where no
+    collapse of the series already covers it."""
+    lines = frames.events.filter((pl.col("kind") == s.EV_OVERFLOW) & pl.col("step").is_not_null()).with_columns(
+        tried=pl.col("text").str.extract(_FLOOR, 1).cast(pl.Float64, strict=False),
+        to=pl.col("text").str.extract(_FLOOR, 2).cast(pl.Float64, strict=False))
+    stuck = lines.filter(pl.col("tried") == pl.col("to"))
+    out = []
+    for (attempt,), own in stuck.group_by("attempt", maintain_order=True):
+        first, last = int(own["step"].min()), int(own["step"].max())  # type: ignore[arg-type]
+        if any(a.attempt == attempt and a.step <= last and first <= a.end_step for a in found):
+            continue
+        scale = float(own["to"][0])
+        steps = own["step"].n_unique()
+        out.append(Anomaly(
+            kind=Kind.LOSS_SCALE_COLLAPSE, metric=s.LOSS_SCALE, attempt=int(attempt), step=first, end_step=last,
+            value=scale, baseline=None,
+            detail=f"fp16 overflows at a loss scale already at its minimum ({shown(scale)}: \"Attempted loss scale: "
+                   f"{shown(scale)}, reducing to {shown(scale)}\") at {steps} step{'s' if steps != 1 else ''} from step "
+                   f"{first}: the gradients overflow even at the smallest scale, and those steps are skipped",
+        ))
+    return out
