@@ -108,8 +108,8 @@ def _failed(run: RunFindings) -> list[Attempt]:
 
 
 _WORDS = {2: "two", 3: "three"}
-# the endings said as a state, not a verb: "attempt 1: the log ends with no end printed"
-_BEFORE = {EndReason.RUNNING: ": ", EndReason.UNKNOWN: ": ", EndReason.NO_TRAINING: ": "}
+# the endings said as a state, not a verb, follow a colon: "attempt 1: the log ends with no end printed"
+_STATE_ENDINGS = {EndReason.RUNNING: ": ", EndReason.UNKNOWN: ": ", EndReason.NO_TRAINING: ": "}
 
 
 def _trouble(run: RunFindings, a: Attempt) -> str:
@@ -132,7 +132,8 @@ def _summary(run: RunFindings) -> list[str]:
     no_loss = "loss" in run.coverage.get("missing", [])
     bad = _failed(run)
     if bad:
-        went = "; ".join(f"attempt {a.index}{_BEFORE.get(a.end_reason, ' ')}{ending(a)}" + _trouble(run, a) for a in bad)
+        went = "; ".join(f"attempt {a.index}{_STATE_ENDINGS.get(a.end_reason, ' ')}{ending(a)}" + _trouble(run, a)
+                         for a in bad)
         lines.append(f"- **What went wrong:** {went}.")
     elif no_loss:
         lines.append("- **What went wrong:** not checked: no loss metric recognised (see *What was read and "

@@ -125,8 +125,10 @@ class LineFormat:
             "attempt", key=pl.lit("train_iters"), value=pl.col("value").cast(pl.Int64, strict=False).cast(pl.String),
             typed=pl.col("value").cast(pl.Int64, strict=False).cast(pl.String)).drop_nulls("value")
         others_frame = with_attempt(others_frame, bounds)
+        # every metrics line's step, one row a line, where an event may need it (a million-line console has few)
+        wanted = others_frame.height and "kind" in others_frame.columns and others_frame["kind"].is_not_null().any()
         placed = pl.concat([iters.select("line", "attempt", "step"), metrics.select("line", "attempt", "step")],
-                           how="vertical_relaxed")
+                           how="vertical_relaxed").unique("line", keep="last") if wanted else None
         events = line_events(others_frame, iters, own_steps=not counted, placed=placed)
 
         def finish(frame: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
