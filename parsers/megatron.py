@@ -810,6 +810,9 @@ def _iteration_events(iters: pl.DataFrame, cut: pl.DataFrame, text: TextFile, pr
 
 
 # --- other lines --------------------------------------------------------------------------------------------------
+_CAUGHT_WITHIN = 3  # lines from an out-of-memory error within which the program's word that it caught one counts
+
+
 def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = True,
                 placed: pl.DataFrame | None = None) -> pl.DataFrame:
     """The events of the lines that are not metrics lines, each at its step. ``own_steps``: the metrics lines print
@@ -848,6 +851,12 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
                           "last"))
         .otherwise(pl.col("last"))
     )
+    # an out-of-memory error next to the program's word that it caught one (a few lines either side: stderr and
+    # stdout interleave) was survived
+    caught = [(pl.col("kind").shift(d) == s.EV_OOM_RECOVERED) & ((pl.col("line").shift(d) - pl.col("line")).abs()
+                                                                 <= _CAUGHT_WITHIN) for d in (-1, 1)]
+    ev = ev.sort("line").with_columns(kind=pl.when((pl.col("kind") == s.EV_OOM) & pl.any_horizontal(caught).fill_null(
+        False)).then(pl.lit(s.EV_OOM_RECOVERED)).otherwise("kind"))
     # a traceback logged as one list is quoted by the error it ends with
     listed = pl.coalesce(pl.col("body").str.extract(p.LISTED_ERROR, 1), pl.col("body").str.extract(p.LISTED_ERROR, 2))
     ev = ev.with_columns(text=pl.when(pl.col("kind") == s.EV_ERROR).then(pl.coalesce(listed, "text")).otherwise("text"))

@@ -156,6 +156,10 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
                            r"|distributed_c10d\.py\", line \d+ in " + _COLLECTIVES + r"\s*$"),
     (s.EV_HOST_ERROR, r"(?i)bus error|No space left on device|Input/output error|Stale file handle|NODE[_ ]FAIL"
                       r"|DUE TO NODE FAILURE|node failure"),
+    # caught and survived: fairseq's "WARNING: ran out of memory on GPU #2, skipping batch", "attempting to recover
+    # from OOM in forward/backward pass", "OOM in all workers, skipping update"
+    (s.EV_OOM_RECOVERED, r"(?i)(?:ran out of memory|\bOOM\b).*skipping (?:batch|step|update)"
+                         r"|attempting to recover from OOM"),
     (s.EV_OOM, r"(?i)out of memory|OutOfMemoryError|oom-kill"),
     # a collective that timed out says only that some rank did not reach it (the watchdog's own lines)
     (s.EV_COLLECTIVE_TIMEOUT, r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*[Tt]imed? ?out"

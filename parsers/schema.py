@@ -122,6 +122,7 @@ EV_CUDA_ERROR = "cuda_error"                # CUDA errors, ECC, Xid
 EV_NCCL_ERROR = "nccl_error"                # NCCL errors (system, internal, unhandled CUDA, communicator aborted)
 EV_COLLECTIVE_TIMEOUT = "collective_timeout"  # a collective timed out (NCCL watchdog): some rank stopped answering
 EV_OOM = "out_of_memory"                    # GPU or host out of memory (CUDA OOM, the kernel's oom-killer)
+EV_OOM_RECOVERED = "out_of_memory_recovered"  # an out-of-memory the program caught: it skipped the batch, went on
 EV_HOST_ERROR = "host_error"                # the machine: bus error (shared memory), disk full, I/O error, node failure
 EV_KILLED = "killed"                        # killed by a signal (SIGKILL, "Killed")
 EV_SIGTERM = "sigterm"                      # asked to stop (SIGTERM): the scheduler or a person

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 import forensics
 import parsers
 import reports
@@ -1179,3 +1181,18 @@ def test_overflows_at_a_loss_scale_already_at_its_minimum_are_a_collapse() -> No
     assert (floor.step, floor.end_step, floor.value) == (2499, 2500, 1.0)
     assert floor.detail.startswith('fp16 overflows at a loss scale already at its minimum (1: "Attempted loss scale: 1, '
                                    'reducing to 1") at 2 steps from step 2499')
+
+
+def test_an_out_of_memory_the_program_caught_is_not_a_crash() -> None:
+    """fairseq #103: 'THCudaCheck FAIL ... out of memory' glued to the bar at 315/72115, then 'WARNING: ran out of
+    memory on GPU #2, skipping batch' and the bar at 318: fairseq caught it and trained on. The chronicle said
+    "crashed ... out of memory" (confidence 0.70); the lines are caught out-of-memory events, and with no metrics
+    line of a format it reads the file is refused rather than told as a crash."""
+    from parsers.megatron import PDSH_CMD, parse_megatron
+    from parsers.textfile import inspect_text
+    path = REAL / "fairseq" / "issue103_oom_skipping_batch.txt"
+    log = parse_megatron(inspect_text(path, path.name, head_patterns={"pdsh": PDSH_CMD}), run="r", source=path.name)
+    assert log.events.select("line", "kind").rows() == [
+        (4, "out_of_memory_recovered"), (5, "out_of_memory_recovered"), (8, "out_of_memory_recovered")]
+    with pytest.raises(parsers.InputError, match="no metrics lines of a text format it knows"):
+        parsers.load_run(path)
