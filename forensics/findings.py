@@ -162,7 +162,7 @@ class Anomaly:
     value: float | None  # the peak (or the value that tripped the check)
     baseline: float | None  # the level it departed from
     detail: str = ""     # one plain sentence for the chronicle
-    recovered_step: int | None = None   # spikes: the first step back at the baseline level
+    recovered_step: int | None = None   # spikes: the first step back at the baseline level; NaN: finite again
     grad_norm_lead: int | None = None   # loss spikes: steps by which a grad-norm spike led it (0: same step)
     averaged_over: int | None = None    # the log interval when each logged value is a mean over iterations
     precursors: list[str] = field(default_factory=list)  # what came before it, one plain sentence each

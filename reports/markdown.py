@@ -122,7 +122,11 @@ def _trouble(run: RunFindings, a: Attempt) -> str:
     if first is None:
         return ""
     what = "NaN" if first.kind == Kind.NAN else "divergence"
-    return f"; {what} in the {(first.metric or s.LOSS).replace('_', ' ')} from step {first.step}"
+    metric = (first.metric or s.LOSS).replace("_", " ")
+    if first.recovered_step is not None:  # NaN that the run got past
+        where = f"at step {first.step}" if first.end_step == first.step else f"at steps {first.step}-{first.end_step}"
+        return f"; {what} in the {metric} {where}, finite again from step {first.recovered_step}"
+    return f"; {what} in the {metric} from step {first.step}"
 
 
 def _summary(run: RunFindings) -> list[str]:

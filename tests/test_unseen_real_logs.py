@@ -1097,7 +1097,7 @@ def test_a_grad_norm_nan_at_two_separate_points_is_not_said_as_one_stretch() -> 
     run, _ = _chronicle(REAL / "hf_trainer" / "timemoe_issue71_intermittent_gradnorm_nan_excerpt.txt")
     [nan] = [a for a in run.anomalies if a.kind == "nan"]
     assert (nan.metric, nan.step, nan.end_step) == ("grad_norm", 1, 4)
-    assert nan.detail == "NaN/Inf at 2 of the 4 logged steps from 1 to 4: grad_norm NaN"
+    assert nan.detail == "NaN/Inf at 2 of the 4 logged steps from 1 to 4: grad_norm NaN; grad norm finite again from step 5"
     assert run.attempts[0].end_reason == "running"
 
 
@@ -1196,3 +1196,12 @@ def test_an_out_of_memory_the_program_caught_is_not_a_crash() -> None:
         (4, "out_of_memory_recovered"), (5, "out_of_memory_recovered"), (8, "out_of_memory_recovered")]
     with pytest.raises(parsers.InputError, match="no metrics lines of a text format it knows"):
         parsers.load_run(path)
+
+
+def test_a_lone_nan_the_run_got_past_is_not_said_to_last() -> None:
+    """ChatGLM-Efficient-Tuning #49: one PPO dict with 'loss': nan between finite ones (0.3290, nan, 0.2527, 0.1512).
+    The summary said "NaN in the loss from step 2", read as a loss that stayed NaN, and the anomaly had no recovery."""
+    run, lines = _chronicle(REAL / "hf_trainer" / "chatglm_efficient_tuning_issue49_ppo_one_nan.txt")
+    [nan] = run.anomalies
+    assert (nan.kind, nan.step, nan.end_step, nan.recovered_step) == ("nan", 2, 2, 3)
+    assert lines[4].endswith("NaN in the loss at step 2, finite again from step 3.")

@@ -92,10 +92,16 @@ class NanDetector:
             else:
                 baseline, metric = None, family
                 kind, detail = Kind.NON_FINITE, f"NaN/Inf in {family} at {where}"
+            # the series finite again after it (a lone NaN batch the run got past is not a run that stayed NaN)
+            after = frames.metrics.filter((pl.col("metric") == metric) & (pl.col("attempt") == attempt)
+                                          & (pl.col("step") > end) & pl.col("value").is_finite())["step"].min()
+            if after is not None:
+                detail += f"; {metric.replace('_', ' ')} finite again from step {after}"
             out.append(
                 Anomaly(
                     kind=kind, metric=metric, attempt=int(attempt), step=int(start), end_step=int(end),
                     value=float("nan"), baseline=baseline, detail=detail,
+                    recovered_step=int(after) if after is not None else None,  # type: ignore[arg-type]
                 )
             )
         return sorted(out, key=lambda a: (a.attempt, a.step))
