@@ -4,16 +4,19 @@
 index in ``output`` (through the frames cache, on the local or the Ray engine, :mod:`forensics.engines`) and
 writes two tables that plain Polars answers questions on:
 
-- ``runs.parquet`` (:data:`RUN_SCHEMA`): one row per run: where it is, what it was read from, how far it got and how
+- ``runs.parquet`` (:data:`RUN_SCHEMA`): one row per run (a path that holds several runs, a W&B folder of
+  ``run-*`` folders or a chart export, has one for each, named ``<path name>/<run name>`` as ``forensics compare``
+  names them): where it is, what it was read from, how far it got and how
   it ended, its first anomaly, spike count and OLMo spike score, min/final loss, the top suspected cause, the model
   size from its shape, as printed and as named, and the key settings (lr, batch size, sequence length, precision)
   and schedule (LR peak, end of warm-up);
 - ``anomalies.parquet`` (:data:`ANOMALY_SCHEMA`): one row per anomaly of every run, with its run's name.
 
-**What changed.** Each row keeps its run's :func:`forensics.cache.input_signature` (every file's size, mtime and
-content digest; for a URL, its size and ETag or checksum) and the signature of the code that analysed it. A run whose
-signatures are both unchanged keeps its rows without being read; a new run, a changed run and every run after a
-code change are analysed; a run no longer in the tree leaves the index. :class:`Indexed` says how many of each.
+**What changed.** Each row keeps its path's :func:`forensics.cache.input_signature` (every file's size, mtime and
+content digest; for a URL, its size and ETag or checksum) and the signature of the code that analysed it. A path
+whose signatures are both unchanged keeps its rows (all of its runs') without being read; a new path, a changed path
+and every path after a code change are read and analysed again; a run no longer in the tree leaves the index.
+:class:`Indexed` says how many runs were each.
 
 **Writing.** ``output`` must lie outside the tree (nothing is written into what is read). Each table is written to a
 temporary file beside it and renamed into place, anomalies first: a reader never sees half a table, and an index
@@ -28,12 +31,15 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from forensics.engines import Engine, checked, run_all
-from forensics.findings import Outcome, first_anomaly
+from forensics.findings import Findings, Outcome, first_anomaly
+
+if TYPE_CHECKING:
+    from forensics.comparison import RunRow
 
 RUN_SCHEMA: dict[str, pl.DataType] = {
     "name": pl.String(), "path": pl.String(), "signature": pl.String(), "code": pl.String(),
@@ -67,7 +73,11 @@ NOT_EVIDENCE = frozenset({".py", ".md", ".rst", ".ipynb", ".sh", ".yaml", ".yml"
 
 @dataclass
 class Indexed:
-    """What :func:`index` did: the tables' paths and how many runs were new, changed, unchanged and gone."""
+    """What :func:`index` did: the tables' paths and how many runs (rows of ``runs.parquet``, known by name; a path
+    that holds several runs counts each) were new (not in the last index), changed (in it, and analysed again because
+    their path's files or the code changed), unchanged (kept without being read) and removed (in the last index, not
+    in this one: their path is gone, or the run from its path), and how many of this index's rows are unreadable. So
+    new + changed + unchanged is the rows now, and changed + unchanged + removed the rows before."""
 
     runs: Path
     anomalies: Path
@@ -281,30 +291,42 @@ def _number(value: Any, kind: type) -> Any:
 
 
 def index_one(name: str, path: str | Path, cache_dir: str | Path | None, signature: str, code: str
-              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Read (through the frames cache), analyse and summarise one run: its ``runs`` row and its ``anomalies``
-    rows. An unreadable run is a row with its error and no anomalies (the engines' task, so top-level)."""
+              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Read (through the frames cache), analyse and summarise the runs at one path: a ``runs`` row for each and
+    their ``anomalies`` rows. A path that holds several runs (a W&B folder of ``run-*`` folders, a chart export)
+    gives a row for each, named ``<name>/<run name>`` as ``forensics compare`` names them
+    (:func:`forensics.compare.ingest`). An unreadable path is one row with its error and no anomalies (the
+    engines' task, so top-level)."""
     from forensics.analysis import analyze_run
     from forensics.cache import cached_load_runs
     from forensics.comparison import summarize
     from forensics.findings import Outcome
     from parsers import InputError, load_runs
 
-    row: dict[str, Any] = {"name": name, "path": str(path), "signature": signature, "code": code}
+    where: dict[str, Any] = {"name": name, "path": str(path), "signature": signature, "code": code}
     try:
         runs = cached_load_runs(path, cache_dir, signature=signature) if cache_dir is not None else load_runs(path)
-        run = runs[0]
-        findings = analyze_run(run)
-        summary = summarize(findings, run.metrics)
+        analysed = []
+        for run in runs:
+            findings = analyze_run(run)
+            analysed.append((name if len(runs) == 1 else f"{name}/{run.name}", findings,
+                             summarize(findings, run.metrics)))
     except InputError as exc:
-        return row | {"outcome": str(Outcome.UNREADABLE), "error": str(exc)}, []
-    except Exception as exc:  # a bug of ours: the run's row says so, the index goes on
-        return row | {"outcome": str(Outcome.UNREADABLE), "error": f"internal error: {type(exc).__name__}: {exc}"}, []
+        return [where | {"outcome": str(Outcome.UNREADABLE), "error": str(exc)}], []
+    except Exception as exc:  # a bug of ours: the path's row says so, the index goes on
+        error = f"internal error: {type(exc).__name__}: {exc}"
+        return [where | {"outcome": str(Outcome.UNREADABLE), "error": error}], []
+    rows = [where | {"name": label} | _row(findings, summary) for label, findings, summary in analysed]
+    return rows, [a for label, findings, _ in analysed for a in _anomaly_rows(label, findings)]
+
+
+def _row(findings: Findings, summary: RunRow) -> dict[str, Any]:
+    """A run's ``runs`` columns (all but where it was read from) from its findings and its comparison row."""
     first = first_anomaly(findings.anomalies)  # (the one the summary's first_anomaly_step is the step of)
     config, model, schedule = findings.config, findings.model, findings.schedule
     starts = [a.started_at or a.first_seen_at for a in findings.attempts]
     ends = [a.ended_at or a.last_line_at for a in findings.attempts]
-    row |= {
+    return {
         "formats": sorted({src["format"] for src in findings.sources}),
         "steps": summary.steps_reached, "attempts": len(findings.attempts),
         "outcome": str(summary.outcome), "outcome_step": summary.outcome_step,
@@ -320,15 +342,17 @@ def index_one(name: str, path: str | Path, cache_dir: str | Path | None, signatu
         "lr_peak": schedule.lr_peak, "lr_peak_step": schedule.lr_peak_step, "warmup_end_step": schedule.warmup_end_step,
         "started": _ms(min((t for t in starts if t is not None), default=None)),
         "ended": _ms(max((t for t in ends if t is not None), default=None)),
-        "error": f"{len(runs)} runs inside; indexed the first ({run.name})" if len(runs) > 1 else None,
     }
-    anomalies = [{
+
+
+def _anomaly_rows(name: str, findings: Findings) -> list[dict[str, Any]]:
+    """The ``anomalies`` rows of the run called ``name``, in the order of its attempts and steps."""
+    return [{
         "run": name, "attempt": a.attempt, "kind": str(a.kind), "metric": a.metric, "step": a.step,
         "end_step": a.end_step, "value": a.value, "baseline": a.baseline, "recovered_step": a.recovered_step,
         "warning_step": (a.warning or {}).get("step"), "warning_lead_steps": (a.warning or {}).get("lead_steps"),
         "detail": a.detail,
     } for a in sorted(findings.anomalies, key=lambda a: (a.attempt, a.step, a.end_step))]
-    return row, anomalies
 
 
 def _ms(seconds: float | None) -> int | None:
@@ -375,8 +399,9 @@ def index(
     """Index the runs under ``root`` (see :func:`find_runs`) into ``output``/runs.parquet and
     ``output``/anomalies.parquet, analysing only runs that are new or changed since the last index there (or all,
     when the code changed). ``engine``, ``jobs`` and ``address`` are those of :func:`forensics.engines.run_all`;
-    ``cache`` that of :func:`forensics.compare_runs`. ``progress`` is called with each analysed run's name and the
-    number to analyse. Raises :class:`parsers.InputError` for a missing root or an ``output`` inside it.
+    ``cache`` that of :func:`forensics.compare_runs`. ``progress`` is called with the name of each path read (a run,
+    or a path of several: :func:`index_one`) and the number of paths to read. The summary counts runs, not paths
+    (:class:`Indexed`). Raises :class:`parsers.InputError` for a missing root or an ``output`` inside it.
 
     >>> import tempfile, polars as pl
     >>> out = Path(tempfile.mkdtemp()) / "fleet"
@@ -404,8 +429,8 @@ def index(
     code = code_signature(*RESULT_CODE)
     where = cache_location(cache)
     before, before_anomalies = _previous(output)
+    # (a path that holds several runs has a row for each, all with the path's signature and code)
     known = {r["path"]: r for r in before.select("path", "signature", "code").iter_rows(named=True)}
-    report = Indexed(output / RUNS_FILE, output / ANOMALIES_FILE)
     keep: list[str] = []
     todo: list[tuple[str, str | Path, str | Path | None, str, str]] = []
     for name, path, key in found:
@@ -413,31 +438,31 @@ def index(
         old = known.get(str(path))
         if old is not None and old["signature"] == signature and old["code"] == code:
             keep.append(str(path))
-            report.unchanged += 1
-            continue
-        report.changed += old is not None
-        report.new += old is None
-        todo.append((name, path, where, signature, code))
-    report.removed = len(set(known) - {str(p) for _, p, _ in found})
+        else:
+            todo.append((name, path, where, signature, code))
 
-    def done(i: int, result: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
+    def done(i: int, result: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> None:
         if progress:
             progress(todo[i][0], len(todo))
 
-    def failed(item: tuple, message: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def failed(item: tuple, message: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         name, path, _, signature, code = item
-        return {"name": name, "path": str(path), "signature": signature, "code": code, "outcome": str(Outcome.UNREADABLE),
-                "error": message}, []
+        return [{"name": name, "path": str(path), "signature": signature, "code": code,
+                 "outcome": str(Outcome.UNREADABLE), "error": message}], []
 
     results = run_all(index_one, todo, engine=engine, jobs=jobs, address=address, failed=failed, done=done)
     kept = before.filter(pl.col("path").is_in(keep))
-    fresh = _frame([row for row, _ in results], RUN_SCHEMA)
+    fresh = _frame([row for rows, _ in results for row in rows], RUN_SCHEMA)
     order = {str(path): i for i, (_, path, _) in enumerate(found)}
-    runs = pl.concat([kept, fresh]).sort(pl.col("path").replace_strict(order, return_dtype=pl.Int64))
-    names = set(kept["name"].to_list())
-    anomalies = pl.concat([before_anomalies.filter(pl.col("run").is_in(names)),
+    # (stable: a path's runs stay in the order its read gave them)
+    runs = pl.concat([kept, fresh]).sort(pl.col("path").replace_strict(order, return_dtype=pl.Int64),
+                                         maintain_order=True)
+    anomalies = pl.concat([before_anomalies.filter(pl.col("run").is_in(kept["name"].implode())),
                            _frame([a for _, rows in results for a in rows], ANOMALY_SCHEMA)])
-    report.unreadable = runs.filter(pl.col("outcome") == Outcome.UNREADABLE).height
+    changed = fresh["name"].is_in(before["name"].implode()).sum()
+    report = Indexed(output / RUNS_FILE, output / ANOMALIES_FILE, new=fresh.height - changed, changed=changed,
+                     unchanged=kept.height, removed=before.filter(~pl.col("name").is_in(runs["name"].implode())).height,
+                     unreadable=runs.filter(pl.col("outcome") == Outcome.UNREADABLE).height)
     with cannot_write(output):
         output.mkdir(parents=True, exist_ok=True)
         _write(anomalies, report.anomalies)

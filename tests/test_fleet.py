@@ -236,5 +236,5 @@ def test_the_rows_first_anomaly_is_the_chronicles_not_any_at_that_step(monkeypat
         return found
 
     monkeypatch.setattr(analysis, "analyze_run", with_changepoint)
-    row, _ = fleet.index_one("tr8", ROOT / "sample_logs" / "tr8-104B-sample", None, "sig", "code")
+    [row], _ = fleet.index_one("tr8", ROOT / "sample_logs" / "tr8-104B-sample", None, "sig", "code")
     assert (row["first_anomaly"], row["first_anomaly_step"]) == ("grad_norm_spike", 7010)
