@@ -103,6 +103,42 @@ def test_reindex_reads_only_new_and_changed_runs(tree: Path, tmp_path: Path, ana
     assert "hf/broken" not in anomalies["run"] and anomalies.filter(run="megatron/tr8-104B").height > 0
 
 
+def test_a_path_of_several_runs_is_a_row_for_each_and_kept_whole(tmp_path: Path, analysed: list[str]) -> None:
+    """A W&B folder of two run-* folders (RWKV-RM-Copilot, tests/fixtures/real/wandb) is one path holding two runs:
+    a row for each, named as compare names them, each with its own anomalies; the counts are of runs."""
+    import os
+
+    from forensics.compare import ingest
+
+    root = tmp_path / "runs"
+    shutil.copytree(REAL / "wandb" / "Ourboros-Alignment-Team__RWKV-RM-Copilot", root / "rwkv")
+    shutil.copytree(ROOT / "sample_logs" / "clean-1.3B", root / "clean")
+    out = tmp_path / "fleet"
+    done = fleet.index(root, out, jobs=1, cache=False)
+    assert done.summary() == "3 new, 0 changed, 0 unchanged, 0 removed"
+    runs = pl.read_parquet(done.runs)
+    assert runs.select("name", "path", "steps", "outcome", "outcome_step", "first_anomaly").rows() == [
+        ("clean", str(root / "clean"), 3000, "completed", 3000, None),
+        ("rwkv/lv15l27e", str(root / "rwkv"), 152, "running", 152, None),
+        ("rwkv/8641imk4", str(root / "rwkv"), 3727, "crashed", 3727, "zero_loss")]
+    assert runs["error"].null_count() == runs.height
+    assert runs["name"].to_list()[1:] == [row.name for row in ingest("rwkv", root / "rwkv").rows]  # compare's names
+    anomalies = pl.read_parquet(done.anomalies)
+    assert anomalies.filter(pl.col("run").str.starts_with("rwkv/")).select("run", "kind", "step").rows() == [
+        ("rwkv/lv15l27e", "skipped_iterations", 10), ("rwkv/8641imk4", "zero_loss", 750)]
+
+    analysed.clear()
+    again = fleet.index(root, out, jobs=1, cache=False)
+    assert again.summary() == "0 new, 0 changed, 3 unchanged, 0 removed"
+    assert analysed == []  # the path's signature is unchanged: it is not read, and both its rows are kept
+    assert pl.read_parquet(again.runs).equals(runs) and pl.read_parquet(again.anomalies).equals(anomalies)
+
+    os.utime(next((root / "rwkv").rglob("output.log")), ns=(0, 0))  # one file of the path touched: both runs read
+    assert fleet.index(root, out, jobs=1, cache=False).summary() == "0 new, 2 changed, 1 unchanged, 0 removed"
+    assert analysed == ["rwkv"]
+    assert pl.read_parquet(out / fleet.RUNS_FILE)["name"].to_list() == runs["name"].to_list()
+
+
 def test_a_code_change_reanalyses_every_run(tree: Path, tmp_path: Path, analysed: list[str],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "fleet"
