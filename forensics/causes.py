@@ -11,6 +11,7 @@ import polars as pl
 from forensics.detectors.clipping import thresholds, what_if
 from forensics.findings import (
     INSTABILITY_KINDS,
+    NOT_WHY_CAUSES,
     Anomaly,
     Attempt,
     Cause,
@@ -59,7 +60,8 @@ def suspect(
         *logit_trend(anomalies, troubles),
         *stops(attempts, anomalies, events),
     ]
-    return sorted(merge(causes), key=lambda c: -c.confidence)
+    # (how a run was stopped, however sure, comes after why anything failed)
+    return sorted(merge(causes), key=lambda c: (c.kind in NOT_WHY_CAUSES, -c.confidence))
 
 
 def merge(causes: list[Cause]) -> list[Cause]:

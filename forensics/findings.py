@@ -128,11 +128,12 @@ class CauseKind(StrEnum):
     MEMORY = "memory"                        # out of memory
     PROGRAM_ERROR = "program_error"          # an error in the program or its configuration
     STOPPED = "stopped"                      # stopped by the scheduler or a person
+    PLANNED_EXIT = "planned_exit"            # the program stopped itself as set up (exit interval, end of its data)
     INTERRUPTED = "interrupted"              # interrupted by hand
 
 
 # cause families that say how a run was stopped, not why it failed (never "the top cause")
-NOT_WHY_CAUSES: frozenset[CauseKind] = frozenset({CauseKind.STOPPED, CauseKind.INTERRUPTED})
+NOT_WHY_CAUSES: frozenset[CauseKind] = frozenset({CauseKind.STOPPED, CauseKind.PLANNED_EXIT, CauseKind.INTERRUPTED})
 
 
 def first_anomaly(anomalies: list[Anomaly]) -> Anomaly | None:

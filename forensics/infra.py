@@ -128,12 +128,14 @@ def memory(events: pl.DataFrame, attempts: list[Attempt], stepped: frozenset[str
 
 
 def stops(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFrame | None = None) -> list[Cause]:
-    """Attempts stopped on purpose or from outside: by the scheduler or a person (cancel, time limit, SIGTERM, a
-    planned exit), or by hand (Ctrl-C). Not failures; against it, trouble the loss was already in."""
+    """Attempts stopped on purpose or from outside: by the scheduler or a person (cancel, time limit, SIGTERM), by
+    the program itself as set up (a planned exit: its exit interval or duration, the end of its data), or by hand
+    (Ctrl-C). Not failures; against it, trouble the loss was already in."""
     out = []
     last_save = _last_save(events)
     for reason, kind, cause in (
-        ((EndReason.STOPPED, EndReason.EXITED), CauseKind.STOPPED, "stopped by the scheduler or a person"),
+        ((EndReason.STOPPED,), CauseKind.STOPPED, "stopped by the scheduler or a person"),
+        ((EndReason.EXITED,), CauseKind.PLANNED_EXIT, "a planned exit: the program stopped itself, as its own line says"),
         ((EndReason.INTERRUPTED,), CauseKind.INTERRUPTED, "interrupted by hand"),
     ):
         mine = [a for a in attempts if a.end_reason in reason]
@@ -146,7 +148,8 @@ def stops(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFram
         if timed_out:
             cause = "the job's time limit: the scheduler stopped it, as its own line says"
         out.append(Cause(
-            kind=kind, cause=cause, confidence=(0.9 if timed_out else 0.3) if not counter else 0.15,
+            kind=kind, cause=cause,
+            confidence=(0.9 if timed_out or kind == CauseKind.PLANNED_EXIT else 0.3) if not counter else 0.15,
             evidence=[f"attempt {a.index} ended " + (f"after step {max(a.end_step, a.end_at_step or 0)}"
                                                      if a.end_step is not None else NO_STEP_READ)
                       + f": {a.end_detail}" for a in mine][:6],

@@ -84,7 +84,7 @@ def test_tr1_13b_hardware_is_suspected_on_the_ecc_error_and_the_planned_exit_is_
             "cudaErrorECCUncorrectable: uncorrectable ECC error encountered") in infra.evidence
     [oom] = cause(run, "out of memory")
     assert oom.evidence[0] == "attempt 4, with no step read from its logs: RuntimeError: CUDA error: out of memory"
-    [stop] = cause(run, "stopped by the scheduler or a person")
+    [stop] = cause(run, "a planned exit: the program stopped itself, as its own line says")
     assert stop.evidence == ["attempt 2 ended after step 33240: [exiting program after 1190.0357275923093 minutes] "
                              "datetime: 2021-08-08 01:00:51"]
     assert run.suspected_causes[0] is infra
@@ -259,5 +259,5 @@ def test_every_cause_kind_is_of_the_one_vocabulary(tr8_sample):
 
     runs = [tr8_sample, *(forensics.analyze(load_run(real(name))).runs[0] for name in ("tr1-13B", "MoE_log_gpt3"))]
     kinds = [c.kind for run in runs for c in run.suspected_causes]
-    assert {"hardware", "memory", "stopped", "interrupted", "warmup", "state", "loss_scale"} <= set(kinds)
+    assert {"hardware", "memory", "planned_exit", "interrupted", "warmup", "state", "loss_scale"} <= set(kinds)
     assert all(isinstance(kind, CauseKind) for kind in kinds)

@@ -1205,3 +1205,19 @@ def test_a_lone_nan_the_run_got_past_is_not_said_to_last() -> None:
     [nan] = run.anomalies
     assert (nan.kind, nan.step, nan.end_step, nan.recovered_step) == ("nan", 2, 2, 3)
     assert lines[4].endswith("NaN in the loss at step 2, finite again from step 3.")
+
+
+def test_stack_dumps_at_a_planned_exit_are_no_hang_and_the_exit_is_no_stop_from_outside() -> None:
+    """elena-lyulina/Megatron-LM-Attention-Benchmark 2624605.out, the end of its first pass: '[exiting program after
+    consuming all available data at iteration 300]', then every rank's faulthandler 'Stack (most recent call
+    first): <no Python frame>' as it exits. The chronicle said "First anomaly: hang at step 300" and "stopped by the
+    scheduler or a person (confidence 0.30)" for the program's own planned exit."""
+    run, lines = _chronicle(REAL / "console_errors"
+                            / "elena-lyulina_Megatron-LM-Attention-Benchmark_2624605_pass1_end.out")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step, attempt.end_reason) == (200, 300, "exited")
+    assert run.anomalies == []
+    [cause] = run.suspected_causes
+    assert (cause.kind, cause.cause, cause.confidence) == (
+        "planned_exit", "a planned exit: the program stopped itself, as its own line says", 0.9)
+    assert not any("hang" in line and "First anomaly" in line for line in lines)
