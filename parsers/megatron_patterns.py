@@ -10,7 +10,7 @@ from parsers import schema as s
 # launcher prefixes, stacked in any order: srun --label "0: ", torchrun --tee "[default7]:", pdsh "host: ". A pdsh
 # host is stripped when the log names it in its "cmd = pdsh ... -w h1,h2" line, or when it looks like a host name
 # (letters then a digit somewhere: "sd-2", "r7i4n1", "jean-zay-iam01"); words like "WARNING: " are never stripped.
-SRUN_OR_TORCHRUN = r" *\d+: |\[[A-Za-z_]+\d+\]: ?"  # srun --label right-aligns its numbers: "   0: "
+SRUN_OR_TORCHRUN = r" *\d+: | *\[[A-Za-z_]+\d+\]: ?"  # srun --label right-aligns its numbers: "   0: "; a paste may indent
 # what a paste into an issue or a doc puts in front of an iteration line: quote markers, a stray back-tick, a shell
 # prompt (other lines keep theirs: Megatron prints "> building train, validation, and test datasets ...")
 PASTE_MARKS = r"(?:\s*>+ ?|`+|\$ )*"
