@@ -1221,3 +1221,16 @@ def test_stack_dumps_at_a_planned_exit_are_no_hang_and_the_exit_is_no_stop_from_
     assert (cause.kind, cause.cause, cause.confidence) == (
         "planned_exit", "a planned exit: the program stopped itself, as its own line says", 0.9)
     assert not any("hang" in line and "First anomaly" in line for line in lines)
+
+
+def test_bloom_176b_first_spike_grad_norm_climb_and_an_indented_iteration_line() -> None:
+    """BLOOM-176B's chronicles.md log blocks: (1) iteration 12695 pasted with one space before '[default7]:' was
+    dropped: "crashed with no step read from its logs"; (2) the grad norm 0.242, 0.947, 2.390, 15.886, 145.1, 960.4
+    over 31214-31219 rose at most 9.1x a step, under the 10x-the-point-before check: no grad-norm spike anywhere."""
+    run, _ = _chronicle(REAL / "megatron"
+                        / "bigscience-workshop+bigscience__train_tr11-176B-ml_chronicles.md.log-snippets.txt")
+    first, second = run.attempts
+    assert (first.start_step, first.end_step, first.end_reason) == (12695, 12695, "crashed")
+    assert second.start_step == 31214
+    assert [(a.kind, a.step, a.end_step, a.value) for a in run.anomalies] == [
+        ("loss_spike", 31216, 31221, 5.098124), ("grad_norm_spike", 31217, 31219, 960.351)]

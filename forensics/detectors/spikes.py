@@ -24,7 +24,7 @@ against the run's own noise tail.
   where a point has too little history to know the noise (fewer than 10 points before it in its stretch: an
   excerpt, a short log, a run logged every few hundred steps), a loss at least 2x the lowest of the 8 points before
   it (1.5x for a mean over 10 or more iterations) and three times their median step-to-step move, and a grad norm
-  at least 10x the point before it
+  at least 10x the point before it, or climbing to 10x the lowest and twice the highest of the (2-8) points before
   (:meth:`SpikeDetector.unknown` counts those points, and the report says they had only these checks); there, a
   candidate that stays away from its level for three points or more is an incident too: lasting is the evidence.
   In an attempt too short for a tail fit, such a jump that also reaches the screen is an incident; there too, an
@@ -421,13 +421,20 @@ class SpikeDetector:
         median step-to-step move (a loss that swings 2x from step to step is noisy, not spiking), and above the
         highest of them by more than that move (a loss back at a level it left a few points before is not a spike,
         nor one that swings between 0.07 and 0.4 from batch to batch when it reaches 0.43); a grad norm at
-        least ``neighbour_factor`` (10x) the point before it. ``interval``: each point's log interval; ``first``:
+        least ``neighbour_factor`` (10x) the point before it, or 10x the lowest of the (two to 8) points before it and
+        twice the highest of them (a climb). ``interval``: each point's log interval; ``first``:
         the row of ``x`` where its attempt's points begin."""
         frame = pl.DataFrame({"x": x, "g": stretch})
         if self.metric == "grad_norm":
-            before = frame.select(pl.col("x").shift(1).over("g")).to_series().fill_null(np.nan).to_numpy()
+            prev = pl.col("x").shift(1)
+            edges = frame.select(before=prev.over("g"), low=prev.rolling_min(window_size=8, min_samples=2).over("g"),
+                                 high=prev.rolling_max(window_size=8, min_samples=2).over("g"))
+            before, low, high = (edges[c].fill_null(np.nan).to_numpy() for c in ("before", "low", "high"))
+            factor = math.log(self.neighbour_factor)
             with np.errstate(invalid="ignore"):
-                return (x - before) >= math.log(self.neighbour_factor)
+                # or a climb: 10x the lowest of the (two to 8) points before it and twice the highest of them (a
+                # blow-up rising 3-9x a step: 0.24, 0.95, 2.4, 15.9, 145, 960 in BLOOM-176B's first spike)
+                return ((x - before) >= factor) | ((x - low >= factor) & (x - high >= math.log(2.0)))
         if self.metric != "loss":
             return np.zeros(x.size, dtype=bool)
         factor = np.where(interval >= 10, min(self.jump_factor, 1.5), self.jump_factor)
