@@ -1234,3 +1234,15 @@ def test_bloom_176b_first_spike_grad_norm_climb_and_an_indented_iteration_line()
     assert second.start_step == 31214
     assert [(a.kind, a.step, a.end_step, a.value) for a in run.anomalies] == [
         ("loss_spike", 31216, 31221, 5.098124), ("grad_norm_spike", 31217, 31219, 960.351)]
+
+
+def test_a_grad_norm_far_above_a_new_level_is_named_in_the_level_shift() -> None:
+    """Megatron-LM-Attention-Benchmark 2765350.out: the grad norm 14.554 at step 1830 (its median about 0.4) was told
+    only as "grad norm rose to a new level: median ... 2.02x": a point many times the new level inside a rise is
+    named, not hidden in the median."""
+    run, _ = _chronicle(REAL / "console_errors"
+                        / "elena-lyulina_Megatron-LM-Attention-Benchmark_2765350_iterations_1500-2092.out")
+    shifts = {a.step: a.detail for a in run.anomalies if a.kind == "changepoint"}
+    assert shifts[1824].endswith("; its highest 14.55 at step 1830 (9.1x it)")
+    assert shifts[1597].endswith("; its highest 21.53 at step 1602 (10.0x it)")
+    assert "highest" not in shifts[1735]

@@ -36,6 +36,9 @@ _SETTINGS = {  # metric: (min ratio between levels, direction worth reporting (+
 }
 
 
+_PEAK_SAID = 5.0  # a point inside a rise to a new level this many times that level is named in its detail
+
+
 @dataclass
 class RegimeShiftDetector:
     """``RegimeShiftDetector(metric="grad_norm").detect(frames)``: kind ``changepoint``."""
@@ -82,11 +85,17 @@ class RegimeShiftDetector:
             if (after - before) * direction < math.log(min_ratio):
                 continue
             old, new = math.exp(before), math.exp(after)
+            first, last = int(steps[at]), int(steps[edges[i + 1] - 1])
+            detail = (f"{meaning}: median {old:.4g} before step {first}, {new:.4g} after ({new / old:.2f}x, until step "
+                      f"{last})")
+            if direction > 0:  # a point far above the new level inside it is said, not hidden in the median
+                inside = own.filter(pl.col("step").is_between(first, last))
+                top = inside.row(int(inside["value"].arg_max()), named=True) if inside.height else None
+                if top is not None and top["value"] > _PEAK_SAID * new:
+                    detail += f"; its highest {top['value']:.4g} at step {top['step']} ({top['value'] / new:.1f}x it)"
             out.append(Anomaly(
-                kind=Kind.CHANGEPOINT, metric=self.metric, attempt=int(attempt), step=int(steps[at]),
-                end_step=int(steps[edges[i + 1] - 1]), value=new, baseline=old,
-                detail=f"{meaning}: median {old:.4g} before step {int(steps[at])}, {new:.4g} after "
-                       f"({new / old:.2f}x, until step {int(steps[edges[i + 1] - 1])})",
+                kind=Kind.CHANGEPOINT, metric=self.metric, attempt=int(attempt), step=first,
+                end_step=last, value=new, baseline=old, detail=detail,
             ))
         return out
 
