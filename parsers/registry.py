@@ -30,6 +30,7 @@ from parsers import (
 from parsers.console import (
     fairseq,
     hf_trainer,
+    keras,
     litgpt,
     llmc,
     mlx_lm,
@@ -47,8 +48,8 @@ from parsers.reader import HEAD_BYTES, Reader
 ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
     wandb_run, mlflow_store, tensorboard, hf_trainer_state, llamafactory_log, lightning, wandb_export,
-    nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, nemo,
-    hf_trainer, megatron,
+    nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, keras,
+    nemo, hf_trainer, megatron,
 )  # type: ignore[assignment]
 
 

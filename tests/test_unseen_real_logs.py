@@ -1246,3 +1246,37 @@ def test_a_grad_norm_far_above_a_new_level_is_named_in_the_level_shift() -> None
     assert shifts[1824].endswith("; its highest 14.55 at step 1830 (9.1x it)")
     assert shifts[1597].endswith("; its highest 21.53 at step 1602 (10.0x it)")
     assert "highest" not in shifts[1735]
+
+
+def _points(path: Path, metric: str) -> list[tuple[int, float | str]]:
+    """The metric's (step, value) points read from the log, a NaN as "nan" (so that lists of them compare)."""
+    rows = parsers.load_run(path).metrics.filter(metric=metric).sort("step").select("step", "value").rows()
+    return [(step, "nan" if value != value else value) for step, value in rows]
+
+
+def test_a_keras_fit_console_is_read_at_its_epochs_with_its_nan() -> None:
+    """CNN-for-Sentence-Classification-in-Keras #7 (Keras 1: "9595/9595 [====] - 1s - loss: nan - acc: ... -
+    val_loss: nan") and ReLERNN #26 (Keras 2: "100/100 [====] - 332s 3s/step - loss: nan - val_loss: nan") were
+    refused as "not a recognised training log", and the NaN from epoch 2 (309) with them (audit X1, X2). Keras prints
+    no global step: the steps are the epochs, each the end-of-epoch line's values; the bar's updates during an epoch
+    (" 99/100 [====>.] - ETA: 3s - loss: nanEpoch 1/1000", a nested "Epoch 1/1000" glued to it) are no points and no
+    restart."""
+    keras1 = REAL / "keras" / "cnn_sentence_issue7_nan_from_epoch2.txt"
+    assert _points(keras1, "loss") == [(1, 0.6242), *((epoch, "nan") for epoch in range(2, 8))]
+    assert _points(keras1, "val_loss") == [(1, 0.5265), *((epoch, "nan") for epoch in range(2, 8))]
+    assert _points(keras1, "acc")[:2] == [(1, 0.6295), (2, 0.4117)]
+    assert _points(keras1, "val_acc")[:2] == [(1, 0.747), (2, 0.0)]
+    run, lines = _chronicle(keras1)
+    assert [(a.kind, a.metric, a.step, a.end_step) for a in run.anomalies] == [
+        ("nan", "loss", 2, 7), ("non_finite", "val_loss", 2, 7)]
+    assert run.warnings == [f"{keras1}: it prints no global step: the steps here are epochs (each point the "
+                            "end-of-epoch value)"]
+    assert "- **What went wrong:** attempt 1 ended in NaN: NaN from step 2 to the end of its log (step 7)." in lines
+
+    keras2 = REAL / "keras" / "relernn_issue26_nan_epoch309.txt"
+    assert _points(keras2, "loss") == [(308, 0.2445), (309, "nan"), (310, "nan")]
+    assert _points(keras2, "val_loss") == [(308, 0.2342), (309, "nan"), (310, "nan")]
+    run, _ = _chronicle(keras2)
+    assert [(a.start_step, a.end_step, a.begins_mid_run) for a in run.attempts] == [(308, 310, True)]
+    assert [(a.kind, a.metric, a.step) for a in run.anomalies] == [("nan", "loss", 309), ("non_finite", "val_loss", 309)]
+

@@ -1,0 +1,41 @@
+"""Keras ``fit()`` consoles (Keras 1 and 2, tf.keras): an ``Epoch 3/10`` line, then the progress bar, which ends
+the epoch with ``100/100 [==============================] - 328s 3s/step - loss: 0.2445 - val_loss: 0.2342``
+(Keras 1: ``9595/9595 [====...] - 1s - loss: 0.6242 - acc: 0.6295 - val_loss: 0.5265 - val_acc: 0.7470``;
+``verbose=2``: the same line without the bar). Keras prints no global step: **the steps here are epochs**, each
+point the end-of-epoch line's value at the number of the ``Epoch k/K`` line before it. The bar's updates during an
+epoch (``99/100 [====>.] - ETA: 2s - loss: 0.2445``, running means over a part of the epoch) are not read.
+
+>>> from pathlib import Path
+>>> from parsers.reader import ReadContext
+>>> path = Path("tests/fixtures/real/keras/relernn_issue26_nan_epoch309.txt")
+>>> read(path, ReadContext("train.log", "r"))[0].log.metrics.filter(metric="loss").select("step", "value").rows()
+[(308, 0.2445), (309, nan), (310, nan)]
+"""
+
+from __future__ import annotations
+
+import re
+
+from parsers import schema as s
+from parsers.console.engine import NUMBER, LineFormat, Rule
+
+
+def _field(name: str) -> str:
+    """``- name: value`` (not ``- val_name:`` for ``name``)."""
+    return rf"\s-\s+{name}:\s*({NUMBER})"
+
+
+SPEC = LineFormat(
+    FORMAT="keras",
+    detect=re.compile(rb"(?:^|\n)[ \t]*Epoch \d+/\d+[ \t]*\r?\n[ \t]*(?:\d+/\d+ (?:\[[=>.]*\] )?)?- (?:ETA: )?\d"),
+    rules=(
+        Rule(r"^\s*Epoch (\d+)/\d+\s*$", {}),  # the epoch's number: the step of the end-of-epoch line after it
+        # the end of an epoch: its elapsed time where an update of the bar has "ETA:"
+        Rule(r"^\s*(?:\d+/\d+ (?:\[[=>.]*\] )?)?- \d+(?:\.\d+)?m?s\b.*?\s-\s+\w+:", {
+            s.LOSS: _field("loss"), s.VAL_LOSS: _field("val_loss"), s.LR: _field("(?:lr|learning_rate)"),
+            "acc": _field("acc"), "val_acc": _field("val_acc"),
+            "accuracy": _field("accuracy"), "val_accuracy": _field("val_accuracy")}, step=False),
+    ),
+    note="it prints no global step: the steps here are epochs (each point the end-of-epoch value)",
+)
+FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
