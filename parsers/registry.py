@@ -34,6 +34,7 @@ from parsers.console import (
     litgpt,
     llmc,
     mlx_lm,
+    mmcv,
     mmengine,
     modded_nanogpt,
     nanogpt,
@@ -48,8 +49,8 @@ from parsers.reader import HEAD_BYTES, Reader
 ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
     wandb_run, mlflow_store, tensorboard, hf_trainer_state, llamafactory_log, lightning, wandb_export,
-    nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, keras,
-    nemo, hf_trainer, megatron,
+    nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, mmcv,
+    keras, nemo, hf_trainer, megatron,
 )  # type: ignore[assignment]
 
 

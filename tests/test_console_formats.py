@@ -168,7 +168,31 @@ def test_mmengine_epoch_steps_count_every_epoch_before() -> None:
 
     lines = pl.DataFrame({"t": ["x Epoch(train) [2][10/735]  lr: 1e-4  loss: 1.0",
                                 "x Epoch(train)  [1][ 735/735]  lr: 1e-4  loss: 1.0"]})
-    assert lines.select(mmengine._epoch_step(pl.col("t")))["t"].to_list() == [745, 735]
+    assert lines.select(mmengine.epoch_step(pl.col("t")))["t"].to_list() == [745, 735]
+
+
+def test_mmcv_epoch_steps_count_every_epoch_before_and_an_evaluation_takes_the_step_before_it(tmp_path: Path) -> None:
+    """mmcv 1.x: ``Epoch [2][50/962]`` is step 962 + 50; ``Epoch(val) [1][200]`` (200: the size of the validation set,
+    no step) is put at the step of the training line before it, its ``loss`` the validation loss."""
+    stamp = "2022-11-12 18:58:57,266 - mmdet - INFO - "
+    log = tmp_path / "20221112.log"
+    log.write_text(
+        f"{stamp}Epoch [1][950/962]\tlr: 2.000e-02, eta: 2:38:29, time: 0.905, data_time: 0.008, memory: 5062, "
+        "loss_rpn_cls: 0.0246, loss: 0.7182\n"
+        f"{stamp}Epoch(val) [1][200]\tbbox_mAP: 0.0210, bbox_mAP_50: 0.0940, bbox_mAP_copypaste: 0.021 0.094\n"
+        f"{stamp}Epoch(val) [1][200]\tloss_rpn_cls: 0.0300, loss: 0.8000\n"
+        f"{stamp}Epoch [2][50/962]\tlr: 2.000e-02, eta: 2:36:19, time: 0.969, data_time: 0.061, memory: 5062, "
+        "loss_rpn_cls: 0.0290, loss: 0.6508\n")
+    run = load_run(log)
+    assert [src.format for src in run.sources] == ["mmcv"]
+    assert run.metrics.filter(metric="loss").select("step", "value").rows() == [(950, 0.7182), (1012, 0.6508)]
+    assert run.metrics.filter(metric="bbox_mAP").select("step", "value").rows() == [(950, 0.021)]
+    assert run.metrics.filter(metric="val_loss").select("step", "value").rows() == [(950, 0.8)]
+    # an iteration-based runner (MMSegmentation 0.x): the step is printed
+    log = tmp_path / "iter.log"
+    log.write_text(f"{stamp}Iter [100/160000]\tlr: 9.997e-03, eta: 1 day, 0:00:00, time: 0.600, data_time: 0.010, "
+                   "memory: 3774, decode.loss_ce: 2.3000, loss: 3.2000\n")
+    assert load_run(log).metrics.filter(metric="loss").select("step", "value").rows() == [(100, 3.2)]
 
 
 def test_a_grad_norm_nan_with_the_loss_still_finite_is_what_went_wrong_not_how_it_ended() -> None:

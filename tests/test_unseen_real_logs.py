@@ -1280,3 +1280,20 @@ def test_a_keras_fit_console_is_read_at_its_epochs_with_its_nan() -> None:
     assert [(a.start_step, a.end_step, a.begins_mid_run) for a in run.attempts] == [(308, 310, True)]
     assert [(a.kind, a.metric, a.step) for a in run.anomalies] == [("nan", "loss", 309), ("non_finite", "val_loss", 309)]
 
+def test_an_mmcv_1x_log_is_read_with_its_intermittent_nan() -> None:
+    """iterdet #3 (mmdet 2.x on mmcv 1.x): "Epoch [1][50/1084]\\tlr: 0.01000, eta: ..., time: 0.953, ...,
+    loss_bbox: nan, loss: nan" was refused as "not a recognised training log" (only MMEngine's "Epoch(train)" form
+    was read), and its NaN at iterations 50 and 100 with it (audit X4). The step counts iterations over the epochs, as
+    MMEngine's does; the loss term that is NaN is read under its own name."""
+    path = REAL / "mmcv" / "iterdet_issue3_intermittent_nan.txt"
+    assert [src.format for src in parsers.load_run(path).sources] == ["mmcv"]
+    assert _points(path, "loss") == [(50, "nan"), (100, "nan"), (150, 1.1586)]
+    assert _points(path, "loss_bbox") == [(50, "nan"), (100, "nan"), (150, 0.4434)]
+    assert _points(path, "loss_rpn_cls") == [(50, 0.5577), (100, 0.3339), (150, 0.2372)]
+    assert _points(path, "lr") == [(50, 0.01), (100, 0.01), (150, 0.01)]
+    assert _points(path, "iteration_time_ms") == [(50, 953.0), (100, 965.0), (150, 929.0)]
+    run, lines = _chronicle(path)
+    assert [(a.kind, a.metric, a.step, a.end_step, a.recovered_step) for a in run.anomalies] == [
+        ("nan", "loss", 50, 100, 150), ("non_finite", "loss_bbox", 50, 100, 150)]
+    assert lines[4].endswith("NaN in the loss at steps 50-100, finite again from step 150.")
+

@@ -21,25 +21,25 @@ from parsers import schema as s
 from parsers.console.engine import NUMBER, LineFormat, Rule
 
 
-def _epoch_step(text: pl.Expr) -> pl.Expr:
-    """``Epoch(train) [2][10/735]`` is iteration 735 + 10."""
+def epoch_step(text: pl.Expr, epoch: str = r"Epoch\(train\)") -> pl.Expr:
+    """``Epoch(train) [2][10/735]`` is iteration 735 + 10 (``epoch``: what precedes ``[2]``; mmcv's ``Epoch``)."""
     def part(rx: str) -> pl.Expr:
         return text.str.extract(rx, 1).cast(pl.Int64, strict=False)
 
-    return (part(r"Epoch\(train\)\s*\[\s*(\d+)\s*\]") - 1) * part(r"\]\s*\[\s*\d+\s*/\s*(\d+)\s*\]") \
+    return (part(epoch + r"\s*\[\s*(\d+)\s*\]") - 1) * part(r"\]\s*\[\s*\d+\s*/\s*(\d+)\s*\]") \
         + part(r"\]\s*\[\s*(\d+)\s*/")
 
 
-_FIELDS = {s.LOSS: rf"\sloss:\s*({NUMBER})", s.GRAD_NORM: rf"\bgrad_norm:\s*({NUMBER})", s.LR: rf"\slr:\s*({NUMBER})",
-           s.ITERATION_TIME_MS: rf"\stime:\s*({NUMBER})"}
+FIELDS = {s.LOSS: rf"\sloss:\s*({NUMBER})", s.GRAD_NORM: rf"\bgrad_norm:\s*({NUMBER})", s.LR: rf"\slr:\s*({NUMBER})",
+          s.ITERATION_TIME_MS: rf"\stime:\s*({NUMBER})"}
 
 SPEC = LineFormat(
     FORMAT="mmengine",
     detect=re.compile(rb"(?:Epoch|Iter)\(train\)\s*\[[\d\s/\]\[]+\]\s+lr:"),
     rules=(
-        Rule(r"Epoch\(train\)\s*\[\s*\d+\s*\]\s*\[", _FIELDS, step_of=_epoch_step,
+        Rule(r"Epoch\(train\)\s*\[\s*\d+\s*\]\s*\[", FIELDS, step_of=epoch_step,
              scale={s.ITERATION_TIME_MS: 1000.0}),
-        Rule(r"Iter\(train\)\s*\[\s*(\d+)\s*/", _FIELDS, scale={s.ITERATION_TIME_MS: 1000.0}),
+        Rule(r"Iter\(train\)\s*\[\s*(\d+)\s*/", FIELDS, scale={s.ITERATION_TIME_MS: 1000.0}),
     ),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
