@@ -28,6 +28,7 @@ from parsers import (
     wandb_run,
 )
 from parsers.console import (
+    detectron2,
     fairseq,
     hf_trainer,
     keras,
@@ -50,7 +51,7 @@ ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
     wandb_run, mlflow_store, tensorboard, hf_trainer_state, llamafactory_log, lightning, wandb_export,
     nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, mmcv,
-    keras, nemo, hf_trainer, megatron,
+    detectron2, keras, nemo, hf_trainer, megatron,
 )  # type: ignore[assignment]
 
 

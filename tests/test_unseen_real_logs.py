@@ -1280,6 +1280,7 @@ def test_a_keras_fit_console_is_read_at_its_epochs_with_its_nan() -> None:
     assert [(a.start_step, a.end_step, a.begins_mid_run) for a in run.attempts] == [(308, 310, True)]
     assert [(a.kind, a.metric, a.step) for a in run.anomalies] == [("nan", "loss", 309), ("non_finite", "val_loss", 309)]
 
+
 def test_an_mmcv_1x_log_is_read_with_its_intermittent_nan() -> None:
     """iterdet #3 (mmdet 2.x on mmcv 1.x): "Epoch [1][50/1084]\\tlr: 0.01000, eta: ..., time: 0.953, ...,
     loss_bbox: nan, loss: nan" was refused as "not a recognised training log" (only MMEngine's "Epoch(train)" form
@@ -1297,3 +1298,19 @@ def test_an_mmcv_1x_log_is_read_with_its_intermittent_nan() -> None:
         ("nan", "loss", 50, 100, 150), ("non_finite", "loss_bbox", 50, 100, 150)]
     assert lines[4].endswith("NaN in the loss at steps 50-100, finite again from step 150.")
 
+
+def test_a_detectron2_events_line_is_read_at_its_iteration() -> None:
+    """detectron2 #214: "[11/01 20:14:15 d2.utils.events]: eta: 5:41:49  iter: 379  total_loss: 1.707  loss_cls:
+    1.184 ... time: 0.2293 ... lr: 0.003796  max_mem: 3782M" was refused as "not a recognised training log" (audit
+    X15). The step is ``iter``, the loss ``total_loss``; ``time`` (the mean since the start) is no iteration time."""
+    path = REAL / "detectron2" / "issue214_events_calm.txt"
+    assert _points(path, "loss") == [(379, 1.707), (399, 1.679), (419, 1.674), (439, 1.686), (459, 1.718),
+                                     (479, 1.675), (499, 1.733)]
+    assert _points(path, "lr")[::6] == [(379, 0.003796), (499, 0.004995)]
+    assert _points(path, "loss_box_reg")[:2] == [(379, 0.475), (399, 0.478)]
+    assert _points(path, "iteration_time_ms") == []
+    run, _ = _chronicle(path)
+    assert run.anomalies == []
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step, attempt.begins_mid_run, attempt.end_reason) == (
+        379, 499, True, "running")
