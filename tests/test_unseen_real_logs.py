@@ -1314,3 +1314,35 @@ def test_a_detectron2_events_line_is_read_at_its_iteration() -> None:
     [attempt] = run.attempts
     assert (attempt.start_step, attempt.end_step, attempt.begins_mid_run, attempt.end_reason) == (
         379, 499, True, "running")
+
+
+def test_start_up_clipping_through_a_long_warm_up_is_no_onset_of_sustained_clipping() -> None:
+    """elena-lyulina/Megatron-LM-Attention-Benchmark 2765350.out (1.2B from scratch, clip_grad 1.0, lr_warmup_iters
+    2000): the grad norm is above 1 at every step to 500 and falls through the threshold until about step 1100. The
+    chronicle's "First anomaly: clipping at step 938" ("65% of logged steps from step 938 to step 1054 (against 75%
+    before)") and its top suspected cause were that start-up clipping, less than the share before it. The rise at
+    1302-1418, after 200 steps clipped at most 20%, is the onset (audit W1)."""
+    run, lines = _chronicle(REAL / "megatron"
+                            / "elena-lyulina_Megatron-LM-Attention-Benchmark_2765350_args_and_iterations.out")
+    assert [(a.metric, a.step, a.end_step, a.value, a.baseline) for a in run.anomalies if a.kind == "clipping"] == [
+        ("clipped_share", 1302, 1418, 0.5385, 0.0376), ("grad_norm", 1597, 1830, 21.533, 1.0)]
+    assert "- **First anomaly:** clipping at step 1302 (attempt 1)." in lines
+    [cause] = run.suspected_causes
+    assert cause.evidence == [
+        "attempt 1: grad norm above the clip threshold 1 at 54% of logged steps from step 1302 to step 1418 (against 4% "
+        "before; rolling share over 100 points); it began 300 steps before the loss spike at step 1602"]
+    assert not any("step 938" in line for line in lines)
+
+
+def test_clipping_just_after_the_start_up_clipping_of_a_short_run_is_no_onset() -> None:
+    """elena-lyulina/Megatron-LM-Attention-Benchmark 2624605.out, its fourth pass (300 iterations from scratch, clip_grad
+    1.0): 35 of steps 1-36 clipped, none of 37-50, then 9 of 51-65 (grad norms 0.72-1.67; the other passes clip 65-81%
+    of steps 20-50).
+    The chronicle's "First anomaly: clipping at step 51" ("60% ... (against 25% before)") was that start-up clipping's
+    last swing (audit W2, attempt 4)."""
+    run, lines = _chronicle(REAL / "megatron"
+                            / "elena-lyulina_Megatron-LM-Attention-Benchmark_2624605_pass4_iterations.out")
+    assert run.anomalies == []
+    assert "- **Anomalies:** none found." in lines
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step, attempt.end_reason) == (1, 300, "completed")

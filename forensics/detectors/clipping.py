@@ -10,9 +10,12 @@ Each stretch of an attempt between holes in the log is judged on its own.
 
 * **sustained clipping** (metric :data:`parsers.schema.CLIPPED_SHARE`): the share of clipped points over a rolling
   window of ``WINDOW`` points (10 to 100: a twentieth of the attempt) reached ``SUSTAINED`` (50%) after it had been at
-  most ``RARE`` (20%) earlier in the attempt (after the first tenth, where clipping is common while the grad norm
-  settles): the onset is the window's first clipped step. A run that clips most steps from start to end has no onset:
-  its threshold is simply below its usual grad norm, which is a setting, not an event.
+  most ``RARE`` (20%) over ``SETTLED`` (2) windows' points, and at least ``CLEAR`` (2) times the share of clipped points
+  before it (since the first tenth of the attempt, or since the sustained windows before): the onset is the window's
+  first clipped step. Clipping is common while a run's grad norm settles from its first, large values, often through
+  a long warm-up: until the share had been rare over two windows, clipping is that start-up clipping, whatever its ups
+  and downs, not an onset. A run that clips most steps from start to end has no onset either: its threshold is simply
+  below its usual grad norm, which is a setting, not an event.
 * **far above the threshold** (metric ``grad_norm``): the points whose grad norm was ``FAR`` (10x) the threshold or
   more while the median of the ``TRAILING`` (100) points before them (at least 10) was below it, one finding per
   stretch listing them. (A run whose grad norm is usually above its threshold, as in many fine-tunes that log norms
@@ -57,7 +60,9 @@ from parsers import schema as s
 CLIP_KEYS = ("clip_grad", "gradient_clip_val")  # canonical config key, then Lightning's (kept by its own name)
 WINDOW = (10, 100)    # points in the rolling clipped share: a twentieth of the attempt, within these bounds
 SUSTAINED = 0.5       # a rolling share of clipped points at least this is sustained clipping
-RARE = 0.2            # ... after it had been at most this, earlier in the attempt
+RARE = 0.2            # ... after it had been at most this, earlier in the attempt,
+SETTLED = 2           # ... over this many windows' points (before that, it is start-up clipping)
+CLEAR = 2.0           # ... and at least this multiple of the share of clipped points before it
 BURN_IN = 0.1         # the first tenth of an attempt: clipping is common while the grad norm settles
 FAR = 10.0            # a grad norm at least this multiple of the threshold is listed
 TRAILING = 100        # what-if: points in the trailing median
@@ -119,22 +124,25 @@ def _sustained(attempt: int, steps: np.ndarray, values: np.ndarray, limit: float
         return []
     clipped = (values > limit).astype(float)
     share = pl.Series(clipped).rolling_mean(width, min_samples=width).to_numpy()
+    settled = pl.Series(clipped).rolling_mean(SETTLED * width, min_samples=SETTLED * width).to_numpy()
     start = max(int(n * BURN_IN), width - 1)
     above = np.zeros(n, dtype=bool)
     above[start:] = share[start:] >= SUSTAINED
-    rare_seen = np.cumsum(np.r_[np.zeros(start, dtype=bool), share[start:] <= RARE])  # rare points up to each index
+    rare_seen = np.cumsum(np.r_[np.zeros(start, dtype=bool), settled[start:] <= RARE])  # rare points up to each index
     edges = np.flatnonzero(np.diff(np.r_[0, above.astype(np.int8), 0]))
     out = []
     since = start  # where the stretch before the next episode begins
     for first, stop in zip(edges[::2], edges[1::2], strict=True):  # each run of sustained windows (few)
         end = int(stop) - 1
-        if rare_seen[first] - (rare_seen[since - 1] if since > 0 else 0) == 0:
-            continue  # clipping was never rare before it: no onset
+        rare = rare_seen[first] - (rare_seen[since - 1] if since > 0 else 0) > 0
         onset = int(first) - width + 1 + int(np.flatnonzero(clipped[int(first) - width + 1: int(first) + 1])[0])
         last = int(np.flatnonzero(clipped[: end + 1])[-1])
         onset = max(onset, since)  # (not before the stretch this episode is judged in)
         before = clipped[since:onset]
         during = float(clipped[onset: last + 1].mean())
+        if not rare or (before.size and during < CLEAR * before.mean()):
+            since = end + 1  # start-up clipping, or not clearly more than before: no onset
+            continue
         to = (f"step {int(steps[last])}" if end < n - 1 else "the end of the attempt" if last_stretch
               else f"step {int(steps[last])}, then a hole in the log after step {int(steps[-1])}")
         against = f"against {before.mean():.0%} before; " if before.size else ""
