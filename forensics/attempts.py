@@ -159,7 +159,7 @@ def build_attempts(
         ending = end_of(
             ev, flagged.get(n, []), end, shows_start=shows_start, is_last=i == len(numbers) - 1,
             next_index=numbers[i + 1] if i + 1 < len(numbers) else None,
-            completed=isinstance(train_iters, int) and train_iters > 0 and end is not None and end >= train_iters,
+            target=train_iters if isinstance(train_iters, int) and train_iters > 0 else None,
             last_loss_step=span.get("last_loss"), stepped=frozenset(span.get("sources") or []),
         )
         # (a log that restarts at every few lines has thousands of attempts, most with no events: no queries then)

@@ -5,8 +5,9 @@ After the last iteration line, the first decisive line is the cause and what fol
 ranks' tracebacks after an ECC error, NCCL errors once the scheduler's SIGTERM has killed the peers, the launcher's
 ``ChildFailedError``. A planned exit ("exiting program after 1190 minutes") is an exit, not a crash; a scheduler
 cancel, a time limit or SIGTERM is a stop by the scheduler or a person; ``KeyboardInterrupt`` is an interruption by
-hand; a stack dump is someone looking at a hang. A wrapper's exit code (W&B) only speaks when nothing the program
-printed does.
+hand; a stack dump is someone looking at a hang. An error after the last step the attempt was configured to reach
+(a final checkpoint save that failed) came after its training: it completed, then the program failed. A wrapper's exit
+code (W&B) only speaks when nothing the program printed does.
 """
 
 from __future__ import annotations
@@ -82,15 +83,17 @@ def ending_block(events: pl.DataFrame, end_step: int | None, stepped: frozenset[
 
 def end_of(
     events: pl.DataFrame, anomalies: list[Anomaly], end_step: int | None, *, shows_start: bool, is_last: bool,
-    next_index: int | None, completed: bool, last_loss_step: int | None = None, stepped: frozenset[str] = frozenset(),
+    next_index: int | None, target: int | None, last_loss_step: int | None = None, stepped: frozenset[str] = frozenset(),
 ) -> Ending:
     """How the attempt whose events and anomalies these are ended.
 
     ``shows_start``: its start-up is in the logs (so an error before any iteration is a failed start-up);
-    ``completed``: it reached the configured number of iterations; ``next_index``: the attempt that followed it;
-    ``last_loss_step``: its last step with a finite loss (a NaN after it is how the loss ended); ``stepped``: the
-    sources that logged its steps.
+    ``target``: the last step it was configured to reach (train_iters; None: not known), reached when its last step
+    is at or past it (an error after it then failed the program on its way out: it completed, then failed);
+    ``next_index``: the attempt that followed it; ``last_loss_step``: its last step with a finite loss (a NaN after it
+    is how the loss ended); ``stepped``: the sources that logged its steps.
     """
+    completed = target is not None and end_step is not None and end_step >= target
     block = ending_block(events, end_step, stepped) if events.height else events
     printed = block.filter(~pl.col("kind").is_in([s.EV_TRACEBACK, s.EV_EXIT_CODE])) if block.height else block
     if printed.height and (printed["kind"] == s.EV_TRAINING_DONE).any():
@@ -107,6 +110,10 @@ def end_of(
         # when: the deciding line's time, else the first time printed after it on the way out (slurm's CANCELLED AT
         # after srun's untimed abort, the launcher's timed lines after ranks' untimed tracebacks)
         when = first["wall_time"] if first["wall_time"] is not None else _first_time_after(block, first)
+        if reason == EndReason.CRASHED and completed:  # its last planned step ran: it failed on its way out (a final
+            # checkpoint save, an evaluation), after its training
+            return Ending(EndReason.COMPLETED, f"reached its last step ({end_step} of {target})", None, when,
+                          first["step"], quote(first["text"]))
         failed = None
         if reason == EndReason.COMPLETED:  # training done, then the program failed on its way out (a next stage):
             # an error after it, and the exit code a wrapper recorded not 0 (a shutdown's "Exception ignored" is

@@ -124,6 +124,7 @@ class CauseKind(StrEnum):
     STATE = "state"                          # state lost or changed at a resume
     OPTIMIZER_STATE = "optimizer_state"      # the optimizer's state lost at a resume
     HARDWARE = "hardware"                    # a fault the logs name: ECC, Xid, CUDA or NCCL errors, host errors
+    STORAGE = "storage"                      # a file write (or read) the logs say failed: disk full, quota, I/O
     RANK_STOPPED = "rank_stopped"            # ranks left waiting in a collective, with no error that says why
     MEMORY = "memory"                        # out of memory
     PROGRAM_ERROR = "program_error"          # an error in the program or its configuration

@@ -1,7 +1,8 @@
 """Causes of how attempts ended that lie outside the training dynamics: hardware and infrastructure (only with their
-evidence: ECC, Xid, CUDA or NCCL errors, host errors, a node named as failed), a rank that stopped answering (a
-collective timed out or ranks stuck in one, with no error that says why), memory, stops by the scheduler or a
-person, interruptions by hand, and errors in the program or its configuration."""
+evidence: ECC, Xid, CUDA or NCCL errors, host errors, a node named as failed), storage (a file the logs say could not
+be written or read: a full disk, a quota, an I/O error), a rank that stopped answering (a collective timed out or
+ranks stuck in one, with no error that says why), memory, stops by the scheduler or a person, interruptions by hand,
+and errors in the program or its configuration."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def _trouble_before(attempt: Attempt, anomalies: list[Anomaly]) -> Anomaly | Non
 
 def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: list[Anomaly],
                    stepped: frozenset[str] = frozenset()) -> list[Cause]:
-    """Hardware or infrastructure, with every piece of its evidence (ECC, Xid, CUDA or NCCL errors, host errors).
+    """Hardware or infrastructure, with every piece of its evidence (ECC, Xid, CUDA or NCCL errors, host errors);
+    storage when the only fault named is a file that could not be written or read (its own wording and check).
     Ranks left waiting with no such error in the logs (a collective that timed out, ranks stuck in one) are a weaker
     cause of their own: some rank stopped answering, and the log does not say why (a lost node or link, or a rank
     that hung or failed on its own). Against either, a loss already NaN or diverging before the error (then the
@@ -46,9 +48,14 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     stuck = [a for a in anomalies if a.kind == Kind.HANG and a.attempt in waiting]  # its dumps wait in a collective
     if not infra.height and not stuck:
         return []
-    faults = set(infra.filter(pl.col("kind").is_in(list(s.HARDWARE_KINDS)))["attempt"].to_list())
-    ended = {a.index for a in attempts if a.end_kind in s.INFRA_KINDS or (
-        a.end_reason == EndReason.HUNG and any(h.attempt == a.index for h in stuck))}
+    faulty = infra.filter(pl.col("kind").is_in(list(s.HARDWARE_KINDS)))
+    faults = set(faulty["attempt"].to_list())
+    # (an attempt that completed its steps, then failed on one of these on its way out, ended on it too: a final
+    # checkpoint save that could not be written)
+    after = {(a, quote(t)) for a, t in faulty.select("attempt", "text").rows()}
+    on_it = {a.index for a in attempts if a.end_kind in s.INFRA_KINDS or (a.index, a.failed_after_training) in after}
+    ended = on_it | {a.index for a in attempts if a.end_reason == EndReason.HUNG
+                     and any(h.attempt == a.index for h in stuck)}
     evidence = [f"attempt {a.index} {a.end_reason.value.replace('_', ' ')} "
                 + (f"after step {a.end_step}" if a.end_step is not None else NO_STEP_READ)
                 + f": {a.end_detail}" for a in attempts if a.index in ended and a.end_kind in s.INFRA_KINDS]
@@ -67,15 +74,25 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     if not faults:
         return [_rank_stopped(events, infra, ended, evidence, counter, relaunched, attempts, stepped)]
     # an error that stopped training is stronger evidence than one at start-up (a driver, a busy GPU, a setting)
-    errors = {a.index for a in attempts if a.index in ended & faults and a.end_kind in s.INFRA_KINDS
-              and a.end_step is not None}
+    errors = {a.index for a in attempts if a.index in ended & faults & on_it and a.end_step is not None}
+    confidence = 0.8 if errors and not counter else 0.5 if ended & faults else 0.3
+    if set(faulty["kind"].to_list()) == {s.EV_STORAGE_ERROR}:  # the only fault named is a file that failed
+        saved = _last_save(events)
+        return [Cause(
+            kind=CauseKind.STORAGE,
+            cause="storage: writing (or reading) a file failed: a full disk, a quota, an I/O error or a lost mount",
+            confidence=confidence, evidence=evidence, counter_evidence=counter,
+            check_next="free space, quota and I/O errors on the file systems it writes to (its checkpoint directory "
+                       "first)" + (f"; the last checkpoint saved in the logs is at step {saved:.0f}"
+                                   if saved is not None else ""),
+        )]
     check = "node health (ECC, Xid, NCCL timeouts) around those steps"
     if relaunched:
         check += f", and whether attempt {relaunched[0]} ran on the same node"
     return [Cause(
         kind=CauseKind.HARDWARE,
         cause="hardware or infrastructure failure",
-        confidence=0.8 if errors and not counter else 0.5 if ended & faults else 0.3,
+        confidence=confidence,
         evidence=evidence,
         counter_evidence=counter,
         check_next=check,

@@ -154,8 +154,11 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     # faulthandler '  File ".../distributed_c10d.py", line 2420 in barrier' (a traceback has ', in barrier')
     (s.EV_COLLECTIVE_WAIT, r"^\s+" + _COLLECTIVES + r" \(\S*distributed_c10d\.py:\d+\)"
                            r"|distributed_c10d\.py\", line \d+ in " + _COLLECTIVES + r"\s*$"),
-    (s.EV_HOST_ERROR, r"(?i)bus error|No space left on device|Input/output error|Stale file handle|NODE[_ ]FAIL"
-                      r"|DUE TO NODE FAILURE|node failure"),
+    (s.EV_HOST_ERROR, r"(?i)bus error|NODE[_ ]FAIL|DUE TO NODE FAILURE|node failure"),
+    # torch.save's "RuntimeError: [enforce fail at inline_container.cc:858] . PytorchStreamWriter failed writing file
+    # data/19: file write failed" (the disk full, a quota, an I/O error: its zip writer does not say which)
+    (s.EV_STORAGE_ERROR, r"(?i)No space left on device|Disk quota exceeded|Input/output error|Stale file handle"
+                         r"|PytorchStreamWriter failed writing|file write failed"),
     # caught and survived: fairseq's "WARNING: ran out of memory on GPU #2, skipping batch", "attempting to recover
     # from OOM in forward/backward pass", "OOM in all workers, skipping update"
     (s.EV_OOM_RECOVERED, r"(?i)(?:ran out of memory|\bOOM\b).*skipping (?:batch|step|update)"

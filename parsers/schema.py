@@ -123,7 +123,9 @@ EV_NCCL_ERROR = "nccl_error"                # NCCL errors (system, internal, unh
 EV_COLLECTIVE_TIMEOUT = "collective_timeout"  # a collective timed out (NCCL watchdog): some rank stopped answering
 EV_OOM = "out_of_memory"                    # GPU or host out of memory (CUDA OOM, the kernel's oom-killer)
 EV_OOM_RECOVERED = "out_of_memory_recovered"  # an out-of-memory the program caught: it skipped the batch, went on
-EV_HOST_ERROR = "host_error"                # the machine: bus error (shared memory), disk full, I/O error, node failure
+EV_HOST_ERROR = "host_error"                # the machine: bus error (shared memory), node failure
+EV_STORAGE_ERROR = "storage_error"          # a file could not be written or read: disk full, quota, I/O error, a
+                                            # stale network mount, a failed write (a checkpoint save)
 EV_KILLED = "killed"                        # killed by a signal (SIGKILL, "Killed")
 EV_SIGTERM = "sigterm"                      # asked to stop (SIGTERM): the scheduler or a person
 EV_CANCELLED = "cancelled"                  # the scheduler ended the job: scancel, time limit, srun abort, preemption
@@ -152,9 +154,9 @@ EV_WANDB_RUN_START = "wandb_run_start"      # a W&B run (or a resume of it) bega
 INTERVAL_MEAN_FORMATS: frozenset[str] = frozenset({"megatron", "hf-trainer", "hf-trainer-state", "llamafactory",
                                                    "mmengine", "fairseq", "mlx-lm"})
 ERROR_KINDS: frozenset[str] = frozenset({EV_ERROR, EV_CUDA_ERROR, EV_NCCL_ERROR, EV_COLLECTIVE_TIMEOUT, EV_OOM,
-                                         EV_HOST_ERROR, EV_OVERFLOW_STOP})
-# a fault of the hardware or its links, as the log names it
-HARDWARE_KINDS: frozenset[str] = frozenset({EV_CUDA_ERROR, EV_NCCL_ERROR, EV_HOST_ERROR})
+                                         EV_HOST_ERROR, EV_STORAGE_ERROR, EV_OVERFLOW_STOP})
+# a fault of the hardware, its links or its storage, as the log names it
+HARDWARE_KINDS: frozenset[str] = frozenset({EV_CUDA_ERROR, EV_NCCL_ERROR, EV_HOST_ERROR, EV_STORAGE_ERROR})
 # ranks left waiting: some rank stopped answering (a lost node or link, or a rank that hung or failed on its own)
 WAITING_KINDS: frozenset[str] = frozenset({EV_COLLECTIVE_TIMEOUT, EV_COLLECTIVE_WAIT})
 INFRA_KINDS: frozenset[str] = HARDWARE_KINDS | WAITING_KINDS

@@ -1346,3 +1346,26 @@ def test_clipping_just_after_the_start_up_clipping_of_a_short_run_is_no_onset() 
     assert "- **Anomalies:** none found." in lines
     [attempt] = run.attempts
     assert (attempt.start_step, attempt.end_step, attempt.end_reason) == (1, 300, "completed")
+
+
+def test_a_final_checkpoint_write_that_failed_after_the_last_step_is_storage_after_training() -> None:
+    """AntonioLopardo/OLMo OLMo-1B-tied-out0.5-1000 train.log: `[step=1000/1000,epoch=0]`, "Saving unsharded
+    checkpoint...", then "RuntimeError: ... PytorchStreamWriter failed writing file data/19: file write failed" and
+    torchrun's exitcode 1. The chronicle said "crashed after step 1000", never that 1000 was its last planned step
+    (`target_step` null), and blamed "an error in the program or its configuration" (0.50) for a file write that
+    failed (audit W5)."""
+    run, lines = _chronicle(REAL / "olmo" / "AntonioLopardo_OLMo_1B_tied_out0.5_1000_checkpoint_write_failed.log")
+    error = ("RuntimeError: [enforce fail at inline_container.cc:858] . PytorchStreamWriter failed writing file "
+             "data/19: file write failed")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step, attempt.target_step) == (10, 1000, 1000)
+    assert (attempt.end_reason, attempt.end_detail, attempt.failed_after_training) == (
+        "completed", "reached its last step (1000 of 1000)", error)
+    [cause] = run.suspected_causes
+    assert (cause.kind, cause.confidence, cause.evidence) == ("storage", 0.8, [f"attempt 1, after step 1000: {error}"])
+    assert cause.cause == "storage: writing (or reading) a file failed: a full disk, a quota, an I/O error or a lost mount"
+    assert cause.check_next.endswith("; the last checkpoint saved in the logs is at step 500")
+    assert "- **What went wrong:** attempt 1 completed: reached its last step (1000 of 1000); then the program failed " \
+           "after its training: “RuntimeError: \\[enforce fail at inline\\_container.cc:858\\] . PytorchStreamWriter " \
+           "failed writing file data/19: file write failed”." in lines
+    assert not any("error in the program" in line for line in lines)

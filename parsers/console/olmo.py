@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from parsers import schema as s
-from parsers.console.engine import NUMBER, LineFormat, Rule
+from parsers.console.engine import NUMBER, PLANNED_STEPS, LineFormat, Rule
 
 
 def _metric_line(names: str, metric: str) -> Rule:
@@ -25,7 +25,7 @@ SPEC = LineFormat(
     FORMAT="olmo",
     detect=re.compile(rb"\[step=\d+/\d+[\],][^\n]*\n\s+[\w/ ()-]+="),
     rules=(
-        Rule(r"\[step=(\d+)/\d+[\],]", {}),
+        Rule(r"\[step=(\d+)/\d+[\],]", {PLANNED_STEPS: r"\[step=\d+/(\d+)[\],]"}),  # "/1000": max_duration
         _metric_line(r"train/CrossEntropyLoss|train/CE loss", s.LOSS),
         _metric_line(r"train/ZLoss|train/Z loss", "z_loss"),
         _metric_line(r"optim/total_grad_norm|optim/total grad norm", s.GRAD_NORM),
