@@ -5,7 +5,8 @@ After the last iteration line, the first decisive line is the cause and what fol
 ranks' tracebacks after an ECC error, NCCL errors once the scheduler's SIGTERM has killed the peers, the launcher's
 ``ChildFailedError``. A planned exit ("exiting program after 1190 minutes") is an exit, not a crash; a scheduler
 cancel, a time limit or SIGTERM is a stop by the scheduler or a person; ``KeyboardInterrupt`` is an interruption by
-hand; a stack dump is someone looking at a hang. An error after the last step the attempt was configured to reach
+hand; a stack dump is someone looking at a hang; a process's shutdown line after its last step, with nothing
+decisive before it, says it exited, not why. An error after the last step the attempt was configured to reach
 (a final checkpoint save that failed) came after its training: it completed, then the program failed. A wrapper's exit
 code (W&B) only speaks when nothing the program printed does.
 """
@@ -168,6 +169,11 @@ def end_of(
                       s.EV_EXIT_CODE, code["wall_time"], code["step"])
     if completed:
         return Ending(EndReason.COMPLETED, "reached the last iteration")
+    gone = (events.filter((pl.col("kind") == s.EV_SHUTDOWN) & (pl.col("step") >= end_step))
+            if end_step is not None and events.height else None)
+    if gone is not None and gone.height:  # its processes printed their shutdown lines: gone, not still running
+        line = gone.row(0, named=True)
+        return Ending(EndReason.SILENT_EXIT, quote(line["text"]), s.EV_SHUTDOWN, line["wall_time"], line["step"])
     cut = (events.filter((pl.col("kind") == s.EV_ELISION) & (pl.col("step") >= end_step))
            if end_step is not None and events.height else None)
     if cut is not None and cut.height:  # whoever pasted the log left out what followed (or the file was cut)

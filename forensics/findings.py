@@ -52,6 +52,7 @@ class EndReason(StrEnum):
     HUNG = "hung"                      # stack dumps or a silence: the program stopped making progress
     UNKNOWN = "unknown"                # the log shows no end, and another attempt followed
     RUNNING = "running"                # the log ends with no end printed: still running, cut off, or a silent stop
+    SILENT_EXIT = "silent_exit"        # its processes exited (their shutdown lines say so), no error or reason printed
     NO_TRAINING = "no_training"        # no iteration, no error: nothing to tell
 
 
@@ -102,7 +103,7 @@ class Outcome(StrEnum):
     NAN = "nan"
     DIVERGED = "diverged"
     CRASHED = "crashed"
-    STOPPED = "stopped"        # stopped on purpose: a planned exit, the scheduler, a person
+    STOPPED = "stopped"        # stopped on purpose (a planned exit, the scheduler, a person), or exited saying nothing
     RUNNING = "running"        # no end seen: healthy up to its last step
     UNREADABLE = "unreadable"  # nothing could be read
 

@@ -189,6 +189,9 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_INTERRUPT, r"^" + RANK_PREFIX + r"\s*KeyboardInterrupt"),
     # (not the launcher's "sigkill_handler] Killing subprocess": it cleans up after another ending)
     (s.EV_KILLED, r"(?i)killed by signal|\bSIGKILL\b|exitcode\s*:\s*-9\b|^\s*Killed\s*$"),
+    # multiprocessing's resource tracker as its process exits: "UserWarning: resource_tracker: There appear to be 56
+    # leaked semaphore objects to clean up at shutdown" (one per process: each has its own tracker)
+    (s.EV_SHUTDOWN, r"resource_tracker: There appear to be \d+ leaked \w+ objects to clean up at shutdown"),
     # torchrun's word on a worker: "failed (exitcode: -6) local_rank: 1", "exitcode  : -6 (pid: 3016739)"
     (s.EV_EXIT_CODE, r"\bexitcode\s*:\s*(-?\d+)\b"),
     # OLMo's "CRITICAL [olmo.util:158, rank=0] Uncaught OLMoThreadError: generator thread data thread 3 failed"

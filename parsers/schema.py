@@ -135,6 +135,8 @@ EV_STARTUP = "startup"                      # a start-up line: distributed init,
 EV_STACK_DUMP = "stack_dump"                # a thread of a py-spy or faulthandler stack dump (someone looked at a hang)
 EV_COLLECTIVE_WAIT = "collective_wait"      # a dumped frame waiting in a collective (broadcast, all_reduce, barrier)
 EV_EXIT_CODE = "exit_code"                  # the exit code a wrapper recorded (W&B), value = the code
+EV_SHUTDOWN = "shutdown"                    # a line a process prints as it exits (multiprocessing's resource_tracker:
+                                            # "... leaked semaphore objects to clean up at shutdown"): it is gone
 EV_TRUNCATED = "truncated_line"             # an iteration line cut short (damaged or wrapped file)
 EV_STEP_REGRESSION = "step_regression"      # a scalar's step went back (TensorBoard, W&B): the run was restarted
 EV_SESSION_START = "session_start"          # TensorBoard SessionLog.START (torch purge_step): the writer (re)started

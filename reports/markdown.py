@@ -162,6 +162,12 @@ def _summary(run: RunFindings) -> list[str]:
     if short_of:
         lines.append("- **Stopped short, with no end in the log:** " + "; ".join(
             f"attempt {a.index} at step {a.end_step} of {a.target_step}" for a in short_of) + ".")
+    exited = [a for a in run.attempts if a.end_reason == EndReason.SILENT_EXIT]
+    if exited:
+        lines.append("- **Exited, with no reason printed:** " + "; ".join(
+            f"attempt {a.index} after step {a.end_step}" + (f" of {a.target_step}" if a.target_step else "")
+            + f": its processes shut down (“{md(a.end_detail)}”) with no error, stop or end of training printed"
+            for a in exited) + ".")
     silent = [a for a in run.attempts if a.end_reason == EndReason.NO_TRAINING]
     if silent:
         lines.append("- **Launches with no training step, error or stop in the logs:** " + ", ".join(

@@ -45,7 +45,8 @@ _MARKS: dict[str, tuple[str, str, str]] = {
     Kind.LOSS_SCALE_COLLAPSE: ("s", "#ff9896", "loss-scale collapse"), Kind.CHANGEPOINT: ("D", "#7f7f7f", "change of level"),
 }
 _ENDED = {EndReason.NAN: "ended in NaN", EndReason.UNKNOWN: "no end logged", EndReason.RUNNING: "log ends",
-          EndReason.FAILED_STARTUP: "failed start-up", EndReason.NO_TRAINING: "no training"}
+          EndReason.FAILED_STARTUP: "failed start-up", EndReason.NO_TRAINING: "no training",
+          EndReason.SILENT_EXIT: "exited, no reason"}
 
 
 def _pyplot():  # type: ignore[no-untyped-def]

@@ -28,6 +28,7 @@ ENDINGS: dict[EndReason, str] = {
     EndReason.HUNG: "hung",
     EndReason.UNKNOWN: "no end in the log",
     EndReason.RUNNING: "the log ends with no end printed",
+    EndReason.SILENT_EXIT: "exited (no reason printed)",
     EndReason.NO_TRAINING: "no training step, error or stop in the logs",
 }
 _SETTING_NAMES = {"lr": "lr", "batch_size": "global batch size", "loss_scale": "loss scale"}

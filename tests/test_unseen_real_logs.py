@@ -1369,3 +1369,23 @@ def test_a_final_checkpoint_write_that_failed_after_the_last_step_is_storage_aft
            "after its training: “RuntimeError: \\[enforce fail at inline\\_container.cc:858\\] . PytorchStreamWriter " \
            "failed writing file data/19: file write failed”." in lines
     assert not any("error in the program" in line for line in lines)
+
+
+def test_processes_that_printed_their_shutdown_lines_exited_and_are_not_still_running() -> None:
+    """AntonioLopardo/OLMo OLMo-1B-0724-reproduce train_20251211_002555.log ends after `[step=2003/2500,epoch=1]` with
+    eight "UserWarning: resource_tracker: There appear to be 56 leaked semaphore objects to clean up at shutdown"
+    lines, one per rank's process as it exits, and no error. The chronicle offered "still running, cut off, or stopped
+    without a word"; the processes exited, and nothing says why (audit W9)."""
+    run, lines = _chronicle(REAL / "olmo" / "AntonioLopardo_OLMo_1B_0724_reproduce_last_steps_shutdown.log")
+    shutdown = ("/usr/lib/python3.12/multiprocessing/resource_tracker.py:254: UserWarning: resource_tracker: There "
+                "appear to be 56 leaked semaphore objects to clean up at shutdown")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step, attempt.target_step) == (1990, 2003, 2500)
+    assert (attempt.end_reason, attempt.end_kind, attempt.end_detail) == ("silent_exit", "shutdown", shutdown)
+    assert [(e.kind, e.step, e.count) for e in run.log_entries] == [("shutdown", 2003, 8)]
+    assert run.suspected_causes == [] and run.anomalies == []
+    assert "- **Exited, with no reason printed:** attempt 1 after step 2003 of 2500: its processes shut down " \
+           "(“/usr/lib/python3.12/multiprocessing/resource\\_tracker.py:254: UserWarning: resource\\_tracker: There " \
+           "appear to be 56 leaked semaphore objects to clean up at shutdown”) with no error, stop or end of training " \
+           "printed." in lines
+    assert not any("still running" in line for line in lines)
