@@ -107,7 +107,8 @@ def config_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, l
     """
     before, after = settings(before), settings(after)
     keys = sorted(set(before) & set(after))
-    return {k: [before[k], after[k]] for k in keys if _token(before[k]) != _token(after[k])}
+    return {k: [before[k], after[k]] for k in keys if _token(before[k]) != _token(after[k])
+            and not _cut_prints([before[k], after[k]])}
 
 
 def differing_keys(configs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -122,9 +123,28 @@ def differing_keys(configs: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
     out: dict[str, dict[str, Any]] = {}
     for key in keys:
         values = {name: cfg.get(key) for name, cfg in kept.items()}
-        if len({_token(v) for v in values.values()}) > 1:
+        if len({_token(v) for v in values.values()}) > 1 and not _cut_prints(list(values.values())):
             out[key] = values
     return out
+
+
+_CUT_PRINT = 200  # characters: a value this long that another begins with is one print cut off at another length
+
+
+def _cut_prints(values: list[Any]) -> bool:
+    """Whether the values are one long value printed cut off at different lengths (a log that truncates its long
+    lines: a list of 40 data paths ending '...fineweb-e' in one launch and '...fineweb-edu-dedup-160B-' in the
+    next): every one a beginning of the longest, the shortest at least :data:`_CUT_PRINT` characters. Nothing can
+    be said to have changed in what both show.
+
+    >>> long = "['/data/" + "a" * 300
+    >>> _cut_prints([long, long + "bc"]), _cut_prints(["['/a']", "['/a', '/b']"]), _cut_prints([long, None])
+    (True, False, False)
+    """
+    if not all(isinstance(v, str) for v in values):
+        return False
+    longest = max(values, key=len)
+    return min(map(len, values)) >= _CUT_PRINT and all(longest.startswith(v) for v in values)
 
 
 def _token(value: Any) -> str:

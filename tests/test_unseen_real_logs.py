@@ -1389,3 +1389,14 @@ def test_processes_that_printed_their_shutdown_lines_exited_and_are_not_still_ru
            "appear to be 56 leaked semaphore objects to clean up at shutdown”) with no error, stop or end of training " \
            "printed." in lines
     assert not any("still running" in line for line in lines)
+
+
+def test_a_long_setting_printed_cut_off_at_two_lengths_is_no_change() -> None:
+    """Megatron-LM-Attention-Benchmark 2624605.out: each pass prints data_path (a list of some 40 paths) cut off by
+    the log, at 846 characters in one and 972 in the next, the shorter a beginning of the longer: the chronicle said
+    "What changed: data_path: [...] -> [...]" in multi-kilobyte cells. The settings that truly changed stay."""
+    run, _ = _chronicle(REAL / "console_errors"
+                        / "elena-lyulina_Megatron-LM-Attention-Benchmark_2624605_two_argument_blocks.out")
+    assert run.attempts[1].config_changes == {"gdn_state_carry_ratio": [0.0, 1.0],
+                                              "moe_router_bias_update_rate": [0.0, 0.001]}
+    assert sorted(run.config_diffs) == ["gdn_state_carry_ratio", "moe_router_bias_update_rate"]
