@@ -504,7 +504,7 @@ def _repair_wrapped(
             following = texts.get(line_no + k)
             if following is None or is_iter.search(following) or line_no + k in patches:
                 break
-            joined += following
+            joined = _join_wrapped(joined, following)
             if joined.rstrip().endswith("|") and (not has_counters or _COUNTERS in joined):
                 patches[line_no] = joined
                 swallowed.update(range(line_no + 1, line_no + k + 1))
@@ -536,6 +536,20 @@ def _repair_wrapped(
 
     merged = pl.concat([iters.filter(~drop), new_iters], how="vertical_relaxed").sort("line", maintain_order=True)
     return merged, others.filter(~drop), cut_frame
+
+
+def _join_wrapped(head: str, tail: str) -> str:
+    """Two pieces of a hard-wrapped line, with the space the wrap took back where it split a field's label between
+    two words ('| number of nan' + 'iterations:  0 |': a wrap that kept its space leaves it on one side).
+
+    >>> _join_wrapped("| number of nan", "iterations:  0 |"), _join_wrapped("| lm lo", "ss: 2.3 |")
+    ('| number of nan iterations:  0 |', '| lm loss: 2.3 |')
+    """
+    if head[-1:].isalnum() and tail[:1].isalnum():
+        label, rest = head[head.rfind("|") + 1:].strip(), tail.split(":", 1)[0].strip()
+        if f"{label} {rest}" in p.FIELD_NAMES and f"{label}{rest}" not in p.FIELD_NAMES:
+            return f"{head} {tail}"
+    return head + tail
 
 
 # --- attempts ---------------------------------------------------------------------------------------------------

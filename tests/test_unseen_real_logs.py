@@ -1226,7 +1226,8 @@ def test_stack_dumps_at_a_planned_exit_are_no_hang_and_the_exit_is_no_stop_from_
 def test_bloom_176b_first_spike_grad_norm_climb_and_an_indented_iteration_line() -> None:
     """BLOOM-176B's chronicles.md log blocks: (1) iteration 12695 pasted with one space before '[default7]:' was
     dropped: "crashed with no step read from its logs"; (2) the grad norm 0.242, 0.947, 2.390, 15.886, 145.1, 960.4
-    over 31214-31219 rose at most 9.1x a step, under the 10x-the-point-before check: no grad-norm spike anywhere."""
+    over 31214-31219 rose at most 9.1x a step, under the 10x-the-point-before check: no grad-norm spike anywhere;
+    (3) a hard wrap that took the space between two words of a label."""
     run, _ = _chronicle(REAL / "megatron"
                         / "bigscience-workshop+bigscience__train_tr11-176B-ml_chronicles.md.log-snippets.txt")
     first, second = run.attempts
@@ -1234,6 +1235,9 @@ def test_bloom_176b_first_spike_grad_norm_climb_and_an_indented_iteration_line()
     assert second.start_step == 31214
     assert [(a.kind, a.step, a.end_step, a.value) for a in run.anomalies] == [
         ("loss_spike", 31216, 31221, 5.098124), ("grad_norm_spike", 31217, 31219, 960.351)]
+    # (3) '| number of nan' + 'iterations:  0 |' wrapped at 42780-84 was joined as "number_of_naniterations"
+    assert run.coverage["metrics"]["nan_iterations"]["points"] == 18
+    assert "number_of_naniterations" not in run.coverage["metrics"]
 
 
 def test_a_grad_norm_far_above_a_new_level_is_named_in_the_level_shift() -> None:
