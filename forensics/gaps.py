@@ -8,9 +8,10 @@ step. Nothing is inferred across a gap: detectors judge each stretch between gap
 
 A *discontinuity* is a setting that differs on both sides of a gap or of a relaunch that carried on where the last
 one stopped (the LR or the batch size by more than 10%, unless a warm-up or ramp-up seen on one side runs straight
-through the hole; the fp16 loss scale falling 8x or more), or an LR that jumps between two consecutive points ten
-times more than its neighbouring steps move it (and by more than 1%; a rise from an attempt's first point is its
-warm-up).
+through the hole, or the LR was already decaying before a hole inside one process and is lower after it: its
+schedule went on while the log was silent; the fp16 loss scale falling 8x or more), or an LR that jumps between
+two consecutive points ten times more than its neighbouring steps move it (and by more than 1%; a rise from an
+attempt's first point is its warm-up).
 """
 
 from __future__ import annotations
@@ -280,7 +281,9 @@ def discontinuities(metrics: pl.DataFrame, gaps: list[Gap], steps: pl.DataFrame,
             if not before.height or not after.height:
                 continue
             v0, v1 = float(before["value"][-1]), float(after["value"][0])
-            if _changed(metric, v0, v1) and not (metric != s.LOSS_SCALE and _on_trend(before, after)):
+            # (inside one process the LR changes only by its schedule: a decay that went on while the log was silent)
+            decaying = metric == s.LR and across == "gap" and a0 == a1 and v1 < v0 < float(before["value"].max())
+            if _changed(metric, v0, v1) and not (metric != s.LOSS_SCALE and _on_trend(before, after)) and not decaying:
                 out.append(Discontinuity(metric=metric, before=v0, after=v1, step_before=int(before["step"][-1]),
                                          step_after=int(after["step"][0]), attempt_before=a0, attempt_after=a1,
                                          across=across))

@@ -1404,3 +1404,12 @@ def test_a_long_setting_printed_cut_off_at_two_lengths_is_no_change() -> None:
     assert run.attempts[1].config_changes == {"gdn_state_carry_ratio": [0.0, 1.0],
                                               "moe_router_bias_update_rate": [0.0, 0.001]}
     assert sorted(run.config_diffs) == ["gdn_state_carry_ratio", "moe_router_bias_update_rate"]
+
+
+def test_an_lr_decaying_through_a_hole_in_one_process_is_no_changed_setting() -> None:
+    """BLOOM-176B's chronicles.md blocks: between steps 31251 and 42780 of one attempt the LR went 5.277e-05 ->
+    4.475e-05, 11,500 steps of its cosine decay, listed under "Discontinuities (settings that changed ...)"."""
+    run, _ = _chronicle(REAL / "megatron"
+                        / "bigscience-workshop+bigscience__train_tr11-176B-ml_chronicles.md.log-snippets.txt")
+    assert [(d.metric, d.step_before, d.step_after, d.across) for d in run.discontinuities] == [
+        ("lr", 12695, 31214, "gap")]
