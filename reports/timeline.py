@@ -117,8 +117,8 @@ def coverage_section(run: RunFindings) -> list[str]:
                           "and three times their step-to-step moves, Megatron's 10x rule, a rise that lasts 3 points, "
                           "and, when the vocabulary is known, a loss above ln(vocabulary) + 1 nat."
                           if metric == s.LOSS else
-                          "a grad norm 10x the point before it or a climb to 10x the lowest and twice the highest of "
-                          "the 8 before it, and a rise that lasts 3 points."))
+                          "a grad norm 10x the point before it or climbing over several points to 10x the lowest and "
+                          "twice the highest of the 8 before it, and a rise that lasts 3 points."))
         mid_run = {str(a.index) for a in run.attempts if a.begins_mid_run}
         if unjudged:  # (a log that begins mid-run has no burn-in)
             out.append(f"- **Not judged for {name} spikes:** attempt(s) {', '.join(unjudged)}: "

@@ -422,8 +422,8 @@ class SpikeDetector:
         highest of them by more than that move (a loss back at a level it left a few points before is not a spike,
         nor one that swings between 0.07 and 0.4 from batch to batch when it reaches 0.43); a grad norm at
         least ``neighbour_factor`` (10x) the point before it, or 10x the lowest of the (two to 8) points before it and
-        twice the highest of them (a climb). ``interval``: each point's log interval; ``first``:
-        the row of ``x`` where its attempt's points begin."""
+        twice the highest of them, the point before already twice that lowest (a climb). ``interval``: each point's
+        log interval; ``first``: the row of ``x`` where its attempt's points begin."""
         frame = pl.DataFrame({"x": x, "g": stretch})
         if self.metric == "grad_norm":
             prev = pl.col("x").shift(1)
@@ -432,9 +432,11 @@ class SpikeDetector:
             before, low, high = (edges[c].fill_null(np.nan).to_numpy() for c in ("before", "low", "high"))
             factor = math.log(self.neighbour_factor)
             with np.errstate(invalid="ignore"):
-                # or a climb: 10x the lowest of the (two to 8) points before it and twice the highest of them (a
-                # blow-up rising 3-9x a step: 0.24, 0.95, 2.4, 15.9, 145, 960 in BLOOM-176B's first spike)
-                return ((x - before) >= factor) | ((x - low >= factor) & (x - high >= math.log(2.0)))
+                # or a climb: 10x the lowest of the (two to 8) points before it and twice the highest of them, the
+                # point before already twice that lowest (a blow-up rising 3-9x a step: 0.24, 0.95, 2.4, 15.9, 145,
+                # 960 in BLOOM-176B's first spike; not one jump out of calm points, which the first rule judges)
+                double = math.log(2.0)
+                return ((x - before) >= factor) | ((x - low >= factor) & (x - high >= double) & (before - low >= double))
         if self.metric != "loss":
             return np.zeros(x.size, dtype=bool)
         factor = np.where(interval >= 10, min(self.jump_factor, 1.5), self.jump_factor)
