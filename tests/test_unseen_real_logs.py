@@ -1413,3 +1413,13 @@ def test_an_lr_decaying_through_a_hole_in_one_process_is_no_changed_setting() ->
                         / "bigscience-workshop+bigscience__train_tr11-176B-ml_chronicles.md.log-snippets.txt")
     assert [(d.metric, d.step_before, d.step_after, d.across) for d in run.discontinuities] == [
         ("lr", 12695, 31214, "gap")]
+
+
+def test_a_nanogpt_fine_tune_from_gpt2_weights_is_not_told_as_from_scratch() -> None:
+    """nanoGPT #210: 'Initializing from OpenAI GPT-2 weights: gpt2' (init_from = 'gpt2'), then iter 0 and a NaN at
+    iter 1: the chronicle said "from the start of training" for a fine-tune of pretrained weights."""
+    run, lines = _chronicle(REAL / "nanogpt" / "nanogpt_issue210_finetune_gpt2_nan_iter1.txt")
+    [attempt] = run.attempts
+    assert attempt.loaded_weights and attempt.resumed_from_step is None
+    assert (attempt.start_step, attempt.end_step, attempt.end_reason) == (0, 1, "nan")
+    assert any("| from weights loaded from a checkpoint, its steps counted from the start" in line for line in lines)

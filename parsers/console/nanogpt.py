@@ -52,6 +52,8 @@ SPEC = LineFormat(
     events=(
         (s.EV_CHECKPOINT_SAVE, r"^\W*saving checkpoint to "),
         (s.EV_CHECKPOINT_LOAD, r"^\W*Resuming training from "),
+        # init_from='gpt2': pretrained weights, the steps counted from 0 (a fine-tune)
+        (s.EV_CHECKPOINT_LOAD, r"^\W*Initializing from OpenAI GPT-2 weights: "),
         (s.EV_STARTUP, r"^\W*(?:tokens per iteration will be|Initializing a new model from scratch)"),
         (s.EV_STARTUP, r"^\W*using device: \w"),  # build-nanogpt's first line
         (s.EV_PARAMETER_COUNT, r"^\s*Total (?:Parameters|params):\s*(\d[\d,]*)\s*$"),  # a model summary's total
