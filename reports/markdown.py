@@ -338,8 +338,11 @@ def _causes(run: RunFindings) -> list[str]:
     # in order did not blow up
     stopped = run.suspected_causes and all(c.kind in NOT_WHY_CAUSES for c in run.suspected_causes)
     blew_up = any(a.kind in INSTABILITY_KINDS for a in run.anomalies)
-    heading = ("Why it stopped" if stopped else "Why it blew up" if blew_up and _failed(run)
-               else "What may have caused its anomalies" if blew_up else "Why it ended")
+    # (a run that ended on none of its attempts' failures has no "why it ended": its anomalies, or nothing)
+    failed = bool(_failed(run))
+    heading = ("Why it stopped" if stopped else "Why it blew up" if blew_up and failed
+               else "What may have caused its anomalies" if blew_up or (run.anomalies and not failed)
+               else "Why it ended" if failed else "Suspected causes")
     out = [f"## {heading} (suspected causes)", ""]
     if not run.suspected_causes:
         return [*out, "None: nothing in the logs points at a cause.", ""]

@@ -1423,3 +1423,13 @@ def test_a_nanogpt_fine_tune_from_gpt2_weights_is_not_told_as_from_scratch() -> 
     assert attempt.loaded_weights and attempt.resumed_from_step is None
     assert (attempt.start_step, attempt.end_step, attempt.end_reason) == (0, 1, "nan")
     assert any("| from weights loaded from a checkpoint, its steps counted from the start" in line for line in lines)
+
+
+def test_a_run_that_did_not_end_has_no_why_it_ended() -> None:
+    """fairseq #311: updates 371-441, the grad norm 0.79 then 11.481 and 13.519, no end printed: the causes section
+    was headed "Why it ended (suspected causes)" for a run that had not ended."""
+    run, lines = _chronicle(REAL / "fairseq" / "issue311_gnorm_jump_14x.txt")
+    assert [(a.kind, a.step) for a in run.anomalies] == [("grad_norm_spike", 431)]
+    assert run.attempts[0].end_reason == "running"
+    assert "## What may have caused its anomalies (suspected causes)" in lines
+    assert not any(line.startswith("## Why it ended") for line in lines)
