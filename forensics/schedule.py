@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from forensics.findings import Attempt, Discontinuity, Schedule, shown
+from forensics.gaps import printed_digit
 from forensics.timeline import by_step
 from parsers import schema as s
 
@@ -131,7 +132,10 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any], attempts: list[Attem
     samples = _curve(metrics, s.CONSUMED_SAMPLES)
     if lr.height >= 3:
         peak = float(lr["value"].max())  # type: ignore[arg-type]
-        at_peak = lr.filter(pl.col("value") >= peak * (1 - PEAK_TOLERANCE))
+        # within the tolerance, and no more than about one printed digit below the peak (3.996E-04 is not 4.000E-04)
+        digit = printed_digit(lr["value"].to_numpy(), most=7)
+        close = pl.Series(digit == 0) | (lr["value"] >= peak - 1.5 * pl.Series(digit))
+        at_peak = lr.filter((pl.col("value") >= peak * (1 - PEAK_TOLERANCE)) & close)
         out.lr_peak, out.lr_peak_step = peak, int(at_peak["step"][0])
         out.lr_constant = float(lr["value"].min()) == peak  # type: ignore[arg-type]
         rising_at_end = out.lr_peak_step == int(lr["step"][-1])  # type: ignore[arg-type]

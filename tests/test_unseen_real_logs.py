@@ -1433,3 +1433,11 @@ def test_a_run_that_did_not_end_has_no_why_it_ended() -> None:
     assert run.attempts[0].end_reason == "running"
     assert "## What may have caused its anomalies (suspected causes)" in lines
     assert not any(line.startswith("## Why it ended") for line in lines)
+
+
+def test_the_lr_peak_is_where_the_printed_peak_is_reached() -> None:
+    """Megatron-LM-Attention-Benchmark 2765350.out: 'learning rate: 3.996000E-04' at 1998, 4.000000E-04 first at
+    2000: "LR peaks at 0.0004 (step 1998)" (3.996e-4 is within 0.1% of the peak, but four printed digits below it)."""
+    run, _ = _chronicle(REAL / "console_errors"
+                        / "elena-lyulina_Megatron-LM-Attention-Benchmark_2765350_iterations_1500-2092.out")
+    assert (run.schedule.lr_peak, run.schedule.lr_peak_step) == (4e-4, 2000)
