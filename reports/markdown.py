@@ -260,7 +260,7 @@ def _summary(run: RunFindings) -> list[str]:
 
 def _far(attempt: Attempt) -> str:
     if attempt.end_step is None:
-        return "no step logged" if attempt.end_at_step is None else f"step {attempt.end_at_step} as its log printed"
+        return "no step read" if attempt.end_at_step is None else f"step {attempt.end_at_step} as its log printed"
     if attempt.end_at_step is not None and attempt.end_at_step > attempt.end_step:
         return f"step {attempt.end_at_step} as its log printed ({attempt.end_step} in its metrics)"
     return f"step {attempt.end_step}"

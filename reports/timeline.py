@@ -238,7 +238,7 @@ def _short(run: RunFindings) -> list[str]:
         if a.short:
             replay = furthest is not None and a.start_step is not None and a.start_step <= furthest
             what = "a replay of steps logged before" if replay else "new steps"
-            logged = "no step logged" if a.start_step is None else (
+            logged = "no step read" if a.start_step is None else (
                 f"{'step' if a.start_step == a.end_step else 'steps'} {steps(a)} ({what})")
             if a.resumed_from_step is not None and not a.resumed_from_inferred:
                 logged += f", resumed from step {a.resumed_from_step}"

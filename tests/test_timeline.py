@@ -441,7 +441,7 @@ def test_a_launch_that_ooms_at_startup_is_a_failed_launch_of_its_own(tmp_path):
     assert [(a.start_step, a.end_step, a.end_reason) for a in run.attempts] == [
         (1, 20, EndReason.EXITED), (None, None, EndReason.FAILED_STARTUP)]
     assert run.attempts[1].end_detail == "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
-    assert "- attempt 2: no step logged; failed before its first logged step: “torch.OutOfMemoryError: CUDA out of " \
+    assert "- attempt 2: no step read; failed before its first logged step: “torch.OutOfMemoryError: CUDA out of " \
            "memory. Tried to allocate 2.00 GiB”" in chronicle(tmp_path / "train.log")
 
 

@@ -1441,3 +1441,19 @@ def test_the_lr_peak_is_where_the_printed_peak_is_reached() -> None:
     run, _ = _chronicle(REAL / "console_errors"
                         / "elena-lyulina_Megatron-LM-Attention-Benchmark_2765350_iterations_1500-2092.out")
     assert (run.schedule.lr_peak, run.schedule.lr_peak_step) == (4e-4, 2000)
+
+
+def test_a_stop_on_a_nan_loss_check_ends_in_nan_not_in_a_program_error() -> None:
+    """uoais #16 (detectron2): 'FloatingPointError: Loss became infinite or NaN at iteration=0!', and dream-ml-d's
+    Keras 3 run with loss nan for 21 epochs, then 'ValueError: Input contains NaN.': both read "crashed" with "an
+    error in the program or its configuration (0.50)"; the detectron2 traceback's source line quoting the message
+    ('f"Loss became infinite or NaN at iteration={storage.iter}!\\n"') is no NaN check."""
+    run, _ = _chronicle(REAL / "detectron2" / "uoais_issue16_floatingpointerror_iter0.txt")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_detail) == ("nan", "FloatingPointError: Loss became infinite or NaN at "
+                                                                "iteration=0!")
+    assert not any(c.kind == "program_error" for c in run.suspected_causes)
+    run, lines = _chronicle(REAL / "keras" / "dream-ml-d_keras3_lstm_nan_earlystop_valueerror.log")
+    assert [a.end_reason for a in run.attempts] == ["nan"]
+    assert "- attempt 1: no step read; ended in NaN with no step read from its logs: “\\[ERROR\\] " \
+           "apiTimeSeries.train - Error en entrenamiento LSTM: Input contains NaN.”" in lines
