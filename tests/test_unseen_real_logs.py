@@ -1457,3 +1457,15 @@ def test_a_stop_on_a_nan_loss_check_ends_in_nan_not_in_a_program_error() -> None
     assert [a.end_reason for a in run.attempts] == ["nan"]
     assert "- attempt 1: no step read; ended in NaN with no step read from its logs: “\\[ERROR\\] " \
            "apiTimeSeries.train - Error en entrenamiento LSTM: Input contains NaN.”" in lines
+
+
+def test_a_keras_nan_in_the_bar_of_the_epoch_the_paste_stops_in_is_found() -> None:
+    """SimCLRv1-keras-tensorflow #14: epochs 1-3 end at loss 581.4498, 420.4594, 277.1834; epoch 4's bar shows
+    'loss: nan' and the paste ends inside it. The bar's updates were not read: "no attempt ended in NaN" and "the
+    other checks (NaN) found nothing". 'Epoch 4/5' also gives the planned length."""
+    run, _ = _chronicle(REAL / "keras" / "simclr_issue14_nan_in_epoch4_bar.txt")
+    assert _points(REAL / "keras" / "simclr_issue14_nan_in_epoch4_bar.txt", "loss") == [
+        (1, 581.4498), (2, 420.4594), (3, 277.1834), (4, "nan")]
+    [attempt] = run.attempts
+    assert (attempt.end_step, attempt.target_step, attempt.end_reason) == (4, 5, "nan")
+    assert [(a.kind, a.step) for a in run.anomalies] == [("nan", 4)]

@@ -3,7 +3,9 @@ the epoch with ``100/100 [==============================] - 328s 3s/step - loss:
 (Keras 1: ``9595/9595 [====...] - 1s - loss: 0.6242 - acc: 0.6295 - val_loss: 0.5265 - val_acc: 0.7470``;
 ``verbose=2``: the same line without the bar). Keras prints no global step: **the steps here are epochs**, each
 point the end-of-epoch line's value at the number of the ``Epoch k/K`` line before it. The bar's updates during an
-epoch (``99/100 [====>.] - ETA: 2s - loss: 0.2445``, running means over a part of the epoch) are not read.
+epoch (``99/100 [====>.] - ETA: 2s - loss: 0.2445``, running means over a part of the epoch) are not read, but for
+a NaN (or Inf) loss, which the epoch's own value will be too: a paste usually stops inside the epoch that went
+wrong. ``Epoch 3/10``'s 10 is the planned length.
 
 >>> from pathlib import Path
 >>> from parsers.reader import ReadContext
@@ -17,7 +19,7 @@ from __future__ import annotations
 import re
 
 from parsers import schema as s
-from parsers.console.engine import NUMBER, LineFormat, Rule
+from parsers.console.engine import NUMBER, PLANNED_STEPS, LineFormat, Rule
 
 
 def _field(name: str) -> str:
@@ -29,7 +31,12 @@ SPEC = LineFormat(
     FORMAT="keras",
     detect=re.compile(rb"(?:^|\n)[ \t]*Epoch \d+/\d+[ \t]*\r?\n[ \t]*(?:\d+/\d+ (?:\[[=>.]*\] )?)?- (?:ETA: )?\d"),
     rules=(
-        Rule(r"^\s*Epoch (\d+)/\d+\s*$", {}),  # the epoch's number: the step of the end-of-epoch line after it
+        # the epoch's number: the step of the end-of-epoch line after it; "/5": the epochs fit() was asked for
+        Rule(r"^\s*Epoch (\d+)/\d+\s*$", {PLANNED_STEPS: r"Epoch \d+/(\d+)"}),
+        # an update of the bar whose running mean is already NaN: the epoch's loss is NaN whether or not its end was
+        # printed (a paste usually stops inside the epoch that went wrong)
+        Rule(r"^\s*\d+/\d+ \[[=>.]*\] - ETA: .*?\s-\s+loss:\s*(?i:nan|-?inf)\b", {s.LOSS: _field("loss")}, step=False,
+             per_step=False),
         # the end of an epoch: its elapsed time where an update of the bar has "ETA:"
         Rule(r"^\s*(?:\d+/\d+ (?:\[[=>.]*\] )?)?- \d+(?:\.\d+)?m?s\b.*?\s-\s+\w+:", {
             s.LOSS: _field("loss"), s.VAL_LOSS: _field("val_loss"), s.LR: _field("(?:lr|learning_rate)"),
