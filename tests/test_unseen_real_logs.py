@@ -1469,3 +1469,15 @@ def test_a_keras_nan_in_the_bar_of_the_epoch_the_paste_stops_in_is_found() -> No
     [attempt] = run.attempts
     assert (attempt.end_step, attempt.target_step, attempt.end_reason) == (4, 5, "nan")
     assert [(a.kind, a.step) for a in run.anomalies] == [("nan", 4)]
+
+
+def test_a_detectron2_run_that_printed_its_training_speed_completed() -> None:
+    """tx2dl's detectron2 log.txt: iterations 19-299 of a 300-iteration run, then 'Overall training speed: 298
+    iterations in 0:06:13' and 'Total training time': "the log ends with no end printed: still running, cut off,
+    or stopped without a word"."""
+    run, _ = _chronicle(REAL / "detectron2" / "tx2dl_balloon_R50-FPN_log.txt")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step, attempt.end_reason) == (19, 299, "completed")
+    assert attempt.end_detail.endswith("d2.engine.hooks]: Overall training speed: 298 iterations in 0:06:13 "
+                                       "(1.2533 s / it)")
+    assert run.anomalies == []
