@@ -205,8 +205,9 @@ def short_holes(steps: pl.DataFrame, intervals: dict[int, int]) -> dict[str, Any
     """Points missing inside an attempt's regular logging that are too few to be a gap (more than 1.5 and at most
     ``GAP_INTERVALS`` usual intervals between two points): detectors read across them, and the report says where.
     Only where at least 90% of the attempt's steps between points are its usual one (an irregular log has no
-    points to miss). None when there are none; else ``places``, ``points_missing`` and the first ``examples``
-    as (attempt, after_step, before_step).
+    points to miss), and where the point after lies on the same grid (a whole number of usual intervals on). None
+    when there are none; else ``places``, ``points_missing`` and the first ``examples`` as (attempt, after_step,
+    before_step).
 
     >>> steps = pl.DataFrame({"attempt": [1] * 30, "step": [10 * i for i in range(1, 15)] + [10 * i for i in range(16, 32)]})
     >>> short_holes(steps, {1: 10})
@@ -215,7 +216,10 @@ def short_holes(steps: pl.DataFrame, intervals: dict[int, int]) -> dict[str, Any
     deltas = _deltas(steps, intervals)
     regular = deltas.group_by("attempt").agg(share=(pl.col("delta") == pl.col("usual")).mean())
     holes = (deltas.join(regular.filter(pl.col("share") >= 0.9), on="attempt", how="semi")
-             .filter((pl.col("delta") > 1.5 * pl.col("usual")) & (pl.col("delta") <= GAP_INTERVALS * pl.col("usual")))
+             .filter((pl.col("delta") > 1.5 * pl.col("usual")) & (pl.col("delta") <= GAP_INTERVALS * pl.col("usual"))
+                     # off the grid: the counter started again (mmcv logs iterations 50, 100, ..., 900 of each 930-
+                     # iteration epoch: 900 -> 980 misses nothing)
+                     & (pl.col("delta") % pl.col("usual") == 0))
              .sort("attempt", "step"))
     if not holes.height:
         return None

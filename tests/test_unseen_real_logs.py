@@ -1481,3 +1481,13 @@ def test_a_detectron2_run_that_printed_its_training_speed_completed() -> None:
     assert attempt.end_detail.endswith("d2.engine.hooks]: Overall training speed: 298 iterations in 0:06:13 "
                                        "(1.2533 s / it)")
     assert run.anomalies == []
+
+
+def test_an_iteration_counter_that_starts_again_each_epoch_misses_no_point() -> None:
+    """fenghuo-project-of-mmdet mm.md: mmcv logs iterations 50, 100, ..., 900 of each 930-iteration epoch, so the
+    steps go 900 -> 980 at every epoch's end: "Points not logged: 11 points of the regular logging", none missing."""
+    run, lines = _chronicle(REAL / "mmcv" / "fenghuo_mmdet2_maskrcnn_12ep_mm.md")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step) == (50, 11130)
+    assert run.coverage.get("short_holes") is None
+    assert not any(line.startswith("- **Points not logged:**") for line in lines)
