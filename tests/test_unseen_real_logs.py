@@ -1491,3 +1491,16 @@ def test_an_iteration_counter_that_starts_again_each_epoch_misses_no_point() -> 
     assert (attempt.start_step, attempt.end_step) == (50, 11130)
     assert run.coverage.get("short_holes") is None
     assert not any(line.startswith("- **Points not logged:**") for line in lines)
+
+
+def test_keras_epochs_with_a_callback_line_before_the_bar_are_read() -> None:
+    """EIP4-coursework Session-2: each epoch prints 'Epoch 1/20', a blank line, 'Epoch 00001: LearningRateScheduler
+    setting learning rate to 0.003.', then its end-of-epoch line: the file was refused as not a training log. Four
+    fit() calls, each to 'Epoch 20/20', its planned last epoch."""
+    path = REAL / "keras" / "eip4_session2_four_fits_README.md"
+    run, _ = _chronicle(path)
+    assert [(a.start_step, a.end_step, a.target_step, a.end_reason) for a in run.attempts] == [
+        (1, 20, 20, "completed")] * 4
+    first = parsers.load_run(path).metrics.filter(attempt=1).sort("step")
+    assert first.filter(metric="loss").select("step", "value").rows()[:2] == [(1, 0.5289), (2, 0.2575)]
+    assert first.filter(metric="lr").select("step", "value").rows()[:2] == [(1, 0.003), (2, 0.0022744503)]

@@ -29,10 +29,16 @@ def _field(name: str) -> str:
 
 SPEC = LineFormat(
     FORMAT="keras",
-    detect=re.compile(rb"(?:^|\n)[ \t]*Epoch \d+/\d+[ \t]*\r?\n[ \t]*(?:\d+/\d+ (?:\[[=>.]*\] )?)?- (?:ETA: )?\d"),
+    # (a callback may print between the epoch's line and its bar: a blank line and "Epoch 00001: LearningRateScheduler
+    # setting learning rate to 0.003.")
+    detect=re.compile(rb"(?:^|\n)[ \t]*Epoch \d+/\d+[ \t]*\r?\n(?:[ \t]*(?:Epoch \d+: [^\n]*)?\r?\n){0,3}"
+                      rb"[ \t]*(?:\d+/\d+ (?:\[[=>.]*\] )?)?- (?:ETA: )?\d"),
     rules=(
         # the epoch's number: the step of the end-of-epoch line after it; "/5": the epochs fit() was asked for
         Rule(r"^\s*Epoch (\d+)/\d+\s*$", {PLANNED_STEPS: r"Epoch \d+/(\d+)"}),
+        # the LearningRateScheduler callback's "Epoch 00002: LearningRateScheduler setting learning rate to 0.0022744503."
+        Rule(r"^\s*Epoch (\d+): LearningRateScheduler setting learning rate to ", {
+            s.LR: rf"LearningRateScheduler setting learning rate to ({NUMBER})"}, per_step=False),
         # an update of the bar whose running mean is already NaN: the epoch's loss is NaN whether or not its end was
         # printed (a paste usually stops inside the epoch that went wrong)
         Rule(r"^\s*\d+/\d+ \[[=>.]*\] - ETA: .*?\s-\s+loss:\s*(?i:nan|-?inf)\b", {s.LOSS: _field("loss")}, step=False,
