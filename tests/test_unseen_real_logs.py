@@ -1504,3 +1504,17 @@ def test_keras_epochs_with_a_callback_line_before_the_bar_are_read() -> None:
     first = parsers.load_run(path).metrics.filter(attempt=1).sort("step")
     assert first.filter(metric="loss").select("step", "value").rows()[:2] == [(1, 0.5289), (2, 0.2575)]
     assert first.filter(metric="lr").select("step", "value").rows()[:2] == [(1, 0.003), (2, 0.0022744503)]
+
+
+def test_torchvision_metric_logger_lines_are_read() -> None:
+    """Stable-Pix2Seq #14: torchvision's MetricLogger ('Epoch: [0]  [1280/3696]  eta: ...  lr: 0.000100  loss: 5.1132
+    (5.4946) ...'), the logger of DETR, DeiT, MAE and their kin, then a traceback: refused as not a training log,
+    which hid that the program died."""
+    path = REAL / "metric_logger" / "stable_pix2seq_issue14_traceback.txt"
+    run, _ = _chronicle(path)
+    assert _points(path, "loss") == [(1280, 5.1132), (1290, 5.1292), (1300, 5.1292), (1310, 5.1232), (1320, 5.1016),
+                                     (1330, 5.0905)]
+    assert _points(path, "iteration_time_ms")[0] == (1280, 790.6)
+    [attempt] = run.attempts
+    assert (attempt.end_step, attempt.end_reason, attempt.end_detail) == (
+        1330, "crashed", "a traceback with no error line after it in the log")
