@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -510,14 +511,14 @@ def _is_events_only(log: ParsedLog) -> bool:
     return log.metrics.height == 0 and log.configs.height == 0
 
 
-def _silent_launch(piece: Piece, pieces: list[Piece]) -> bool:
-    """An event file holding nothing but its header, written by a process (host, pid) that wrote no other file: a
-    launch that died before it logged anything, an attempt of its own (not folded into the next launch's start)."""
+def _silent_launch(piece: Piece, files_by_process: Counter[tuple[str, ...]]) -> bool:
+    """An event file holding nothing but its header, written by a process (host, pid) that wrote no other file
+    (``files_by_process``: the event files each process wrote): a launch that died before it logged anything, an
+    attempt of its own (not folded into the next launch's start)."""
     writer = _writer(piece.file)
     if writer is None or not (piece.log.events["kind"] == s.EV_FILE_START).all():
         return False
-    return not any(_writer(other.file) is not None and _writer(other.file)[1:] == writer[1:]  # type: ignore[index]
-                   for other in pieces if other is not piece)
+    return files_by_process[writer[1:]] == 1
 
 
 _WRITER = re.compile(r"^events\.out\.tfevents\.\d+\.(.+)\.(\d+)\.\d+(?:\.v2)?$")
@@ -606,13 +607,15 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
     last_step: int | None = None
     launched: tuple[str, int] | None = None  # the last file's torchrun launch, and the last time it printed
     launched_until: float | None = None
+    # (counted once: a folder of thousands of header-only event files is not compared pair by pair)
+    files_by_process = Counter(writer[1:] for piece in pieces if (writer := _writer(piece.file)) is not None)
     for piece in pieces:
         log = piece.log
         sources.append(Source(path=display_path(piece.file, root), format=piece.fmt, sampled=piece.sampled,
                               counted=log.counted_steps and log.metrics.height > 0))
         warnings.extend(log.warnings)
         tags += [{"source": sources[-1].path, "tag": tag, "metric": metric} for tag, metric in log.tags.items()]
-        if _is_events_only(log) and not _silent_launch(piece, pieces):
+        if _is_events_only(log) and not _silent_launch(piece, files_by_process):
             deferred.append(piece)
             continue
         frames = (log.metrics, log.events, log.configs)
