@@ -1518,3 +1518,16 @@ def test_torchvision_metric_logger_lines_are_read() -> None:
     [attempt] = run.attempts
     assert (attempt.end_step, attempt.end_reason, attempt.end_detail) == (
         1330, "crashed", "a traceback with no error line after it in the log")
+
+
+def test_keras_early_stopping_is_a_planned_exit_and_evaluate_is_no_epoch() -> None:
+    """keras-io's timeseries classification example: 'Epoch 287: early stopping' ends a fit of 500 planned epochs,
+    then model.evaluate prints '42/42 [====] - 0s 5ms/step - loss: 0.0942 - ...', a line like an epoch's end: read
+    as a second loss at epoch 287, and the fit as "still running, cut off"."""
+    path = REAL / "keras" / "keras-io_timeseries_classification_early_stopping_tail.md"
+    run, _ = _chronicle(path)
+    assert _points(path, "loss")[-2:] == [(286, 0.0498), (287, 0.0499)]
+    [attempt] = run.attempts
+    assert (attempt.end_step, attempt.target_step, attempt.end_reason, attempt.end_detail) == (
+        287, 500, "exited", "Epoch 287: early stopping")
+    assert any("1 value printed after an epoch's end at the same epoch" in w for w in run.warnings)

@@ -17,9 +17,12 @@ wrong. ``Epoch 3/10``'s 10 is the planned length.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 
 from parsers import schema as s
 from parsers.console.engine import NUMBER, PLANNED_STEPS, LineFormat, Rule
+from parsers.schema import ParsedLog
+from parsers.textfile import TextFile
 
 
 def _field(name: str) -> str:
@@ -27,7 +30,24 @@ def _field(name: str) -> str:
     return rf"\s-\s+{name}:\s*({NUMBER})"
 
 
-SPEC = LineFormat(
+@dataclass(frozen=True)
+class _Keras(LineFormat):
+    """Keras's console: after a fit, ``model.evaluate`` prints a line just like an epoch's end (``42/42 [====] - 1s
+    14ms/step - loss: 0.0928 - accuracy: 0.9644``), which falls on the last epoch's step: an epoch's first end line
+    is its value, a later one at the same epoch is not read (and said)."""
+
+    def parse(self, text: TextFile, run: str, source: str) -> ParsedLog:
+        log = super().parse(text, run, source)
+        first = log.metrics.unique(["attempt", "step", "metric"], keep="first", maintain_order=True)
+        later = log.metrics.height - first.height
+        if later:
+            log = replace(log, metrics=first, warnings=[*log.warnings, (
+                f"{source}: {later} value{'s' if later != 1 else ''} printed after an epoch's end at the same epoch "
+                "(model.evaluate or predict output after the fit): not read")])
+        return log
+
+
+SPEC = _Keras(
     FORMAT="keras",
     # (a callback may print between the epoch's line and its bar: a blank line and "Epoch 00001: LearningRateScheduler
     # setting learning rate to 0.003.")
@@ -49,6 +69,8 @@ SPEC = LineFormat(
             "acc": _field("acc"), "val_acc": _field("val_acc"),
             "accuracy": _field("accuracy"), "val_accuracy": _field("val_accuracy")}, step=False),
     ),
+    # the EarlyStopping callback ends the fit before its planned last epoch: "Epoch 00033: early stopping"
+    events=((s.EV_EXIT, r"^\s*Epoch \d+: early stopping\s*$"),),
     note="it prints no global step: the steps here are epochs (each point the end-of-epoch value)",
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
