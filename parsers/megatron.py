@@ -865,12 +865,15 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
                           "last"))
         .otherwise(pl.col("last"))
     )
-    # an out-of-memory error next to the program's word that it caught one (a few lines either side: stderr and
-    # stdout interleave) was survived
+    # an out-of-memory report next to the program's word that it caught one (a few lines either side: stderr and
+    # stdout interleave) was survived; never a raised exception ("RuntimeError: CUDA out of memory": another rank's,
+    # or the one that ended the run)
     caught = [(pl.col("kind").shift(d) == s.EV_OOM_RECOVERED) & ((pl.col("line").shift(d) - pl.col("line")).abs()
                                                                  <= _CAUGHT_WITHIN) for d in (-1, 1)]
-    ev = ev.sort("line").with_columns(kind=pl.when((pl.col("kind") == s.EV_OOM) & pl.any_horizontal(caught).fill_null(
-        False)).then(pl.lit(s.EV_OOM_RECOVERED)).otherwise("kind"))
+    raised = pl.col("text").fill_null("").str.contains(r"\b[A-Za-z_]\w*(?:Error|Exception):")
+    ev = ev.sort("line").with_columns(kind=pl.when((pl.col("kind") == s.EV_OOM) & ~raised
+                                                   & pl.any_horizontal(caught).fill_null(False))
+                                      .then(pl.lit(s.EV_OOM_RECOVERED)).otherwise("kind"))
     # a traceback logged as one list is quoted by the error it ends with
     listed = pl.coalesce(pl.col("body").str.extract(p.LISTED_ERROR, 1), pl.col("body").str.extract(p.LISTED_ERROR, 2))
     ev = ev.with_columns(text=pl.when(pl.col("kind") == s.EV_ERROR).then(pl.coalesce(listed, "text")).otherwise("text"))

@@ -1531,3 +1531,17 @@ def test_keras_early_stopping_is_a_planned_exit_and_evaluate_is_no_epoch() -> No
     assert (attempt.end_step, attempt.target_step, attempt.end_reason, attempt.end_detail) == (
         287, 500, "exited", "Epoch 287: early stopping")
     assert any("1 value printed after an epoch's end at the same epoch" in w for w in run.warnings)
+
+
+def test_a_raised_out_of_memory_next_to_a_caught_one_still_ends_the_run(tmp_path: Path) -> None:
+    """Review of the caught-OOM rule: one rank's 'WARNING: ran out of memory ..., skipping batch' next to another
+    rank's 'RuntimeError: CUDA out of memory' made the raised error 'recovered' and the run "still running" (a
+    generated log in fairseq's simple format)."""
+    lines = [f"| epoch 001:    {n:3d} / 614 loss=10.4, nll_loss=10.4, ppl=1092.29, wps=1334, ups=3.0, wpb=439, "
+             f"bsz=18, num_updates={n}, lr=0.05, gnorm=0.81, clip=0%" for n in range(10, 110, 10)]
+    lines += ["| WARNING: ran out of memory on GPU #2, skipping batch",
+              "RuntimeError: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 11.17 GiB total capacity)"]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    [attempt] = forensics.analyze_path(log).findings.runs[0].attempts
+    assert (attempt.end_step, attempt.end_reason, attempt.end_kind) == (100, "crashed", "out_of_memory")
