@@ -165,7 +165,7 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     # from OOM in forward/backward pass", "OOM in all workers, skipping update"
     (s.EV_OOM_RECOVERED, r"(?i)(?:ran out of memory|\bOOM\b).*skipping (?:batch|step|update)"
                          r"|attempting to recover from OOM"),
-    (s.EV_OOM, r"(?i)out of memory|OutOfMemoryError|oom-kill"),
+    (s.EV_OOM, r"(?i)out of memory|OutOfMemoryError|oom-kill|OOM when allocating tensor"),  # (the last: TensorFlow's)
     # a collective that timed out says only that some rank did not reach it (the watchdog's own lines)
     (s.EV_COLLECTIVE_TIMEOUT, r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*[Tt]imed? ?out"
                               r"|NCCL operations have failed or timed out|watchdog got stuck for \d+ seconds"),

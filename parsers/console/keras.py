@@ -5,7 +5,7 @@ the epoch with ``100/100 [==============================] - 328s 3s/step - loss:
 point the end-of-epoch line's value at the number of the ``Epoch k/K`` line before it. The bar's updates during an
 epoch (``99/100 [====>.] - ETA: 2s - loss: 0.2445``, running means over a part of the epoch) are not read, but for
 a NaN (or Inf) loss, which the epoch's own value will be too: a paste usually stops inside the epoch that went
-wrong. ``Epoch 3/10``'s 10 is the planned length.
+wrong.
 
 >>> from pathlib import Path
 >>> from parsers.reader import ReadContext
@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, replace
 
 from parsers import schema as s
-from parsers.console.engine import NUMBER, PLANNED_STEPS, LineFormat, Rule
+from parsers.console.engine import NUMBER, LineFormat, Rule
 from parsers.schema import ParsedLog
 from parsers.textfile import TextFile
 
@@ -54,11 +54,9 @@ SPEC = _Keras(
     detect=re.compile(rb"(?:^|\n)[ \t]*Epoch \d+/\d+[ \t]*\r?\n(?:[ \t]*(?:Epoch \d+: [^\n]*)?\r?\n){0,3}"
                       rb"[ \t]*(?:\d+/\d+ (?:\[[=>.]*\] )?)?- (?:ETA: )?\d"),
     rules=(
-        # the epoch's number: the step of the end-of-epoch line after it; "/5": the epochs fit() was asked for
-        Rule(r"^\s*Epoch (\d+)/\d+\s*$", {PLANNED_STEPS: r"Epoch \d+/(\d+)"}),
-        # the LearningRateScheduler callback's "Epoch 00002: LearningRateScheduler setting learning rate to 0.0022744503."
-        Rule(r"^\s*Epoch (\d+): LearningRateScheduler setting learning rate to ", {
-            s.LR: rf"LearningRateScheduler setting learning rate to ({NUMBER})"}, per_step=False),
+        # the epoch's number: the step of the end-of-epoch line after it ("/5", the epochs fit() was asked for, is not
+        # taken as the planned length: a point inside the last epoch, a NaN in its bar, would read as reaching it)
+        Rule(r"^\s*Epoch (\d+)/\d+\s*$", {}),
         # an update of the bar whose running mean is already NaN: the epoch's loss is NaN whether or not its end was
         # printed (a paste usually stops inside the epoch that went wrong)
         Rule(r"^\s*\d+/\d+ \[[=>.]*\] - ETA: .*?\s-\s+loss:\s*(?i:nan|-?inf)\b", {s.LOSS: _field("loss")}, step=False,
