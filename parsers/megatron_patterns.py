@@ -139,8 +139,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_NAN_CHECK, r"found (?:NaN|Inf) in|Unexpected result|Bad grad_norm detected|Need to rerun step"
                      r"|(?:First|Second) rerun:|Possible (?:transient|persistent) error|Spiky loss"
                      r"|found unexpected large grads|loss is nan|Loss is NaN"
-                     # detectron2's anomaly check; scikit-learn's refusal of NaN (a model's NaN predictions)
-                     r"|Loss became infinite or NaN at iteration=\d|Input contains NaN"),
+                     # detectron2's anomaly check (not scikit-learn's "Input contains NaN": bad input data says it too)
+                     r"|Loss became infinite or NaN at iteration=\d"),
     (s.EV_SKIP_RANGE, r"Skipped iterations (\d+) to \d+"),
     # (torch's DataParallel re-raises a replica's error as "RuntimeError: Caught RuntimeError in replica 0 on device 0."
     # then "Original Traceback (most recent call last):" and the error itself: the wrapper says nothing of its own)

@@ -1445,19 +1445,19 @@ def test_the_lr_peak_is_where_the_printed_peak_is_reached() -> None:
 
 
 def test_a_stop_on_a_nan_loss_check_ends_in_nan_not_in_a_program_error() -> None:
-    """uoais #16 (detectron2): 'FloatingPointError: Loss became infinite or NaN at iteration=0!', and dream-ml-d's
-    Keras 3 run with loss nan for 21 epochs, then 'ValueError: Input contains NaN.': both read "crashed" with "an
-    error in the program or its configuration (0.50)"; the detectron2 traceback's source line quoting the message
+    """uoais #16 (detectron2): 'FloatingPointError: Loss became infinite or NaN at iteration=0!' read "crashed" with
+    "an error in the program or its configuration (0.50)"; the traceback's source line quoting the message
     ('f"Loss became infinite or NaN at iteration={storage.iter}!\\n"') is no NaN check."""
     run, _ = _chronicle(REAL / "detectron2" / "uoais_issue16_floatingpointerror_iter0.txt")
     [attempt] = run.attempts
     assert (attempt.end_reason, attempt.end_detail) == ("nan", "FloatingPointError: Loss became infinite or NaN at "
                                                                 "iteration=0!")
     assert not any(c.kind == "program_error" for c in run.suspected_causes)
+    # (scikit-learn's "Input contains NaN", which ends dream-ml-d's Keras 3 run after 21 epochs of NaN loss, is not
+    # one: bad input data says it too; the run is read for its errors, with no step read)
     run, lines = _chronicle(REAL / "keras" / "dream-ml-d_keras3_lstm_nan_earlystop_valueerror.log")
-    assert [a.end_reason for a in run.attempts] == ["nan"]
-    assert "- attempt 1: no step read; ended in NaN with no step read from its logs: “\\[ERROR\\] " \
-           "apiTimeSeries.train - Error en entrenamiento LSTM: Input contains NaN.”" in lines
+    assert [a.end_reason for a in run.attempts] == ["crashed"]
+    assert any(line.startswith("- attempt 1: no step read; crashed with no step read from its logs") for line in lines)
 
 
 def test_a_keras_nan_in_the_bar_of_the_epoch_the_paste_stops_in_is_found() -> None:
@@ -1472,16 +1472,14 @@ def test_a_keras_nan_in_the_bar_of_the_epoch_the_paste_stops_in_is_found() -> No
     assert [(a.kind, a.step) for a in run.anomalies] == [("nan", 4)]
 
 
-def test_a_detectron2_run_that_printed_its_training_speed_completed() -> None:
-    """tx2dl's detectron2 log.txt: iterations 19-299 of a 300-iteration run, then 'Overall training speed: 298
-    iterations in 0:06:13' and 'Total training time': "the log ends with no end printed: still running, cut off,
-    or stopped without a word"."""
+def test_a_detectron2_log_is_read_to_its_end() -> None:
+    """tx2dl's detectron2 log.txt: iterations 19-299, calm, the LR still warming up; 'Overall training speed: 298
+    iterations' is not taken as the end of training (detectron2 prints it in a finally block, before the traceback
+    of a crash or a Ctrl-C too)."""
     run, _ = _chronicle(REAL / "detectron2" / "tx2dl_balloon_R50-FPN_log.txt")
     [attempt] = run.attempts
-    assert (attempt.start_step, attempt.end_step, attempt.end_reason) == (19, 299, "completed")
-    assert attempt.end_detail.endswith("d2.engine.hooks]: Overall training speed: 298 iterations in 0:06:13 "
-                                       "(1.2533 s / it)")
-    assert run.anomalies == []
+    assert (attempt.start_step, attempt.end_step, attempt.end_reason) == (19, 299, "running")
+    assert run.anomalies == [] and run.schedule.still_warming_up
 
 
 def test_an_iteration_counter_that_starts_again_each_epoch_misses_no_point() -> None:
