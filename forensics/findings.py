@@ -41,7 +41,7 @@ class EndReason(StrEnum):
     else the trouble it ended in, else what the log shows of it."""
 
     COMPLETED = "completed"            # reached the last iteration, or said training was done
-    EXITED = "exited"                  # a planned exit (exit duration or interval, kill switch)
+    EXITED = "exited"                  # a planned exit (exit duration or interval, the end of its data)
     STOPPED = "stopped"                # stopped by the scheduler or a person: cancel, time limit, SIGTERM
     INTERRUPTED = "interrupted"        # interrupted by hand (KeyboardInterrupt)
     KILLED = "killed"                  # killed by a signal (SIGKILL: the system or the scheduler)

@@ -105,14 +105,16 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_ELISION, r"^\s*(?:\.{3,}|…|\[(?:\.{3}|…)\]|\((?:\.{3}|…)\))\s*$"),  # a paste's "...": lines left out
     # (torchrun's agent passes a signal it received on to its workers: "Received 15 death signal, shutting down
     # workers", then "SignalException: Process 9724 got signal: 15")
+    # (Megatron's kill switch too: "Detected kill switch at ...", a file a person created to ask it to stop)
     (s.EV_SIGTERM, r"exiting program after receiving SIGTERM|(?i:received SIGTERM|SIGTERM received)"
-                   r"|Signal 15 \(SIGTERM\) received|Received (?:15|Signals\.SIGTERM) death signal|got signal: 15\b"),
+                   r"|Signal 15 \(SIGTERM\) received|Received (?:15|Signals\.SIGTERM) death signal|got signal: 15\b"
+                   r"|Detected kill switch"),
     # (SIGINT: Ctrl-C; a terminal echoes it as a line "^C")
     (s.EV_INTERRUPT, r"Received (?:2|Signals\.SIGINT) death signal|got signal: 2\b|^\s*\^C\s*$"),
     # SIGHUP: the terminal or session the launcher ran in went away (an ssh connection closed without nohup)
     (s.EV_KILLED, r"Received (?:1|Signals\.SIGHUP) death signal|got signal: 1\b"),
     (s.EV_EXIT, r"exiting program after (\d+(?:\.\d*)?) minutes"),  # value: the minutes it ran
-    (s.EV_EXIT, r"exiting program at iteration \d+|exiting program after|Detected kill switch"),
+    (s.EV_EXIT, r"exiting program at iteration \d+|exiting program after"),
     (s.EV_TRAINING_DONE, r"\[after training is done\]"),
     # the Hugging Face Trainer's summary at the end of train() (ms-swift prints it too)
     (s.EV_TRAINING_DONE, r"\{['\"]train_runtime['\"]: ['\"]?\d"),

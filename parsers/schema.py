@@ -103,7 +103,7 @@ EV_NO_CHECKPOINT = "no_checkpoint"          # nothing to load: starts from rando
 EV_CHECKPOINT_SAVE = "checkpoint_save"      # value = iteration saved
 EV_MARKER = "marker"                        # "[after megatron is initialized] datetime: ..." and friends
 EV_TRAINING_DONE = "training_done"          # "[after training is done] datetime: ..."
-EV_EXIT = "exit"                            # planned exit: exit interval or duration, kill switch
+EV_EXIT = "exit"                            # planned exit: exit interval or duration, the end of its data
 EV_PARAMETER_COUNT = "parameter_count"      # value = parameters (absolute count)
 EV_PARAMETER_COUNT_SHARD = "parameter_count_shard"  # one model-parallel rank's count (their sum is parameter_count)
 EV_PADDED_VOCAB = "padded_vocab"            # value = padded vocabulary size
@@ -127,7 +127,7 @@ EV_HOST_ERROR = "host_error"                # the machine: bus error (shared mem
 EV_STORAGE_ERROR = "storage_error"          # a file could not be written or read: disk full, quota, I/O error, a
                                             # stale network mount, a failed write (a checkpoint save)
 EV_KILLED = "killed"                        # killed by a signal (SIGKILL, "Killed")
-EV_SIGTERM = "sigterm"                      # asked to stop (SIGTERM): the scheduler or a person
+EV_SIGTERM = "sigterm"                      # asked to stop (SIGTERM, a kill switch): the scheduler or a person
 EV_CANCELLED = "cancelled"                  # the scheduler ended the job: scancel, time limit, srun abort, preemption
 EV_INTERRUPT = "keyboard_interrupt"         # stopped by hand (Ctrl-C)
 EV_SCHEDULER = "scheduler"                  # a scheduler notice: job pending, scheduled to start, not running

@@ -1551,3 +1551,11 @@ def test_a_keras_fit_that_died_inside_its_last_epoch_did_not_complete() -> None:
     assert [(a.end_step, a.end_reason, a.target_step) for a in nan.attempts] == [(2, "crashed", None)]
     oom = forensics.analyze_path(GENERATED / "keras_oom_inside_last_epoch.txt").findings.runs[0]
     assert [(a.end_reason, a.end_kind) for a in oom.attempts] == [("crashed", "out_of_memory")]
+
+
+def test_megatron_kill_switch_is_a_stop_by_a_person_not_a_planned_exit() -> None:
+    """Review: 'Detected kill switch' (a file a person creates to stop the job) read "a planned exit: the program
+    stopped itself" (0.90) once planned exits had a cause of their own (generated log)."""
+    run = forensics.analyze_path(GENERATED / "megatron_kill_switch.txt").findings.runs[0]
+    assert [a.end_reason for a in run.attempts] == ["stopped"]
+    assert [c.kind for c in run.suspected_causes] == ["stopped"]
