@@ -8,7 +8,7 @@ step. Nothing is inferred across a gap: detectors judge each stretch between gap
 
 A *discontinuity* is a setting that differs on both sides of a gap or of a relaunch that carried on where the last
 one stopped (the LR or the batch size by more than 10%, unless a warm-up or ramp-up seen on one side runs straight
-through the hole, or the LR was already decaying before a hole inside one process and is lower after it: its
+through the hole, or an LR after a hole is where the slope of its decay before it would have taken it: its
 schedule went on while the log was silent; the fp16 loss scale falling 8x or more), or an LR that jumps between
 two consecutive points ten times more than its neighbouring steps move it (and by more than 1%; a rise from an
 attempt's first point is its warm-up).
@@ -241,6 +241,25 @@ def _changed(metric: str, before: float, after: float) -> bool:
     return before > 0 and after * SCALE_FALL <= before  # loss scale: a fall only
 
 
+def _decay_went_on(before: pl.DataFrame, after: pl.DataFrame) -> bool:
+    """Whether the LR after a hole is where its decay before it would have taken it: falling, by no more than twice
+    what the slope of the (up to 10) points before the hole gives over the hole (a cosine decay steepens as it goes),
+    so a schedule that went on while the log was silent is no changed setting, while a cut by hand is.
+
+    >>> b = pl.DataFrame({"step": [31214, 31251], "value": [5.279e-05, 5.277e-05]})
+    >>> _decay_went_on(b, pl.DataFrame({"step": [42780], "value": [4.475e-05]}))
+    True
+    >>> _decay_went_on(b, pl.DataFrame({"step": [42780], "value": [1.7e-05]}))
+    False
+    """
+    last = before.tail(10)
+    (s_first, v_first), (s0, v0) = last.select("step", "value").row(0), last.select("step", "value").row(-1)
+    s1, v1 = after.select("step", "value").row(0)
+    if s0 == s_first or v_first <= v0 or v1 >= v0:
+        return False
+    return v0 - v1 <= 2 * (v_first - v0) / (s0 - s_first) * (s1 - s0)
+
+
 def _on_trend(before: pl.DataFrame, after: pl.DataFrame) -> bool:
     """Whether the values on both sides of a hole lie on the straight line that the two points next to it on one
     side draw (a warm-up or a ramp-up carrying on through the hole), within ``LR_CHANGE``."""
@@ -285,9 +304,8 @@ def discontinuities(metrics: pl.DataFrame, gaps: list[Gap], steps: pl.DataFrame,
             if not before.height or not after.height:
                 continue
             v0, v1 = float(before["value"][-1]), float(after["value"][0])
-            # (inside one process the LR changes only by its schedule: a decay that went on while the log was silent)
-            decaying = metric == s.LR and across == "gap" and a0 == a1 and v1 < v0 < float(before["value"].max())
-            if _changed(metric, v0, v1) and not (metric != s.LOSS_SCALE and _on_trend(before, after)) and not decaying:
+            if _changed(metric, v0, v1) and not (metric != s.LOSS_SCALE and _on_trend(before, after)) \
+                    and not (metric == s.LR and _decay_went_on(before, after)):
                 out.append(Discontinuity(metric=metric, before=v0, after=v1, step_before=int(before["step"][-1]),
                                          step_after=int(after["step"][0]), attempt_before=a0, attempt_after=a1,
                                          across=across))

@@ -343,7 +343,7 @@ def _causes(run: RunFindings) -> list[str]:
     heading = ("Why it stopped" if stopped else "Why it blew up" if blew_up and failed
                else "What may have caused its anomalies" if blew_up or (run.anomalies and not failed)
                else "Why it ended" if failed else "Suspected causes")
-    out = [f"## {heading} (suspected causes)", ""]
+    out = [f"## {heading}" + (" (suspected causes)" if heading != "Suspected causes" else ""), ""]
     if not run.suspected_causes:
         return [*out, "None: nothing in the logs points at a cause.", ""]
     for i, c in enumerate(run.suspected_causes, 1):

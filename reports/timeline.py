@@ -215,7 +215,8 @@ def _discontinuities(run: RunFindings) -> list[str]:
         key = (d.attempt_before, d.step_before, d.attempt_after, d.step_after, d.across)
         groups.setdefault(key, []).append(f"{_SETTING_NAMES.get(d.metric, d.metric)} {shown(d.before)} → "
                                           f"{shown(d.after)}")
-    out = ["**Discontinuities** (settings that changed across a hole, a relaunch, or in one jump):", ""]
+    out = ["**Discontinuities** (settings whose values differ across a hole or a relaunch, or jump between two points: "
+           "a change, or a schedule the log does not show, such as a step decay):", ""]
     for (a0, s0, a1, s1, across), changes in groups.items():
         if across == "gap":
             where = f"across the gap between steps {s0} and {s1}" + (

@@ -1559,3 +1559,11 @@ def test_megatron_kill_switch_is_a_stop_by_a_person_not_a_planned_exit() -> None
     run = forensics.analyze_path(GENERATED / "megatron_kill_switch.txt").findings.runs[0]
     assert [a.end_reason for a in run.attempts] == ["stopped"]
     assert [c.kind for c in run.suspected_causes] == ["stopped"]
+
+
+def test_an_lr_cut_across_a_hole_is_still_said() -> None:
+    """Review: 'an LR lower after a hole, already decaying' hid an LR cut to a third across a hole (a relaunch the
+    hole hides); the decay must be the one its slope before the hole gives (generated log)."""
+    run = forensics.analyze_path(GENERATED / "megatron_lr_cut_by_hand_across_hole.txt").findings.runs[0]
+    assert [(d.metric, d.step_before, d.step_after, d.across) for d in run.discontinuities] == [
+        ("lr", 21000, 23000, "gap")]
