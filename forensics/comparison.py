@@ -39,7 +39,7 @@ OUTCOMES: dict[EndReason, Outcome] = {
     EndReason.CRASHED: Outcome.CRASHED, EndReason.FAILED_STARTUP: Outcome.CRASHED, EndReason.KILLED: Outcome.CRASHED,
     EndReason.HUNG: Outcome.CRASHED, EndReason.RUNNING: Outcome.RUNNING, EndReason.UNKNOWN: Outcome.RUNNING,
     EndReason.NO_TRAINING: Outcome.RUNNING, EndReason.EXITED: Outcome.STOPPED, EndReason.STOPPED: Outcome.STOPPED,
-    EndReason.INTERRUPTED: Outcome.STOPPED, EndReason.SILENT_EXIT: Outcome.STOPPED,
+    EndReason.INTERRUPTED: Outcome.STOPPED, EndReason.SILENT_EXIT: Outcome.EXITED,
 }
 # keys that differ between runs without being a plausible cause: seeds, logging and checkpoint cadence
 NOT_SEPARATING = frozenset({"seed", "data_seed", "log_interval", "save_interval", "eval_interval", "eval_iters",

@@ -171,7 +171,10 @@ def end_of(
         return Ending(EndReason.COMPLETED, "reached the last iteration")
     gone = (events.filter((pl.col("kind") == s.EV_SHUTDOWN) & (pl.col("step") >= end_step))
             if end_step is not None and events.height else None)
-    if gone is not None and gone.height:  # its processes printed their shutdown lines: gone, not still running
+    later = (events.filter((pl.col("kind") != s.EV_SHUTDOWN) & (pl.col("line") > gone["line"].min()))
+             if gone is not None and gone.height else None)
+    # its processes printed their shutdown lines, and nothing after them (a save after one is more work): gone
+    if gone is not None and gone.height and not later.height:  # type: ignore[union-attr]
         line = gone.row(0, named=True)
         return Ending(EndReason.SILENT_EXIT, quote(line["text"]), s.EV_SHUTDOWN, line["wall_time"], line["step"])
     cut = (events.filter((pl.col("kind") == s.EV_ELISION) & (pl.col("step") >= end_step))

@@ -103,7 +103,8 @@ class Outcome(StrEnum):
     NAN = "nan"
     DIVERGED = "diverged"
     CRASHED = "crashed"
-    STOPPED = "stopped"        # stopped on purpose (a planned exit, the scheduler, a person), or exited saying nothing
+    STOPPED = "stopped"        # stopped on purpose (a planned exit, the scheduler, a person)
+    EXITED = "exited"          # its processes exited with no reason printed: no failure seen, no stop on purpose
     RUNNING = "running"        # no end seen: healthy up to its last step
     UNREADABLE = "unreadable"  # nothing could be read
 

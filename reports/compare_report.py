@@ -31,7 +31,7 @@ def _outcome(row: RunRow) -> str:
         return str(Outcome.UNREADABLE)
     at = {Outcome.DIVERGED: "diverged at", Outcome.NAN: "NaN at", Outcome.CRASHED: "crashed at",
           Outcome.RUNNING: "no end seen after", Outcome.COMPLETED: "completed at",
-          Outcome.STOPPED: "stopped at"}[row.outcome]
+          Outcome.STOPPED: "stopped at", Outcome.EXITED: "exited (no reason printed) after"}[row.outcome]
     return f"{at} {row.outcome_step}" if row.outcome_step is not None else row.outcome
 
 

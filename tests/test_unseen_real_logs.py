@@ -1567,3 +1567,15 @@ def test_an_lr_cut_across_a_hole_is_still_said() -> None:
     run = forensics.analyze_path(GENERATED / "megatron_lr_cut_by_hand_across_hole.txt").findings.runs[0]
     assert [(d.metric, d.step_before, d.step_after, d.across) for d in run.discontinuities] == [
         ("lr", 21000, 23000, "gap")]
+
+
+def test_a_silent_exit_is_neither_a_stop_on_purpose_nor_declared_before_more_work(tmp_path: Path) -> None:
+    """Review: the OLMo run whose ranks printed their shutdown warnings at step 2003 of 2500 was "stopped at 2003" in
+    compare and survived in a sweep; and a shutdown line followed by a save (more work) was taken as the exit."""
+    import shutil
+
+    shutil.copy(REAL / "olmo" / "AntonioLopardo_OLMo_1B_0724_reproduce_last_steps_shutdown.log", tmp_path / "olmo.log")
+    [row] = forensics.compare_runs([tmp_path / "olmo.log"], jobs=1, cache=False).comparison.rows
+    assert (row.outcome, row.outcome_step) == ("exited", 2003)
+    run = forensics.analyze_path(GENERATED / "megatron_shutdown_line_then_more_work.txt").findings.runs[0]
+    assert [a.end_reason for a in run.attempts] == ["running"]
