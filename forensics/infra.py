@@ -80,11 +80,16 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
         saved = _last_save(events)
         return [Cause(
             kind=CauseKind.STORAGE,
-            cause="storage: writing (or reading) a file failed: a full disk, a quota, an I/O error or a lost mount",
+            cause="storage: writing (or reading) a file failed: a full disk or shared memory, a quota, an I/O error "
+                  "or a lost mount",
             confidence=confidence, evidence=evidence, counter_evidence=counter,
-            check_next="free space, quota and I/O errors on the file systems it writes to (its checkpoint directory "
-                       "first)" + (f"; the last checkpoint saved in the logs is at step {saved:.0f}"
-                                   if saved is not None else ""),
+            # (torch's DataLoader workers pass tensors through /dev/shm: "unable to write to file </torch_...>: No
+            # space left on device" is the shared memory, a container's --shm-size, not the checkpoint disk)
+            check_next=("the shared memory /dev/shm (its size: a container's --shm-size), where the DataLoader's "
+                        "workers pass tensors" if faulty["text"].str.contains(r"</torch_|/dev/shm|shared memory").any()
+                        else "free space, quota and I/O errors on the file systems it writes to (its checkpoint "
+                        "directory first)") + (f"; the last checkpoint saved in the logs is at step {saved:.0f}"
+                                               if saved is not None else ""),
         )]
     check = "node health (ECC, Xid, NCCL timeouts) around those steps"
     if relaunched:

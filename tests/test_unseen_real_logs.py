@@ -1368,7 +1368,8 @@ def test_a_final_checkpoint_write_that_failed_after_the_last_step_is_storage_aft
         "completed", "reached its last step (1000 of 1000)", error)
     [cause] = run.suspected_causes
     assert (cause.kind, cause.confidence, cause.evidence) == ("storage", 0.8, [f"attempt 1, after step 1000: {error}"])
-    assert cause.cause == "storage: writing (or reading) a file failed: a full disk, a quota, an I/O error or a lost mount"
+    assert cause.cause == ("storage: writing (or reading) a file failed: a full disk or shared memory, a quota, an I/O "
+                           "error or a lost mount")
     assert cause.check_next.endswith("; the last checkpoint saved in the logs is at step 500")
     assert "- **What went wrong:** attempt 1 completed: reached its last step (1000 of 1000); then the program failed " \
            "after its training: “RuntimeError: \\[enforce fail at inline\\_container.cc:858\\] . PytorchStreamWriter " \
@@ -1579,3 +1580,11 @@ def test_a_silent_exit_is_neither_a_stop_on_purpose_nor_declared_before_more_wor
     assert (row.outcome, row.outcome_step) == ("exited", 2003)
     run = forensics.analyze_path(GENERATED / "megatron_shutdown_line_then_more_work.txt").findings.runs[0]
     assert [a.end_reason for a in run.attempts] == ["running"]
+
+
+def test_a_full_shared_memory_is_not_sent_to_the_checkpoint_disk() -> None:
+    """Review: a DataLoader worker's 'unable to write to file </torch_...>: No space left on device' (/dev/shm full)
+    read "check ... its checkpoint directory first" (generated log)."""
+    run = forensics.analyze_path(GENERATED / "megatron_dev_shm_full.txt").findings.runs[0]
+    [cause] = run.suspected_causes
+    assert cause.kind == "storage" and cause.check_next.startswith("the shared memory /dev/shm")
