@@ -140,11 +140,16 @@ def _cut_prints(values: list[Any]) -> bool:
     >>> long = "['/data/" + "a" * 300
     >>> _cut_prints([long, long + "bc"]), _cut_prints(["['/a']", "['/a', '/b']"]), _cut_prints([long, None])
     (True, False, False)
+    >>> _cut_prints([long + "'", long + "', '/data/b'"])  # a closed value with one more after it: a change
+    False
     """
     if not all(isinstance(v, str) for v in values):
         return False
-    longest = max(values, key=len)
-    return min(map(len, values)) >= _CUT_PRINT and all(longest.startswith(v) for v in values)
+    longest, shortest = max(values, key=len), min(values, key=len)
+    # (a value that ends as a whole one does, a list or a quoted string closed, was not cut: one appended to it is
+    # a change)
+    return len(shortest) >= _CUT_PRINT and not shortest.rstrip().endswith(("]", ")", "}", "'", '"')) \
+        and all(longest.startswith(v) for v in values)
 
 
 def _token(value: Any) -> str:
