@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
@@ -61,7 +62,6 @@ class NanDetector:
         steps = nan_steps(frames)
         if steps.height == 0:
             return []
-        losses = frames.metrics.filter((pl.col("metric") == s.LOSS) & pl.col("value").is_finite())
         grouped = (
             steps.sort("family", "attempt", "step")
             .with_columns(
@@ -76,32 +76,45 @@ class NanDetector:
                 pl.col("step").n_unique().alias("bad"),
             )
         )
+        # per (metric, attempt): the steps it was logged at, and those with a finite value, with the values (sorted:
+        # each group's questions are binary searches, not passes over the table)
+        m = frames.metrics.select(metric=pl.col("metric").cast(pl.String), attempt="attempt", step="step",
+                                  value="value").drop_nulls("step").sort("metric", "attempt", "step")
+        logged = {k: g["step"].unique().to_numpy() for k, g in m.group_by("metric", "attempt")}
+        finite = {k: (g["step"].to_numpy(), g["value"].to_numpy())
+                  for k, g in m.filter(pl.col("value").is_finite()).group_by("metric", "attempt")}
+        empty = np.empty(0, dtype=np.int64)
+
+        def seen_between(metrics: list[str], attempt: int, start: int, end: int) -> int:
+            found = [a[(a >= start) & (a <= end)] for a in (logged.get((x, attempt), empty) for x in metrics)]
+            return int(np.unique(np.concatenate(found)).size) if found else 0
+
         out = []
         for family, attempt, _g, start, end, whys, bad in grouped.iter_rows():
             where = f"step {start}" if start == end else f"steps {start}-{end}"
             own = [s.LOSS, s.GRAD_NORM] if family == CORE else [family]  # the steps its own series were logged at
-            seen = frames.metrics.filter(pl.col("metric").cast(pl.String).is_in(own) & (pl.col("attempt") == attempt)
-                                         & pl.col("step").is_between(start, end))["step"].n_unique()
+            seen = seen_between(own, attempt, start, end)
             if start != end and bad < seen:  # finite points between them: not one stretch of NaN
                 where = f"{bad} of the {seen} logged steps from {start} to {end}"
             if family == CORE:
-                before = losses.filter((pl.col("attempt") == attempt) & (pl.col("step") < start))
-                baseline = float(before["value"][-1]) if before.height else None
+                loss_steps, loss_values = finite.get((s.LOSS, attempt), (empty, empty))
+                i = int(np.searchsorted(loss_steps, start))  # the last finite loss before it
+                baseline = float(loss_values[i - 1]) if i > 0 else None
                 metric = s.LOSS if any(w.startswith(("loss", "NaN check")) for w in whys) else s.GRAD_NORM
                 kind, detail = Kind.NAN, f"NaN/Inf at {where}: " + "; ".join(whys[:3])
             else:
                 baseline, metric = None, family
                 kind, detail = Kind.NON_FINITE, f"NaN/Inf in {family} at {where}"
             # the series finite again after it (a lone NaN batch the run got past is not a run that stayed NaN)
-            after = frames.metrics.filter((pl.col("metric") == metric) & (pl.col("attempt") == attempt)
-                                          & (pl.col("step") > end) & pl.col("value").is_finite())["step"].min()
+            own_steps = finite.get((metric, attempt), (empty, empty))[0]
+            j = int(np.searchsorted(own_steps, end, side="right"))
+            after = int(own_steps[j]) if j < own_steps.size else None
             if after is not None:
                 detail += f"; {metric.replace('_', ' ')} finite again from step {after}"
             out.append(
                 Anomaly(
                     kind=kind, metric=metric, attempt=int(attempt), step=int(start), end_step=int(end),
-                    value=float("nan"), baseline=baseline, detail=detail,
-                    recovered_step=int(after) if after is not None else None,  # type: ignore[arg-type]
+                    value=float("nan"), baseline=baseline, detail=detail, recovered_step=after,
                 )
             )
         return sorted(out, key=lambda a: (a.attempt, a.step))
