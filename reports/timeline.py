@@ -8,6 +8,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from forensics.attempts import SHORT_STEPS
 from forensics.coverage import NEEDED
 from forensics.detectors.hang import duration
 from forensics.findings import Attempt, EndReason, RunFindings, shown
@@ -233,7 +234,7 @@ def _short(run: RunFindings) -> list[str]:
     short = [a for a in run.attempts if a.short]
     if not short and not run.replay_differences:
         return []
-    out = ["**Short launches and replays:**", ""]
+    out = [f"**Short attempts (at most {SHORT_STEPS} steps logged) and replays:**", ""]
     furthest: int | None = None
     for a in run.attempts:
         if a.short:

@@ -109,7 +109,7 @@ def test_tr11_reshaping_replays_are_one_list_with_the_94768_difference():
                            (7, 2.0429)]
     lines = chronicle(real("reshaping"))
     assert not [line for line in lines if line.startswith("## Attempt ")]   # no section per replay
-    listed = lines[lines.index("**Short launches and replays:**") + 2:]
+    listed = lines[lines.index("**Short attempts (at most 3 steps logged) and replays:**") + 2:]
     assert [line.split(":")[0] for line in listed[:7]] == [f"- attempt {i}" for i in range(1, 8)]
     assert listed[7] == ("- **step 94768 gave a different loss when logged again:** 1.943883 (attempt 1), 1.943954 "
                          "(attempt 2), 1.954172 (attempt 3), 1.94582 (attempt 4), 1.963261 (attempt 5), 1.963201 "

@@ -796,14 +796,14 @@ def test_skipped_steps_with_no_overflow_line_or_loss_scale_are_not_said_to_be_ov
 
 def test_a_run_that_logged_nothing_before_its_summary_completed_at_its_step() -> None:
     """aa-n/Qwen3_Lora: logging_steps 996 > max_steps 768, so the log history is only the Trainer's summary at step
-    768: "completed before any iteration read from its logs", listed under "Short launches and replays"."""
+    768: "completed before any iteration read from its logs", listed under the short attempts."""
     run, lines = _chronicle(REAL / "hf_trainer_state" / "aa-n_Qwen3_Lora")
     [attempt] = run.attempts
     assert (attempt.end_reason, attempt.end_at_step, attempt.short) == ("completed", 768, False)
     assert lines.count("- **How it ended:** completed at step 768, with no metric logged before it: “training "
                        "finished: the Trainer's summary (train\\_runtime 5980.6912 s, train\\_loss "
                        "0.9732094605763754)”.") == 1
-    assert not any("before any iteration" in line or "Short launches" in line for line in lines)
+    assert not any("before any iteration" in line or "Short attempts" in line for line in lines)
     assert "| 1 | none logged | no iteration logged | - | step 768 as its log printed | completed |" in lines
 
 
