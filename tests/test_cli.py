@@ -317,7 +317,7 @@ def test_file_names_that_are_not_utf8_and_paths_too_long(tmp_path: Path) -> None
     assert "](out%FD%20%281%29_files/run_xfe-overview.png)" in report  # a link that finds the plot
     assert (tmp_path / os.fsdecode(b"out\xfd (1)_files") / "run_xfe-overview.png").exists()
     result = CliRunner().invoke(app, ["compare", str(run), str(SAMPLES / "clean-1.3B"), "-o", str(tmp_path / "c.md"),
-                                      "--cache-dir", str(tmp_path / "cache")])
+                                      "--cache-dir", str(tmp_path / "cache"), "-j", "1"])
     assert result.exit_code == 0, result.output  # the cache key hashed the name as UTF-8 text
     assert "run\\\\xfe" in (tmp_path / "c.md").read_text(encoding="utf-8")
     for too_long in (tmp_path / ("x" * 300), tmp_path.joinpath(*["d" * 200] * 25)):

@@ -171,7 +171,8 @@ def test_parallel_processes_give_the_same_comparison(lr_sweep):
 
 def test_cli_compare_writes_markdown_with_overlays_and_checks_the_baseline(tmp_path, tr8_sequence):
     out = tmp_path / "out" / "compare.md"
-    result = runner.invoke(app, ["compare", str(tr8_sequence), "-o", str(out), "--cache-dir", str(tmp_path / "c")])
+    result = runner.invoke(app, ["compare", str(tr8_sequence), "-o", str(out), "--cache-dir", str(tmp_path / "c"),
+                                 "-j", "1"])  # (in one process: parallel reading has its own test)
     assert result.exit_code == 0, result.output
     text = out.read_text().splitlines()
     assert "- ffn\\_hidden\\_size ≤ 20480 failed, ≥ 65536 healthy (failed: exp1-104B, exp2-104B-beta2; healthy: " \
@@ -186,7 +187,7 @@ def test_cli_compare_writes_markdown_with_overlays_and_checks_the_baseline(tmp_p
         "overlay-grad_norm-by-step.png", "overlay-loss-by-samples.png", "overlay-loss-by-step.png"]
     assert result.output.splitlines()[-1] == f"comparison written to {out} (+ 3 plots in {out.parent / 'compare_files'})"
     # the file is the comparison printed to stdout, with the overlays linked at its end
-    printed = runner.invoke(app, ["compare", str(tr8_sequence), "--cache-dir", str(tmp_path / "c")])
+    printed = runner.invoke(app, ["compare", str(tr8_sequence), "--cache-dir", str(tmp_path / "c"), "-j", "1"])
     assert printed.exit_code == 0, printed.output
     assert out.read_text() == printed.output + (
         "\n## Overlays\n\n![loss by step](compare_files/overlay-loss-by-step.png)\n"
