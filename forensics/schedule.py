@@ -132,10 +132,11 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any], attempts: list[Attem
     samples = _curve(metrics, s.CONSUMED_SAMPLES)
     if lr.height >= 3:
         peak = float(lr["value"].max())  # type: ignore[arg-type]
-        # within the tolerance, and no more than about one printed digit below the peak (3.996E-04 is not 4.000E-04)
-        digit = printed_digit(lr["value"].to_numpy(), most=7)
-        close = pl.Series(digit == 0) | (lr["value"] >= peak - 1.5 * pl.Series(digit))
-        at_peak = lr.filter((pl.col("value") >= peak * (1 - PEAK_TOLERANCE)) & close)
+        # within the tolerance, and no more than about one printed digit below the peak (3.996E-04 is not 4.000E-04;
+        # the digits judged on those points only, not on a million-point curve)
+        near = lr.filter(pl.col("value") >= peak * (1 - PEAK_TOLERANCE))
+        digit = printed_digit(near["value"].to_numpy(), most=7)
+        at_peak = near.filter(pl.Series(digit == 0) | (near["value"] >= peak - 1.5 * pl.Series(digit)))
         out.lr_peak, out.lr_peak_step = peak, int(at_peak["step"][0])
         out.lr_constant = float(lr["value"].min()) == peak  # type: ignore[arg-type]
         rising_at_end = out.lr_peak_step == int(lr["step"][-1])  # type: ignore[arg-type]
