@@ -98,14 +98,23 @@ FRAMES_DAMAGE: dict[str, Callable[[Path], object]] = {
 SEAL_ALONE_CATCHES = {"parquet with other values", "seal missing", "seal not JSON", "a file too many"}
 
 
+@pytest.fixture(scope="module")
+def primed_frames(tmp_path_factory):
+    """A sample run (read only), its runs read without a cache, and a cache that holds its frames."""
+    root = tmp_path_factory.mktemp("frames")
+    run_dir = short_copy("tr8-104B-sample", root)
+    fresh = load_runs(run_dir)
+    assert same_runs(cached_load_runs(run_dir, root / "cache"), fresh)
+    return run_dir, fresh, root / "cache"
+
+
 @pytest.mark.parametrize("reseal", [False, True], ids=["damaged", "damaged-and-resealed"])
 @pytest.mark.parametrize("damage", list(FRAMES_DAMAGE))
-def test_a_damaged_frames_entry_is_parsed_again_and_replaced(run_dir, tmp_path, damage, reseal):
+def test_a_damaged_frames_entry_is_parsed_again_and_replaced(primed_frames, tmp_path, damage, reseal):
     if reseal and damage in SEAL_ALONE_CATCHES | {"parquet a directory"}:
         pytest.skip("only the seal tells this entry from a sound one (or none can be made)")
-    cache = tmp_path / "cache"
-    fresh = load_runs(run_dir)
-    assert same_runs(cached_load_runs(run_dir, cache), fresh)
+    run_dir, fresh, primed = primed_frames
+    cache = Path(shutil.copytree(primed, tmp_path / "cache"))
     entry = the_entry(cache, "frames")
     FRAMES_DAMAGE[damage](entry)
     if reseal:  # the seal made again over the damage: the checks of what is read must catch it on their own

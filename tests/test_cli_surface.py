@@ -5,6 +5,7 @@ clipping in the terminal summary, config values as logged and "1 step"."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import json
@@ -21,6 +22,8 @@ from conftest import SAMPLES
 from rich.console import Console
 
 import forensics
+import forensics.analysis
+import forensics.cli
 import forensics.compare as compare_module
 import parsers
 import reports
@@ -130,14 +133,36 @@ def test_shell_completion_is_shown_installed_and_completes(tmp_path):
     assert (completed.returncode, completed.stdout, completed.stderr) == (0, "analyze\n", "")
 
 
+def in_process(*args: str, **env: str) -> subprocess.CompletedProcess:
+    """``forensics ARGS`` through :func:`forensics.cli.main` in this process, with BROKEN's bug: what a process would
+    print and its exit code (a process costs a second of imports; BROKEN runs the real one)."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "argv", ["forensics", *args])
+        patch.setattr(forensics.analysis, "analyze", lambda *runs: 1 / 0)
+        for name in ("FORENSICS_DEBUG", "_FORENSICS_COMPLETE"):
+            patch.delenv(name, raising=False)
+        for name, value in env.items():
+            patch.setenv(name, value)
+        patch.setitem(forensics.cli._DEBUG, "on", env.get("FORENSICS_DEBUG", "") not in ("", "0"))  # as at start
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                forensics.cli.main()
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
 def test_an_internal_error_is_one_line_unless_the_traceback_is_asked_for():
     line = "forensics: internal error: ZeroDivisionError: division by zero"
-    for env in ({}, {"FORENSICS_DEBUG": "0"}):
-        plain = run(BROKEN, "analyze", str(CLEAN), **env)
-        assert (plain.returncode, plain.stdout, plain.stderr) == (1, "", line + HINT + "\n"), env
+    plain = run(BROKEN, "analyze", str(CLEAN))  # a real process once; the variants in this one
+    assert (plain.returncode, plain.stdout, plain.stderr) == (1, "", line + HINT + "\n")
+    plain = in_process("analyze", str(CLEAN), FORENSICS_DEBUG="0")
+    assert (plain.returncode, plain.stdout, plain.stderr) == (1, "", line + HINT + "\n")
     for args, env in ((("analyze", str(CLEAN)), {"FORENSICS_DEBUG": "1"}), (("--debug", "analyze", str(CLEAN)), {}),
                       (("analyze", "--debug", str(CLEAN), "-f", "json"), {})):
-        debug = run(BROKEN, *args, **env)
+        debug = in_process(*args, **env)
         assert (debug.returncode, debug.stdout) == (1, ""), args
         lines = debug.stderr.splitlines()
         assert lines[0] == "Traceback (most recent call last):", args
