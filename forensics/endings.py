@@ -116,13 +116,15 @@ def end_of(
             return Ending(EndReason.COMPLETED, f"reached its last step ({end_step} of {target})", None, when,
                           first["step"], quote(first["text"]))
         failed = None
-        if reason == EndReason.COMPLETED:  # training done, then the program failed on its way out (a next stage):
-            # an error after it, and the exit code a wrapper recorded not 0 (a shutdown's "Exception ignored" is
-            # printed by programs that exit 0)
+        if reason in (EndReason.COMPLETED, EndReason.EXITED):  # training done or stopped as planned (Keras's early
+            # stopping), then the program failed on its way out (a next stage): an error after it, and for a completed
+            # run the exit code a wrapper recorded not 0 (a shutdown's "Exception ignored" is printed by programs that
+            # exit 0)
             after = printed.filter(pl.col("kind").is_in(list(s.ERROR_KINDS))
                                    & (pl.col("line").fill_null(0) >= (first["line"] or 0)))
             code = block.filter((pl.col("kind") == s.EV_EXIT_CODE) & (pl.col("value") != 0))
-            failed = quote(after["text"][0]) if after.height and code.height else None
+            raised = reason == EndReason.EXITED or code.height
+            failed = quote(after["text"][0]) if after.height and raised else None
         at = first["step"]
         if at is None and end_step is None:  # no metric logged: DeepSpeed's own count says how far it got
             counted = events.filter((pl.col("kind") == s.EV_SKIPPED_COUNT) & (pl.col("step") > 0)

@@ -1455,10 +1455,31 @@ def test_a_stop_on_a_nan_loss_check_ends_in_nan_not_in_a_program_error() -> None
                                                                 "iteration=0!")
     assert not any(c.kind == "program_error" for c in run.suspected_causes)
     # (scikit-learn's "Input contains NaN", which ends dream-ml-d's Keras 3 run after 21 epochs of NaN loss, is not
-    # one: bad input data says it too; the run is read for its errors, with no step read)
-    run, lines = _chronicle(REAL / "keras" / "dream-ml-d_keras3_lstm_nan_earlystop_valueerror.log")
-    assert [a.end_reason for a in run.attempts] == ["crashed"]
-    assert any(line.startswith("- attempt 1: no step read; crashed with no step read from its logs") for line in lines)
+    # one: bad input data says it too; it is the error after the fit's early stopping)
+    run, _ = _chronicle(REAL / "keras" / "dream-ml-d_keras3_lstm_nan_earlystop_valueerror.log")
+    assert [(a.end_reason, a.failed_after_training) for a in run.attempts] == [
+        ("exited", "ValueError: Input contains NaN.")]
+
+
+def test_a_keras_3_fit_is_read_from_its_epochs_ends() -> None:
+    """dream-ml-d's Keras 3 console (``2/2 ━━━━ 0s 23ms/step - loss: nan ...``): 21 epochs of NaN loss, early stopping,
+    then scikit-learn's ``ValueError: Input contains NaN.`` It was read for its errors only: "no loss metric", "crashed
+    with no step read". A generated log checks that a bar's updates (``1/4``, ``3/4``) are not an epoch's value."""
+    path = REAL / "keras" / "dream-ml-d_keras3_lstm_nan_earlystop_valueerror.log"
+    assert _points(path, "loss") == [(epoch, "nan") for epoch in range(1, 22)]
+    assert _points(path, "lr")[:12] == [(epoch, 0.001) for epoch in range(1, 12)] + [(12, 0.0005)]
+    run, lines = _chronicle(path)
+    assert [(a.kind, a.step) for a in run.anomalies][:1] == [("nan", 1)]
+    assert not any("values printed after an epoch's end" in w for w in run.warnings)  # the NaN updates gave way
+    assert "- **What went wrong:** attempt 1 exited as planned after step 21: “Epoch 21: early stopping”; then the " \
+           "program failed after its training: “ValueError: Input contains NaN.”; NaN in the loss from step 1." in lines
+    updates = GENERATED / "keras3_bar_updates_on_their_own_lines.log"
+    assert _points(updates, "loss") == [(1, 1.912), (2, 1.3527), (3, "nan")]
+    assert _points(updates, "val_loss") == [(1, 1.6011), (2, 1.295), (3, "nan")]
+    run, _ = _chronicle(updates)
+    assert [w.split(": ", 1)[1] for w in run.warnings][1:] == [
+        "2 values printed after an epoch's end at the same epoch (model.evaluate or predict output after the fit): "
+        "not read"]
 
 
 def test_a_keras_nan_in_the_bar_of_the_epoch_the_paste_stops_in_is_found() -> None:

@@ -51,6 +51,8 @@ class Rule:
     step_of: Callable[[pl.Expr], pl.Expr] | None = None  # the step from the line's text, when one group cannot say it
     step_after: bool = False  # with ``step=False``: the step of the next metrics line instead (build-nanogpt prints
     # "validation loss: 3.2" at the top of the step whose line follows)
+    where: Callable[[pl.Expr], pl.Expr] | None = None  # of the lines ``line`` matches, only those this is true of
+    # (from the line's text: what one regex cannot say, e.g. Keras 3's "2/2 ━━━━" has its two counts equal)
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,10 @@ class LineFormat:
         fitted, lines = self._first_layout(lines)
         which: pl.Expr = pl.lit(None, dtype=pl.Int32)
         for n, rule in reversed(list(enumerate(self.rules))):
-            which = pl.when(pl.col("clean").str.contains(rule.line)).then(pl.lit(n, dtype=pl.Int32)).otherwise(which)
+            matches = pl.col("clean").str.contains(rule.line)
+            if rule.where:
+                matches = matches & rule.where(pl.col("clean")).fill_null(False)
+            which = pl.when(matches).then(pl.lit(n, dtype=pl.Int32)).otherwise(which)
         lines = lines.with_columns(rule=which)
         missed = [lines.select((pl.col("rule").is_null() & pl.col("clean").str.contains(rx)).sum()).item()
                   for rx, _ in self.unread]
