@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 
 from forensics.findings import Anomaly, EndReason, Kind, shown
+from forensics.saves import saved_steps
 from parsers import schema as s
 
 DECISIVE: dict[str, EndReason] = {
@@ -120,10 +121,11 @@ def end_of(
             # stopping), then the program failed on its way out (a next stage): an error after it, and for a completed
             # run the exit code a wrapper recorded not 0 (a shutdown's "Exception ignored" is printed by programs that
             # exit 0)
-            after = printed.filter(pl.col("kind").is_in(list(s.ERROR_KINDS))
-                                   & (pl.col("line").fill_null(0) >= (first["line"] or 0)))
-            code = block.filter((pl.col("kind") == s.EV_EXIT_CODE) & (pl.col("value") != 0))
-            raised = reason == EndReason.EXITED or code.height
+            after = _raised(events, printed.filter(pl.col("kind").is_in(list(s.ERROR_KINDS))
+                                                   & (pl.col("line").fill_null(0) >= (first["line"] or 0))))
+            codes = block.filter(pl.col("kind") == s.EV_EXIT_CODE)
+            # (an exit code 0 a wrapper recorded says the errors did not end it)
+            raised = reason == EndReason.EXITED or not codes.height or (codes["value"] != 0).any()
             failed = quote(after["text"][0]) if after.height and raised else None
         at = first["step"]
         if at is None and end_step is None:  # no metric logged: DeepSpeed's own count says how far it got
@@ -257,11 +259,23 @@ def _with_trouble(text: str, reason: EndReason, anomalies: list[Anomaly]) -> str
     return f"{text} (after {what} from step {trouble.step})"
 
 
+def _raised(events: pl.DataFrame, errors: pl.DataFrame) -> pl.DataFrame:
+    """``errors`` without those Python printed as survived: an error after "Exception ignored in: ..." or
+    "Exception in thread ..." (and no other error between) ended a destructor or a thread, not the program."""
+    survived = np.sort(events.filter(pl.col("kind") == s.EV_SURVIVED_EXCEPTION)["line"].drop_nulls().to_numpy())
+    if not survived.size or not errors.height:
+        return errors
+    lines = errors["line"].fill_null(0).to_numpy()
+    before = np.concatenate([[-1], lines[:-1]])
+    own = np.searchsorted(survived, lines) > np.searchsorted(survived, before, side="right")
+    return errors.filter(pl.Series(~own))
+
+
 def _saved_before(events: pl.DataFrame, step: int) -> str:
     """"; the last checkpoint saved before it: step N" (where a relaunch can roll back to), when the attempt's log
     shows a save before ``step``."""
     if not events.height:
         return ""
-    saves = events.filter(pl.col("kind") == s.EV_CHECKPOINT_SAVE).select(pl.coalesce("value", "step").alias("at"))
-    before = saves.filter(pl.col("at") < step)["at"]
+    saved = saved_steps(events)
+    before = saved.filter(saved < step)
     return f"; the last checkpoint saved before it: step {before.max():.0f}" if before.len() else ""

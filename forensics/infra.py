@@ -10,6 +10,7 @@ import polars as pl
 
 from forensics.endings import quote
 from forensics.findings import Anomaly, Attempt, Cause, CauseKind, EndReason, Kind
+from forensics.saves import saved_steps
 from parsers import schema as s
 
 NO_STEP_READ = "with no step read from its logs"  # (not "before any step": a log may show steps in a form no reader takes)
@@ -187,8 +188,8 @@ def _last_save(events: pl.DataFrame | None) -> float | None:
     """The step of the last checkpoint saved in the logs (where a relaunch can resume), if any."""
     if events is None or not events.height:
         return None
-    saves = events.filter(pl.col("kind") == s.EV_CHECKPOINT_SAVE)
-    return saves.select(pl.coalesce("value", "step")).to_series().max() if saves.height else None  # type: ignore[return-value]
+    saved = saved_steps(events)
+    return saved.max() if saved.len() else None  # type: ignore[return-value]
 
 
 def program_errors(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFrame | None = None

@@ -853,8 +853,8 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
         # follows (the stop after the last evaluation), and a save (nanoGPT saves after "step 3000: ... val loss",
         # before "iter 3000"); an error there is still before the iteration line that follows it
         later = pl.DataFrame({"a": last, "b": _last_step(ev, placed)}).select(pl.max_horizontal("a", "b")).to_series()
-        last = pl.select(pl.when(after.is_null() | (ev["kind"] == s.EV_CHECKPOINT_SAVE)).then(later)
-                         .otherwise(last)).to_series()
+        saves = ev["kind"].is_in([s.EV_CHECKPOINT_SAVE, s.EV_CHECKPOINT_SAVING])
+        last = pl.select(pl.when(after.is_null() | saves).then(later).otherwise(last)).to_series()
     ev = ev.with_columns(last=last, next=after).with_columns(
         step=pl.when(pl.col("kind").is_in(list(p.STEP_VALUED)) & pl.col("value").is_not_null())
         .then(pl.coalesce(pl.col("value").cast(pl.Int64, strict=False), "last"))  # an iteration beyond int64: unknown

@@ -98,10 +98,12 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_CHECKPOINT_LOAD, r"\[Torch\] Loading checkpoint from .*?global_step(\d+)"),
     (s.EV_NO_CHECKPOINT, r"could not find the metadata file|will not load any checkpoints|Unable to find latest file"
                          r"|no checkpoint was found"),
-    (s.EV_CHECKPOINT_SAVE, r"(?:saving checkpoint at|successfully saved checkpoint (?:at|from)) iteration\s+(\d+)"),
-    (s.EV_CHECKPOINT_SAVE, r"Saving model checkpoint: .*?global_step(\d+)"),
-    (s.EV_CHECKPOINT_SAVE, r"Saving model checkpoint to \S*?checkpoint-(\d+)"),  # the Hugging Face Trainer
-    (s.EV_CHECKPOINT_SAVE, r"^saving checkpoint to \S"),  # nanoGPT's console: no step in the line
+    # a save begun (the line before the write: a full disk fails it after) and a save done
+    (s.EV_CHECKPOINT_SAVE, r"successfully saved checkpoint (?:at|from) iteration\s+(\d+)"),
+    (s.EV_CHECKPOINT_SAVING, r"saving checkpoint at iteration\s+(\d+)"),
+    (s.EV_CHECKPOINT_SAVING, r"Saving model checkpoint: .*?global_step(\d+)"),
+    (s.EV_CHECKPOINT_SAVING, r"Saving model checkpoint to \S*?checkpoint-(\d+)"),  # the Hugging Face Trainer
+    (s.EV_CHECKPOINT_SAVING, r"^saving checkpoint to \S"),  # nanoGPT's console: no step in the line
     (s.EV_ELISION, r"^\s*(?:\.{3,}|…|\[(?:\.{3}|…)\]|\((?:\.{3}|…)\))\s*$"),  # a paste's "...": lines left out
     # (torchrun's agent passes a signal it received on to its workers: "Received 15 death signal, shutting down
     # workers", then "SignalException: Process 9724 got signal: 15")
@@ -150,6 +152,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     # "['Traceback (most recent call last):\n', '  File ...', 'StopIteration\n']"): its last element is the error
     (s.EV_ERROR, LISTED_ERROR),
     (s.EV_TRACEBACK, r"Traceback \(most recent call last\)|Caught \w+ in replica \d+ on device \d+\."),
+    # Python's word that the traceback after it did not end the program (a destructor's, another thread's)
+    (s.EV_SURVIVED_EXCEPTION, r"^\W*Exception (?:ignored in\b|in thread\b)"),
     # py-spy ("Thread 12 (active): ...") and faulthandler ("Thread 0x7f... (most recent call first):") dumps
     (s.EV_STACK_DUMP, r"^\s*(?:Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:active|idle)[^)]*\)|(?:Current thread|Thread) "
                       r"0x[0-9A-Fa-f]+ \(most recent call first\):|Stack \(most recent call first\):"
@@ -212,7 +216,7 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
 # one rank's parameter report, as many times as a line holds them (ranks' output interleaves)
 RANK_COUNT = r"model parallel rank (?:\([\d, ]+\)|\d+)\s*:?\s*\d+"  # "(0, 1): 805433344"; older: "0: 125262336"
 # the kinds whose group-1 value is an iteration number (the event's step)
-STEP_VALUED = frozenset({s.EV_CHECKPOINT_LOAD, s.EV_CHECKPOINT_SAVE, s.EV_SKIP_RANGE})
+STEP_VALUED = frozenset({s.EV_CHECKPOINT_LOAD, s.EV_CHECKPOINT_SAVE, s.EV_CHECKPOINT_SAVING, s.EV_SKIP_RANGE})
 # the group-1 value is in billions for these parameter-count patterns
 BILLIONS = ("Billion", "in billions", "estimated model parameters")
 MILLIONS = r"\d(?:\.\d+)?M\s*$"  # a count printed in millions ("number of parameters: 10.65M", nanoGPT)

@@ -100,7 +100,9 @@ CANONICAL_METRICS: tuple[str, ...] = (
 EV_PROCESS_START = "process_start"          # a new arguments block: a (re)start of the training program
 EV_CHECKPOINT_LOAD = "checkpoint_load"      # value = iteration loaded
 EV_NO_CHECKPOINT = "no_checkpoint"          # nothing to load: starts from random
-EV_CHECKPOINT_SAVE = "checkpoint_save"      # value = iteration saved
+EV_CHECKPOINT_SAVE = "checkpoint_save"      # a save the log says is done ("successfully saved"): value = iteration
+EV_CHECKPOINT_SAVING = "checkpoint_saving"  # a save begun ("saving checkpoint at iteration N"): value = iteration;
+                                            # done unless an error follows it before the next step (forensics.saves)
 EV_MARKER = "marker"                        # "[after megatron is initialized] datetime: ..." and friends
 EV_TRAINING_DONE = "training_done"          # "[after training is done] datetime: ..."
 EV_EXIT = "exit"                            # planned exit: exit interval or duration, the end of its data
@@ -117,6 +119,8 @@ EV_LOSS_MISSING = "loss_missing"            # iteration line without a loss: NaN
 EV_STALE_GRAD_NORM = "stale_grad_norm"      # grad norm repeated exactly while steps were skipped
 EV_SKIP_RANGE = "skip_range"                # iterations skipped on purpose (--skip-train-iteration-range)
 EV_TRACEBACK = "traceback"
+EV_SURVIVED_EXCEPTION = "survived_exception"  # "Exception ignored in: ...", "Exception in thread ...": an exception
+                                            # printed with its traceback that did not end the program
 EV_ERROR = "error"                          # Python exception line (RuntimeError: ..., AssertionError: ...)
 EV_CUDA_ERROR = "cuda_error"                # CUDA errors, ECC, Xid
 EV_NCCL_ERROR = "nccl_error"                # NCCL errors (system, internal, unhandled CUDA, communicator aborted)

@@ -201,7 +201,7 @@ def test_an_error_printed_between_an_evaluation_and_its_iteration_line_is_not_th
     run = forensics.analyze(load_run(log)).runs[0]
     assert (run.attempts[0].end_reason, run.attempts[0].end_step) == ("running", 5000)
     events = load_run(log).events
-    assert events.filter(kind="checkpoint_save")["step"].to_list() == [5000]
+    assert events.filter(kind="checkpoint_saving")["step"].to_list() == [5000]
     assert events.filter(kind="error")["step"].to_list() == [4990]
 
 

@@ -220,7 +220,7 @@ def test_pdsh_host_prefix_is_stripped_without_the_launcher_line(tmp_path):
     run = load_run(tmp_path / "node.log")
     assert value(run, "loss", 1) == pytest.approx(11.87207)
     assert value(run, "grad_norm", 1) == pytest.approx(40.123)
-    saves = run.events.filter(pl.col("kind") == "checkpoint_save")
+    saves = run.events.filter(pl.col("kind") == "checkpoint_saving")
     assert saves["step"].to_list() == [1] and saves["line"].to_list() == [2]
     # "WARNING: " is a word, not a host: that line is not an iteration line
     assert run.metrics.filter(pl.col("step") == 2).height == 0
@@ -249,7 +249,7 @@ def test_nul_bytes_are_removed_and_line_numbers_stay_right(tmp_path):
     (tmp_path / "nul.log").write_bytes(data)
     run = load_run(tmp_path / "nul.log")
     assert run.metrics.filter(metric="loss")["step"].to_list() == list(range(1, 102))
-    save = run.events.filter(kind="checkpoint_save")
+    save = run.events.filter(kind="checkpoint_saving")
     assert save["line"].to_list() == [103] and save["step"].to_list() == [101]
     assert any("NUL bytes" in w for w in run.warnings)
 

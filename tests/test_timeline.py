@@ -252,7 +252,7 @@ def test_a_clean_hf_epoch_completes_with_the_trainers_warmup():
 
 
 def test_an_oom_in_training_is_memory_not_hardware():
-    run = analyzed(real("screen_boot"))
+    run = analyzed(real("screen_boot_tp1pp2dp8"))
     assert (run.attempts[0].end_reason, run.attempts[0].end_kind, run.attempts[0].end_step) == (
         EndReason.CRASHED, "out_of_memory", 5)
     assert [c.kind for c in run.suspected_causes] == ["memory"]

@@ -334,7 +334,7 @@ def test_a_trainer_checkpoint_save_is_read() -> None:
     the chronicle said "no checkpoint save appears in the logs". The ms-swift console here saves at 40, 80 and 120."""
     import parsers
     run = parsers.load_run(REAL / "hf_trainer" / "mswift_qwen3_17b_effective.train.log")
-    saves = run.events.filter(run.events["kind"] == "checkpoint_save")
+    saves = run.events.filter(run.events["kind"] == "checkpoint_saving")
     assert saves["value"].to_list() == [40.0, 80.0, 120.0]
 
 
@@ -1351,6 +1351,30 @@ def test_clipping_just_after_the_start_up_clipping_of_a_short_run_is_no_onset() 
     assert "- **Anomalies:** none found." in lines
     [attempt] = run.attempts
     assert (attempt.start_step, attempt.end_step, attempt.end_reason) == (1, 300, "completed")
+
+
+def test_a_save_begun_then_failed_is_no_checkpoint_and_the_program_failed_after_its_training() -> None:
+    """stark-sim md_v100_static1410: iterations 1-20 of 20, "[after training is done]", "saving checkpoint at iteration
+    20", then every rank's write fails (a full disk). The chronicle said "the last checkpoint saved in the logs is at
+    step 20" (the save that failed) and "completed", nothing gone wrong (audit Z2). A destructor's error after the end
+    of training ("Exception ignored in: ...") is no failure (generated log)."""
+    from forensics.saves import saved_steps
+
+    path = REAL / "megatron" / ("stark-sim+megatron-deepspeed-lock-clock__experiments__screen_boot_md_v100_static1410_"
+                                "20260311_1.log")
+    events = parsers.load_run(path).events
+    assert events.filter(kind="checkpoint_saving")["value"].to_list() == [20.0]
+    assert saved_steps(events).to_list() == []
+    run, lines = _chronicle(path)
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.failed_after_training) == ("completed", (
+        "[rank0]: RuntimeError: [enforce fail at inline_container.cc:858] . PytorchStreamWriter failed writing file "
+        "data/5: file write failed"))
+    [cause] = run.suspected_causes
+    assert (cause.kind, cause.confidence) == ("storage", 0.8)
+    assert not any("last checkpoint saved" in line for line in lines)
+    done, _ = _chronicle(GENERATED / "megatron_done_then_exception_ignored.txt")
+    assert [(a.end_reason, a.end_step, a.failed_after_training) for a in done.attempts] == [("completed", 3, None)]
 
 
 def test_a_final_checkpoint_write_that_failed_after_the_last_step_is_storage_after_training() -> None:

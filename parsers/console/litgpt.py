@@ -33,7 +33,7 @@ SPEC = LineFormat(
         Rule(r"\biter (\d+): val loss ", {s.VAL_LOSS: rf"val loss ({NUMBER})"}, per_step=False),
     ),
     events=(
-        (s.EV_CHECKPOINT_SAVE, r"^\W*Saving (?:checkpoint|LoRA weights|adapter weights) to "),
+        (s.EV_CHECKPOINT_SAVING, r"^\W*Saving (?:checkpoint|LoRA weights|adapter weights) to "),
         (s.EV_CHECKPOINT_LOAD, r"^\W*Resuming training from "),
     ),
     note="its iters count micro-batches and its steps optimizer steps: the steps here are its iters (each printed "

@@ -50,7 +50,7 @@ SPEC = LineFormat(
         Rule(r"^(\d+) hella \d", {HELLASWAG: rf"^\d+ hella ({NUMBER})"}, per_step=False),
     ),
     events=(
-        (s.EV_CHECKPOINT_SAVE, r"^\W*saving checkpoint to "),
+        (s.EV_CHECKPOINT_SAVING, r"^\W*saving checkpoint to "),
         (s.EV_CHECKPOINT_LOAD, r"^\W*Resuming training from "),
         # init_from='gpt2': pretrained weights, the steps counted from 0 (a fine-tune)
         (s.EV_CHECKPOINT_LOAD, r"^\W*Initializing from OpenAI GPT-2 weights: "),
