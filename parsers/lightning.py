@@ -169,11 +169,11 @@ def runs_of_versions(pieces: list[Piece], root: Path) -> dict[int, Path]:
     intervals = sorted(v.interval for v in logged if v.interval)
     usual = intervals[len(intervals) // 2] if intervals else 1
     lowest = min((v.start for v in logged), default=0)  # type: ignore[type-var]
-    run_of: dict[Path, Path] = {}
+    run_of: dict[Path, Path | None] = {}
     done: list[_Version] = []
     for version in versions:
         if version.start is None:
-            run_of[version.folder] = run_of[done[-1].folder] if done else version.folder
+            run_of[version.folder] = run_of[done[-1].folder] if done else None  # (none before it: see below)
             continue
         slack = 2 * (version.interval or usual)
         # (a version logging once an epoch has its first row an epoch in: its own interval says where it began)
@@ -185,7 +185,7 @@ def runs_of_versions(pieces: list[Piece], root: Path) -> dict[int, Path]:
             before = [v for v in reversed(done) if v.settings == version.settings]
         run_of[version.folder] = run_of[before[0].folder] if before else version.folder
         done.append(version)
-    for version in versions:  # a version that logged nothing before any that did joins the first that did
-        if version.start is None and run_of[version.folder] == version.folder and logged:
-            run_of[version.folder] = run_of[logged[0].folder]
-    return {id(p): run_of[v.folder] for v in versions for p in v.pieces}
+    # a version that logged nothing before any that did joins the first that did (versions that all logged nothing,
+    # a notebook's launches that each stopped before their first step, are one run's launches)
+    first = (run_of[logged[0].folder] if logged else None) or versions[0].folder
+    return {id(p): run_of[v.folder] or first for v in versions for p in v.pieces}

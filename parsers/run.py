@@ -392,8 +392,10 @@ def _placed(pieces: list[Piece], root: Path) -> list[Piece]:
 
 
 def _attempt_of_folder(run: Run) -> dict[str, int]:
-    """Per folder (relative to the run) that holds a file with metrics, the last attempt those files logged."""
-    pairs = run.metrics.select(pl.col("source").cast(pl.String), "attempt").unique().drop_nulls()
+    """Per folder (relative to the run) that holds a file with metrics or events (an event file that logged no
+    metric: a launch that stopped before its first step), the last attempt those files logged."""
+    pairs = pl.concat([frame.select(pl.col("source").cast(pl.String), "attempt").unique()
+                       for frame in (run.metrics, run.events)]).unique().drop_nulls()
     out: dict[str, int] = {}
     for source, attempt in pairs.iter_rows():
         folder = source.rpartition("/")[0]

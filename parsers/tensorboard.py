@@ -424,6 +424,36 @@ def _records(path: Path, shown: str, compiled: bool | None) -> tuple[pl.DataFram
     return raw, events, configs, warnings
 
 
+# (tag, value, step, why): a value a writer logs where it has none, dropped with a reading warning
+_PLACEHOLDERS: tuple[tuple[str, float, int, str], ...] = (
+    ("hp_metric", -1.0, 0, "Lightning's placeholder, logged with the hyperparameters at each launch (not a value "
+                           "the run computed)"),
+)
+
+
+def _without_placeholders(raw: pl.DataFrame, source: str) -> tuple[pl.DataFrame, list[str]]:
+    """The file's scalars without the :data:`_PLACEHOLDERS`, and a warning per placeholder dropped.
+
+    >>> raw = pl.DataFrame({"tag": ["hp_metric", "val_loss"], "step": [0, 9], "value": [-1.0, 0.5]},
+    ...                    schema_overrides={"tag": pl.Categorical})
+    >>> kept, said = _without_placeholders(raw, "v0")
+    >>> kept["tag"].to_list(), said
+    (['val_loss'], ["v0: hp_metric -1 at step 0 (1 record): Lightning's placeholder, logged with the hyperparameters \
+at each launch (not a value the run computed); not read"])
+    """
+    notes: list[str] = []
+    present = set(raw["tag"].unique().to_list())
+    for tag, value, step, why in _PLACEHOLDERS:
+        if tag not in present:
+            continue
+        placeholder = (pl.col("tag") == tag) & (pl.col("value") == value) & (pl.col("step") == step)
+        if n := raw.select(placeholder.sum()).item():
+            raw = raw.filter(~placeholder)
+            notes.append(f"{source}: {tag} {value:g} at step {step} ({n} record{'s' if n > 1 else ''}): {why}; not "
+                         "read")
+    return raw, notes
+
+
 # Lightning's per-batch evaluation values (``self.log(..., on_step=True)`` in validation_step): "val_loss_step"
 _EVAL_BATCH = re.compile(r"^(?:val|valid|validation|test|eval)[_/].+_step$", re.IGNORECASE)
 
@@ -432,6 +462,8 @@ def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedL
     """The canonical frames of the file's records (read here: the only reference to each intermediate column, so
     replacing one frees it; the file's bytes are freed before the frames are built)."""
     raw, events, configs, warnings = _records(path, source, compiled)
+    raw, dropped = _without_placeholders(raw, source)
+    warnings += dropped
     # a writer of its own for evaluation (Keras's validation/ beside train/): its scalars are validation metrics
     folder = path.parent.name
     within = f"{folder}/" if folder.lower() in VALIDATION_FOLDERS else ""

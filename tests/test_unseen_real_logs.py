@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import forensics
@@ -14,6 +15,10 @@ import reports
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 GENERATED = Path(__file__).parent / "fixtures" / "generated"
+
+
+HP_METRIC_PLACEHOLDER = ("hp_metric -1 at step 0 (1 record): Lightning's placeholder, logged with the hyperparameters "
+                         "at each launch (not a value the run computed); not read")
 
 
 def _chronicle(path: Path) -> tuple[forensics.RunFindings, list[str]]:
@@ -136,7 +141,8 @@ def test_a_lightning_sweep_reads_its_per_step_loss_its_lr_monitor_and_each_versi
     assert [len(r.attempts) for r in runs] == [1] * 8
     assert {tuple(r.coverage["metrics"]["loss"]["source_tags"]) for r in runs} == {("train/loss_step",)}
     assert {tuple(r.coverage["metrics"]["lr"]["source_tags"]) for r in runs} == {("lr-AdamW",)}
-    assert [r.warnings for r in runs] == [[]] * 8
+    # (each version's only warning: Lightning's hp_metric placeholder, not read as a value)
+    assert [[w.split(": ", 1)[1] for w in r.warnings] for r in runs] == [[HP_METRIC_PLACEHOLDER]] * 8
     assert [r.config["batch_size"] for r in runs] == [256.0, 256.0, 64.0, 64.0, 16.0, 16.0, 4.0, 4.0]
     lines = reports.render(analysis.findings, "markdown").splitlines()
     assert not any(line.startswith("- **Not found:** lr") for line in lines)
@@ -274,7 +280,8 @@ def test_lightning_values_logged_per_evaluation_batch_are_not_training_steps() -
     learning_rate/pg1, was "Not found"."""
     run, lines = _chronicle(PROTBERT / "single")
     assert not [a for a in run.anomalies if a.kind == "hang"]
-    assert [(a.start_step, a.end_step) for a in run.attempts] == [(0, 313)]
+    # (its first record is a validation at step 28; the 0 was Lightning's hp_metric placeholder)
+    assert [(a.start_step, a.end_step) for a in run.attempts] == [(28, 313)]
     assert ("version_23219164/events.out.tfevents.1696344740.mg2.4093021.0: 5 scalar(s) logged per evaluation batch "
             "(val_BinaryAccuracy_step, val_BinaryAveragePrecision_step, val_BinaryF1Score_step, ...): their steps "
             "count evaluation batches, not training steps; not used (their per-evaluation means, the _epoch twins, "
@@ -1633,3 +1640,44 @@ def test_a_full_shared_memory_is_not_sent_to_the_checkpoint_disk() -> None:
     run = forensics.analyze_path(GENERATED / "megatron_dev_shm_full.txt").findings.runs[0]
     [cause] = run.suspected_causes
     assert cause.kind == "storage" and cause.check_next.startswith("the shared memory /dev/shm")
+
+
+def test_lightning_launches_that_logged_only_the_hp_metric_placeholder_logged_no_training_step() -> None:
+    """Anpopaicoconat/persona lightning_logs/version_0..11 (audit Z1, Z3): each event file holds only Lightning's
+    ``hp_metric = -1`` at step 0 (version_6 twice, version_9 three times), written with the hyperparameters when the
+    logger starts. The placeholder was read as a logged step: "attempt 2: step 0 (a replay of steps logged before)" and
+    the same for attempts 3-11, and version_1 (the folder with an hparams.yaml) split off as a run of its own."""
+    root = REAL / "tensorboard" / "Anpopaicoconat_persona"
+    analysis = forensics.analyze_path(root)
+    [run] = analysis.findings.runs
+    lines = reports.render(analysis.findings, "markdown").splitlines()
+    assert [(a.index, a.start_step, a.end_reason) for a in run.attempts] == [(n, None, "no_training") for n in range(1, 13)]
+    assert "- **Launches with no training step, error or stop in the logs:** attempt 1 (2022-11-11 19:02:53), attempt 2 " \
+           "(2022-11-11 19:04:41), attempt 3 (2022-11-11 19:13:44), attempt 4 (2022-11-11 19:19:32), attempt 5 " \
+           "(2022-11-11 19:21:42), attempt 6 (2022-11-11 19:22:09), attempt 7 (2022-11-11 19:23:25), attempt 8 " \
+           "(2022-11-11 19:24:56), attempt 9 (2022-11-11 19:25:17), attempt 10 (2022-11-11 19:26:08), attempt 11 " \
+           "(2022-11-11 19:37:38), attempt 12 (2022-11-11 20:07:15)." in lines
+    assert not any("a replay of steps" in line or "step 0" in line for line in lines if not line.startswith("> - "))
+    assert "- attempt 2: no training step, error or stop in the logs" in lines
+    assert "hp_metric" not in run.coverage["other_scalars"]
+    assert [w.split(": ", 1)[1] for w in run.warnings] == [HP_METRIC_PLACEHOLDER] * 6 + [
+        HP_METRIC_PLACEHOLDER.replace("(1 record)", "(2 records)"), HP_METRIC_PLACEHOLDER,
+        HP_METRIC_PLACEHOLDER, HP_METRIC_PLACEHOLDER.replace("(1 record)", "(3 records)"), HP_METRIC_PLACEHOLDER,
+        HP_METRIC_PLACEHOLDER]
+    # version_1's hparams.yaml is the settings of version_1's launch (attempt 2), not of the last one
+    [loaded] = parsers.load_runs(root)
+    yaml = loaded.configs.filter(pl.col("source") == "lightning_logs/version_1/hparams.yaml")
+    assert yaml["attempt"].unique().to_list() == [2]
+
+
+L1TRIGGER = REAL / "tensorboard" / "Francesco-Proietti_Tokenization-techniques-for-L1-Trigger-data" / "version_10"
+
+
+def test_the_hp_metric_placeholder_of_an_evaluation_file_is_no_replay_from_step_0() -> None:
+    """Francesco-Proietti/Tokenization-techniques-for-L1-Trigger-data version_10 (audit Z1, Z7): the fit's file and
+    the three evaluation files after it each hold Lightning's ``hp_metric = -1`` at step 0, so each evaluation file
+    began at step 0 and was read as "attempt 2-4: steps 0–54200 (a replay of steps logged before)"."""
+    run, lines = _chronicle(L1TRIGGER)
+    assert [(a.index, a.start_step, a.end_step) for a in run.attempts] == [(1, 9, 54200)]
+    assert not any("a replay of steps" in line for line in lines)
+    assert run.coverage["metrics"]["loss"]["first_step"] == 9
