@@ -175,6 +175,14 @@ def _recognised(metric: str) -> bool:
     return metric in s.CANONICAL_METRICS or metric.startswith(("val_", "test_"))
 
 
+def with_evaluation_passes(record: dict[str, Any], events: pl.DataFrame) -> dict[str, Any]:
+    """A coverage record with ``evaluation_passes``, the sources that are an evaluation pass (a file of evaluation
+    scalars only, no training step: Lightning's ``validate()`` / ``test()``), when any is."""
+    passes = events.filter(pl.col("kind") == s.EV_EVALUATION_PASS)["source"] if events.height else None
+    return {**record, "evaluation_passes": sorted(passes.unique().to_list())} if passes is not None and passes.len() \
+        else record
+
+
 def with_overflow_scales(record: dict[str, Any], events: pl.DataFrame) -> dict[str, Any]:
     """A coverage record with ``overflow_scales`` when the loss scale is missing as a series but fp16 overflow lines
     print the scale they reduced it to (DeepSpeed's "Attempted loss scale: 256, reducing to 128"): ``lines``, ``first``

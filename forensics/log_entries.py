@@ -10,7 +10,7 @@ from forensics.findings import LogEntry
 from parsers import schema as s
 
 LISTED = s.ERROR_KINDS | s.STOP_KINDS | {s.EV_KILLED, s.EV_SCHEDULER, s.EV_NAN_CHECK, s.EV_EXIT_CODE,
-                                         s.EV_TRAINING_DONE, s.EV_OOM_RECOVERED, s.EV_SHUTDOWN}
+                                         s.EV_TRAINING_DONE, s.EV_OOM_RECOVERED, s.EV_SHUTDOWN, s.EV_EVALUATION_PASS}
 _RANK_PREFIX = r"^\s*(?:\d+: |\[[A-Za-z_]+\d+\]: ?|\[rank\d+\]: ?)*"
 
 

@@ -607,6 +607,9 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
     process: tuple[str, ...] | None = None  # the last event file's writer (folder, host, pid) and its last step
     previous: Path | None = None  # the last event file
     last_step: int | None = None
+    trained: tuple[str, ...] | None = None  # the writer of the last file that logged training (not an evaluation pass)
+    trained_until: float | None = None  # its last time, and whether it printed the end of training
+    finished = False
     launched: tuple[str, int] | None = None  # the last file's torchrun launch, and the last time it printed
     launched_until: float | None = None
     # (counted once: a folder of thousands of header-only event files is not compared pair by pair)
@@ -636,6 +639,22 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
             begins is None or launched_until is None or begins <= launched_until))
         launched_until = max(launched_until or 0.0, _last_time(log) or 0.0) if same else _last_time(log)
         launched = launch
+        # an evaluation pass (a file of evaluation scalars only: Lightning's validate() / test(), a Trainer's
+        # evaluate()) after a file that logged training evaluates that attempt, whoever wrote it: no launch of its own
+        passes = log.events.filter(pl.col("kind") == s.EV_EVALUATION_PASS)
+        if passes.height and trained is not None and not parallel:
+            if not finished and writer is not None and writer[1:] == trained[1:] \
+                    and first is not None and last_step is not None and first >= last_step:
+                # the process that trained went on to evaluate where its training ended: its training had returned
+                frames = (log.metrics, pl.concat([log.events, passes.head(1).with_columns(
+                    kind=pl.lit(s.EV_TRAINING_DONE), wall_time=pl.lit(trained_until, dtype=pl.Float64),
+                    text=pl.lit(f"training finished: the same process (pid {writer[2]}) then ran an evaluation pass "
+                                f"({piece.file.name}: evaluation scalars only, at step {first})"))]), log.configs)
+                finished = True
+            same = True
+        elif log.metrics.height:
+            trained, trained_until = writer, _last_time(log)
+            finished = bool((log.events["kind"] == s.EV_TRAINING_DONE).any())
         shift = offset - 1 if same else offset
         process, previous = writer, piece.file
         top = log.metrics["step"].max() if log.metrics.height else None  # (None too when no point has a step)

@@ -151,6 +151,8 @@ EV_UNDECODABLE = "undecodable_record"      # TensorBoard: a record whose bytes a
 EV_DUPLICATE_STEP = "duplicate_step"        # TensorBoard: a tag logged twice at one step
 EV_ELISION = "elision"                      # a pasted log's "..." line: output was left out there
 EV_FILE_START = "event_file_start"          # TensorBoard: an event file's first record
+EV_EVALUATION_PASS = "evaluation_pass"      # TensorBoard: a file of evaluation scalars only (Lightning's validate() or
+                                            # test(), a Trainer's evaluate()): an evaluation, no training step
 EV_WANDB_RUN_START = "wandb_run_start"      # a W&B run (or a resume of it) began: one per .wandb file
 
 # errors, as the chronicle lists them; the hardware / infrastructure evidence among them

@@ -456,6 +456,26 @@ at each launch (not a value the run computed); not read"])
 
 # Lightning's per-batch evaluation values (``self.log(..., on_step=True)`` in validation_step): "val_loss_step"
 _EVAL_BATCH = re.compile(r"^(?:val|valid|validation|test|eval)[_/].+_step$", re.IGNORECASE)
+_EVALUATION = re.compile(r"^(?:val|valid|validation|test|eval)[_/]", re.IGNORECASE)  # an evaluation's scalar
+
+
+def _evaluation_pass(raw: pl.DataFrame, names: dict[str, tuple[str, str]]) -> pl.DataFrame:
+    """An ``evaluation_pass`` event at the first record of a file whose scalars are all an evaluation's (``val_*``,
+    ``test_*``, ``eval/*``, with the epoch beside them, the Trainer's ``train/epoch``: Lightning's
+    ``trainer.validate()`` / ``test()``, a Trainer's ``evaluate()``, each a writer of its own), saying its last
+    values; none for any other file."""
+    evaluated = sorted(t for t in names if _EVALUATION.match(t))
+    epoch = {t for t, (m, _) in names.items() if m == s.EPOCH or t.rpartition("/")[2] == s.EPOCH}  # (train/epoch)
+    if not evaluated or set(evaluated) | epoch != names.keys():
+        return pl.DataFrame()
+    last = raw.filter(pl.col("tag").is_in(evaluated)).group_by("tag").agg(pl.col("step", "value").last())
+    said = ", ".join(f"{t}={v:.6g}" for t, _, v in last.sort("tag").head(4).iter_rows())
+    steps = sorted(set(last["step"].to_list()))
+    where = f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}–{steps[-1]}"
+    return raw.head(1).select(
+        "offset", "step", "wall_time", kind=pl.lit(s.EV_EVALUATION_PASS),
+        text=pl.lit(f"evaluation scalars only, no training step: {said}{', ...' if len(evaluated) > 4 else ''} "
+                    f"at {where}"))
 
 
 def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedLog:
@@ -522,6 +542,7 @@ def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedL
             regress.select("offset", "step", "wall_time", kind=pl.lit(s.EV_STEP_REGRESSION),
                            text=s.format_text("{} went back from step {} to {}", "tag", "prev", "step")),
             _duplicates(main),
+            _evaluation_pass(raw, names) if not within else pl.DataFrame(),
         ],
         how="diagonal_relaxed",
     )

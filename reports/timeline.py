@@ -86,6 +86,8 @@ def coverage_section(run: RunFindings) -> list[str]:
         return []
     out = ["## What was read and checked", ""]
     fmt = {src["path"]: src["format"] for src in run.sources}
+    for source in cov.get("evaluation_passes", []):  # (a file of evaluation scalars only is said to be one)
+        fmt[source] = f"{fmt.get(source, '?')}, an evaluation pass: evaluation scalars only, no training step"
     for source, metrics in cov.get("by_source", {}).items():
         if not metrics and cov.get("overlaid", {}).get(source):
             names = ", ".join(m.replace("_", " ") for m in cov["overlaid"][source])

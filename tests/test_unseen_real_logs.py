@@ -1681,3 +1681,35 @@ def test_the_hp_metric_placeholder_of_an_evaluation_file_is_no_replay_from_step_
     assert [(a.index, a.start_step, a.end_step) for a in run.attempts] == [(1, 9, 54200)]
     assert not any("a replay of steps" in line for line in lines)
     assert run.coverage["metrics"]["loss"]["first_step"] == 9
+
+
+def test_evaluation_files_after_a_lightning_fit_are_evaluation_passes_and_the_fit_completed() -> None:
+    """Francesco-Proietti/Tokenization-techniques-for-L1-Trigger-data version_10 (audit Z1, Z7): after the 50-epoch
+    fit (file .0, steps 9-54199), the same process (pid 15283) ran trainer.validate(), test() and validate(), each
+    writing a file of its own with one evaluation at step 54200. They were "attempts 2-4", the last "still running,
+    cut off, or stopped without a word", and the fit "diverged" although it had returned to run them."""
+    run, lines = _chronicle(L1TRIGGER)
+    name = "events.out.tfevents.{}.francesco-Inspiron.15283.{}"
+    [fit] = run.attempts
+    assert (fit.start_step, fit.end_step, fit.end_reason, fit.end_at_step) == (9, 54200, "completed", 54200)
+    said = (f"training finished: the same process (pid 15283) then ran an evaluation pass ({name.format(1776246909, 1)}: "
+            "evaluation scalars only, at step 54200)")
+    assert fit.end_detail == said
+    assert (f"- **What went wrong:** attempt 1 completed after step 54200: “{said}”; divergence in the loss from step "
+            "3189.") in lines
+    assert run.coverage["evaluation_passes"] == [name.format(1776246909, 1), name.format(1776246999, 2),
+                                                 name.format(1776247018, 3)]
+    assert (f"- {name.format(1776246999, 2)} (tensorboard, an evaluation pass: evaluation scalars only, no training "
+            "step): test commit loss 1 points (step 54200); test loss 1 points (step 54200); test recon loss 1 points "
+            "(step 54200).").replace("_", "\\_") in lines
+    assert [(e.kind, e.step, e.count, e.text) for e in run.log_entries if e.kind == "evaluation_pass"] == [
+        ("evaluation_pass", 54200, 2, "evaluation scalars only, no training step: val_commit_loss=0, val_loss=0.141872, "
+                                      "val_recon_loss=0.141872 at step 54200"),
+        ("evaluation_pass", 54200, 1, "evaluation scalars only, no training step: test_commit_loss=0, test_loss=0.139702, "
+                                      "test_recon_loss=0.139702 at step 54200")]
+    # the fit's end by the clock is its last training step (09:49:26), not the evaluations after it
+    assert any(line.startswith("| 1 | 9–54200 | 2026-04-15 09:07:10 | 2026-04-15 09:49:26 | 42 min | – | completed after "
+                               "step 54200: “training finished") for line in lines)
+    # their values are read: the last validation (and the fit's own at 54199) and the test loss
+    assert (run.coverage["metrics"]["val_loss"]["points"], run.coverage["metrics"]["val_loss"]["last_step"]) == (52, 54200)
+    assert (run.coverage["metrics"]["test_loss"]["points"], run.coverage["metrics"]["test_loss"]["first_step"]) == (1, 54200)
