@@ -35,6 +35,22 @@ def _trouble_before(attempt: Attempt, anomalies: list[Anomaly]) -> Anomaly | Non
         (a.kind == Kind.NAN and a.metric in (s.LOSS, s.GRAD_NORM)) or a.kind == Kind.DIVERGENCE)), None)
 
 
+# a CUDA error that names the hardware itself: never explained away by an out-of-memory before it
+_NAMES_HARDWARE = r"(?i)\bECC\b|\bXid\b"
+
+
+def oom_aftermath(events: pl.DataFrame) -> pl.DataFrame:
+    """The NCCL and CUDA errors printed after an out-of-memory in the same log and attempt (not one that names the
+    hardware: ECC, Xid): a process out of GPU memory fails its next CUDA calls (NCCL's "unhandled cuda error"), and the
+    ranks it talked to see it exit ("remote process exited"). Consequences of the out-of-memory, not evidence of a
+    fault of the hardware."""
+    first = (events.filter(pl.col("kind") == s.EV_OOM).group_by("attempt", "source")
+             .agg(pl.col("line").min().alias("first_oom")))
+    return events.filter(pl.col("kind").is_in([s.EV_NCCL_ERROR, s.EV_CUDA_ERROR])
+                         & ~pl.col("text").fill_null("").str.contains(_NAMES_HARDWARE)).join(
+        first, on=["attempt", "source"]).filter(pl.col("line") > pl.col("first_oom")).drop("first_oom")
+
+
 def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: list[Anomaly],
                    stepped: frozenset[str] = frozenset()) -> list[Cause]:
     """Hardware or infrastructure, with every piece of its evidence (ECC, Xid, CUDA or NCCL errors, host errors);
@@ -43,8 +59,10 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     cause of their own: some rank stopped answering, and the log does not say why (a lost node or link, or a rank
     that hung or failed on its own). Against either, a loss already NaN or diverging before the error (then the
     error may be a consequence); against the waiting, an error printed before it (a rank that fails leaves the
-    others waiting until the timeout)."""
-    infra = events.filter(pl.col("kind").is_in(list(s.INFRA_KINDS)))
+    others waiting until the timeout). The NCCL and CUDA errors that follow an out-of-memory are not among its
+    evidence (:func:`oom_aftermath`)."""
+    infra = events.filter(pl.col("kind").is_in(list(s.INFRA_KINDS))).join(
+        oom_aftermath(events), on=["attempt", "source", "line", "kind"], how="anti", nulls_equal=True)
     waiting = set(events.filter(pl.col("kind") == s.EV_COLLECTIVE_WAIT)["attempt"].to_list())
     stuck = [a for a in anomalies if a.kind == Kind.HANG and a.attempt in waiting]  # its dumps wait in a collective
     if not infra.height and not stuck:
@@ -143,7 +161,17 @@ def memory(events: pl.DataFrame, attempts: list[Attempt], stepped: frozenset[str
     if after_fault:
         evidence.append(f"attempt {after_fault[0].index} ran out of memory after an earlier attempt's hardware error: "
                         "a relaunch on the same faulty node can fail this way")
+    followed = oom_aftermath(events).sort("attempt", "line").group_by("attempt", maintain_order=True).agg(
+        pl.len(), pl.col("text").first())
+    evidence += [f"attempt {a}: the {n} NCCL or CUDA error line{'s' if n > 1 else ''} printed after it in the same log "
+                 f"(first: {quote(t)}) follow from it, not from the hardware: a process out of memory fails its next "
+                 "CUDA calls, and the ranks it talked to see it exit" for a, n, t in followed.rows()]
     check = "memory per GPU (micro-batch, activation checkpointing, sequence length) and other processes on the node"
+    if ended and all(a.end_step is None and "NCCL" in (a.end_detail or "") for a in ended):  # no batch had run yet
+        check = ("other processes on the node first (a previous launch still holding the GPUs: nvidia-smi): NCCL's own "
+                 "allocation ran out of memory before any step was logged; then NCCL's buffers (NCCL_BUFFSIZE, for "
+                 "each process group) and the model's size per GPU; micro-batch, activation checkpointing and "
+                 "sequence length only if it failed in the first step")
     if after_fault:
         check += "; a relaunch that fails at start-up on a node that had a hardware error points at the node"
     return [Cause(kind=CauseKind.MEMORY, cause="out of memory", confidence=0.7 if ended else 0.3, evidence=evidence,

@@ -1713,3 +1713,26 @@ def test_evaluation_files_after_a_lightning_fit_are_evaluation_passes_and_the_fi
     # their values are read: the last validation (and the fit's own at 54199) and the test loss
     assert (run.coverage["metrics"]["val_loss"]["points"], run.coverage["metrics"]["val_loss"]["last_step"]) == (52, 54200)
     assert (run.coverage["metrics"]["test_loss"]["points"], run.coverage["metrics"]["test_loss"]["first_step"]) == (1, 54200)
+
+
+def test_nccl_errors_after_an_out_of_memory_are_its_consequence_not_the_hardware() -> None:
+    """Audit Z4 (stark-sim/megatron-deepspeed-lock-clock, .context/dual8_tp4pp1dp2_smoke_nohup_20260331_r2.log): the
+    four local ranks' 'NCCL WARN Cuda failure 2 'out of memory'' (L2175-2214), in new_group before any step, then
+    their 'unhandled cuda error' / ncclUnhandledCudaError (L2247-2323) read as a second cause, "hardware or
+    infrastructure failure (0.30) ... check node health (ECC, Xid)", with nothing against it; and the advice was the
+    micro-batch and activation checkpointing, for a failure before any batch."""
+    run, lines = _chronicle(
+        REAL / "console_errors" / "stark-sim+megatron-deepspeed-lock-clock__.context_smoke_nohup_20260331_r2_nccl_oom.log")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind, attempt.end_step) == ("failed_startup", "out_of_memory", None)
+    [memory] = run.suspected_causes
+    assert (memory.kind, memory.confidence) == ("memory", 0.7)
+    assert memory.evidence[4] == (
+        "attempt 1: the 12 NCCL or CUDA error lines printed after it in the same log (first: localhost: [rank1]: "
+        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:230, "
+        "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.27.5) follow from it, not from the "
+        "hardware: a process out of memory fails its next CUDA calls, and the ranks it talked to see it exit")
+    assert memory.check_next.startswith(
+        "other processes on the node first (a previous launch still holding the GPUs: nvidia-smi): NCCL's own "
+        "allocation ran out of memory before any step was logged")
+    assert not any("hardware or infrastructure failure" in line or "ECC, Xid" in line for line in lines)
