@@ -127,6 +127,7 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
     others = with_event_kinds(others)
     bounds = attempt_bounds(iters, others)
     iters, others = (with_attempt(f, bounds) for f in (iters, others))
+    iters = _without_placeholders(iters, text.shown, warnings)
 
     extra = pl.concat([_log_interval(iters), _validation_metrics(others, iters)], how="diagonal_relaxed")
     values = _long_metrics(iters)
@@ -473,6 +474,47 @@ def _long_metrics(iters: pl.DataFrame) -> pl.DataFrame:
     if not parts:
         return s.empty(s.METRICS_SCHEMA).select("attempt", "step", "wall_time", "metric", "value")
     return pl.concat(parts, rechunk=False).select("attempt", "step", "wall_time", "metric", "value")
+
+
+# lines an attempt must print its grad norm as 0 on (with a loss) before the 0 is a placeholder, not a value
+PLACEHOLDER_LINES = 3
+
+
+def _without_placeholders(iters: pl.DataFrame, shown: str, warnings: list[str]) -> pl.DataFrame:
+    """The iteration rows without the values Megatron prints where it has none (Megatron-DeepSpeed with DeepSpeed's
+    engine owning the optimizer prints "loss scale: -1.0 | grad norm: 0.000" on every line), each said in a warning:
+    a loss scale below 0 (a scale is above 0), and a grad norm of exactly 0 at every line of an attempt that prints it
+    (at least ``PLACEHOLDER_LINES``, each with a loss above 0, which has a gradient). A grad norm of 0 at some steps
+    of an attempt is a value.
+
+    >>> rows = pl.DataFrame({"attempt": [1, 1, 1], "metric:loss": [12.4, 41.0, 9.4], "metric:grad_norm": [0.0] * 3,
+    ...                      "metric:loss_scale": [-1.0] * 3})
+    >>> said: list[str] = []
+    >>> _without_placeholders(rows, "x.out", said).null_count().row(0)
+    (0, 0, 3, 3)
+    >>> said[1]  # doctest: +NORMALIZE_WHITESPACE
+    'x.out: grad norm printed as 0 on all 3 lines of attempt 1, with a loss above 0 (which has a gradient): a
+     placeholder, no grad norm was logged'
+    """
+    scale, grad, loss = (_VALUE + m for m in (s.LOSS_SCALE, s.GRAD_NORM, s.LOSS))
+    if scale in iters.columns and (negative := iters.filter(pl.col(scale) < 0)).height:
+        shown_as = "/".join(f"{v:g}" for v in negative[scale].unique().sort().to_list()[:3])
+        warnings.append(f"{shown}: loss scale printed as {shown_as} on {negative.height} line(s): a loss scale is "
+                        "above 0; a placeholder, not read as a loss scale")
+        iters = iters.with_columns(pl.when(pl.col(scale) >= 0).then(pl.col(scale)).alias(scale))
+    if grad not in iters.columns or loss not in iters.columns:
+        return iters
+    per_attempt = iters.group_by("attempt", maintain_order=True).agg(
+        zero=(pl.col(grad) == 0).all(), lines=pl.col(grad).is_not_null().sum(),
+        with_loss=(pl.col(grad).is_not_null() & (pl.col(loss) > 0)).sum(),
+    ).filter(pl.col("zero") & (pl.col("with_loss") >= PLACEHOLDER_LINES))
+    if not per_attempt.height:
+        return iters
+    warnings += [f"{shown}: grad norm printed as 0 on all {n} lines of attempt {a}, with a loss above 0 (which has a "
+                 "gradient): a placeholder, no grad norm was logged"
+                 for a, n in per_attempt.select("attempt", "lines").rows()]
+    placeholder = pl.col("attempt").is_in(per_attempt["attempt"].implode())
+    return iters.with_columns(pl.when(~placeholder).then(pl.col(grad)).alias(grad))
 
 
 # --- damaged iteration lines --------------------------------------------------------------------------------------

@@ -67,7 +67,8 @@ def test_early_meg_ds_hyphenated_lm_loss_key():
     run = load_run(real("ds-on.out"))
     losses = run.metrics.filter(pl.col("metric") == "loss")
     assert losses.height == 49
-    assert value(run, "loss_scale", 1) == -1.0
+    # "loss scale: -1.0 | grad norm: 0.000" on every line: placeholders, not read (see test_unseen_real_logs)
+    assert run.metrics.filter(pl.col("metric").is_in(["loss_scale", "grad_norm"])).height == 0
 
 
 def test_gpt_neox_underscore_lm_loss_and_leading_fields():

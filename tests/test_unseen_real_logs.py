@@ -1736,3 +1736,24 @@ def test_nccl_errors_after_an_out_of_memory_are_its_consequence_not_the_hardware
         "other processes on the node first (a previous launch still holding the GPUs: nvidia-smi): NCCL's own "
         "allocation ran out of memory before any step was logged")
     assert not any("hardware or infrastructure failure" in line or "ECC, Xid" in line for line in lines)
+
+
+def test_a_grad_norm_and_loss_scale_printed_as_placeholders_on_every_line_are_not_logged() -> None:
+    """Audit Z7 (bigscience-workshop/bigscience, experiments/gpt2-meg-ds-3d/meg_ds_3d_gpt2_perf_n16-ds-on.out): every
+    iteration line (L901-1044) prints "loss scale: -1.0 | grad norm: 0.000" (DeepSpeed owns the fp16 optimizer), read
+    as "grad norm 49 points ... loss scale 49 points", so grad-norm spikes and loss-scale collapse were never said to
+    be unchecked. A grad norm of 0 at one step of a run that logs it is a value (llama-note: iteration 1, LR 0)."""
+    path = REAL / "megatron" / "bigscience-workshop+bigscience__experiments_gpt2-meg-ds-3d_meg_ds_3d_gpt2_perf_n16-ds-on.out"
+    run, lines = _chronicle(path)
+    assert [w.removeprefix(f"{path}: ") for w in run.warnings] == [
+        "loss scale printed as -1 on 49 line(s): a loss scale is above 0; a placeholder, not read as a loss scale",
+        "grad norm printed as 0 on all 49 lines of attempt 1, with a loss above 0 (which has a gradient): a "
+        "placeholder, no grad norm was logged"]
+    assert "grad_norm" not in run.coverage["metrics"] and "loss_scale" not in run.coverage["metrics"]
+    assert run.coverage["metrics"]["loss"]["points"] == 49
+    assert "- **Not found:** grad norm, so grad-norm spikes and the grad norm as a precursor could not be checked." in lines
+    assert ("- **Not found:** loss scale, so fp16 loss-scale collapse (bf16 and fp32 runs log no loss scale) could not be "
+            "checked.") in lines
+    real_zero = parsers.load_run(REAL / "megatron" / "liguodongiot__megatron-deepspeed_llama-note_overflow.log.txt")
+    grad = real_zero.metrics.filter(metric="grad_norm").sort("step")
+    assert grad["value"].to_list()[:3] == [0.0, 14.113, 14.74] and not real_zero.warnings
