@@ -148,7 +148,9 @@ def _summary(run: RunFindings) -> list[str]:
     if stopped:
         lines.append("- **Stopped on purpose or from outside:** " + "; ".join(
             f"attempt {a.index} {ENDINGS[a.end_reason]}" for a in stopped) + ".")
-    short_of = [a for a in run.attempts if a.end_reason in (EndReason.RUNNING, EndReason.UNKNOWN)
+    # (an attempt whose log ends inside a divergence or a NaN, with no line that ended it, stopped short too)
+    short_of = [a for a in run.attempts if (a.end_reason in (EndReason.RUNNING, EndReason.UNKNOWN) or (
+                    a.end_reason in (EndReason.DIVERGED, EndReason.NAN) and a.end_kind is None))
                 and a.end_kind != s.EV_ELISION and a.target_step is not None and a.end_step is not None
                 and a.end_step < a.target_step]
     # a Trainer's trainer_state.json without its summary entry is a checkpoint's copy: it ends where that was saved

@@ -1757,3 +1757,16 @@ def test_a_grad_norm_and_loss_scale_printed_as_placeholders_on_every_line_are_no
     real_zero = parsers.load_run(REAL / "megatron" / "liguodongiot__megatron-deepspeed_llama-note_overflow.log.txt")
     grad = real_zero.metrics.filter(metric="grad_norm").sort("step")
     assert grad["value"].to_list()[:3] == [0.0, 14.113, 14.74] and not real_zero.warnings
+
+
+def test_a_log_that_ends_inside_a_divergence_says_it_stopped_short() -> None:
+    """bigscience gpt2-meg-ds-3d perf_n16-ds-off: iterations 1-62 of 1000, the loss climbing from 11.65 at 31 to 20.44
+    at 62, and the file ends on iteration 62's timer line. "How it ended: diverged" read as if the divergence had ended
+    the run; the summary never said that the log stops mid-run, as it does for a log that stops on a calm loss
+    (audit Z2, Z6)."""
+    path = REAL / "megatron" / ("bigscience-workshop+bigscience__experiments_gpt2-meg-ds-3d_meg_ds_3d_gpt2_perf_"
+                                "n16-ds-off.out")
+    run, lines = _chronicle(path)
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind, attempt.end_step, attempt.target_step) == ("diverged", None, 62, 1000)
+    assert "- **Stopped short, with no end in the log:** attempt 1 at step 62 of 1000." in lines
