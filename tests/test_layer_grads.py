@@ -372,4 +372,5 @@ def test_sustained_clipping_that_runs_into_a_hole_does_not_claim_the_end_of_the_
     [found] = ClippingDetector(1.0).detect(RunFrames(metrics, s.empty(s.EVENTS_SCHEMA)))
     assert (found.step, found.end_step) == (701, 999)
     assert found.detail == ("grad norm above the clip threshold 1 at 75% of logged steps from step 701 to step 999, "
-                            "then a hole in the log after step 1000 (against 0% before; rolling share over 50 points)")
+                            "then a hole in the log after step 1000 (against 0% from step 101, after its first 100 points; "
+                            "rolling share over 50 points)")

@@ -1342,7 +1342,7 @@ def test_start_up_clipping_through_a_long_warm_up_is_no_onset_of_sustained_clipp
     [cause] = run.suspected_causes
     assert cause.evidence == [
         "attempt 1: grad norm above the clip threshold 1 at 54% of logged steps from step 1302 to step 1418 (against 4% "
-        "before; rolling share over 100 points); it began 300 steps before the loss spike at step 1602"]
+        "from step 1089; rolling share over 100 points); it began 300 steps before the loss spike at step 1602"]
     assert not any("step 938" in line for line in lines)
 
 
@@ -1770,3 +1770,14 @@ def test_a_log_that_ends_inside_a_divergence_says_it_stopped_short() -> None:
     [attempt] = run.attempts
     assert (attempt.end_reason, attempt.end_kind, attempt.end_step, attempt.target_step) == ("diverged", None, 62, 1000)
     assert "- **Stopped short, with no end in the log:** attempt 1 at step 62 of 1000." in lines
+
+
+def test_clipping_says_what_its_before_covers() -> None:
+    """vi-poem-generation's W&B run (audit Z1, Z8): the grad norm is above the clip threshold 1 at 100% of the steps
+    14500-26500, "against 0% before", though it was above 1 at its first 10 points (71.8 at step 500 down to 1.035 at
+    5000): the share before is counted from the end of the start-up's clipping, and says so."""
+    run, _ = _chronicle(REAL / "wandb" / "duydatnguyen11__vi-poem-generation")
+    [clipping] = [a for a in run.anomalies if a.kind == "clipping"]
+    assert (clipping.attempt, clipping.step, clipping.end_step) == (2, 14500, 26500)
+    assert clipping.detail == ("grad norm above the clip threshold 1 at 100% of logged steps from step 14500 to step "
+                               "26500 (against 0% from step 8000; rolling share over 10 points)")

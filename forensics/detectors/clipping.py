@@ -145,7 +145,10 @@ def _sustained(attempt: int, steps: np.ndarray, values: np.ndarray, limit: float
             continue
         to = (f"step {int(steps[last])}" if end < n - 1 else "the end of the attempt" if last_stretch
               else f"step {int(steps[last])}, then a hole in the log after step {int(steps[-1])}")
-        against = f"against {before.mean():.0%} before; " if before.size else ""
+        # (what "before" covers: from the end of the episode before, or after the attempt's start-up points)
+        after_startup = f", after its first {start} points" if since == start and start > 0 else ""
+        against = (f"against {before.mean():.0%} from step {int(steps[since])}{after_startup}; " if before.size
+                   else "")
         out.append(Anomaly(
             Kind.CLIPPING, s.CLIPPED_SHARE, attempt, int(steps[onset]), int(steps[last]), round(during, 4),
             round(float(before.mean()) if before.size else 0.0, 4),
