@@ -89,6 +89,8 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
             kinds = set(log.events.filter(pl.col("kind").is_in(list(_NOTABLE)))["kind"].unique().to_list())
             if kinds & (_ENDED_BY | _OVERFLOWS):
                 read_for = "errors, stops and fp16 overflow lines" if kinds & _OVERFLOWS else "errors and stops"
+                if log.metrics.height:  # (the LR of DeepSpeed's progress lines)
+                    read_for += ", and the learning rate of DeepSpeed's step=N lines,"
                 context.warnings.append(f"{context.shown}: no metrics lines of a text format it knows; read for its "
                                         f"{read_for} only")
                 return [Piece(path, ERRORS_ONLY, log)]
@@ -129,7 +131,8 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
     iters, others = (with_attempt(f, bounds) for f in (iters, others))
     iters = _without_placeholders(iters, text.shown, warnings)
 
-    extra = pl.concat([_log_interval(iters), _validation_metrics(others, iters)], how="diagonal_relaxed")
+    extra = pl.concat([_log_interval(iters), _validation_metrics(others, iters)]
+                      + ([] if _has_values(iters, s.LR) else [_deepspeed_lr(others)]), how="diagonal_relaxed")
     values = _long_metrics(iters)
     # the metrics with rows, from the value columns (not a unique over millions of rows)
     present = [c[len(_VALUE):] for c in iters.columns if c.startswith(_VALUE) and iters[c].null_count() < iters.height]
@@ -791,6 +794,21 @@ def _last_step(frame: pl.DataFrame, iters: pl.DataFrame, strategy: str = "backwa
         steps, on="line", by="attempt", strategy=strategy, check_sortedness=False  # type: ignore[arg-type]
     )
     return joined.sort("_row")["found"]
+
+
+def _has_values(iters: pl.DataFrame, metric: str) -> bool:
+    column = _VALUE + metric
+    return column in iters.columns and iters[column].null_count() < iters.height
+
+
+def _deepspeed_lr(others: pl.DataFrame) -> pl.DataFrame:
+    """The LR of DeepSpeed's progress lines ("[Rank 0] step=524, skipped=0, lr=[5e-05, 5e-05], mom=[...]"), for a log
+    that prints no other: the first param group's (the canonical LR), at DeepSpeed's own step, once a step."""
+    groups = pl.col("body").str.extract_groups(p.DEEPSPEED_LR)
+    return others.filter(pl.col("kind") == s.EV_SKIPPED_COUNT).select(
+        "attempt", "wall_time", step=groups.struct.field("1").cast(pl.Int64, strict=False), metric=pl.lit(s.LR),
+        value=groups.struct.field("2").cast(pl.Float64, strict=False),
+    ).drop_nulls(["step", "value"]).unique(["attempt", "step"], keep="first", maintain_order=True)
 
 
 def _validation_metrics(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:

@@ -213,6 +213,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
                    r"|\[launch\.py:\d+:main\] WORLD INFO DICT|Setting OMP_NUM_THREADS environment variable"
                    r"|Initializing TorchBackend in DeepSpeed|\[runner\.py:\d+:main\] cmd = "),
 ]
+# the same line's step (DeepSpeed's own: it counts skipped ones) and its first param group's LR, the canonical one
+DEEPSPEED_LR = r"\bstep=(\d+), skipped=\d+, lr=\[?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
 # one rank's parameter report, as many times as a line holds them (ranks' output interleaves)
 RANK_COUNT = r"model parallel rank (?:\([\d, ]+\)|\d+)\s*:?\s*\d+"  # "(0, 1): 805433344"; older: "0: 125262336"
 # the kinds whose group-1 value is an iteration number (the event's step)

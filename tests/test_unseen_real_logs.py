@@ -835,12 +835,49 @@ def test_a_deepspeed_console_of_overflow_lines_only_is_read_for_them() -> None:
     # each skip printed twice ("Grad overflow on iteration: 0", then "... Skipping step ... reducing to 32768.0"); the
     # first three are the start-up search for a scale (DeepSpeed's "step=0, skipped=0" is before any step), the
     # fourth a lone skip: no anomaly, no overflow storm
-    run, _ = _chronicle(REAL / "console_errors" / "DeepSpeedExamples_random_ltd_train_my_implementation_fp16.log")
+    # (its "step=N, skipped=M, lr=[...]" lines are its LR series since audit Z2's Z1: a metric is logged, to step 262)
+    run, lines = _chronicle(REAL / "console_errors" / "DeepSpeedExamples_random_ltd_train_my_implementation_fp16.log")
     [attempt] = run.attempts
-    assert attempt.end_detail == ("no metric logged, but DeepSpeed's count reached step=262, skipped=4; 4 fp16 "
-                                  "overflows, each a step skipped (the loss scale reduced to 32768, and at last to "
-                                  "4096)")
+    assert (attempt.end_reason, attempt.end_step) == ("running", 262)
+    assert ("- **Loss scale:** no series of it, but 4 fp16 overflow lines print the scale they reduced it to (32768, "
+            "at last 4096); where it rose again between them is not in the log, so a collapse of the scale over the "
+            "run could not be checked.") in lines
     assert run.anomalies == [] and run.suspected_causes == []
+
+
+DS_DATA_EFFICIENCY = REAL / "console_errors" / "DeepSpeedExamples_data_efficiency_gpt_finetuning_check_base_training.log"
+
+
+def test_the_lr_of_deepspeeds_step_lines_is_read_where_the_log_prints_no_other() -> None:
+    """DeepSpeedExamples data-efficiency GPT-2 fine-tune (audit Z2, Z1): 263 lines "[Rank 0] step=N, skipped=0,
+    lr=[..., ...], mom=[...]" (step=0 to 524, every 2) were read for the ending only: "Not found: lr, so the warm-up
+    and the learning-rate schedule could not be checked". The first param group's LR is read, at DeepSpeed's step."""
+    run, lines = _chronicle(DS_DATA_EFFICIENCY)
+    lr = parsers.load_run(DS_DATA_EFFICIENCY).metrics.filter(pl.col("metric") == "lr").sort("step")
+    assert (lr.height, lr["step"].min(), lr["step"].max()) == (263, 0, 524)
+    assert lr.select("step", "value").head(3).rows() == [(0, 0.0), (2, 1.0000000000000002e-06),
+                                                         (4, 2.0000000000000003e-06)]
+    assert lr.filter(pl.col("step") == 524)["value"].to_list() == [5e-05]
+    assert not any(line.startswith("- **Not found:** lr") for line in lines)
+    assert any(line.endswith("(text (errors only)): lr 263 points (steps 0–524).") for line in lines)
+    assert "- **Schedule:** LR peaks at 5e-05 (step 100); warm-up ends between steps 98 and 100 (the logged points)." \
+        in lines
+    assert any(w.endswith("no metrics lines of a text format it knows; read for its errors, stops and fp16 overflow "
+                          "lines, and the learning rate of DeepSpeed's step=N lines, only") for w in run.warnings)
+
+
+def test_a_56_minute_deepspeed_run_is_not_a_short_attempt_and_its_clock_is_read() -> None:
+    """The same log: with no metric read, its steps were counted as none, so a 56-minute run whose own count reached
+    step=524 was listed under "Short attempts (at most 3 steps logged)" as "no step read", and its timeline said
+    "ended –, ran for –" though every DeepSpeed line is stamped (00:51:19 to 01:47:17). Its steps are DeepSpeed's."""
+    run, lines = _chronicle(DS_DATA_EFFICIENCY)
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step, attempt.short) == (0, 524, False)
+    assert not any("Short attempts" in line for line in lines)
+    assert attempt.last_step_at == pytest.approx(1669254437.985)  # 2022-11-24 01:47:17,985, the step=524 line
+    assert attempt.ran_for_s == pytest.approx(1669254437.985 - 1669251079.037)
+    row = next(line for line in lines if line.startswith("| 1 | 0–524 |"))
+    assert row.startswith("| 1 | 0–524 | 2022-11-24 00:51:19 | last step 2022-11-24 01:47:17 | 56 min |")
 
 
 def test_a_traceback_logged_as_a_python_list_is_quoted_by_its_error() -> None:
