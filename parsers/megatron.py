@@ -143,7 +143,12 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
         [line_events(others, iters), _iteration_events(iters, cut, text, prefix), _process_starts(others)],
         how="diagonal_relaxed",
     )
-    configs = _configs(others, iters)
+    planned = _planned_steps(others)
+    configs = _configs(others, iters, planned)
+    warnings += [f"{text.shown}: attempt {a}: planned to end at DeepSpeed's step {n}: the {total} \"Total optimization "
+                 f"steps\" it printed, of {script} batch(es) each (\"Gradient Accumulation steps = {script}\"), are {n} of "
+                 f"DeepSpeed's steps, of {ds} batches each (its gradient_accumulation_steps)"
+                 for a, n, total, script, ds in planned.rows() if n != total]
 
     def finish(frame: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
         labels = {name: pl.lit(value, dtype=schema["run"]) for name, value in (("run", run), ("source", source))}
@@ -1034,7 +1039,21 @@ def argument_value(text: str | None) -> str | None:
     return value or None
 
 
-def _configs(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:
+def _planned_steps(others: pl.DataFrame) -> pl.DataFrame:
+    """Per attempt, the last step a script's header plans on DeepSpeed's step axis (``train_iters``), with what it is
+    from: its "Total optimization steps = N" times its "Gradient Accumulation steps = g" are batches, of which
+    DeepSpeed's step takes the ``gradient_accumulation_steps`` of its config (the Trainer sets both alike: N; a script
+    whose own accumulation is not DeepSpeed's plans N * g // that). Empty without all three."""
+    found = others.select("attempt", **{name: pl.col("body").str.extract(rx, 1).cast(pl.Int64, strict=False)
+                                        for name, rx in (("total", p.PLANNED_STEPS), ("script", p.SCRIPT_ACCUMULATION),
+                                                         ("deepspeed", p.DEEPSPEED_ACCUMULATION))})
+    per = found.group_by("attempt", maintain_order=True).agg(pl.all().drop_nulls().first())
+    return per.drop_nulls().filter(pl.col("deepspeed") > 0).select(
+        "attempt", steps=pl.col("total") * pl.col("script") // pl.col("deepspeed"), total="total", script="script",
+        deepspeed="deepspeed")
+
+
+def _configs(others: pl.DataFrame, iters: pl.DataFrame, planned: pl.DataFrame) -> pl.DataFrame:
     body = pl.col("body").str.replace_all(p.ANSI, "")
     kv = others.filter("in_args").select(
         "attempt", g=body.str.extract_groups(p.ARGS_LINE), long=body.str.extract_groups(p.ARGS_LONG_LINE)
@@ -1052,7 +1071,10 @@ def _configs(others: pl.DataFrame, iters: pl.DataFrame) -> pl.DataFrame:
         "attempt", key=pl.lit("train_iters"), value=pl.col("total").cast(pl.String)
     ).drop_nulls("value")  # (a total beyond int64 was not read)
     known = kv.filter((pl.col("key") == "train_iters") & (pl.col("value") != "None")).select("attempt")
-    totals = totals.join(known, on="attempt", how="anti")
+    # else the steps a script's header plans (see :func:`_planned_steps`)
+    totals = pl.concat([totals, planned.select("attempt", key=pl.lit("train_iters"),
+                                               value=pl.col("steps").cast(pl.String))], how="vertical_relaxed")
+    totals = totals.join(known, on="attempt", how="anti").unique("attempt", keep="first", maintain_order=True)
     kv = pl.concat([kv.filter(~((pl.col("key") == "train_iters") & (pl.col("value") == "None"))), totals])
     typed = [_typed_json(v) for v in kv["value"].to_list()]
     return kv.with_columns(typed=pl.Series(typed, dtype=pl.String))

@@ -215,6 +215,12 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
 ]
 # the same line's step (DeepSpeed's own: it counts skipped ones) and its first param group's LR, the canonical one
 DEEPSPEED_LR = r"\bstep=(\d+), skipped=\d+, lr=\[?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+# a training script's header ("***** Running training *****", as the Hugging Face Trainer and the scripts that copy it
+# print) and DeepSpeed's config print: how many steps the script plans, of how many batches each, and how many
+# batches DeepSpeed accumulates into one of its steps ("[config.py:999:print]   gradient_accumulation_steps .. 2")
+PLANNED_STEPS = r"^\s*Total optimization steps = (\d+)\s*$"
+SCRIPT_ACCUMULATION = r"^\s*Gradient Accumulation steps = (\d+)\s*$"
+DEEPSPEED_ACCUMULATION = r"\[config\.py:\d+:print\]\s+gradient_accumulation_steps \.+ (\d+)\s*$"
 # one rank's parameter report, as many times as a line holds them (ranks' output interleaves)
 RANK_COUNT = r"model parallel rank (?:\([\d, ]+\)|\d+)\s*:?\s*\d+"  # "(0, 1): 805433344"; older: "0: 125262336"
 # the kinds whose group-1 value is an iteration number (the event's step)

@@ -74,6 +74,10 @@ def ending(a: Attempt) -> str:
     else:
         where = f" after step {a.end_at_step}"
     detail = (f": “{md(a.end_detail)}”" if quoted else f": {md(a.end_detail)}") if a.end_detail else ""
+    if detail and not quoted and a.end_reason == EndReason.COMPLETED and a.target_step is not None \
+            and a.end_step is not None and a.end_step >= a.target_step \
+            and f"{a.end_step} of {a.target_step}" not in a.end_detail:  # its planned last step: which it was
+        detail += f" (step {a.end_step} of {a.target_step})"
     after = (f"; then the program failed after its training: “{md(a.failed_after_training)}”"
              if a.failed_after_training else "")
     return f"{ENDINGS.get(a.end_reason, a.end_reason.value)}{where}{detail}{after}"

@@ -835,10 +835,11 @@ def test_a_deepspeed_console_of_overflow_lines_only_is_read_for_them() -> None:
     # each skip printed twice ("Grad overflow on iteration: 0", then "... Skipping step ... reducing to 32768.0"); the
     # first three are the start-up search for a scale (DeepSpeed's "step=0, skipped=0" is before any step), the
     # fourth a lone skip: no anomaly, no overflow storm
-    # (its "step=N, skipped=M, lr=[...]" lines are its LR series since audit Z2's Z1: a metric is logged, to step 262)
+    # (its "step=N, skipped=M, lr=[...]" lines are its LR series since audit Z2's Z1: a metric is logged, to step 262;
+    # and step 262 is the end its script planned: "Total optimization steps = 524" of 1 batch, DeepSpeed's steps of 2)
     run, lines = _chronicle(REAL / "console_errors" / "DeepSpeedExamples_random_ltd_train_my_implementation_fp16.log")
     [attempt] = run.attempts
-    assert (attempt.end_reason, attempt.end_step) == ("running", 262)
+    assert (attempt.end_reason, attempt.end_step, attempt.target_step) == ("completed", 262, 262)
     assert ("- **Loss scale:** no series of it, but 4 fp16 overflow lines print the scale they reduced it to (32768, "
             "at last 4096); where it rose again between them is not in the log, so a collapse of the scale over the "
             "run could not be checked.") in lines
@@ -878,6 +879,21 @@ def test_a_56_minute_deepspeed_run_is_not_a_short_attempt_and_its_clock_is_read(
     assert attempt.ran_for_s == pytest.approx(1669254437.985 - 1669251079.037)
     row = next(line for line in lines if line.startswith("| 1 | 0–524 |"))
     assert row.startswith("| 1 | 0–524 | 2022-11-24 00:51:19 | last step 2022-11-24 01:47:17 | 56 min |")
+
+
+def test_a_deepspeed_run_that_reached_the_steps_its_script_planned_completed() -> None:
+    """The same log prints its plan ("Total optimization steps = 1048", "Gradient Accumulation steps = 1", L35-36;
+    DeepSpeed's "gradient_accumulation_steps .. 2", L124) and reaches it (step=524 at L1215, timer "0/1048", the
+    final evaluation, "saving model ..."): "the log ends with no end printed", never that it reached its planned end.
+    The script's 1048 steps of one batch are 524 of DeepSpeed's steps of two (its step=N lines count those)."""
+    run, lines = _chronicle(DS_DATA_EFFICIENCY)
+    [attempt] = run.attempts
+    assert (attempt.end_step, attempt.target_step, attempt.end_reason) == (524, 524, "completed")
+    assert "- **How it ended:** completed: reached the last iteration (step 524 of 524)." in lines
+    assert any(w.endswith("attempt 1: planned to end at DeepSpeed's step 524: the 1048 \"Total optimization steps\" it "
+                          "printed, of 1 batch(es) each (\"Gradient Accumulation steps = 1\"), are 524 of DeepSpeed's "
+                          "steps, of 2 batches each (its gradient_accumulation_steps)") for w in run.warnings)
+    assert not any("Stopped short" in line or "no end printed" in line for line in lines)
 
 
 def test_a_traceback_logged_as_a_python_list_is_quoted_by_its_error() -> None:
@@ -1014,7 +1030,7 @@ def test_an_llmc_run_that_reached_its_last_step_completed() -> None:
     run, lines = _chronicle(REAL / "llmc" / "HectorFCardenas_gpt2_train.11685414_from_step19000.log")
     [attempt] = run.attempts
     assert (attempt.end_step, attempt.target_step, attempt.end_reason) == (19560, 19560, "completed")
-    assert "- **How it ended:** completed: reached the last iteration." in lines
+    assert "- **How it ended:** completed: reached the last iteration (step 19560 of 19560)." in lines
 
 
 def test_a_planned_stop_at_a_time_budget_after_a_later_evaluation_is_the_end() -> None:
