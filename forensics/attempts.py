@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from forensics.configs import INFERRED_KEYS, config_changes
-from forensics.endings import end_of
+from forensics.endings import Ending, end_of, ending_block
 from forensics.findings import Anomaly, Attempt, EndReason, ReplayDifference
 from forensics.gaps import logged_steps, usual_intervals
 from forensics.timeline import mid_run_epoch, one_per_step
@@ -31,6 +31,30 @@ def _resume_point(events: pl.DataFrame, start: int | None, interval: int) -> tup
     if start - max(interval, 1) < 2:  # its first logged step is the first or second of training
         return None, True
     return start - max(interval, 1), True
+
+
+def _last_bar(events: pl.DataFrame, ending: Ending, end_step: int | None, stepped: frozenset[str]
+              ) -> tuple[int, int] | None:
+    """The count and total of the attempt's last progress bar (:data:`parsers.schema.EV_PROGRESS`) printed up to the
+    line that ended it (in that line's file), when its count is past the attempt's last logged step and the step its
+    ending names (or it logged none) and its total at or past them: how far the loop the bar counts got (a bar of
+    fewer steps counts something else, an evaluation's batches). A bar of that total whose count went back is one
+    bar per epoch (or per evaluation), not the training's: none then."""
+    bars = events.filter((pl.col("kind") == s.EV_PROGRESS) & pl.col("step").is_not_null()) if events.height \
+        else events
+    if not bars.height:
+        return None
+    if ending.kind is not None:
+        deciding = ending_block(events, end_step, stepped).filter(pl.col("kind") == ending.kind).head(1)
+        if deciding.height and deciding["line"][0] is not None:
+            bars = bars.filter((pl.col("source") == deciding["source"][0]) & (pl.col("line") <= deciding["line"][0]))
+    if not bars.height or bars.filter(pl.col("value") == bars["value"][-1]).select(
+            (pl.col("step").diff() < 0).any()).item():
+        return None
+    past = max((step for step in (end_step, ending.step) if step is not None), default=None)
+    if past is not None:
+        bars = bars.filter((pl.col("step") > past) & (pl.col("value") >= past))
+    return (int(bars["step"][-1]), int(bars["value"][-1])) if bars.height else None
 
 
 def _mid_warmup(metrics: pl.DataFrame, attempt: int) -> int | None:
@@ -162,6 +186,7 @@ def build_attempts(
             target=train_iters if isinstance(train_iters, int) and train_iters > 0 else None,
             last_loss_step=span.get("last_loss"), stepped=frozenset(span.get("sources") or []),
         )
+        bar = _last_bar(ev, ending, end, frozenset(span.get("sources") or []))
         # (a log that restarts at every few lines has thousands of attempts, most with no events: no queries then)
         printed = ev.filter(pl.col("kind") != s.EV_SCHEDULER)["wall_time"].max() if ev.height else None
         times = [t for t in (span.get("first_seen"), ev.filter(pl.col("kind") != s.EV_SCHEDULER)["wall_time"].min()
@@ -187,6 +212,7 @@ def build_attempts(
                 failed_after_training=ending.failed_after,
                 end_at_step=ending.step if ending.kind is not None else end,
                 target_step=train_iters if isinstance(train_iters, int) and train_iters > 0 else None,
+                bar_step=bar[0] if bar else None, bar_total=bar[1] if bar else None,
                 points=int(span.get("points") or 0),
                 sources=sorted(set(span.get("sources") or [])
                                | (set(ev["source"].drop_nulls().unique().to_list()) if ev.height else set())),

@@ -219,6 +219,9 @@ class Attempt:
     end_kind: str | None = None       # the event kind of that line (``parsers.schema`` vocabulary)
     end_at_step: int | None = None    # the last step logged before that line (None: before any, or not known)
     target_step: int | None = None    # the last iteration it was configured to reach (train_iters), when known
+    bar_step: int | None = None       # the count of its last progress bar (tqdm's N of N/M) up to its ending, when
+                                      # past its last logged step (or it logged none): how far its loop got
+    bar_total: int | None = None      # that bar's total (its M)
     behaviour: list[str] = field(default_factory=list)  # how it behaved differently after its config changes
     started_at: float | None = None   # wall clock (Unix seconds) of its start-up, when the log shows and times it
     first_seen_at: float | None = None  # the first time the attempt printed

@@ -889,6 +889,32 @@ def _iteration_events(iters: pl.DataFrame, cut: pl.DataFrame, text: TextFile, pr
 
 
 # --- other lines --------------------------------------------------------------------------------------------------
+def kept_bar(text: pl.Expr) -> pl.Expr:
+    """Whether a line is a progress bar worth keeping (:data:`parsers.megatron_patterns.PROGRESS_BAR`): of a run of
+    lines that are bars one after another (tqdm redrawing in place), only the first and the last; the lines of the
+    frame are the file's lines in order (a block of them)."""
+    bar = text.str.contains(p.PROGRESS_BAR_ANYWHERE).fill_null(False)
+    return bar & ~(bar.shift(1).fill_null(False) & bar.shift(-1).fill_null(False))
+
+
+def progress_events(others: pl.DataFrame) -> pl.DataFrame:
+    """A :data:`parsers.schema.EV_PROGRESS` event for each kept line that holds a progress bar (alone, or glued in
+    front of another line: an error printed over the bar), from its last bar: step = its count, value = its total."""
+    if not others.height:
+        return pl.DataFrame()
+    last = pl.col("body").str.extract_all(p.PROGRESS_BAR + r"[^\]]*\]?").list.last()
+    # (a console reader may have read the bar before it cut a long line to its event: its "bar" column)
+    attempt = pl.col("attempt") if "attempt" in others.columns else pl.lit(None, dtype=pl.Int32)
+    bars = others.select("line", attempt.alias("attempt"), "wall_time",
+                         bar=pl.coalesce("bar", last) if "bar" in others.columns else last)
+    bars = bars.filter(pl.col("bar").is_not_null()).with_columns(
+        step=pl.col("bar").str.extract(p.PROGRESS_BAR, 1).cast(pl.Int64, strict=False),
+        value=pl.col("bar").str.extract(p.PROGRESS_BAR, 2).cast(pl.Float64, strict=False))
+    return bars.filter(pl.col("step").is_not_null() & (pl.col("step") <= pl.col("value"))).select(
+        "line", "attempt", "step", kind=pl.lit(s.EV_PROGRESS), value="value", wall_time="wall_time",
+        text=pl.col("bar").str.extract(r"(\d{1,3}%\|.*)$", 1))
+
+
 _CAUGHT_WITHIN = 3  # lines from an out-of-memory error within which the program's word that it caught one counts
 
 

@@ -224,6 +224,12 @@ DEEPSPEED_ACCUMULATION = r"\[config\.py:\d+:print\]\s+gradient_accumulation_step
 # one rank's parameter report, as many times as a line holds them (ranks' output interleaves)
 RANK_COUNT = r"model parallel rank (?:\([\d, ]+\)|\d+)\s*:?\s*\d+"  # "(0, 1): 805433344"; older: "0: 125262336"
 # the kinds whose group-1 value is an iteration number (the event's step)
+# a tqdm bar with no label before its percentage (the Hugging Face Trainer's training bar, a plain training loop's):
+# group 1 its count, group 2 its total ("  2%|▏         | 13/620 [01:07<50:20,  4.98s/it]"); a labelled bar ("Map: 100%|",
+# "Loading checkpoint shards: 50%|") counts something else. A line may hold several (redrawn in place): the last is read
+PROGRESS_BAR = r"(?:^|[^\w:\s])\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+) \[[\d:]+<"
+PROGRESS_BAR_ANYWHERE = r"\d{1,3}%\|[^|]*\|\s*\d+/\d+ \[[\d:]+<"  # (a quick test before the exact one)
+
 STEP_VALUED = frozenset({s.EV_CHECKPOINT_LOAD, s.EV_CHECKPOINT_SAVE, s.EV_CHECKPOINT_SAVING, s.EV_SKIP_RANGE})
 # the group-1 value is in billions for these parameter-count patterns
 BILLIONS = ("Billion", "in billions", "estimated model parameters")

@@ -23,7 +23,7 @@ import polars as pl
 from parsers import lightning, registry, remote
 from parsers import schema as s
 from parsers.config_names import canonical_configs
-from parsers.console.engine import COUNTED_NOTE
+from parsers.console.engine import BARRED_NOTE, COUNTED_NOTE
 from parsers.errors import shown_path
 from parsers.metric_names import VALIDATION_FOLDERS
 from parsers.reader import NotThisFormat, Piece, ReadContext, display_path
@@ -222,6 +222,7 @@ def _counted_by_interval(run: Run) -> None:
         return
     mine = pl.col("source").cast(pl.String).is_in(counted)
     run.metrics = run.metrics.with_columns(step=pl.when(mine).then(pl.col("step") * interval).otherwise("step"))
+    mine = mine & (pl.col("kind") != s.EV_PROGRESS)  # (a progress bar's count is its own)
     run.events = run.events.with_columns(step=pl.when(mine).then(pl.col("step") * interval).otherwise("step"))
     note = (f"it prints no step: steps here are its printed metrics lines times the logging interval its run's config "
             f"sets ({interval})")
@@ -372,11 +373,14 @@ def _placed(pieces: list[Piece], root: Path) -> list[Piece]:
     """The pieces, a console that prints no step (its points numbered 1, 2, ... by line) left without its points
     when another piece of the run logs the same metrics at their steps (a Trainer's ``trainer_state.json`` beside
     its console): numbered lines cannot be put on those steps, and put before them they would read as more of the
-    run. Its events stay, with no step."""
-    stepped = {m for p in pieces if not p.log.counted_steps for m in p.log.metrics["metric"].unique().to_list()}
+    run. Its events stay, with no step. A console whose steps are its progress bar's counts yields to that file too
+    (the same points, read twice)."""
+    stepless = [p.log.counted_steps or p.log.bar_steps for p in pieces]
+    stepped = {m for p, no in zip(pieces, stepless, strict=True) if not no
+               for m in p.log.metrics["metric"].unique().to_list()}
     out = []
-    for piece in pieces:
-        mine = set(piece.log.metrics["metric"].unique().to_list()) if piece.log.counted_steps else set()
+    for piece, no in zip(pieces, stepless, strict=True):
+        mine = set(piece.log.metrics["metric"].unique().to_list()) if no else set()
         if not mine & stepped:
             out.append(piece)
             continue
@@ -384,9 +388,10 @@ def _placed(pieces: list[Piece], root: Path) -> list[Piece]:
         names = ", ".join(sorted(m.replace("_", " ") for m in mine))
         warning = (f"{display_path(piece.file, root)}: it prints no step, and another file of the run logs its "
                    f"metrics at their steps: its {log.metrics.height} points ({names}) were not used")
-        kept = [w for w in log.warnings if not w.endswith(COUNTED_NOTE)]  # its numbering is not used either
+        kept = [w for w in log.warnings if not w.endswith((COUNTED_NOTE, BARRED_NOTE))]  # its numbering is not used
         out.append(replace(piece, log=replace(
-            log, metrics=log.metrics.clear(), events=log.events.with_columns(step=pl.lit(None, dtype=pl.Int64)),
+            log, metrics=log.metrics.clear(),  # (a progress bar's count is its own)
+            events=log.events.with_columns(step=pl.when(pl.col("kind") == s.EV_PROGRESS).then("step")),
             warnings=[*kept, warning])))
     return out
 

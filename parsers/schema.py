@@ -154,6 +154,9 @@ EV_FILE_START = "event_file_start"          # TensorBoard: an event file's first
 EV_EVALUATION_PASS = "evaluation_pass"      # TensorBoard: a file of evaluation scalars only (Lightning's validate() or
                                             # test(), a Trainer's evaluate()): an evaluation, no training step
 EV_WANDB_RUN_START = "wandb_run_start"      # a W&B run (or a resume of it) began: one per .wandb file
+EV_PROGRESS = "progress_bar"              # a tqdm progress bar with no label ("  2%|▏   | 13/620 [01:07<50:20, 4.98s/it]"):
+                                            # step = its count (13), value = its total (620); how far the loop it
+                                            # counts got, and how far it was to go (forensics.attempts)
 
 # errors, as the chronicle lists them; the hardware / infrastructure evidence among them
 # formats whose logged loss is a mean over the iterations since the point before (Megatron's log interval, the
@@ -259,3 +262,4 @@ class ParsedLog:
     n_attempts: int = 0
     tags: dict[str, str] = field(default_factory=dict)  # each name as the source wrote it -> the metric it became
     counted_steps: bool = False  # it prints no step: its steps number its printed metrics lines 1, 2, ...
+    bar_steps: bool = False  # it prints no step: its steps are the counts of the progress bar after each metrics line

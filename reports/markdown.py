@@ -261,6 +261,11 @@ def _summary(run: RunFindings) -> list[str]:
 
 
 def _far(attempt: Attempt) -> str:
+    bar = "" if attempt.bar_step is None else f" (its progress bar at {attempt.bar_step} of {attempt.bar_total})"
+    return _far_logged(attempt) + bar
+
+
+def _far_logged(attempt: Attempt) -> str:
     if attempt.end_step is None:
         return "no step read" if attempt.end_at_step is None else f"step {attempt.end_at_step} as its log printed"
     if attempt.end_at_step is not None and attempt.end_at_step > attempt.end_step:

@@ -73,6 +73,8 @@ def ending(a: Attempt) -> str:
         where = f" after step {a.end_at_step} (as its log printed; its metrics end at step {a.end_step})"
     else:
         where = f" after step {a.end_at_step}"
+    if a.bar_step is not None:  # (a progress bar printed past its last logged step, or where none was read)
+        where += f" (its progress bar at {a.bar_step} of {a.bar_total})"
     detail = (f": “{md(a.end_detail)}”" if quoted else f": {md(a.end_detail)}") if a.end_detail else ""
     if detail and not quoted and a.end_reason == EndReason.COMPLETED and a.target_step is not None \
             and a.end_step is not None and a.end_step >= a.target_step \

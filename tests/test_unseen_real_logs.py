@@ -1834,3 +1834,18 @@ def test_clipping_says_what_its_before_covers() -> None:
     assert (clipping.attempt, clipping.step, clipping.end_step) == (2, 14500, 26500)
     assert clipping.detail == ("grad norm above the clip threshold 1 at 100% of logged steps from step 14500 to step "
                                "26500 (against 0% from step 8000; rolling share over 10 points)")
+
+
+def test_a_trainer_console_that_prints_no_step_takes_its_steps_and_its_end_from_its_progress_bar() -> None:
+    """hiyouga/LlamaFactory #2902 (audit Z8): the Trainer's dict carries no step, so it was counted as step 1 and the
+    chronicle said "crashed after step 1", while the tqdm bars printed after it show 10/620 ... 13/620."""
+    run, lines = _chronicle(REAL / "hf_trainer" / "llamafactory_issue2902_trainer_desync_watchdog_excerpt.txt")
+    assert (run.coverage["metrics"]["loss"]["points"], run.coverage["metrics"]["loss"]["first_step"]) == (1, 10)
+    assert any(w.endswith("it prints no step: each metrics line's step is the count of the progress bar printed "
+                          "after it (its N of N/M)") for w in run.warnings)
+    [attempt] = run.attempts
+    assert (attempt.end_step, attempt.end_at_step, attempt.bar_step, attempt.bar_total) == (10, 10, 13, 620)
+    assert (attempt.end_reason, attempt.end_kind) == ("crashed", "collective_timeout")
+    assert lines[4].startswith("- **What went wrong:** attempt 1 crashed after step 10 (its progress bar at 13 of "
+                               "620): “ProcessGroupNCCL.cpp:607\\] \\[Rank 0\\] Watchdog caught collective operation "
+                               "timeout: WorkNCCL(SeqNum=1516")

@@ -18,7 +18,7 @@ import polars as pl
 
 from parsers import megatron_patterns as p
 from parsers import schema as s
-from parsers.megatron import attempt_bounds, line_events, with_attempt, with_event_kinds
+from parsers.megatron import attempt_bounds, kept_bar, line_events, progress_events, with_attempt, with_event_kinds
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
 from parsers.textfile import TextFile, inspect_text, scan_blocks
@@ -103,7 +103,8 @@ class LineFormat:
                             + (f"what the end of the file cut ({cut!r}) was not used" if cut
                                else "its values were not used"))
         notes: list[str] = []
-        metrics, iters, counted = self._metrics(lines, notes)
+        others_frame = self._others(other)
+        metrics, iters, counted = self._metrics(lines, notes, others_frame)
         for metric, value, why in self.placeholders:
             placeholder = (pl.col("metric") == metric) & (pl.col("value") == value)
             if (n := metrics.filter(placeholder).height):
@@ -115,7 +116,6 @@ class LineFormat:
         notes += [f"{n} line{'s' if n != 1 else ''} {why}: not read" for n, (_, why) in zip(unread, self.unread,
                                                                                              strict=True) if n]
         warnings += [f"{source}: {note}" for note in notes]
-        others_frame = self._others(other)
         bounds = attempt_bounds(iters, others_frame)
         iters = with_attempt(iters, bounds)
         metrics = with_attempt(metrics, bounds)
@@ -131,7 +131,8 @@ class LineFormat:
         wanted = others_frame.height and "kind" in others_frame.columns and others_frame["kind"].is_not_null().any()
         placed = pl.concat([iters.select("line", "attempt", "step"), metrics.select("line", "attempt", "step")],
                            how="vertical_relaxed").unique("line", keep="last") if wanted else None
-        events = line_events(others_frame, iters, own_steps=not counted, placed=placed)
+        events = pl.concat([line_events(others_frame, iters, own_steps=not counted, placed=placed),
+                            progress_events(others_frame)], how="diagonal_relaxed")
 
         def finish(frame: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
             labels = {name: pl.lit(value, dtype=schema["run"]) for name, value in (("run", run), ("source", source))}
@@ -146,6 +147,7 @@ class LineFormat:
             n_attempts=max(int(bounds["attempt"].max() or 0), 1),  # type: ignore[arg-type]
             tags={name: name for name in metrics["metric"].unique().to_list()},
             counted_steps=counted,
+            bar_steps=BARRED_NOTE in notes,
         )
 
     # --- per block --------------------------------------------------------------------------------------------------
@@ -176,12 +178,16 @@ class LineFormat:
         mine = mine.with_columns(**{c: pl.lit(None, dtype=pl.String) for c in columns if c not in mine.columns})
         mine = mine.with_columns(wall_time=_stamp(stamped)).drop("clean", "text")
         extra = "|".join(f"(?:{rx})" for _, rx in self.events)
-        rest = lines.filter(pl.col("rule").is_null())
-        rest = rest.filter(pl.col("clean").str.contains(_ANY_EVENT + (f"|{extra}" if extra else "")))
+        rest = lines.with_columns(bar=kept_bar(pl.when(pl.col("rule").is_null()).then(pl.col("clean"))))
+        rest = rest.filter(pl.col("rule").is_null() & (
+            pl.col("clean").str.contains(_ANY_EVENT + (f"|{extra}" if extra else "")) | pl.col("bar"))).drop("bar")
         # a long line is mostly progress output glued in front of what it says ("evaluating HellaSwag: 10/1256...
         # slurmstepd: error: *** JOB ... CANCELLED"): it is kept from where the event begins
         said = pl.col("text").str.extract(f"((?:{_ANY_EVENT}{'|' + extra if extra else ''}).*)$", 1)
-        rest = rest.with_columns(wall_time=_stamp(stamped), text=pl.when(pl.col("text").str.len_chars() > _LONG_LINE)
+        # (a bar glued in front is read before the line is cut: parsers.megatron.progress_events)
+        bar = pl.col("clean").str.extract_all(p.PROGRESS_BAR + r"[^\]]*\]?").list.last()
+        rest = rest.with_columns(wall_time=_stamp(stamped), bar=bar, text=pl.when(pl.col("text").str.len_chars()
+                                                                                > _LONG_LINE)
                                  .then(pl.coalesce(said, pl.col("text"))).otherwise(pl.col("text")) + "").drop("clean")
         return mine, rest, missed
 
@@ -235,9 +241,13 @@ class LineFormat:
                   for n, r in enumerate(self.rules) if n in present for m in r.fields}
         return out.with_columns(step=plain, **values).sort("line")
 
-    def _metrics(self, lines: pl.DataFrame, notes: list[str]) -> tuple[pl.DataFrame, pl.DataFrame, bool]:
+    def _metrics(self, lines: pl.DataFrame, notes: list[str], others: pl.DataFrame | None = None
+                 ) -> tuple[pl.DataFrame, pl.DataFrame, bool]:
         """Long metrics rows (line, step, metric, value, wall_time), one row per step line (line, step), and whether
-        the steps count printed lines (the log prints none)."""
+        the steps count printed lines (the log prints none). Lines that print no step take the count of the progress
+        bar printed after each, before the next metrics line (the Trainer redraws its bar, at the step it logged,
+        after each dict), where every one has such a bar (``others``: the other kept lines); else they are
+        counted."""
         counted = [n for n, r in enumerate(self.rules) if r.ordinal]
         numbered = False
         if counted and lines.filter(pl.col("rule").is_in(counted) & pl.col("step").is_not_null()).height == 0:
@@ -251,7 +261,11 @@ class LineFormat:
             new = counted_lines.select("line", _n=(~copy.fill_null(False)).cast(pl.Int64).cum_sum())
             lines = lines.join(new, on="line", how="left", maintain_order="left").with_columns(
                 step=pl.when(mine).then(pl.col("_n")).otherwise("step")).drop("_n")
-            if lines.filter(mine).height:
+            barred = _bar_steps(lines, mine, others)
+            if barred is not None:
+                lines = lines.with_columns(step=pl.when(mine).then(barred).otherwise("step"))
+                notes.append(BARRED_NOTE)
+            elif lines.filter(mine).height:
                 numbered = True
                 notes.append(COUNTED_NOTE)
         keys = [f"v:{n}:{m}" for n, rule in enumerate(self.rules) for m in rule.fields if m in (s.LOSS, s.GRAD_NORM)]
@@ -293,6 +307,7 @@ class LineFormat:
                                                                 "wall_time": pl.String}))
         frame = frame.select(
             pl.col("line").cast(pl.Int64), "text", body=pl.col("text").fill_null("").str.replace_all(_ANSI, ""),
+            bar=pl.col("bar") if "bar" in frame.columns else pl.lit(None, dtype=pl.String),
             wall_time=_epoch(pl.col("wall_time")), in_args=pl.lit(False), is_args_start=pl.lit(False),
             is_args_end=pl.lit(False),
         )
@@ -314,6 +329,26 @@ PLANNED_STEPS = "train_iters"
 
 COUNTED_NOTE = ("it prints no step: steps here count its printed metrics lines (times the logging interval, they are "
                 "the training steps)")
+BARRED_NOTE = ("it prints no step: each metrics line's step is the count of the progress bar printed after it "
+               "(its N of N/M)")
+
+
+def _bar_steps(lines: pl.DataFrame, mine: pl.Expr, others: pl.DataFrame | None) -> pl.Series | None:
+    """Each metrics line's step where ``mine`` holds: the count of the first progress bar after it and before the
+    next metrics line (:func:`parsers.megatron.progress_events`); None unless every such line has one."""
+    if others is None or not others.height or not lines.filter(mine).height:
+        return None
+    bars = progress_events(others)
+    if not bars.height:
+        return None
+    bars = bars.select(pl.col("line").cast(pl.Int64), bar_step="step").sort("line")
+    placed = lines.select(pl.col("line").cast(pl.Int64), mine=mine, next=pl.col("line").shift(-1).cast(pl.Int64)) \
+        .join_asof(bars.with_columns(bar_line="line"), on="line", strategy="forward")
+    placed = placed.with_columns(bar_step=pl.when(pl.col("next").is_null() | (pl.col("bar_line") < pl.col("next")))
+                                 .then("bar_step"))
+    if placed.filter(pl.col("mine") & pl.col("bar_step").is_null()).height:
+        return None
+    return placed["bar_step"]
 
 
 def _one_print_per_step(lines: pl.DataFrame, per_step: pl.Expr, keys: list[str], notes: list[str],
