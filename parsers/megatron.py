@@ -140,7 +140,8 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
     # same dtypes, so the millions of value rows are not cast or copied
     metrics = pl.concat([values, s.conform(extra, s.METRICS_SCHEMA).select(values.columns)], rechunk=False)
     events = pl.concat(
-        [line_events(others, iters), _iteration_events(iters, cut, text, prefix), _process_starts(others)],
+        [line_events(others, iters), _iteration_events(iters, cut, text, prefix), _process_starts(others),
+         progress_events(others)],
         how="diagonal_relaxed",
     )
     planned = _planned_steps(others)
@@ -293,7 +294,7 @@ def _line_rows(lines: pl.LazyFrame, prefix: str, layout: Layout | None) -> pl.La
     rest = pl.when(~iteration).then(pl.col("body"))  # null on iteration lines: the regexes below skip them
     other = (
         pl.col("is_args_start") | pl.col("is_args_end") | rest.str.contains(p.ARGS_CANDIDATE)
-        | rest.str.contains(_ANY_EVENT) | rest.str.contains(" loss at ", literal=True)
+        | rest.str.contains(_ANY_EVENT) | rest.str.contains(" loss at ", literal=True) | kept_bar(rest)
     ).fill_null(False)
     def cell(position: int) -> pl.Expr:
         return pl.col(f"_cell{position}")

@@ -1849,3 +1849,18 @@ def test_a_trainer_console_that_prints_no_step_takes_its_steps_and_its_end_from_
     assert lines[4].startswith("- **What went wrong:** attempt 1 crashed after step 10 (its progress bar at 13 of "
                                "620): “ProcessGroupNCCL.cpp:607\\] \\[Rank 0\\] Watchdog caught collective operation "
                                "timeout: WorkNCCL(SeqNum=1516")
+
+
+def test_an_errors_only_log_says_how_far_its_progress_bar_got() -> None:
+    """deepspeedai/DeepSpeed #6705 (audit Z9): a console whose metrics lines are not recognised said "crashed with no
+    step read" although the bar on the error line itself says 23054/23316 (99%)."""
+    path = REAL / "console_errors" / "deepspeed_issue6705_bert_tqdm_watchdog_excerpt.txt"
+    [read] = parsers.load_runs(path)
+    bars = read.events.filter(pl.col("kind") == "progress_bar")
+    assert bars.select("line", "step", "value").rows() == [(1, 23054, 23316.0)]
+    run, lines = _chronicle(path)
+    [attempt] = run.attempts
+    assert (attempt.end_step, attempt.end_at_step, attempt.bar_step, attempt.bar_total) == (None, None, 23054, 23316)
+    assert (attempt.end_reason, attempt.end_kind) == ("crashed", "collective_timeout")
+    assert lines[4].startswith("- **What went wrong:** attempt 1 crashed with no step read from its logs (its progress "
+                               "bar at 23054 of 23316): “\\[rank1\\]:\\[E1101 17:03:05.823968890 ProcessGroupNCCL.cpp:607\\]")
