@@ -36,10 +36,10 @@ def _resume_point(events: pl.DataFrame, start: int | None, interval: int) -> tup
 def _last_bar(events: pl.DataFrame, ending: Ending, end_step: int | None, stepped: frozenset[str]
               ) -> tuple[int, int] | None:
     """The count and total of the attempt's last progress bar (:data:`parsers.schema.EV_PROGRESS`) printed up to the
-    line that ended it (in that line's file), when its count is past the attempt's last logged step and the step its
-    ending names (or it logged none) and its total at or past them: how far the loop the bar counts got (a bar of
-    fewer steps counts something else, an evaluation's batches). A bar of that total whose count went back is one
-    bar per epoch (or per evaluation), not the training's: none then."""
+    line that ended it (in that line's file), when its count is at or past the attempt's last logged step and the
+    step its ending names (or it logged none), and its total too: how far the loop the bar counts got, and how far it
+    was to go (a bar of fewer steps counts something else, an evaluation's batches). A bar of that total whose count
+    went back is one bar per epoch (or per evaluation), not the training's: none then."""
     bars = events.filter((pl.col("kind") == s.EV_PROGRESS) & pl.col("step").is_not_null()) if events.height \
         else events
     if not bars.height:
@@ -53,7 +53,7 @@ def _last_bar(events: pl.DataFrame, ending: Ending, end_step: int | None, steppe
         return None
     past = max((step for step in (end_step, ending.step) if step is not None), default=None)
     if past is not None:
-        bars = bars.filter((pl.col("step") > past) & (pl.col("value") >= past))
+        bars = bars.filter((pl.col("step") >= past) & (pl.col("value") >= past))
     return (int(bars["step"][-1]), int(bars["value"][-1])) if bars.height else None
 
 
@@ -187,6 +187,10 @@ def build_attempts(
             last_loss_step=span.get("last_loss"), stepped=frozenset(span.get("sources") or []),
         )
         bar = _last_bar(ev, ending, end, frozenset(span.get("sources") or []))
+        # (its count said only where past the steps logged; its total is the planned length where none is configured)
+        past = max((step for step in (end, ending.step) if step is not None), default=None)
+        ahead = bar is not None and (past is None or bar[0] > past)
+        configured = train_iters if isinstance(train_iters, int) and train_iters > 0 else None
         # (a log that restarts at every few lines has thousands of attempts, most with no events: no queries then)
         printed = ev.filter(pl.col("kind") != s.EV_SCHEDULER)["wall_time"].max() if ev.height else None
         times = [t for t in (span.get("first_seen"), ev.filter(pl.col("kind") != s.EV_SCHEDULER)["wall_time"].min()
@@ -211,8 +215,9 @@ def build_attempts(
                 end_reason=ending.reason, end_detail=ending.detail, end_kind=ending.kind,
                 failed_after_training=ending.failed_after,
                 end_at_step=ending.step if ending.kind is not None else end,
-                target_step=train_iters if isinstance(train_iters, int) and train_iters > 0 else None,
-                bar_step=bar[0] if bar else None, bar_total=bar[1] if bar else None,
+                target_step=configured if configured is not None or bar is None else bar[1],
+                target_from_bar=configured is None and bar is not None,
+                bar_step=bar[0] if bar and ahead else None, bar_total=bar[1] if bar and ahead else None,
                 points=int(span.get("points") or 0),
                 sources=sorted(set(span.get("sources") or [])
                                | (set(ev["source"].drop_nulls().unique().to_list()) if ev.height else set())),

@@ -222,6 +222,7 @@ class Attempt:
     bar_step: int | None = None       # the count of its last progress bar (tqdm's N of N/M) up to its ending, when
                                       # past its last logged step (or it logged none): how far its loop got
     bar_total: int | None = None      # that bar's total (its M)
+    target_from_bar: bool = False     # target_step is the total of its last progress bar (no length configured)
     behaviour: list[str] = field(default_factory=list)  # how it behaved differently after its config changes
     started_at: float | None = None   # wall clock (Unix seconds) of its start-up, when the log shows and times it
     first_seen_at: float | None = None  # the first time the attempt printed

@@ -163,7 +163,8 @@ def _summary(run: RunFindings) -> list[str]:
             "checkpoint was saved; steps after it, if any ran, are not in it" for a in saved) + ".")
     if short_of:
         lines.append("- **Stopped short, with no end in the log:** " + "; ".join(
-            f"attempt {a.index} at step {a.end_step} of {a.target_step}" for a in short_of) + ".")
+            f"attempt {a.index} at step {a.end_step} of {a.target_step}"
+            + (" (its progress bar's total)" if a.target_from_bar else "") for a in short_of) + ".")
     exited = [a for a in run.attempts if a.end_reason == EndReason.SILENT_EXIT]
     if exited:
         lines.append("- **Exited, with no reason printed:** " + "; ".join(
@@ -262,6 +263,8 @@ def _summary(run: RunFindings) -> list[str]:
 
 def _far(attempt: Attempt) -> str:
     bar = "" if attempt.bar_step is None else f" (its progress bar at {attempt.bar_step} of {attempt.bar_total})"
+    if not bar and attempt.target_from_bar:
+        bar = f" of {attempt.target_step} (its progress bar's total)"
     return _far_logged(attempt) + bar
 
 

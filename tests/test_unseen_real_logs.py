@@ -1863,4 +1863,16 @@ def test_an_errors_only_log_says_how_far_its_progress_bar_got() -> None:
     assert (attempt.end_step, attempt.end_at_step, attempt.bar_step, attempt.bar_total) == (None, None, 23054, 23316)
     assert (attempt.end_reason, attempt.end_kind) == ("crashed", "collective_timeout")
     assert lines[4].startswith("- **What went wrong:** attempt 1 crashed with no step read from its logs (its progress "
-                               "bar at 23054 of 23316): “\\[rank1\\]:\\[E1101 17:03:05.823968890 ProcessGroupNCCL.cpp:607\\]")
+                               "bar at 23054 of 23316): “\\[rank1\\]:\\[E1101 17:03:05.823968890 "
+                               "ProcessGroupNCCL.cpp:607\\]")
+
+
+def test_a_wandb_run_with_no_end_says_the_planned_length_its_progress_bar_shows() -> None:
+    """0-KaiKai-0/stanford_alpaca run 372eaod9 (audit Z6): a W&B run with no end record stops at step 390; its console
+    records hold the Trainer's bar at 390/1218, and the chronicle never said of how many."""
+    run, lines = _chronicle(REAL / "wandb" / "0-KaiKai-0__stanford_alpaca" / "wandb" / "run-20231122_093222-372eaod9")
+    [attempt] = run.attempts
+    assert (attempt.end_step, attempt.target_step, attempt.target_from_bar, attempt.bar_step) == (390, 1218, True, None)
+    assert attempt.end_reason == "running"
+    assert "- **Stopped short, with no end in the log:** attempt 1 at step 390 of 1218 (its progress bar's total)." \
+        in lines
