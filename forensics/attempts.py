@@ -104,6 +104,14 @@ def _spans(metrics: pl.DataFrame, logged: pl.DataFrame, spacing: dict[int, int])
     return out
 
 
+def _tested_at(metrics: pl.DataFrame) -> dict[int, int]:
+    """Per attempt, the last step at which it logged a test-set metric (``test/…``, ``test_…``)."""
+    names = metrics["metric"].unique().cast(pl.String)
+    test = names.filter(names.str.contains(r"^(?:eval/)?test[/_.]"))
+    hits = metrics.filter(pl.col("metric").cast(pl.String).is_in(test.to_list())) if test.len() else metrics.clear()
+    return {int(a): int(t) for a, t in hits.group_by("attempt").agg(pl.col("step").max()).iter_rows()}
+
+
 def _logged_interval(metrics: pl.DataFrame) -> dict[int, int]:
     logged = metrics.filter(pl.col("metric") == s.LOG_INTERVAL).group_by("attempt").agg(pl.col("value").median())
     return {int(a): max(1, round(v)) for a, v in logged.rows() if v is not None}
@@ -147,6 +155,7 @@ def build_attempts(
     flagged: dict[int, list[Anomaly]] = {}
     for a in anomalies:
         flagged.setdefault(a.attempt, []).append(a)
+    tested = _tested_at(metrics) if (events["kind"] == s.EV_SWEEP_JOB).any() else {}
     for i, n in enumerate(numbers):
         span = spans.get(n, {})
         start, end = span.get("lo"), span.get("hi")
@@ -185,6 +194,7 @@ def build_attempts(
             next_index=numbers[i + 1] if i + 1 < len(numbers) else None,
             target=train_iters if isinstance(train_iters, int) and train_iters > 0 else None,
             last_loss_step=span.get("last_loss"), stepped=frozenset(span.get("sources") or []),
+            tested=end is not None and tested.get(n, end - 1) >= end,
         )
         bar = _last_bar(ev, ending, end, frozenset(span.get("sources") or []))
         # (its count said only where past the steps logged; its total is the planned length where none is configured)
@@ -192,9 +202,11 @@ def build_attempts(
         ahead = bar is not None and (past is None or bar[0] > past)
         configured = train_iters if isinstance(train_iters, int) and train_iters > 0 else None
         # (a log that restarts at every few lines has thousands of attempts, most with no events: no queries then)
-        printed = ev.filter(pl.col("kind") != s.EV_SCHEDULER)["wall_time"].max() if ev.height else None
-        times = [t for t in (span.get("first_seen"), ev.filter(pl.col("kind") != s.EV_SCHEDULER)["wall_time"].min()
-                             if ev.height else None) if t is not None]
+        # (a scheduler notice comes between attempts; a sweep's launch of its next job is after this one, and a
+        # W&B console stamps it on the program's local clock, not the run's)
+        own = ev.filter(~pl.col("kind").is_in([s.EV_SCHEDULER, s.EV_SWEEP_JOB]))["wall_time"] if ev.height else None
+        printed = own.max() if own is not None else None
+        times = [t for t in (span.get("first_seen"), own.min() if own is not None else None) if t is not None]
         first_seen = float(min(times)) if times else None  # type: ignore[type-var]
         started = first_seen if shows_start else None
         # the end by the clock: the line that ended it, else its last logged step (a start-up time is not an end)

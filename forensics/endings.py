@@ -86,6 +86,7 @@ def ending_block(events: pl.DataFrame, end_step: int | None, stepped: frozenset[
 def end_of(
     events: pl.DataFrame, anomalies: list[Anomaly], end_step: int | None, *, shows_start: bool, is_last: bool,
     next_index: int | None, target: int | None, last_loss_step: int | None = None, stepped: frozenset[str] = frozenset(),
+    tested: bool = False,
 ) -> Ending:
     """How the attempt whose events and anomalies these are ended.
 
@@ -93,11 +94,15 @@ def end_of(
     ``target``: the last step it was configured to reach (train_iters; None: not known), reached when its last step
     is at or past it (an error after it then failed the program on its way out: it completed, then failed);
     ``next_index``: the attempt that followed it; ``last_loss_step``: its last step with a finite loss (a NaN after it
-    is how the loss ended); ``stepped``: the sources that logged its steps.
+    is how the loss ended); ``stepped``: the sources that logged its steps; ``tested``: it logged a test evaluation
+    at its last step (a program evaluates its test set once its training is done).
     """
     completed = target is not None and end_step is not None and end_step >= target
     block = ending_block(events, end_step, stepped) if events.height else events
     printed = block.filter(~pl.col("kind").is_in([s.EV_TRACEBACK, s.EV_EXIT_CODE])) if block.height else block
+    swept = _next_sweep_job(events, printed, end_step, completed or tested)
+    if swept is not None:
+        return swept
     if printed.height and (printed["kind"] == s.EV_TRAINING_DONE).any():
         # training done: a thread dump at its exit (another file's lines may come first) is no hang
         printed = printed.filter(~pl.col("kind").is_in([s.EV_STACK_DUMP, s.EV_COLLECTIVE_WAIT]))
@@ -194,6 +199,31 @@ def end_of(
     if is_last or next_index is None:
         return Ending(EndReason.RUNNING, "still running, cut off, or stopped without a word")
     return Ending(EndReason.UNKNOWN, f"attempt {next_index} started next")
+
+
+def _next_sweep_job(events: pl.DataFrame, printed: pl.DataFrame, end_step: int | None, done: bool) -> Ending | None:
+    """How an attempt ended whose sweep launched its next job in the same process (Hydra's multirun) after its last
+    step and before any decisive line: its job had returned by then, and what was printed after that launch (a
+    Ctrl-C, an error) is a later job's, not this one's (a W&B run that later jobs re-use, logging nothing, ends with
+    their ending). Completed when it reached its target or evaluated its test set at its last step (``done``), else
+    its end is not known; None when no sweep job was launched after its last step."""
+    if end_step is None or not events.height:
+        return None
+    jobs = events.filter((pl.col("kind") == s.EV_SWEEP_JOB) & (pl.col("step").is_null() | (pl.col("step") >= end_step)))
+    if printed.height:
+        first = printed.row(0, named=True)
+        jobs = jobs.filter((pl.col("source") == first["source"]) & (pl.col("line") < (first["line"] or 0)))
+    if not jobs.height:
+        return None
+    jobs = jobs.sort("line").with_columns(
+        label=pl.col("text").str.extract(r"#(\d+ : .*)$", 1).str.strip_chars().str.replace(r" : ", " (") + ")")
+    seen = ", ".join(f"#{j}" for j in jobs["label"].drop_nulls())
+    said = (f"its test evaluation at its last logged step ({end_step}) was done" if done
+            else f"no end printed after its last logged step ({end_step})")
+    later = (f"; the “{quote(printed['text'][0])}” printed later came during #{jobs['label'][-1]}, not in this job"
+             if printed.height else "")
+    return Ending(EndReason.COMPLETED if done else EndReason.UNKNOWN,
+                  f"{said}; then the sweep launched its next job in the same process (Hydra's {seen}){later}")
 
 
 def _first_time_after(block: pl.DataFrame, first: dict) -> float | None:

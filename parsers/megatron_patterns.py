@@ -118,6 +118,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_EXIT, r"exiting program after (\d+(?:\.\d*)?) minutes"),  # value: the minutes it ran
     (s.EV_EXIT, r"exiting program at iteration \d+|exiting program after"),
     (s.EV_TRAINING_DONE, r"\[after training is done\]"),
+    # Hydra's multirun launches its jobs one after the other in one process: "[...][HYDRA] \t#3 : hidden_dim=1028"
+    (s.EV_SWEEP_JOB, r"\[HYDRA\]\s+#(\d+) : \S"),
     # the Hugging Face Trainer's summary at the end of train() (ms-swift prints it too)
     (s.EV_TRAINING_DONE, r"\{['\"]train_runtime['\"]: ['\"]?\d"),
     # OLMo's "Training complete", torchtitan's "Training completed", the Trainer's "Training completed. Do not forget

@@ -1876,3 +1876,20 @@ def test_a_wandb_run_with_no_end_says_the_planned_length_its_progress_bar_shows(
     assert attempt.end_reason == "running"
     assert "- **Stopped short, with no end in the log:** attempt 1 at step 390 of 1218 (its progress bar's total)." \
         in lines
+
+
+def test_a_ctrl_c_in_a_later_hydra_sweep_job_is_not_the_end_of_the_run_that_finished_before_it() -> None:
+    """Tarun-AK/scaling (audit Z1): a W&B run whose model finished its 10 epochs and its test evaluation at step 46510
+    read "interrupted by hand", from a KeyboardInterrupt printed 20 minutes later, during the Hydra sweep's job
+    "#3 : hidden_dim=1028" (output.log L20-68), which re-used the run and logged nothing."""
+    run, lines = _chronicle(REAL / "wandb" / "Tarun-AK__scaling")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind, attempt.end_step) == ("completed", None, 46510)
+    assert attempt.end_detail == (
+        "its test evaluation at its last logged step (46510) was done; then the sweep launched its next job in the "
+        "same process (Hydra's #1 (hidden_dim=256), #2 (hidden_dim=512), #3 (hidden_dim=1028)); the "
+        "“KeyboardInterrupt” printed later came during #3 (hidden_dim=1028), not in this job")
+    # its end by the clock is its last step (01:23:41 UTC), not the exit record of the later job (01:44:21)
+    assert (attempt.ended_at, attempt.ran_for_s) == (None, attempt.last_step_at - attempt.started_at)
+    assert round(attempt.ran_for_s) == 4731
+    assert not any("interrupted by hand" in line for line in lines)
