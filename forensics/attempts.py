@@ -4,6 +4,7 @@ how it ended, when it ran by the wall clock, and which were only short replays o
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
 
@@ -102,6 +103,31 @@ def _spans(metrics: pl.DataFrame, logged: pl.DataFrame, spacing: dict[int, int])
         if int(attempt) in out and interval:
             out[int(attempt)]["interval"] = interval
     return out
+
+
+AT_ONCE_STEPS, AT_ONCE_S = 100, 2.0  # this many logged steps or more, all stamped within this many seconds
+_JOB_TIMES = ("created_at", "started_at", "finished_at", "updated_at")  # a job's own times, as a config names them
+
+
+def _written_at_once(span: dict[str, Any], config: dict[str, Any]) -> str | None:
+    """Why an attempt's wall-clock times are not the times it trained, when its steps' stamps say they were written
+    all at once (``AT_ONCE_STEPS`` or more within ``AT_ONCE_S``: an upload or sync of a finished job, such as
+    ``openai wandb sync``), with the job's own times where its config names them; else None."""
+    first, last, n = span.get("first_seen"), span.get("last_seen"), span.get("n_steps") or 0
+    if first is None or last is None or n < AT_ONCE_STEPS or last - first > AT_ONCE_S:
+        return None
+    own = [f"{key} {_when(config[key])}" for key in _JOB_TIMES if isinstance(config.get(key), int | float | str)
+           and not isinstance(config.get(key), bool)]
+    return (f"its {n} logged steps were all stamped within {last - first:.1f} s: written at once (an upload or a sync "
+            "after the fact, or a generated log), not as it trained, so how long it ran is not known from them"
+            + (f"; its config gives the job's own times: {', '.join(own)}" if own else ""))
+
+
+def _when(value: int | float | str) -> str:
+    """A config's time as written, a Unix time also as a UTC date."""
+    if isinstance(value, int | float) and 1e9 <= value < 1e10:
+        return f"{value:.0f} ({datetime.fromtimestamp(value, tz=UTC):%Y-%m-%d %H:%M:%S} UTC)"
+    return str(value)
 
 
 def _tested_at(metrics: pl.DataFrame) -> dict[int, int]:
@@ -220,6 +246,9 @@ def build_attempts(
         if ran_for is None and ending.kind == s.EV_EXIT:  # "exiting program after 1190.04 minutes"
             minutes = ev.filter((pl.col("kind") == s.EV_EXIT) & pl.col("value").is_not_null())["value"]
             ran_for = float(minutes[0]) * 60 if minutes.len() else None
+        clock_note = _written_at_once(span, this_cfg or {})
+        if clock_note is not None:
+            ran_for = None
         out.append(
             Attempt(
                 index=int(n), start_step=start, end_step=end, resumed_from_step=resumed,
@@ -245,6 +274,7 @@ def build_attempts(
                                      and this_cfg.keys() - INFERRED_KEYS),
                 begins_mid_run=i == 0 and ((inferred and resumed is not None) or first_epoch is not None),
                 first_epoch=first_epoch, warmup_logs_before=warmup_before, loaded_weights=loaded,
+                clock_note=clock_note,
             )
         )
         if end is not None:

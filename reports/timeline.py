@@ -195,12 +195,14 @@ def timeline_section(run: RunFindings) -> list[str]:
             f"first step or event {clock(a.first_seen_at)}" if a.first_seen_at is not None else "–")
         ended = clock(a.ended_at) if a.ended_at is not None else (
             f"last step {clock(a.last_step_at)}" if a.last_step_at is not None else "–")
-        ran = duration(a.ran_for_s) if a.ran_for_s is not None else "–"
+        ran = duration(a.ran_for_s) if a.ran_for_s is not None else ("not known" if a.clock_note else "–")
         if a.ran_for_s is not None and a.started_at is None:
             ran += " (its exit line)"
         down = duration(a.downtime_after_s) if a.downtime_after_s is not None else "–"
         out.append(f"| {a.index} | {steps(a)} | {started} | {ended} | {ran} | {down} | {ending(a)} |")
     out.append("")
+    out += [f"**Clock of attempt {a.index}:** {md(a.clock_note)}." for a in run.attempts if a.clock_note]
+    out += [""] if any(a.clock_note for a in run.attempts) else []
     out += _gaps(run) + _discontinuities(run) + _short(run) + _entries(run)
     return out
 

@@ -1893,3 +1893,19 @@ def test_a_ctrl_c_in_a_later_hydra_sweep_job_is_not_the_end_of_the_run_that_fini
     assert (attempt.ended_at, attempt.ran_for_s) == (None, attempt.last_step_at - attempt.started_at)
     assert round(attempt.ran_for_s) == 4731
     assert not any("interrupted by hand" in line for line in lines)
+
+
+def test_a_history_written_all_at_once_gives_no_training_duration() -> None:
+    """mdarshad1000/Fine-Tuning-GPTs (audit Z2): `openai wandb sync` uploaded a finished curie fine-tune, its 551
+    history rows all stamped within a second (06:21:29.69-06:21:30.02), and the chronicle said "ran for 1 s"; the job
+    ran 05:46-05:52 by the config the tool read."""
+    run, lines = _chronicle(REAL / "wandb" / "mdarshad1000__Fine-Tuning-GPTs")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step, attempt.end_reason, attempt.ran_for_s) == (1, 551, "completed", None)
+    assert attempt.clock_note == (
+        "its 551 logged steps were all stamped within 0.3 s: written at once (an upload or a sync after the fact, or a "
+        "generated log), not as it trained, so how long it ran is not known from them; its config gives the job's own "
+        "times: created_at 2022-12-20T05:46:05, updated_at 1671515549 (2022-12-20 05:52:29 UTC)")
+    row = lines[lines.index("## Timeline") + 4]  # (the timeline's row of attempt 1: its "ran for" cell)
+    assert row.split(" | ")[:5] == ["| 1", "1–551", "2022-12-20 06:21:29", "2022-12-20 06:21:30", "not known"]
+    assert "**Clock of attempt 1:** its 551 logged steps were all stamped within 0.3 s" in "\n".join(lines)
