@@ -105,6 +105,16 @@ def _spans(metrics: pl.DataFrame, logged: pl.DataFrame, spacing: dict[int, int])
     return out
 
 
+def _exit_code(events: pl.DataFrame) -> int | None:
+    """The exit status an attempt's log printed last ("RC=1", pdsh's "ssh exited with exit code 1"), when no error,
+    stop or other exit status came after it; None without one (a W&B exit record is read with the ending)."""
+    final = events.filter(pl.col("line").is_not_null() & pl.col("kind").is_in(
+        [*s.ERROR_KINDS, *s.ENDING_KINDS, s.EV_EXIT_CODE])).sort("line") if events.height else events
+    if not final.height or final["kind"][-1] != s.EV_EXIT_CODE or final["value"][-1] is None:
+        return None
+    return int(final["value"][-1])
+
+
 AT_ONCE_STEPS, AT_ONCE_S = 100, 2.0  # this many logged steps or more, all stamped within this many seconds
 _JOB_TIMES = ("created_at", "started_at", "finished_at", "updated_at")  # a job's own times, as a config names them
 
@@ -230,14 +240,20 @@ def build_attempts(
         # (a log that restarts at every few lines has thousands of attempts, most with no events: no queries then)
         # (a scheduler notice comes between attempts; a sweep's launch of its next job is after this one, and a
         # W&B console stamps it on the program's local clock, not the run's)
-        own = ev.filter(~pl.col("kind").is_in([s.EV_SCHEDULER, s.EV_SWEEP_JOB]))["wall_time"] if ev.height else None
+        own = ev.filter(~pl.col("kind").is_in([s.EV_SCHEDULER, s.EV_SWEEP_JOB, s.EV_LAST_TIMED_LINE]))["wall_time"] \
+            if ev.height else None
         printed = own.max() if own is not None else None
         times = [t for t in (span.get("first_seen"), own.min() if own is not None else None) if t is not None]
         first_seen = float(min(times)) if times else None  # type: ignore[type-var]
         started = first_seen if shows_start else None
-        # the end by the clock: the line that ended it, else its last logged step (a start-up time is not an end)
+        # the end by the clock: the last time its processes printed after the line that ended it (ranks left waiting
+        # after another failed hang on until a watchdog ends them), else that line's, else its last logged step (a
+        # start-up time is not an end)
         last_step_at = float(span["last_seen"]) if span.get("last_seen") is not None else None
-        stop = ending.wall_time or last_step_at
+        heard = ev.filter(pl.col("kind") == s.EV_LAST_TIMED_LINE)["wall_time"].max() if ev.height else None
+        ended = (max(float(heard), ending.wall_time or float(heard))  # type: ignore[arg-type]
+                 if heard is not None and ending.kind is not None else ending.wall_time)
+        stop = ended or last_step_at
         # its last sign of life: that end, or for an attempt that logged no step its last timed line (scheduler
         # notices come between attempts); an untimed end after timed start-up lines is not known
         last_line = stop if stop is not None else (float(printed) if end is None and printed is not None  # type: ignore[arg-type]
@@ -263,7 +279,7 @@ def build_attempts(
                 sources=sorted(set(span.get("sources") or [])
                                | (set(ev["source"].drop_nulls().unique().to_list()) if ev.height else set())),
                 started_at=started, first_seen_at=first_seen, last_step_at=last_step_at, last_line_at=last_line,
-                ended_at=ending.wall_time,
+                ended_at=ended, exit_code=_exit_code(ev),
                 ran_for_s=ran_for,
                 # (a run that logged no metric before its end at a step it printed, a Trainer whose logging interval
                 # is longer than the run, is not a short launch)

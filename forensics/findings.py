@@ -242,6 +242,7 @@ class Attempt:
     failed_after_training: str | None = None  # it completed, then the program failed: the error line it printed
     warmup_logs_before: int | None = None  # points a linear warm-up from 0 would have logged before its first (a
                                            # console that prints no step, whose first LR is N rises up)
+    exit_code: int | None = None      # the exit status its log printed last, after every error (a wrapper's "RC=1")
     clock_note: str | None = None     # why its wall-clock times are not the times it trained (a history written
                                       # all at once: an upload after the fact), so its duration is not known
 

@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -144,6 +145,10 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
          progress_events(others)],
         how="diagonal_relaxed",
     )
+    last = _last_timed_line(text, prefix, events)
+    if last.height:
+        last = with_attempt(last, bounds)
+        events = pl.concat([events, last.with_columns(step=_last_step(last, iters))], how="diagonal_relaxed")
     planned = _planned_steps(others)
     configs = _configs(others, iters, planned)
     warnings += [f"{text.shown}: attempt {a}: planned to end at DeepSpeed's step {n}: the {total} \"Total optimization "
@@ -268,6 +273,38 @@ def _classify(scan: pl.LazyFrame, prefix: str) -> pl.LazyFrame:
         is_args_start=pl.col("body").str.contains(p.ARGS_START).fill_null(False),
         is_args_end=pl.col("body").str.contains(p.ARGS_END).fill_null(False),
     )
+
+
+TAIL_BYTES = 1 << 16  # the end of a file read again for its last timed line
+
+
+def _last_timed_line(text: TextFile, prefix: str, events: pl.DataFrame) -> pl.DataFrame:
+    """The file's last line that prints a time, from its last ``TAIL_BYTES``: a full date, or a glog stamp (month and
+    day: its year is that of the last full time read before, a year on where that would go back). Columns line, kind,
+    wall_time, text; no row when no such line is there, or when it is no later than the events' last time."""
+    known = events["wall_time"].drop_nulls() if "wall_time" in events.columns else pl.Series([], dtype=pl.Float64)
+    if not text.lines or not known.len():
+        return pl.DataFrame()
+    with text.path.open("rb") as f:
+        size = f.seek(0, 2)
+        f.seek(max(0, size - TAIL_BYTES))
+        tail = f.read().replace(b"\x00", b"").decode("utf-8", errors="replace").splitlines()
+    tail = tail[1:] if size > TAIL_BYTES else tail  # (the first line read may be cut)
+    lines = pl.DataFrame({"line": pl.int_range(text.lines - len(tail) + 1, text.lines + 1, eager=True),
+                          "text": tail}).with_columns(is_iter=pl.lit(False))
+    year = datetime.fromtimestamp(float(known.max()), tz=UTC).year  # type: ignore[arg-type]
+    glog = [pl.col("text").str.extract(prefix + p.GLOG_STAMP_AFTER_PREFIX, i) for i in (1, 2, 3, 4)]
+    dated = pl.format("{}-{}-{} {}{}", pl.lit(str(year)), glog[0].str.zfill(2), glog[1], glog[2], glog[3].fill_null(""))
+    in_year = dated.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us").dt.epoch("us") / 1e6
+    timed = lines.with_columns(wall_time=pl.coalesce(_wall_time(prefix), in_year)).drop_nulls("wall_time")
+    if not timed.height:
+        return pl.DataFrame()
+    row = timed.tail(1).with_columns(
+        wall_time=pl.when(pl.col("wall_time") < float(known.max()) - 183 * 86400)  # type: ignore[arg-type]
+        .then(pl.col("wall_time") + 365 * 86400).otherwise("wall_time"))  # (December's log, January's stamp)
+    if row["wall_time"][0] <= float(known.max()):  # type: ignore[arg-type]
+        return pl.DataFrame()
+    return row.select(pl.col("line").cast(pl.Int64), "wall_time", "text", kind=pl.lit(s.EV_LAST_TIMED_LINE))
 
 
 def _wall_time(prefix: str) -> pl.Expr:

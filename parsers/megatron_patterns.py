@@ -26,6 +26,9 @@ TIMESTAMP_AFTER_PREFIX = r"\s*\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d
 # the time last: "[after megatron is initialized] datetime: 2021-08-08 01:00:51 ", as does slurm's
 # "*** JOB 1809579 ON r8i3n1 CANCELLED AT 2021-05-23T08:45:57 ***"
 BARE_TIMESTAMP_AFTER_PREFIX = r"\s*(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)(?:\s|$)"
+# torch's glog-like stamp (its C++ warnings, NCCL's watchdog): "[rank0]:[E410 17:25:53.848336558 ProcessGroupNCCL.cpp:683]",
+# its month (not zero-padded) and day, no year
+GLOG_STAMP_AFTER_PREFIX = r"\s*(?:\[rank\d+\]:)?\[[EWIF](\d{1,2})(\d{2}) (\d{2}:\d{2}:\d{2})(\.\d{1,6})?\d* "
 DATETIME_FIELD = r"(?:datetime:|CANCELLED AT) (\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
 # the counter "iteration N/ M |"; an iteration line has only junk, a timestamp and/or fields before it (GPT-NeoX
 # prints "samples/sec: 7.799 | " first)
@@ -191,6 +194,9 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_CUDA_ERROR, r"CUDA error|cudaError\w*|c10::CUDAError|(?i:uncorrectable ECC|ECC error)|\bXid\b"),
     # the launcher's word on a process (DeepSpeed): a wrapper's exit code, which only speaks when nothing printed does
     (s.EV_EXIT_CODE, r"exits with return code = (-?\d+)"),
+    # a wrapper script's and pdsh's word on the job as a whole: "RC=1 RUN_ID=...", "ssh exited with exit code 1"
+    (s.EV_EXIT_CODE, r"^RC=(-?\d+)\b"),
+    (s.EV_EXIT_CODE, r"\bssh exited with exit code (-?\d+)"),
     (s.EV_CANCELLED, r"CANCELLED AT|DUE TO TIME LIMIT|DUE TO PREEMPTION|srun: Job step aborted"
                      r"|srun: forcing job termination"),
     (s.EV_SCHEDULER, r"scheduled to start|won't start|will not start|not RUNNING or SCHEDULED|\bPULSE: "

@@ -157,6 +157,8 @@ EV_WANDB_RUN_START = "wandb_run_start"      # a W&B run (or a resume of it) bega
 EV_PROGRESS = "progress_bar"              # a tqdm progress bar with no label ("  2%|▏   | 13/620 [01:07<50:20, 4.98s/it]"):
                                             # step = its count (13), value = its total (620); how far the loop it
                                             # counts got, and how far it was to go (forensics.attempts)
+EV_LAST_TIMED_LINE = "last_timed_line"      # a text log's last line that prints a time: when its processes were
+                                            # last heard from (a rank hanging on after another failed)
 EV_SWEEP_JOB = "sweep_job"                  # a sweep launched its next job in the same process (Hydra's multirun:
                                             # "[HYDRA]        #3 : hidden_dim=1028"): value = its number; the job
                                             # before it had returned

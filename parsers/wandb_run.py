@@ -302,6 +302,8 @@ def _console_events(run: WandbRun, console: Path, shown: str, warnings: list[str
         return True
     printed = parse_megatron(text, run=run.name, source=shown)
     warnings.extend(printed.warnings)
+    # (its stamps are the program's local clock, not the run's: its last one says nothing of the run's end)
+    printed.events = printed.events.filter(pl.col("kind") != s.EV_LAST_TIMED_LINE)
     dropped = pl.concat([block.select(pl.col("text").str.extract(_DROPPED, 1).cast(pl.Int64, strict=False).alias("s"))
                          .drop_nulls().collect() for block in scan_blocks(text)])
     if dropped.height:  # W&B's own words: those points are not in the history (a restart inside the run, mostly)

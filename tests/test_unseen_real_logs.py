@@ -4,6 +4,7 @@ against its raw lines): every test here failed on the code before its fix."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -1457,7 +1458,7 @@ def test_a_final_checkpoint_write_that_failed_after_the_last_step_is_storage_aft
     assert cause.check_next.endswith("; the last checkpoint saved in the logs is at step 500")
     assert "- **What went wrong:** attempt 1 completed: reached its last step (1000 of 1000); then the program failed " \
            "after its training: “RuntimeError: \\[enforce fail at inline\\_container.cc:858\\] . PytorchStreamWriter " \
-           "failed writing file data/19: file write failed”." in lines
+           "failed writing file data/19: file write failed”; exit code 1, the last status its log printed." in lines
     assert not any("error in the program" in line for line in lines)
 
 
@@ -1909,3 +1910,31 @@ def test_a_history_written_all_at_once_gives_no_training_duration() -> None:
     row = lines[lines.index("## Timeline") + 4]  # (the timeline's row of attempt 1: its "ran for" cell)
     assert row.split(" | ")[:5] == ["| 1", "1–551", "2022-12-20 06:21:29", "2022-12-20 06:21:30", "not known"]
     assert "**Clock of attempt 1:** its 551 logged steps were all stamped within 0.3 s" in "\n".join(lines)
+
+
+def test_a_job_ends_at_its_processes_last_stamped_line_not_at_its_first_failure() -> None:
+    """stark-sim/megatron-deepspeed-lock-clock (audit Z3): node 2's ranks fail with FileNotFoundError at 17:15:54 and
+    its launcher kills them at 17:16:00, but node 1's ranks wait in an ALLREDUCE until the NCCL watchdog (17:25:53)
+    and abort at 17:26:53 (L1717, a glog stamp "[E410 17:26:53.863524657"): "ran for 72 s" was the first failure."""
+    run, lines = _chronicle(REAL / "console_errors" / ("stark-sim+megatron-deepspeed-lock-clock__.context_ib_dual16_"
+                                                       "smoke_1080_driver_20260410.log"))
+    [attempt] = run.attempts
+    assert attempt.ended_at == pytest.approx(datetime(2026, 4, 10, 17, 26, 53, 863524, tzinfo=UTC).timestamp(), abs=0.01)
+    assert round(attempt.ran_for_s) == 725  # 17:14:48.8 to 17:26:53.9
+    assert (attempt.end_reason, attempt.exit_code) == ("failed_startup", None)  # (node 2's launcher's code is not it)
+    assert any(line.startswith("| 1 | none logged | 2026-04-10 17:14:48 | 2026-04-10 17:26:53 | 12 min |")
+               for line in lines)
+
+
+def test_a_wrappers_final_rc_line_is_the_jobs_exit_code_and_its_last_stamp_its_end() -> None:
+    """stark-sim/megatron-deepspeed-lock-clock (audit Z4): the local ranks' NCCL out-of-memory at 15:32:44, the
+    launchers' kills at 15:32:49 and 15:32:51, the remote rank's last glog line at 15:32:59 (L2977), then pdsh's "ssh
+    exited with exit code 1" and the script's "RC=1 RUN_ID=..." (L2980-2981): the timeline ended at 15:32:44 ("ran
+    for 35 s") and never gave the exit code."""
+    run, lines = _chronicle(REAL / "console_errors" / ("stark-sim+megatron-deepspeed-lock-clock__.context_smoke_nohup_"
+                                                       "20260331_r2_nccl_oom.log"))
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind, attempt.exit_code) == ("failed_startup", "out_of_memory", 1)
+    assert round(attempt.ran_for_s) == 51  # 15:32:09.2 to 15:32:59.98
+    [row] = [line for line in lines if line.startswith("| 1 | none logged | 2026-03-31 15:32:09 | 2026-03-31 15:32:59 |")]
+    assert row.endswith("'out of memory'”; exit code 1, the last status its log printed |")
