@@ -115,16 +115,20 @@ def _exit_code(events: pl.DataFrame) -> int | None:
     return int(final["value"][-1])
 
 
-AT_ONCE_STEPS, AT_ONCE_S = 100, 2.0  # this many logged steps or more, all stamped within this many seconds
+# this many logged steps or more, all stamped within this many seconds and faster than this many steps a second (a
+# small debug run's console can log 100 steps in a second or two; no training logs a thousand a second)
+AT_ONCE_STEPS, AT_ONCE_S, AT_ONCE_RATE = 100, 2.0, 1000.0
 _JOB_TIMES = ("created_at", "started_at", "finished_at", "updated_at")  # a job's own times, as a config names them
 
 
 def _written_at_once(span: dict[str, Any], config: dict[str, Any]) -> str | None:
     """Why an attempt's wall-clock times are not the times it trained, when its steps' stamps say they were written
-    all at once (``AT_ONCE_STEPS`` or more within ``AT_ONCE_S``: an upload or sync of a finished job, such as
-    ``openai wandb sync``), with the job's own times where its config names them; else None."""
+    all at once (``AT_ONCE_STEPS`` or more within ``AT_ONCE_S``, faster than ``AT_ONCE_RATE`` a second: an upload or
+    sync of a finished job, such as ``openai wandb sync``), with the job's own times where its config names them;
+    else None."""
     first, last, n = span.get("first_seen"), span.get("last_seen"), span.get("n_steps") or 0
-    if first is None or last is None or n < AT_ONCE_STEPS or last - first > AT_ONCE_S:
+    # (stamps all equal are a clock too coarse to say, a console's whole seconds: not known either way)
+    if first is None or last is None or n < AT_ONCE_STEPS or not 0 < last - first <= min(AT_ONCE_S, n / AT_ONCE_RATE):
         return None
     own = [f"{key} {_when(config[key])}" for key in _JOB_TIMES if isinstance(config.get(key), int | float | str)
            and not isinstance(config.get(key), bool)]

@@ -130,7 +130,7 @@ def end_of(
                                                    & (pl.col("line").fill_null(0) >= (first["line"] or 0))))
             codes = block.filter(pl.col("kind") == s.EV_EXIT_CODE)
             # (an exit code 0 a wrapper recorded says the errors did not end it)
-            raised = reason == EndReason.EXITED or not codes.height or (codes["value"] != 0).any()
+            raised = not codes.height or (codes["value"] != 0).any()
             failed = quote(after["text"][0]) if after.height and raised else None
         at = first["step"]
         if at is None and end_step is None:  # no metric logged: DeepSpeed's own count says how far it got

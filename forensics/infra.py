@@ -10,7 +10,7 @@ import polars as pl
 
 from forensics.endings import quote
 from forensics.findings import Anomaly, Attempt, Cause, CauseKind, EndReason, Kind
-from forensics.saves import saved_steps
+from forensics.saves import saved_steps, saves_said
 from parsers import schema as s
 
 NO_STEP_READ = "with no step read from its logs"  # (not "before any step": a log may show steps in a form no reader takes)
@@ -96,7 +96,6 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     errors = {a.index for a in attempts if a.index in ended & faults & on_it and a.end_step is not None}
     confidence = 0.8 if errors and not counter else 0.5 if ended & faults else 0.3
     if set(faulty["kind"].to_list()) == {s.EV_STORAGE_ERROR}:  # the only fault named is a file that failed
-        saved = _last_save(events)
         return [Cause(
             kind=CauseKind.STORAGE,
             cause="storage: writing (or reading) a file failed: a full disk or shared memory, a quota, an I/O error "
@@ -107,8 +106,7 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
             check_next=("the shared memory /dev/shm (its size: a container's --shm-size), where the DataLoader's "
                         "workers pass tensors" if faulty["text"].str.contains(r"</torch_|/dev/shm|shared memory").any()
                         else "free space, quota and I/O errors on the file systems it writes to (its checkpoint "
-                        "directory first)") + (f"; the last checkpoint saved in the logs is at step {saved:.0f}"
-                                               if saved is not None else ""),
+                        "directory first)") + saves_said(events),
         )]
     check = "node health (ECC, Xid, NCCL timeouts) around those steps"
     if relaunched:
@@ -236,7 +234,5 @@ def program_errors(attempts: list[Attempt], anomalies: list[Anomaly], events: pl
                                                  else NO_STEP_READ) + f": {a.end_detail}"
                   for a in mine][:6],
         counter_evidence=counter,
-        check_next="the error's traceback and the arguments of the attempt that raised it" + (
-            f"; the last checkpoint saved in the logs is at step {saved:.0f}" if (saved := _last_save(events)) is not None
-            else ""),
+        check_next="the error's traceback and the arguments of the attempt that raised it" + saves_said(events),
     )]

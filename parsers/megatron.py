@@ -530,8 +530,9 @@ def _without_placeholders(iters: pl.DataFrame, shown: str, warnings: list[str]) 
     """The iteration rows without the values Megatron prints where it has none (Megatron-DeepSpeed with DeepSpeed's
     engine owning the optimizer prints "loss scale: -1.0 | grad norm: 0.000" on every line), each said in a warning:
     a loss scale below 0 (a scale is above 0), and a grad norm of exactly 0 at every line of an attempt that prints it
-    (at least ``PLACEHOLDER_LINES``, each with a loss above 0, which has a gradient). A grad norm of 0 at some steps
-    of an attempt is a value.
+    (at least ``PLACEHOLDER_LINES``, each with a loss above 0, which has a gradient) beside that loss-scale
+    placeholder. A grad norm of 0 at some steps of an attempt is a value, and so is one of 0 at every step with a real
+    loss scale or none (a model frozen by mistake).
 
     >>> rows = pl.DataFrame({"attempt": [1, 1, 1], "metric:loss": [12.4, 41.0, 9.4], "metric:grad_norm": [0.0] * 3,
     ...                      "metric:loss_scale": [-1.0] * 3})
@@ -543,7 +544,9 @@ def _without_placeholders(iters: pl.DataFrame, shown: str, warnings: list[str]) 
      placeholder, no grad norm was logged'
     """
     scale, grad, loss = (_VALUE + m for m in (s.LOSS_SCALE, s.GRAD_NORM, s.LOSS))
+    marked: list[int] = []  # the attempts that print the loss-scale placeholder
     if scale in iters.columns and (negative := iters.filter(pl.col(scale) < 0)).height:
+        marked = negative["attempt"].unique().to_list()
         shown_as = "/".join(f"{v:g}" for v in negative[scale].unique().sort().to_list()[:3])
         warnings.append(f"{shown}: loss scale printed as {shown_as} on {negative.height} line(s): a loss scale is "
                         "above 0; a placeholder, not read as a loss scale")
@@ -553,7 +556,7 @@ def _without_placeholders(iters: pl.DataFrame, shown: str, warnings: list[str]) 
     per_attempt = iters.group_by("attempt", maintain_order=True).agg(
         zero=(pl.col(grad) == 0).all(), lines=pl.col(grad).is_not_null().sum(),
         with_loss=(pl.col(grad).is_not_null() & (pl.col(loss) > 0)).sum(),
-    ).filter(pl.col("zero") & (pl.col("with_loss") >= PLACEHOLDER_LINES))
+    ).filter(pl.col("zero") & (pl.col("with_loss") >= PLACEHOLDER_LINES) & pl.col("attempt").is_in(marked))
     if not per_attempt.height:
         return iters
     warnings += [f"{shown}: grad norm printed as 0 on all {n} lines of attempt {a}, with a loss above 0 (which has a "

@@ -158,7 +158,7 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_ERROR, LISTED_ERROR),
     (s.EV_TRACEBACK, r"Traceback \(most recent call last\)|Caught \w+ in replica \d+ on device \d+\."),
     # Python's word that the traceback after it did not end the program (a destructor's, another thread's)
-    (s.EV_SURVIVED_EXCEPTION, r"^\W*Exception (?:ignored in\b|in thread\b)"),
+    (s.EV_SURVIVED_EXCEPTION, r"^\W*(?:Exception (?:ignored in\b|in thread\b)|Error in atexit\._run_exitfuncs:)"),
     # py-spy ("Thread 12 (active): ...") and faulthandler ("Thread 0x7f... (most recent call first):") dumps
     (s.EV_STACK_DUMP, r"^\s*(?:Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:active|idle)[^)]*\)|(?:Current thread|Thread) "
                       r"0x[0-9A-Fa-f]+ \(most recent call first\):|Stack \(most recent call first\):"

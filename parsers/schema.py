@@ -119,7 +119,8 @@ EV_LOSS_MISSING = "loss_missing"            # iteration line without a loss: NaN
 EV_STALE_GRAD_NORM = "stale_grad_norm"      # grad norm repeated exactly while steps were skipped
 EV_SKIP_RANGE = "skip_range"                # iterations skipped on purpose (--skip-train-iteration-range)
 EV_TRACEBACK = "traceback"
-EV_SURVIVED_EXCEPTION = "survived_exception"  # "Exception ignored in: ...", "Exception in thread ...": an exception
+EV_SURVIVED_EXCEPTION = "survived_exception"  # "Exception ignored in: ...", "Exception in thread ...", "Error in
+                                            # atexit._run_exitfuncs:": an exception
                                             # printed with its traceback that did not end the program
 EV_ERROR = "error"                          # Python exception line (RuntimeError: ..., AssertionError: ...)
 EV_CUDA_ERROR = "cuda_error"                # CUDA errors, ECC, Xid

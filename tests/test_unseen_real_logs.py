@@ -1938,3 +1938,20 @@ def test_a_wrappers_final_rc_line_is_the_jobs_exit_code_and_its_last_stamp_its_e
     assert round(attempt.ran_for_s) == 51  # 15:32:09.2 to 15:32:59.98
     [row] = [line for line in lines if line.startswith("| 1 | none logged | 2026-03-31 15:32:09 | 2026-03-31 15:32:59 |")]
     assert row.endswith("'out of memory'”; exit code 1, the last status its log printed |")
+
+
+def test_the_reviews_inputs_against_the_new_ending_and_reading_rules() -> None:
+    """Generated inputs of the review of this change (each says what a new rule must not say)."""
+    run, _ = _chronicle(GENERATED / "review_save_done_then_error_before_next_log.log")
+    [cause] = [c for c in run.suspected_causes if c.kind == "program_error"]
+    assert cause.check_next.endswith("; the last checkpoint saved in the logs is at step 500; a save begun at step "
+                                     "1000 was followed by an error before the log shows a later step: it may not "
+                                     "have finished")
+    for name in ("review_planned_exit_teardown_rc0.log", "review_done_then_atexit_error.log"):
+        run, _ = _chronicle(GENERATED / name)
+        assert [a.failed_after_training for a in run.attempts] == [None], name  # exit 0, or an atexit error
+    run, _ = _chronicle(GENERATED / "review_fast_debug_run.log")
+    assert [a.clock_note for a in run.attempts] == [None]  # whole-second stamps say nothing of an upload
+    run, _ = _chronicle(GENERATED / "review_frozen_model_grad_norm_zero.log")
+    assert run.coverage["metrics"]["grad_norm"]["points"] > 0  # a frozen model's zeros are values
+    assert not any("placeholder" in w for w in run.warnings)
