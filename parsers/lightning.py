@@ -176,8 +176,10 @@ def runs_of_versions(pieces: list[Piece], root: Path) -> dict[int, Path]:
             run_of[version.folder] = run_of[done[-1].folder] if done else None  # (none before it: see below)
             continue
         slack = 2 * (version.interval or usual)
-        # (a version logging once an epoch has its first row an epoch in: its own interval says where it began)
-        resumed = version.start > lowest + max(usual, version.interval or 0)  # type: ignore[operator]
+        # (a version logging once an epoch has its first row an epoch in, one logging every N steps its first row up
+        # to about N in, its first validation maybe later than its median interval: twice its interval says where it
+        # began)
+        resumed = version.start > lowest + 2 * max(usual, version.interval or 0)  # type: ignore[operator]
         before = [v for v in reversed(done)
                   if resumed and v.start < version.start <= v.end + slack]  # type: ignore[operator]
         before.sort(key=lambda v: v.settings != version.settings)  # (stable: the latest first within each)

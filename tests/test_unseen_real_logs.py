@@ -302,6 +302,12 @@ def test_a_step_the_epoch_counter_logs_again_is_not_a_restart_and_object_address
         ("version_23120771", [(0, 5)]), ("version_23120776", [(0, 5)])]
     assert [r.config["prog_hostname"] for r in analysis.findings.runs] == ["fg3", "mg6"]
     assert not any("object at 0x" in line for line in reports.render(analysis.findings, "markdown").splitlines())
+    # and the single job (another host, a week later, its first record a validation at step 28, not step 0 once the
+    # hp_metric placeholder is not read) is a run of its own, not a resume of the last job (review of this change)
+    analysis = forensics.analyze_path(PROTBERT)
+    assert [(r.name, [(a.start_step, a.end_step) for a in r.attempts]) for r in analysis.findings.runs] == [
+        ("lightning_logs/version_23120771", [(0, 5)]), ("lightning_logs/version_23120776", [(0, 5)]),
+        ("single/version_23219164", [(28, 313)])]
 
 
 def test_the_hparams_file_of_a_trainer_launch_is_the_same_launch() -> None:
