@@ -118,6 +118,7 @@ def _exit_code(events: pl.DataFrame) -> int | None:
 # this many logged steps or more, all stamped within this many seconds and faster than this many steps a second (a
 # small debug run's console can log 100 steps in a second or two; no training logs a thousand a second)
 AT_ONCE_STEPS, AT_ONCE_S, AT_ONCE_RATE = 100, 2.0, 1000.0
+HEARD_WITHIN_S = 2 * 3600.0  # ranks left waiting after a failure hang on until a watchdog (30 min by default)
 _JOB_TIMES = ("created_at", "started_at", "finished_at", "updated_at")  # a job's own times, as a config names them
 
 
@@ -241,6 +242,8 @@ def build_attempts(
         past = max((step for step in (end, ending.step) if step is not None), default=None)
         ahead = bar is not None and (past is None or bar[0] > past)
         configured = train_iters if isinstance(train_iters, int) and train_iters > 0 else None
+        # (a bar's total is a length of steps only where the steps are steps, not a count of printed lines)
+        from_bar = bar is not None and not (counted & set(span.get("sources") or []))
         # (a log that restarts at every few lines has thousands of attempts, most with no events: no queries then)
         # (a scheduler notice comes between attempts; a sweep's launch of its next job is after this one, and a
         # W&B console stamps it on the program's local clock, not the run's)
@@ -255,8 +258,12 @@ def build_attempts(
         # start-up time is not an end)
         last_step_at = float(span["last_seen"]) if span.get("last_seen") is not None else None
         heard = ev.filter(pl.col("kind") == s.EV_LAST_TIMED_LINE)["wall_time"].max() if ev.height else None
-        ended = (max(float(heard), ending.wall_time or float(heard))  # type: ignore[arg-type]
-                 if heard is not None and ending.kind is not None else ending.wall_time)
+        # (only after a failure or a stop, and within a watchdog's reach of it: a completed run's later lines, an upload
+        # hours after, are not its training)
+        hung_on = heard is not None and ending.kind is not None and ending.reason not in (
+            EndReason.COMPLETED, EndReason.EXITED) and (ending.wall_time is None
+                                                        or float(heard) - ending.wall_time <= HEARD_WITHIN_S)
+        ended = max(float(heard), ending.wall_time or float(heard)) if hung_on else ending.wall_time  # type: ignore[arg-type]
         stop = ended or last_step_at
         # its last sign of life: that end, or for an attempt that logged no step its last timed line (scheduler
         # notices come between attempts); an untimed end after timed start-up lines is not known
@@ -276,8 +283,8 @@ def build_attempts(
                 end_reason=ending.reason, end_detail=ending.detail, end_kind=ending.kind,
                 failed_after_training=ending.failed_after,
                 end_at_step=ending.step if ending.kind is not None else end,
-                target_step=configured if configured is not None or bar is None else bar[1],
-                target_from_bar=configured is None and bar is not None,
+                target_step=configured if configured is not None or not from_bar else bar[1],  # type: ignore[index]
+                target_from_bar=configured is None and from_bar,
                 bar_step=bar[0] if bar and ahead else None, bar_total=bar[1] if bar and ahead else None,
                 points=int(span.get("points") or 0),
                 sources=sorted(set(span.get("sources") or [])

@@ -1958,6 +1958,12 @@ def test_the_reviews_inputs_against_the_new_ending_and_reading_rules() -> None:
         assert [a.failed_after_training for a in run.attempts] == [None], name  # exit 0, or an atexit error
     run, _ = _chronicle(GENERATED / "review_fast_debug_run.log")
     assert [a.clock_note for a in run.attempts] == [None]  # whole-second stamps say nothing of an upload
+    run, _ = _chronicle(GENERATED / "review_late_unrelated_line.log")
+    assert [(a.end_reason, a.ran_for_s) for a in run.attempts] == [("completed", 70 * 60 - 1)]  # not 17.6 h
+    # a bar's total is no planned length where the steps count printed lines (llava #918: 6 dicts, a bar of 10485)
+    run, lines = _chronicle(REAL / "hf_trainer" / "llava_issue918_loss_spike_excerpt.txt")
+    assert [(a.end_step, a.target_step, a.bar_step, a.bar_total) for a in run.attempts] == [(6, None, 2569, 10485)]
+    assert not any(line.startswith("- **Stopped short") for line in lines)
     run, _ = _chronicle(GENERATED / "review_frozen_model_grad_norm_zero.log")
     assert run.coverage["metrics"]["grad_norm"]["points"] > 0  # a frozen model's zeros are values
     assert not any("placeholder" in w for w in run.warnings)
