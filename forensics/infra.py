@@ -43,12 +43,15 @@ def oom_aftermath(events: pl.DataFrame) -> pl.DataFrame:
     """The NCCL and CUDA errors printed after an out-of-memory in the same log and attempt (not one that names the
     hardware: ECC, Xid): a process out of GPU memory fails its next CUDA calls (NCCL's "unhandled cuda error"), and the
     ranks it talked to see it exit ("remote process exited"). Consequences of the out-of-memory, not evidence of a
-    fault of the hardware."""
-    first = (events.filter(pl.col("kind") == s.EV_OOM).group_by("attempt", "source")
-             .agg(pl.col("line").min().alias("first_oom")))
+    fault of the hardware: those printed at its step (before the log shows a later one)."""
+    first = (events.filter(pl.col("kind") == s.EV_OOM).sort("line").group_by("attempt", "source")
+             .agg(pl.col("line").first().alias("first_oom"), pl.col("step").first().alias("oom_step")))
+    # (at the out-of-memory's step: an NCCL error iterations later, after the run went on, is not its consequence)
+    same_step = pl.col("step").is_null() | pl.col("oom_step").is_null() | (pl.col("step") == pl.col("oom_step"))
     return events.filter(pl.col("kind").is_in([s.EV_NCCL_ERROR, s.EV_CUDA_ERROR])
                          & ~pl.col("text").fill_null("").str.contains(_NAMES_HARDWARE)).join(
-        first, on=["attempt", "source"]).filter(pl.col("line") > pl.col("first_oom")).drop("first_oom")
+        first, on=["attempt", "source"]).filter((pl.col("line") > pl.col("first_oom")) & same_step).drop(
+        "first_oom", "oom_step")
 
 
 def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: list[Anomaly],

@@ -1964,6 +1964,8 @@ def test_the_reviews_inputs_against_the_new_ending_and_reading_rules() -> None:
     run, lines = _chronicle(REAL / "hf_trainer" / "llava_issue918_loss_spike_excerpt.txt")
     assert [(a.end_step, a.target_step, a.bar_step, a.bar_total) for a in run.attempts] == [(6, None, 2569, 10485)]
     assert not any(line.startswith("- **Stopped short") for line in lines)
+    run, _ = _chronicle(GENERATED / "review_recovered_oom_then_ib_failure.log")
+    assert run.suspected_causes[0].kind == "hardware"  # an NCCL failure 280 iterations after an OOM is not its echo
     run, _ = _chronicle(GENERATED / "review_frozen_model_grad_norm_zero.log")
     assert run.coverage["metrics"]["grad_norm"]["points"] > 0  # a frozen model's zeros are values
     assert not any("placeholder" in w for w in run.warnings)
