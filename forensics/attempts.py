@@ -34,13 +34,13 @@ def _resume_point(events: pl.DataFrame, start: int | None, interval: int) -> tup
     return start - max(interval, 1), True
 
 
-def _last_bar(events: pl.DataFrame, ending: Ending, end_step: int | None, stepped: frozenset[str]
-              ) -> tuple[int, int] | None:
+def _last_bar(events: pl.DataFrame, ending: Ending, end_step: int | None, stepped: frozenset[str],
+              past: int | None) -> tuple[int, int] | None:
     """The count and total of the attempt's last progress bar (:data:`parsers.schema.EV_PROGRESS`) printed up to the
-    line that ended it (in that line's file), when its count is at or past the attempt's last logged step and the
-    step its ending names (or it logged none), and its total too: how far the loop the bar counts got, and how far it
-    was to go (a bar of fewer steps counts something else, an evaluation's batches). A bar of that total whose count
-    went back is one bar per epoch (or per evaluation), not the training's: none then."""
+    line that ended it (in that line's file), when its count is at or past ``past`` (the attempt's last logged step
+    or the step its ending names, the later; None: it logged none), and its total too: how far the loop the bar
+    counts got, and how far it was to go (a bar of fewer steps counts something else, an evaluation's batches). A bar
+    of that total whose count went back is one bar per epoch (or per evaluation), not the training's: none then."""
     bars = events.filter((pl.col("kind") == s.EV_PROGRESS) & pl.col("step").is_not_null()) if events.height \
         else events
     if not bars.height:
@@ -52,7 +52,6 @@ def _last_bar(events: pl.DataFrame, ending: Ending, end_step: int | None, steppe
     if not bars.height or bars.filter(pl.col("value") == bars["value"][-1]).select(
             (pl.col("step").diff() < 0).any()).item():
         return None
-    past = max((step for step in (end_step, ending.step) if step is not None), default=None)
     if past is not None:
         bars = bars.filter((pl.col("step") >= past) & (pl.col("value") >= past))
     return (int(bars["step"][-1]), int(bars["value"][-1])) if bars.height else None
@@ -229,19 +228,18 @@ def build_attempts(
         this_cfg = cfg.get(n)
         changes = config_changes(previous_cfg, this_cfg) if previous_cfg and this_cfg else {}
         train_iters = (this_cfg or {}).get("train_iters")
+        configured = train_iters if isinstance(train_iters, int) and train_iters > 0 else None
         shows_start = bool(ev.height and ev.filter(pl.col("kind").is_in(list(s.START_KINDS))).height)
         ending = end_of(
             ev, flagged.get(n, []), end, shows_start=shows_start, is_last=i == len(numbers) - 1,
             next_index=numbers[i + 1] if i + 1 < len(numbers) else None,
-            target=train_iters if isinstance(train_iters, int) and train_iters > 0 else None,
-            last_loss_step=span.get("last_loss"), stepped=frozenset(span.get("sources") or []),
+            target=configured, last_loss_step=span.get("last_loss"), stepped=frozenset(span.get("sources") or []),
             tested=end is not None and tested.get(n, end - 1) >= end,
         )
-        bar = _last_bar(ev, ending, end, frozenset(span.get("sources") or []))
         # (its count said only where past the steps logged; its total is the planned length where none is configured)
         past = max((step for step in (end, ending.step) if step is not None), default=None)
+        bar = _last_bar(ev, ending, end, frozenset(span.get("sources") or []), past)
         ahead = bar is not None and (past is None or bar[0] > past)
-        configured = train_iters if isinstance(train_iters, int) and train_iters > 0 else None
         # (a bar's total is a length of steps only where the steps are steps, not a count of printed lines)
         from_bar = bar is not None and not (counted & set(span.get("sources") or []))
         # (a log that restarts at every few lines has thousands of attempts, most with no events: no queries then)

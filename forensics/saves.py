@@ -1,7 +1,7 @@
 """Checkpoints the logs show saved: a save done ("successfully saved checkpoint at iteration N"), or a save begun
 ("saving checkpoint at iteration N", the Trainer's "Saving model checkpoint to .../checkpoint-N") that no error
-followed before the next step. A full disk fails the write after the line that begins it, so a begun save followed
-by an error is none: a relaunch cannot resume from it."""
+followed before the log shows a later step. A full disk fails the write after the line that begins it, so a begun
+save followed by an error may not have finished: it is not counted as saved, and :func:`saves_said` says so."""
 
 from __future__ import annotations
 
@@ -18,15 +18,13 @@ def saved_steps(events: pl.DataFrame) -> pl.Series:
     >>> saved_steps(ev).to_list()  # the save at 20 was followed by an error before any later step
     [10.0]
     """
-    saves, failed = _saves(events)
-    return saves.join(failed, on=["source", "line"], how="anti", nulls_equal=True)["at"].drop_nulls()
+    return _split(*_saves(events))[0]
 
 
 def unfinished_steps(events: pl.DataFrame) -> pl.Series:
     """The steps of the saves begun and followed by an error before the log shows a later step: they may not have
     finished (the log cannot say: steps it does not print may have run in between)."""
-    saves, failed = _saves(events)
-    return saves.join(failed, on=["source", "line"], how="semi", nulls_equal=True)["at"].drop_nulls()
+    return _split(*_saves(events))[1]
 
 
 def saves_said(events: pl.DataFrame | None) -> str:
@@ -41,7 +39,7 @@ the log shows a later step: it may not have finished'
     """
     if events is None or not events.height:
         return ""
-    saved, unfinished = saved_steps(events), unfinished_steps(events)
+    saved, unfinished = _split(*_saves(events))
     last = saved.max() if saved.len() else None
     later = unfinished.filter(unfinished > last) if last is not None else unfinished
     said = f"; the last checkpoint saved in the logs is at step {last:.0f}" if last is not None else ""
@@ -49,6 +47,13 @@ the log shows a later step: it may not have finished'
         said += (f"; a save begun at step {later.max():.0f} was followed by an error before the log shows a later "
                  "step: it may not have finished")
     return said
+
+
+def _split(saves: pl.DataFrame, failed: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
+    """The steps of the saves done, and of those begun that an error followed."""
+    on = ["source", "line"]
+    return (saves.join(failed, on=on, how="anti", nulls_equal=True)["at"].drop_nulls(),
+            saves.join(failed, on=on, how="semi", nulls_equal=True)["at"].drop_nulls())
 
 
 def _saves(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
