@@ -644,9 +644,31 @@ def _join_wrapped(head: str, tail: str) -> str:
 
 
 # --- attempts ---------------------------------------------------------------------------------------------------
-def with_event_kinds(others: pl.DataFrame) -> pl.DataFrame:
+# Up to this many lines, event kinds are read with Python's ``re`` (each pattern compiled once per process); above it
+# with Polars. Polars compiles a pattern each time it meets it unless its small cache of compiled patterns still holds
+# it, and the ~60 event patterns cycle through that cache: about 70 ms a call however few the lines, where Python
+# takes about 70 us a line (the same at about 1,000 lines). Both give the same kinds (tests/test_megatron_parser.py).
+PYTHON_MAX_LINES = 1_000
+_EVENT_RX = [(name, re.compile(rx)) for name, rx in p.EVENT_PATTERNS]
+_ARGS_RX = (re.compile(p.ARGS_LINE), re.compile(p.ARGS_LONG_LINE))
+
+
+def with_event_kinds(others: pl.DataFrame, *, in_python: bool | None = None) -> pl.DataFrame:
     """``kind`` (the first event pattern a line matches; null for other lines and the arguments block) and ``raw``
-    (the pattern's group 1, as printed)."""
+    (group 1 of the first of that kind's patterns the line matches, as printed). ``in_python``: read with Python's
+    ``re`` (the default up to :data:`PYTHON_MAX_LINES` lines) or with Polars.
+
+    >>> frame = pl.DataFrame({"line": [1, 2], "body": ["saving checkpoint at iteration 300 to /ck", "lr 0.1"],
+    ...                       "in_args": False, "is_args_start": False, "is_args_end": False})
+    >>> for in_python in (True, False):
+    ...     print(with_event_kinds(frame, in_python=in_python).select("kind", "raw").rows())
+    [('checkpoint_saving', '300'), (None, None)]
+    [('checkpoint_saving', '300'), (None, None)]
+    """
+    if in_python is None:
+        in_python = others.height <= PYTHON_MAX_LINES
+    if in_python:
+        return _kinds_in_python(others)
     kind: pl.Expr = pl.lit(None, dtype=pl.String)
     for name, rx in reversed(p.EVENT_PATTERNS):  # built inside out, so the first pattern wins
         kind = pl.when(pl.col("body").str.contains(rx)).then(pl.lit(name)).otherwise(kind)
@@ -667,6 +689,23 @@ def with_event_kinds(others: pl.DataFrame) -> pl.DataFrame:
             parts.append(mine.select("line", raw=value))
     raw = pl.concat(parts) if parts else pl.DataFrame(schema={"line": out.schema["line"], "raw": pl.String})
     return out.join(raw, on="line", how="left", maintain_order="left")
+
+
+def _kinds_in_python(others: pl.DataFrame) -> pl.DataFrame:
+    """:func:`with_event_kinds` with Python's ``re``, line by line (for the few lines of a short log)."""
+    kinds: list[str | None] = []
+    raws: list[str | None] = []
+    columns = ("body", "in_args", "is_args_start", "is_args_end")
+    for body, in_args, start, end in zip(*(others[c].to_list() for c in columns), strict=True):
+        kind = raw = None
+        if body is not None and not start and not end and not (in_args and any(rx.search(body) for rx in _ARGS_RX)):
+            kind = next((name for name, rx in _EVENT_RX if rx.search(body)), None)
+            if kind is not None:
+                found = next(found for name, rx in _EVENT_RX if name == kind and (found := rx.search(body)))
+                raw = found.group(1) if found.re.groups else None
+        kinds.append(kind)
+        raws.append(raw)
+    return others.with_columns(kind=pl.Series(kinds, dtype=pl.String), raw=pl.Series(raws, dtype=pl.String))
 
 
 def attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
