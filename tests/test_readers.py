@@ -192,3 +192,26 @@ def test_copies_of_one_overflow_are_one_whatever_their_order_and_prefix(tmp_path
                    + "\n".join(lines) + "\n")
     attempt = forensics.analyze(load_run(log)).runs[0].attempts[0]
     assert attempt.end_detail == "no metric logged, but 1 fp16 overflow, a step skipped (the loss scale reduced to 1)"
+
+
+@pytest.mark.parametrize("pattern", [
+    rb"\biter \d+: loss |(?:^|\n)step \d+ \| ", rb"(?i)killed by signal|\bSIGKILL\b", rb"CUDA error|(?i:uncorrectable ECC)",
+    rb"(?i:ab(?-i:CDE)x)yz", rb"a(?:bcd)?xyz", rb"(?:abc|de)fgh", rb"ab\.cd", rb"(?i)x(?-i:ABC)|y(?:DEF)"])
+def test_a_search_skipped_for_want_of_its_literals_finds_what_a_search_finds(pattern: bytes) -> None:
+    """Sniffing skips a pattern's search where none of its alternatives' required literals is in the head (a search
+    of a pattern that starts with ``\\b`` tries every position): never where the search would have matched."""
+    import itertools
+    import re
+
+    from parsers.textfile import required_literals, search
+
+    rx = re.compile(pattern)
+    pieces = [b"iter 3: loss ", b"\nstep 4 | ", b"KILLED BY SIGNAL", b"sigkill", b"SIGKILL", b"cuda error", b"CUDA error",
+              b"Uncorrectable ecc", b"ABCDEx", b"abCDExyz", b"abcdexyz", b"axyz", b"abcdxyz", b"defgh", b"abcfgh",
+              b"ab.cd", b"abxcd", b"XABC", b"xabc", b"YDEF", b"yDEF", b" "]
+    texts = [b"".join(combo) for n in (1, 2) for combo in itertools.permutations(pieces, n)]
+    assert all((search(rx, text) or None) and search(rx, text).span() == rx.search(text).span()
+               if rx.search(text) else search(rx, text) is None for text in texts)
+    assert sum(rx.search(text) is not None for text in texts) > 0
+    assert required_literals(re.compile(rb"(?i)abc|(?-i:DEFG)")) == ((b"abc", True), (b"DEFG", False))
+    assert required_literals(re.compile(rb"abc|(?-i:DEF)g")) is None  # "g" alone: too short to gate on

@@ -21,7 +21,7 @@ from parsers import schema as s
 from parsers.megatron import attempt_bounds, kept_bar, line_events, progress_events, with_attempt, with_event_kinds
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
-from parsers.textfile import TextFile, inspect_text, scan_blocks
+from parsers.textfile import TextFile, inspect_text, scan_blocks, search
 
 _ANY_EVENT = "|".join(f"(?:{rx})" for _, rx in p.EVENT_PATTERNS)
 _ANSI = p.ANSI
@@ -73,7 +73,7 @@ class LineFormat:
     repeats: str = "one line printed by several ranks"  # what a metrics line printed again as it was is
 
     def sniff(self, head: bytes, name: str) -> bool:
-        return b"\x00" not in head[:8192] and self.detect.search(head) is not None
+        return b"\x00" not in head[:8192] and search(self.detect, head) is not None
 
     def read(self, path: Path, context: ReadContext) -> list[Piece]:
         text = inspect_text(path, context.shown)
