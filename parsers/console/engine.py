@@ -129,8 +129,10 @@ class LineFormat:
         others_frame = with_attempt(others_frame, bounds)
         # every metrics line's step, one row a line, where an event may need it (a million-line console has few)
         wanted = others_frame.height and "kind" in others_frame.columns and others_frame["kind"].is_not_null().any()
-        placed = pl.concat([iters.select("line", "attempt", "step"), metrics.select("line", "attempt", "step")],
-                           how="vertical_relaxed").unique("line", keep="last") if wanted else None
+        # (a line's metrics rows have its iteration row's step: only the lines that are not iteration lines are added)
+        placed = pl.concat([iters.select("line", "attempt", "step"), metrics.filter(
+            ~pl.col("line").is_in(iters["line"].implode())).select("line", "attempt", "step").unique("line")],
+            how="vertical_relaxed") if wanted else None
         events = pl.concat([line_events(others_frame, iters, own_steps=not counted, placed=placed),
                             progress_events(others_frame)], how="diagonal_relaxed")
 
