@@ -189,7 +189,7 @@ def with_overflow_scales(record: dict[str, Any], events: pl.DataFrame) -> dict[s
     and ``last`` (the scales), so the report does not say the loss scale was not found where the log prints it."""
     if s.LOSS_SCALE not in record.get("missing", []) or not events.height:
         return record
-    scales = events.filter((pl.col("kind") == s.EV_OVERFLOW) & pl.col("value").is_not_null()).sort(
+    scales = events.filter(pl.col("kind").is_in(list(s.OVERFLOW_KINDS)) & pl.col("value").is_not_null()).sort(
         "line", nulls_last=True)["value"]
     if not scales.len():
         return record

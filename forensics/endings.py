@@ -238,7 +238,7 @@ def _unnumbered(events: pl.DataFrame, next_index: int | None) -> Ending | None:
     """How an attempt that logged no metric ended when its fp16 lines show it trained: overflow lines are steps,
     skipped ones (DeepSpeed's "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768"), and
     DeepSpeed's running count ("step=262, skipped=4") says how far it got; None without them."""
-    over = events.filter(pl.col("kind") == s.EV_OVERFLOW) if events.height else events
+    over = events.filter(pl.col("kind").is_in(list(s.OVERFLOW_KINDS))) if events.height else events
     counts = events.filter((pl.col("kind") == s.EV_SKIPPED_COUNT) & pl.col("step").is_not_null()) \
         if events.height else events
     if not (over.height or counts.height):

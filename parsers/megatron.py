@@ -1045,6 +1045,10 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
     ev = ev.sort("line").with_columns(kind=pl.when((pl.col("kind") == s.EV_OOM) & ~raised
                                                    & pl.any_horizontal(caught).fill_null(False))
                                       .then(pl.lit(s.EV_OOM_RECOVERED)).otherwise("kind"))
+    # an overflow that did not lower the scale (at its minimum, or held by DeepSpeed's hysteresis)
+    tried, to = (pl.col("body").str.extract(p.MIN_SCALE_OVERFLOW, n).cast(pl.Float64, strict=False) for n in (1, 2))
+    ev = ev.with_columns(kind=pl.when((pl.col("kind") == s.EV_OVERFLOW) & (tried == to).fill_null(False))
+                         .then(pl.lit(s.EV_OVERFLOW_SCALE_KEPT)).otherwise("kind"))
     # a traceback logged as one list is quoted by the error it ends with
     listed = pl.coalesce(pl.col("body").str.extract(p.LISTED_ERROR, 1), pl.col("body").str.extract(p.LISTED_ERROR, 2))
     ev = ev.with_columns(text=pl.when(pl.col("kind") == s.EV_ERROR).then(pl.coalesce(listed, "text")).otherwise("text"))

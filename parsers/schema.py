@@ -110,6 +110,10 @@ EV_PARAMETER_COUNT = "parameter_count"      # value = parameters (absolute count
 EV_PARAMETER_COUNT_SHARD = "parameter_count_shard"  # one model-parallel rank's count (their sum is parameter_count)
 EV_PADDED_VOCAB = "padded_vocab"            # value = padded vocabulary size
 EV_OVERFLOW = "overflow"                    # fp16 loss-scale overflow, value = new loss scale
+EV_OVERFLOW_SCALE_KEPT = "overflow_scale_kept"  # an overflow that left the scale as it was ("Attempted loss scale:
+                                            # 1, reducing to 1"): at its minimum, or DeepSpeed's hysteresis holding
+                                            # it for an overflow or more; value = the scale
+OVERFLOW_KINDS = frozenset({EV_OVERFLOW, EV_OVERFLOW_SCALE_KEPT})  # every fp16 overflow line (a skipped step)
 EV_OVERFLOW_STOP = "overflow_stop"          # the program stops on fp16 overflows (too many in a row, the scale
                                             # at its minimum): an error, whose cause the line names
 EV_SKIPPED_COUNT = "skipped_count"          # DeepSpeed's running count of skipped steps ("step=N, skipped=M"):

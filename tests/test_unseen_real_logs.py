@@ -1251,6 +1251,19 @@ def test_overflows_at_a_loss_scale_already_at_its_minimum_are_a_collapse() -> No
                                    'reducing to 1") at 2 steps from step 2499')
 
 
+def test_an_overflow_that_kept_a_large_scale_is_deepspeeds_hysteresis_not_a_floor(tmp_path: Path) -> None:
+    """tr8b-104B's chronicle, cut after its first overflow: "Attempted loss scale: 1048576.0, reducing to 1048576.0"
+    is DeepSpeed's hysteresis holding the scale for one overflow (the next halves it). It was read as "fp16 overflows
+    at a loss scale already at its minimum (1048576)": only a kept scale of 1 (the scalers' floor) is one."""
+    log = REAL / "megatron" / "bigscience-workshop+bigscience__train_tr8b-104B_chronicles.md.log-snippets.txt"
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert "reducing to 1048576.0" in lines[27] and lines[28].startswith(" iteration    17062/")
+    (tmp_path / "tr8b.log").write_text("".join(lines[:29]), encoding="utf-8")
+    run, _ = _chronicle(tmp_path / "tr8b.log")
+    assert [a for a in run.anomalies if a.kind == "loss_scale_collapse"] == []
+    assert [(b.metric, b.steps) for b in run.blips] == [("loss", [17062])]  # (its loss jump: one point, the last)
+
+
 def test_an_out_of_memory_the_program_caught_is_not_a_crash() -> None:
     """fairseq #103: 'THCudaCheck FAIL ... out of memory' glued to the bar at 315/72115, then 'WARNING: ran out of
     memory on GPU #2, skipping batch' and the bar at 318: fairseq caught it and trained on. The chronicle said

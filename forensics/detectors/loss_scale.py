@@ -109,7 +109,7 @@ class LossScaleCollapseDetector:
         points = frames.points(s.LOSS_SCALE).filter(pl.col("value") > 0).select("attempt", "step", "value")
         # the scale an overflow line set ("setting loss scale to: 0.000244", "reducing to 32"), where no logged
         # point says it (after an excerpt's last metrics line, or a console that prints the scale nowhere else)
-        set_to = frames.events.filter((pl.col("kind") == s.EV_OVERFLOW) & (pl.col("value") > 0)
+        set_to = frames.events.filter(pl.col("kind").is_in(list(s.OVERFLOW_KINDS)) & (pl.col("value") > 0)
                                       & pl.col("step").is_not_null()).select("attempt", "step", "value")
         if set_to.height:
             extra = set_to.join(points, on=["attempt", "step"], how="anti").group_by("attempt", "step").agg(
@@ -163,23 +163,24 @@ class LossScaleCollapseDetector:
         return out
 
 
-_FLOOR = r"Attempted loss scale: ([\d.]+(?:[eE][-+]?\d+)?), reducing to ([\d.]+(?:[eE][-+]?\d+)?)"
+# the smallest scale of DeepSpeed's and Megatron's dynamic loss scalers unless configured otherwise (min_loss_scale)
+MIN_SCALE = 1.0
 
 
 def _at_the_floor(frames: RunFrames, found: list[Anomaly]) -> list[Anomaly]:
     """Overflows at a scale that could go no lower (DeepSpeed's "Attempted loss scale: 1, reducing to 1"): the
     gradients overflow fp16 at the smallest scale, every such step skipped; one finding per attempt, where no
-    collapse of the series already covers it."""
-    lines = frames.events.filter((pl.col("kind") == s.EV_OVERFLOW) & pl.col("step").is_not_null()).with_columns(
-        tried=pl.col("text").str.extract(_FLOOR, 1).cast(pl.Float64, strict=False),
-        to=pl.col("text").str.extract(_FLOOR, 2).cast(pl.Float64, strict=False))
-    stuck = lines.filter(pl.col("tried") == pl.col("to"))
+    collapse of the series already covers it. An overflow that kept a larger scale says nothing of a floor: that is
+    DeepSpeed's hysteresis, which holds the scale for an overflow before it halves it ("Attempted loss scale:
+    1048576.0, reducing to 1048576.0" in tr8b-104B, one step before it fell to 524288)."""
+    stuck = frames.events.filter((pl.col("kind") == s.EV_OVERFLOW_SCALE_KEPT) & pl.col("step").is_not_null()
+                                 & (pl.col("value") <= MIN_SCALE))
     out = []
     for (attempt,), own in stuck.group_by("attempt", maintain_order=True):
         first, last = int(own["step"].min()), int(own["step"].max())  # type: ignore[arg-type]
         if any(a.attempt == attempt and a.step <= last and first <= a.end_step for a in found):
             continue
-        scale = float(own["to"][0])
+        scale = float(own["value"][0])
         steps = own["step"].n_unique()
         out.append(Anomaly(
             kind=Kind.LOSS_SCALE_COLLAPSE, metric=s.LOSS_SCALE, attempt=int(attempt), step=first, end_step=last,

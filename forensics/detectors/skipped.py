@@ -34,7 +34,7 @@ class SkippedIterationsDetector:
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         counters = frames.points(s.SKIPPED_ITERATIONS).select("attempt", "step", skipped=pl.col("value"))
         overflows = (
-            frames.events.filter((pl.col("kind") == s.EV_OVERFLOW) & pl.col("step").is_not_null())
+            frames.events.filter(pl.col("kind").is_in(list(s.OVERFLOW_KINDS)) & pl.col("step").is_not_null())
             .unique(["attempt", "step", "value"])
             .group_by("attempt", "step").agg(skipped=pl.len().cast(pl.Float64))
         )
@@ -76,7 +76,7 @@ class SkippedIterationsDetector:
         )
         # what says the skips were fp16 overflows: an overflow line or a loss scale in the attempt (else it is only the
         # usual reason, and said as such)
-        seen = set(frames.events.filter(pl.col("kind") == s.EV_OVERFLOW)["attempt"].to_list()) | set(
+        seen = set(frames.events.filter(pl.col("kind").is_in(list(s.OVERFLOW_KINDS)))["attempt"].to_list()) | set(
             frames.points(s.LOSS_SCALE)["attempt"].unique().to_list())
         out = []
         for a, _g, start, end, total, since, known in groups.iter_rows():
