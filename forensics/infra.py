@@ -98,7 +98,7 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     # an error that stopped training is stronger evidence than one at start-up (a driver, a busy GPU, a setting)
     errors = {a.index for a in attempts if a.index in ended & faults & on_it and a.end_step is not None}
     confidence = 0.8 if errors and not counter else 0.5 if ended & faults else 0.3
-    if set(faulty["kind"].to_list()) == {s.EV_STORAGE_ERROR}:  # the only fault named is a file that failed
+    if set(faulty["kind"].to_list()) <= s.STORAGE_KINDS:  # the only fault named is a file that failed
         return [Cause(
             kind=CauseKind.STORAGE,
             cause="storage: writing (or reading) a file failed: a full disk or shared memory, a quota, an I/O error "
@@ -107,7 +107,7 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
             # (torch's DataLoader workers pass tensors through /dev/shm: "unable to write to file </torch_...>: No
             # space left on device" is the shared memory, a container's --shm-size, not the checkpoint disk)
             check_next=("the shared memory /dev/shm (its size: a container's --shm-size), where the DataLoader's "
-                        "workers pass tensors" if faulty["text"].str.contains(r"</torch_|/dev/shm|shared memory").any()
+                        "workers pass tensors" if (faulty["kind"] == s.EV_SHARED_MEMORY_ERROR).any()
                         else "free space, quota and I/O errors on the file systems it writes to (its checkpoint "
                         "directory first)") + saves_said(events),
         )]

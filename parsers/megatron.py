@@ -1045,6 +1045,9 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
     ev = ev.sort("line").with_columns(kind=pl.when((pl.col("kind") == s.EV_OOM) & ~raised
                                                    & pl.any_horizontal(caught).fill_null(False))
                                       .then(pl.lit(s.EV_OOM_RECOVERED)).otherwise("kind"))
+    # a file that failed in the shared memory: the DataLoader workers' /dev/shm, not a disk
+    in_shm = (pl.col("kind") == s.EV_STORAGE_ERROR) & pl.col("body").str.contains(p.SHARED_MEMORY)
+    ev = ev.with_columns(kind=pl.when(in_shm).then(pl.lit(s.EV_SHARED_MEMORY_ERROR)).otherwise("kind"))
     # an overflow that did not lower the scale (at its minimum, or held by DeepSpeed's hysteresis)
     tried, to = (pl.col("body").str.extract(p.MIN_SCALE_OVERFLOW, n).cast(pl.Float64, strict=False) for n in (1, 2))
     ev = ev.with_columns(kind=pl.when((pl.col("kind") == s.EV_OVERFLOW) & (tried == to).fill_null(False))

@@ -240,6 +240,8 @@ PROGRESS_BAR_ANYWHERE = r"\d{1,3}%\|[^|]*\|\s*\d+/\d+ \[[\d:]+<"  # (a quick tes
 
 STEP_VALUED = frozenset({s.EV_CHECKPOINT_LOAD, s.EV_CHECKPOINT_SAVE, s.EV_CHECKPOINT_SAVING, s.EV_SKIP_RANGE})
 # the group-1 value is in billions for these parameter-count patterns
+# a storage error in the shared memory (parsers.schema.EV_SHARED_MEMORY_ERROR)
+SHARED_MEMORY = r"</torch_|/dev/shm|shared memory"
 # DeepSpeed's overflow line that left the scale as it was ("Attempted loss scale: 1, reducing to 1")
 MIN_SCALE_OVERFLOW = r"Attempted loss scale: ([\d.]+(?:[eE][-+]?\d+)?), reducing to ([\d.]+(?:[eE][-+]?\d+)?)"
 BILLIONS = ("Billion", "in billions", "estimated model parameters")

@@ -135,6 +135,9 @@ EV_OOM_RECOVERED = "out_of_memory_recovered"  # an out-of-memory the program cau
 EV_HOST_ERROR = "host_error"                # the machine: bus error (shared memory), node failure
 EV_STORAGE_ERROR = "storage_error"          # a file could not be written or read: disk full, quota, I/O error, a
                                             # stale network mount, a failed write (a checkpoint save)
+EV_SHARED_MEMORY_ERROR = "shared_memory_error"  # a storage error in the shared memory (/dev/shm, torch's "</torch_...>"
+                                            # files): where DataLoader workers pass tensors (a container's --shm-size)
+STORAGE_KINDS: frozenset[str] = frozenset({EV_STORAGE_ERROR, EV_SHARED_MEMORY_ERROR})
 EV_KILLED = "killed"                        # killed by a signal (SIGKILL, "Killed")
 EV_SIGTERM = "sigterm"                      # asked to stop (SIGTERM, a kill switch): the scheduler or a person
 EV_CANCELLED = "cancelled"                  # the scheduler ended the job: scancel, time limit, srun abort, preemption
@@ -175,9 +178,9 @@ EV_SWEEP_JOB = "sweep_job"                  # a sweep launched its next job in t
 INTERVAL_MEAN_FORMATS: frozenset[str] = frozenset({"megatron", "hf-trainer", "hf-trainer-state", "llamafactory",
                                                    "mmengine", "fairseq", "mlx-lm"})
 ERROR_KINDS: frozenset[str] = frozenset({EV_ERROR, EV_CUDA_ERROR, EV_NCCL_ERROR, EV_COLLECTIVE_TIMEOUT, EV_OOM,
-                                         EV_HOST_ERROR, EV_STORAGE_ERROR, EV_OVERFLOW_STOP})
+                                         EV_HOST_ERROR, *STORAGE_KINDS, EV_OVERFLOW_STOP})
 # a fault of the hardware, its links or its storage, as the log names it
-HARDWARE_KINDS: frozenset[str] = frozenset({EV_CUDA_ERROR, EV_NCCL_ERROR, EV_HOST_ERROR, EV_STORAGE_ERROR})
+HARDWARE_KINDS: frozenset[str] = frozenset({EV_CUDA_ERROR, EV_NCCL_ERROR, EV_HOST_ERROR, *STORAGE_KINDS})
 # ranks left waiting: some rank stopped answering (a lost node or link, or a rank that hung or failed on its own)
 WAITING_KINDS: frozenset[str] = frozenset({EV_COLLECTIVE_TIMEOUT, EV_COLLECTIVE_WAIT})
 INFRA_KINDS: frozenset[str] = HARDWARE_KINDS | WAITING_KINDS

@@ -1713,6 +1713,9 @@ def test_a_full_shared_memory_is_not_sent_to_the_checkpoint_disk() -> None:
     run = forensics.analyze_path(GENERATED / "megatron_dev_shm_full.txt").findings.runs[0]
     [cause] = run.suspected_causes
     assert cause.kind == "storage" and cause.check_next.startswith("the shared memory /dev/shm")
+    # the parser says where the file failed (the analysis matches no text): the shared memory
+    kinds = parsers.load_run(GENERATED / "megatron_dev_shm_full.txt").events["kind"].to_list()
+    assert "shared_memory_error" in kinds and "storage_error" not in kinds
 
 
 def test_lightning_launches_that_logged_only_the_hp_metric_placeholder_logged_no_training_step() -> None:
