@@ -1985,3 +1985,21 @@ def test_the_reviews_inputs_against_the_new_ending_and_reading_rules() -> None:
     run, _ = _chronicle(GENERATED / "review_frozen_model_grad_norm_zero.log")
     assert run.coverage["metrics"]["grad_norm"]["points"] > 0  # a frozen model's zeros are values
     assert not any("placeholder" in w for w in run.warnings)
+
+
+def test_evaluation_scalars_at_several_steps_are_a_training_not_an_evaluation_pass() -> None:
+    """Review: a file of evaluation scalars only was "an evaluation pass" at any number of steps. A launch that
+    resumed a fit and logged only val_loss per epoch (steps 1099-2999) was folded into the attempt before it, whose
+    last step 950 became "First anomaly: hang at step 950"; a training of 20 epochs logging only val_* was "an
+    evaluation pass: evaluation scalars only, no training step". A pass (validate(), test(), evaluate()) evaluates
+    at one step (generated folders)."""
+    run, lines = _chronicle(GENERATED / "review_resumed_val_only")
+    assert [(a.start_step, a.end_step) for a in run.attempts] == [(0, 950), (1099, 2999)]
+    assert [a for a in run.anomalies if a.kind == "hang"] == []
+    assert not any("evaluation pass" in line for line in lines)
+    run, lines = _chronicle(GENERATED / "review_val_only_training")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step) == (99, 1999)
+    assert not any("evaluation pass" in line for line in lines)
+    assert parsers.load_run(GENERATED / "review_val_only_training").events.filter(
+        pl.col("kind") == "evaluation_pass").height == 0
