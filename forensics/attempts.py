@@ -35,12 +35,14 @@ def _resume_point(events: pl.DataFrame, start: int | None, interval: int) -> tup
 
 
 def _last_bar(events: pl.DataFrame, ending: Ending, end_step: int | None, stepped: frozenset[str],
-              past: int | None) -> tuple[int, int] | None:
+              past: int | None, planned: int | None = None) -> tuple[int, int] | None:
     """The count and total of the attempt's last progress bar (:data:`parsers.schema.EV_PROGRESS`) printed up to the
     line that ended it (in that line's file), when its count is at or past ``past`` (the attempt's last logged step
     or the step its ending names, the later; None: it logged none), and its total too: how far the loop the bar
     counts got, and how far it was to go (a bar of fewer steps counts something else, an evaluation's batches). A bar
-    of that total whose count went back is one bar per epoch (or per evaluation), not the training's: none then."""
+    of that total whose count went back is one bar per epoch (or per evaluation), not the training's: none then.
+    With no step logged, the training's bar is the one of the ``planned`` length, else the one of the most steps (an
+    evaluation's bar, printed after it, counts its batches)."""
     bars = events.filter((pl.col("kind") == s.EV_PROGRESS) & pl.col("step").is_not_null()) if events.height \
         else events
     if not bars.height:
@@ -49,6 +51,8 @@ def _last_bar(events: pl.DataFrame, ending: Ending, end_step: int | None, steppe
         deciding = ending_block(events, end_step, stepped).filter(pl.col("kind") == ending.kind).head(1)
         if deciding.height and deciding["line"][0] is not None:
             bars = bars.filter((pl.col("source") == deciding["source"][0]) & (pl.col("line") <= deciding["line"][0]))
+    if past is None and bars.height and bars["value"].n_unique() > 1:
+        bars = bars.filter(pl.col("value") == (planned if planned in bars["value"] else bars["value"].max()))
     if not bars.height or bars.filter(pl.col("value") == bars["value"][-1]).select(
             (pl.col("step").diff() < 0).any()).item():
         return None
@@ -238,7 +242,7 @@ def build_attempts(
         )
         # (its count said only where past the steps logged; its total is the planned length where none is configured)
         past = max((step for step in (end, ending.step) if step is not None), default=None)
-        bar = _last_bar(ev, ending, end, frozenset(span.get("sources") or []), past)
+        bar = _last_bar(ev, ending, end, frozenset(span.get("sources") or []), past, configured)
         ahead = bar is not None and (past is None or bar[0] > past)
         # (a bar's total is a length of steps only where the steps are steps, not a count of printed lines)
         from_bar = bar is not None and not (counted & set(span.get("sources") or []))

@@ -2003,3 +2003,13 @@ def test_evaluation_scalars_at_several_steps_are_a_training_not_an_evaluation_pa
     assert not any("evaluation pass" in line for line in lines)
     assert parsers.load_run(GENERATED / "review_val_only_training").events.filter(
         pl.col("kind") == "evaluation_pass").height == 0
+
+
+def test_an_evaluation_bar_after_the_training_bar_is_not_the_trainings_progress() -> None:
+    """Review: a Trainer console that crashed during an evaluation, no step read: its last bar (the evaluation's,
+    50 of 125 batches) was told as the training's progress and 125 became the planned length. The training's bar is
+    the one of the planned length (or of the most steps)."""
+    run, lines = _chronicle(GENERATED / "review_eval_bar_then_crash.log")
+    [attempt] = run.attempts
+    assert (attempt.bar_step, attempt.bar_total, attempt.target_step) == (1500, 11250, 11250)
+    assert "crashed with no step read from its logs (its progress bar at 1500 of 11250)" in lines[4]
