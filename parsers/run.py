@@ -543,6 +543,22 @@ def _writer(path: Path) -> tuple[str, ...] | None:
     return (path.parent.as_posix(), found[1], found[2]) if found else None
 
 
+_PIDLESS = re.compile(r"^events\.out\.tfevents\.\d+\.(.+?)(?:\.v2)?$")
+
+
+def _pidless_host(path: Path) -> str | None:
+    """The host in an event file's name that carries no pid (``events.out.tfevents.<time>.<host>``, tensorboardX's and
+    older torch's), None for any other name (one with a pid is :func:`_writer`'s).
+
+    >>> _pidless_host(Path("runs/a/events.out.tfevents.1682480667.dsrc-server"))
+    'dsrc-server'
+    >>> _pidless_host(Path("runs/a/events.out.tfevents.1742884204.DESKTOP-41L2EO3.107869.1")) is None
+    True
+    """
+    found = None if _WRITER.match(path.name) else _PIDLESS.match(path.name)
+    return found[1] if found else None
+
+
 _SPLITS = VALIDATION_FOLDERS | {"train", "training"}
 
 
@@ -636,6 +652,11 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
         same = not parallel and writer is not None and process is not None and writer[1:] == process[1:] and (
             (writer[0] == process[0] and last_step is not None and first is not None and first >= last_step)
             or _split_writers(process[0], writer[0]) or (previous is not None and _hparams_writer(previous, piece.file)))
+        # tensorboardX and older torch name a file without the pid ("events.out.tfevents.<time>.<host>"): its
+        # add_hparams file is still its writer's (the same host, a sub-folder named for the time), not a launch
+        same = same or (not parallel and writer is None and process is None and previous is not None
+                        and _pidless_host(previous) == _pidless_host(piece.file) is not None
+                        and _hparams_writer(previous, piece.file))
         # another rank's file of the same torchrun launch (rank 0 prints the arguments, the last pipeline stage the
         # iterations): the same attempt
         # (a resubmission into the same log dir writes attempt_0 again, after the first launch's last line)

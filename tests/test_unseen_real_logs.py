@@ -2013,3 +2013,15 @@ def test_an_evaluation_bar_after_the_training_bar_is_not_the_trainings_progress(
     [attempt] = run.attempts
     assert (attempt.bar_step, attempt.bar_total, attempt.target_step) == (1500, 11250, 11250)
     assert "crashed with no step read from its logs (its progress bar at 1500 of 11250)" in lines[4]
+
+
+def test_an_hparams_file_beside_a_writer_whose_file_names_carry_no_pid_is_its_launch() -> None:
+    """wtwong316/alpaca-bitcoin-tweets-sentiment (audit Z3 §Z1): one Trainer launch's event file
+    ``events.out.tfevents.1682480667.dsrc-server`` and its add_hparams file in the sub-folder ``1682480667.134984/``
+    (tensorboardX's names: no pid) read as two launches: "Launches with no training step, error or stop in the logs:
+    attempt 2 (2023-04-26 03:44:27)", and a config table comparing the launch with its own hparams."""
+    run, lines = _chronicle(REAL / "tensorboard" / "wtwong316_alpaca-bitcoin-tweets-sentiment")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step, attempt.end_reason) == (10, 300, "completed")
+    assert not any(line.startswith("- **Launches with no training step") for line in lines)
+    assert not any(line.startswith("## Config differences between attempts") for line in lines)
