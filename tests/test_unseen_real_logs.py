@@ -2025,3 +2025,20 @@ def test_an_hparams_file_beside_a_writer_whose_file_names_carry_no_pid_is_its_la
     assert (attempt.start_step, attempt.end_step, attempt.end_reason) == (10, 300, "completed")
     assert not any(line.startswith("- **Launches with no training step") for line in lines)
     assert not any(line.startswith("## Config differences between attempts") for line in lines)
+
+
+def test_a_console_printing_no_step_takes_the_logging_interval_its_checkpoint_saves_show() -> None:
+    """LzZzZx328/finetune_LLM (audit Z3 §Z9): LLaMA-Factory's running_log.txt prints its 421 dicts without a step, but
+    "Saving model checkpoint to .../checkpoint-100" after the 20th (L239) ... checkpoint-2100 after the 420th (L1959):
+    one dict every 5 steps. The chronicle said "steps 1–421", "LR peaks at 5e-05 (step 20); warm-up ends at step 20"
+    and "completed after step 421", while its own checkpoint events stood at steps 100-2100."""
+    run, lines = _chronicle(REAL / "hf_trainer" / "LzZzZx328_finetune_LLM.running_log.txt")
+    assert run.coverage["metrics"]["loss"] == {"points": 421, "first_step": 5, "last_step": 2105,
+                                               "source_tags": ["loss"]}
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step, attempt.end_kind) == (5, 2105, "training_done")
+    assert [w.rsplit("/", 1)[-1] for w in run.warnings] == [
+        "LzZzZx328_finetune_LLM.running_log.txt: it prints no step: steps here are its printed metrics lines times the "
+        "logging interval its step-named checkpoint saves show: 5 (checkpoint-100 saved after its metrics line 20)"]
+    assert "- **Schedule:** LR peaks at 5e-05 (step 100); warm-up ends between steps 95 and 100 (the logged points)." \
+        in lines

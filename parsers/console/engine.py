@@ -149,7 +149,7 @@ class LineFormat:
             n_attempts=max(int(bounds["attempt"].max() or 0), 1),  # type: ignore[arg-type]
             tags={name: name for name in metrics["metric"].unique().to_list()},
             counted_steps=counted,
-            bar_steps=BARRED_NOTE in notes,
+            bar_steps=BARRED_NOTE in notes or any(n.startswith(SAVED_NOTE) for n in notes),
         )
 
     # --- per block --------------------------------------------------------------------------------------------------
@@ -264,9 +264,14 @@ class LineFormat:
             lines = lines.join(new, on="line", how="left", maintain_order="left").with_columns(
                 step=pl.when(mine).then(pl.col("_n")).otherwise("step")).drop("_n")
             barred = _bar_steps(lines, mine, others)
+            saved = _saved_interval(lines, mine, others) if barred is None else None
             if barred is not None:
                 lines = lines.with_columns(step=pl.when(mine).then(barred).otherwise("step"))
                 notes.append(BARRED_NOTE)
+            elif saved is not None:
+                interval, first, count = saved
+                lines = lines.with_columns(step=pl.when(mine).then(pl.col("step") * interval).otherwise("step"))
+                notes.append(f"{SAVED_NOTE}: {interval} (checkpoint-{first} saved after its metrics line {count})")
             elif lines.filter(mine).height:
                 numbered = True
                 notes.append(COUNTED_NOTE)
@@ -333,6 +338,31 @@ COUNTED_NOTE = ("it prints no step: steps here count its printed metrics lines (
                 "the training steps)")
 BARRED_NOTE = ("it prints no step: each metrics line's step is the count of the progress bar printed after it "
                "(its N of N/M)")
+SAVED_NOTE = ("it prints no step: steps here are its printed metrics lines times the logging interval its step-named "
+              "checkpoint saves show")
+
+
+def _saved_interval(lines: pl.DataFrame, mine: pl.Expr, others: pl.DataFrame | None
+                    ) -> tuple[int, int, int] | None:
+    """The logging interval that the step-named checkpoint saves of a log printing no step show ("Saving model
+    checkpoint to out/checkpoint-100" after its 20th metrics line: 5), where every save (two or more) names the same
+    whole multiple (over 1) of the count of the metrics lines before it; else None (a save off the logging steps, a
+    first-step log, a replay after a resume: the count is then no step). Returns it with the first save's step and
+    the count of the metrics lines before it."""
+    if others is None or "kind" not in others.columns or "raw" not in others.columns:
+        return None
+    saves = others.filter(pl.col("kind") == s.EV_CHECKPOINT_SAVING).select(
+        pl.col("line").cast(pl.Int64), saved=pl.col("raw").cast(pl.Int64, strict=False)).drop_nulls().sort("line")
+    if saves.height < 2:
+        return None
+    counts = lines.filter(mine).select(pl.col("line").cast(pl.Int64), count="step").sort("line")
+    placed = saves.join_asof(counts, on="line", strategy="backward").drop_nulls("count")
+    if placed.height < saves.height or (placed["count"] <= 0).any():
+        return None
+    ratios = (placed["saved"] // placed["count"]).unique()
+    if ratios.len() != 1 or int(ratios[0]) <= 1 or (placed["saved"] % placed["count"] != 0).any():
+        return None
+    return int(ratios[0]), int(placed["saved"][0]), int(placed["count"][0])
 
 
 def _bar_steps(lines: pl.DataFrame, mine: pl.Expr, others: pl.DataFrame | None) -> pl.Series | None:
