@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import forensics
@@ -218,3 +219,18 @@ def test_a_scale_that_falls_below_1_says_where_it_fell_from(tmp_path: Path) -> N
     [collapse] = [a for a in run.anomalies if a.kind == "loss_scale_collapse"]
     assert (collapse.baseline, collapse.value) == (128.0, 0.25)
     assert collapse.detail.startswith("loss scale fell from 128 (step 100) to 0.25 by step 1000")
+
+
+def test_build_nanogpt_forks_that_print_commas_for_bars() -> None:
+    """aakashvardhan/s21-gpt2's log.md (audit Z3): "step 0001, loss: 9.502789, norm: 10.649774551391602, lr: 1.2000e-04,
+    time: 449.89ms, tokens/sec: 36418.0" was refused as no known format. 13 pasted runs of steps 0-49 (the first
+    ones print the loss alone), then a 5000-step run pasted as steps 1-50 and 4950-4999 around a "...": 14 attempts."""
+    run = load_run(REAL / "build_nanogpt" / "aakashvardhan_s21-gpt2_log.md")
+    last = run.metrics.filter(pl.col("attempt") == 14)
+    assert run.metrics["attempt"].max() == 14
+    assert last.filter(pl.col("step") == 1).sort("metric").select("metric", "value").rows() == [
+        ("grad_norm", 10.649774551391602), ("iteration_time_ms", 449.89), ("loss", 9.502789), ("lr", 1.2e-4),
+        ("tokens_per_second", 36418.0)]
+    assert (last["step"].min(), last["step"].max()) == (1, 4999)
+    first = run.metrics.filter((pl.col("attempt") == 1) & (pl.col("metric") == "loss"))
+    assert first.select("step", "value").row(0) == (0, 10.899394989013672) and first.height == 50

@@ -28,6 +28,7 @@ SPEC = LineFormat(
     detect=re.compile(rb"\biter \d+: loss [-+\w.]+, time |\bstep \d+: train loss [-+\w.]+, val loss "
                       rb"|(?:^|\n)\d+ \| loss [-+\w.]+ \| lr [-+\w.]+ \| "
                       rb"|\bstep\s+\d+\s*\|\s*loss: [-+\w.]+\s*\|"  # build-nanogpt
+                      rb"|\bstep \d+, loss: [-+\w.]+(?:, norm: |\r?\n)"  # ... and its forks' commas
                       rb"|(?:^|\n)\d+ (?:val|train) \d[\d.]*\r?\n\d+ (?:val|hella|train) \d"),  # its log.txt
     rules=(
         Rule(r"\biter (\d+): loss ", {s.LOSS: rf"\biter \d+: loss ({NUMBER})",
@@ -37,10 +38,10 @@ SPEC = LineFormat(
                                             s.VAL_LOSS: rf"val loss ({NUMBER})"}, per_step=False),
         Rule(r"^(\d+) \| loss ", {s.LOSS: rf"^\d+ \| loss ({NUMBER})", s.LR: rf"\| lr ({NUMBER})",
                                   s.ITERATION_TIME_MS: rf"\| ({NUMBER})ms"}),  # llama2.c
-        Rule(r"(?:^|\s)step\s+(\d+)\s*\|\s*loss:\s", {  # build-nanogpt
-            s.LOSS: rf"\|\s*loss:\s*({NUMBER})", s.LR: rf"\|\s*lr:?\s*({NUMBER})", s.GRAD_NORM: rf"\|\s*norm:\s*({NUMBER})",
-            s.ITERATION_TIME_MS: rf"\|\s*(?:dt|time):\s*({NUMBER})\s*ms",
-            "tokens_per_second": rf"\|\s*(?:tok/sec|tokens/sec):\s*({NUMBER})"}),
+        Rule(r"(?:^|\s)step\s+(\d+)\s*[|,]\s*loss:\s", {  # build-nanogpt (its forks: commas for bars)
+            s.LOSS: rf"[|,]\s*loss:\s*({NUMBER})", s.LR: rf"[|,]\s*lr:?\s*({NUMBER})",
+            s.GRAD_NORM: rf"[|,]\s*norm:\s*({NUMBER})", s.ITERATION_TIME_MS: rf"[|,]\s*(?:dt|time):\s*({NUMBER})\s*ms",
+            "tokens_per_second": rf"[|,]\s*(?:tok/sec|tokens/sec):\s*({NUMBER})"}),
         Rule(r"^\s*validation loss:", {s.VAL_LOSS: rf"^\s*validation loss:\s*({NUMBER})"}, step=False, per_step=False,
              step_after=True),
         Rule(r"^\s*HellaSwag accuracy:", {HELLASWAG: rf"HellaSwag accuracy:\s*\d+\s*/\s*\d+\s*=\s*({NUMBER})"},
