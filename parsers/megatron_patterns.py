@@ -239,10 +239,10 @@ PROGRESS_BAR = r"(?:^|[^\w:\s])\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+) \[[\d:]+<"
 PROGRESS_BAR_ANYWHERE = r"\d{1,3}%\|[^|]*\|\s*\d+/\d+ \[[\d:]+<"  # (a quick test before the exact one)
 
 STEP_VALUED = frozenset({s.EV_CHECKPOINT_LOAD, s.EV_CHECKPOINT_SAVE, s.EV_CHECKPOINT_SAVING, s.EV_SKIP_RANGE})
-# the group-1 value is in billions for these parameter-count patterns
 # a storage error in the shared memory (parsers.schema.EV_SHARED_MEMORY_ERROR)
 SHARED_MEMORY = r"</torch_|/dev/shm|shared memory"
-# DeepSpeed's overflow line that left the scale as it was ("Attempted loss scale: 1, reducing to 1")
-MIN_SCALE_OVERFLOW = r"Attempted loss scale: ([\d.]+(?:[eE][-+]?\d+)?), reducing to ([\d.]+(?:[eE][-+]?\d+)?)"
+# DeepSpeed's overflow line: the scale it tried and the one it set (the same: parsers.schema.EV_OVERFLOW_SCALE_KEPT)
+ATTEMPTED_SCALE = r"Attempted loss scale: ([\d.]+(?:[eE][-+]?\d+)?), reducing to ([\d.]+(?:[eE][-+]?\d+)?)"
+# the group-1 value is in billions for these parameter-count patterns
 BILLIONS = ("Billion", "in billions", "estimated model parameters")
 MILLIONS = r"\d(?:\.\d+)?M\s*$"  # a count printed in millions ("number of parameters: 10.65M", nanoGPT)

@@ -462,16 +462,18 @@ _EVALUATION = re.compile(r"^(?:val|valid|validation|test|eval)[_/]", re.IGNORECA
 def _evaluation_pass(raw: pl.DataFrame, names: dict[str, tuple[str, str]]) -> pl.DataFrame:
     """An ``evaluation_pass`` event at the first record of a file whose scalars are all an evaluation's (``val_*``,
     ``test_*``, ``eval/*``, with the epoch beside them, the Trainer's ``train/epoch``: Lightning's
-    ``trainer.validate()`` / ``test()``, a Trainer's ``evaluate()``, each a writer of its own), all at one step,
+    ``trainer.validate()`` / ``test()``, a Trainer's ``evaluate()``, each a writer of its own) within one epoch,
     saying its last values; none for any other file."""
     evaluated = sorted(t for t in names if _EVALUATION.match(t))
     epoch = {t for t, (m, _) in names.items() if m == s.EPOCH or t.rpartition("/")[2] == s.EPOCH}  # (train/epoch)
     if not evaluated or set(evaluated) | epoch != names.keys():
         return pl.DataFrame()
-    # one pass evaluates at one global step (its per-batch values count batches): evaluation scalars at several
-    # steps are a training that logged only its evaluations (a module whose train loss went to the progress bar)
+    # evaluation scalars at several steps with the epoch rising across them are a training that logged only its
+    # evaluations (a module whose train loss went to the progress bar); a pass evaluates within one epoch (at one
+    # step, or per batch, or checkpoint after checkpoint)
     at_step = [t for t in evaluated if names[t][1] != "evaluation_batches"]
-    if raw.filter(pl.col("tag").is_in(at_step or evaluated))["step"].n_unique() > 1:
+    if raw.filter(pl.col("tag").is_in(at_step or evaluated))["step"].n_unique() > 1 \
+            and raw.filter(pl.col("tag").is_in(list(epoch)))["value"].n_unique() > 1:
         return pl.DataFrame()
     last = raw.filter(pl.col("tag").is_in(evaluated)).group_by("tag").agg(pl.col("step", "value").last())
     said = ", ".join(f"{t}={v:.6g}" for t, _, v in last.sort("tag").head(4).iter_rows())

@@ -419,7 +419,7 @@ def required_literals(rx: re.Pattern[bytes]) -> tuple[tuple[bytes, bool], ...] |
     import re._constants as sre  # (the parser of the re module: the pattern's own structure, not a guess from text)
     import re._parser as sre_parse
 
-    if not isinstance(rx.pattern, bytes):
+    if not isinstance(rx.pattern, bytes) or rx.flags & re.LOCALE:
         return None
     parsed = sre_parse.parse(rx.pattern.decode("latin-1"), rx.flags)
 

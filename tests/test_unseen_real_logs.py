@@ -2003,6 +2003,9 @@ def test_evaluation_scalars_at_several_steps_are_a_training_not_an_evaluation_pa
     assert not any("evaluation pass" in line for line in lines)
     assert parsers.load_run(GENERATED / "review_val_only_training").events.filter(
         pl.col("kind") == "evaluation_pass").height == 0
+    # a validate() that logs its val_loss per batch (steps 0-49, no epoch rising): still an evaluation pass
+    assert parsers.load_run(GENERATED / "review_validate_on_step").events.filter(
+        pl.col("kind") == "evaluation_pass").height == 1
 
 
 def test_an_evaluation_bar_after_the_training_bar_is_not_the_trainings_progress() -> None:
@@ -2042,3 +2045,13 @@ def test_a_console_printing_no_step_takes_the_logging_interval_its_checkpoint_sa
         "logging interval its step-named checkpoint saves show: 5 (checkpoint-100 saved after its metrics line 20)"]
     assert "- **Schedule:** LR peaks at 5e-05 (step 100); warm-up ends between steps 95 and 100 (the logged points)." \
         in lines
+
+
+def test_checkpoint_saves_off_the_logging_steps_give_no_logging_interval() -> None:
+    """Review: a Trainer console logging every 500 steps and saving every 600 prints checkpoint-600 ... -2400 after
+    its metrics lines 1-4: "every 600" fits them, and the steps were read as 600-3000 (truly 500-2500). Saves one
+    line apart (or fewer than five) give no interval: the lines are counted, and the reading note says so."""
+    run, _ = _chronicle(GENERATED / "review_hf_log500_save600.log")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step) == (1, 5)
+    assert any("it prints no step: steps here count its printed metrics lines" in w for w in run.warnings)

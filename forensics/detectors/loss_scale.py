@@ -163,7 +163,9 @@ class LossScaleCollapseDetector:
         return out
 
 
-# the smallest scale of DeepSpeed's and Megatron's dynamic loss scalers unless configured otherwise (min_loss_scale)
+# the smallest scale of DeepSpeed's and Megatron's dynamic loss scalers by default; a floor configured above it
+# (min_loss_scale) is not read here, and overflows held there are not reported as a floor (a kept scale above 1 is
+# as often DeepSpeed's hysteresis)
 MIN_SCALE = 1.0
 
 

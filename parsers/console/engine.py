@@ -342,22 +342,27 @@ SAVED_NOTE = ("it prints no step: steps here are its printed metrics lines times
               "checkpoint saves show")
 
 
+_FEW_SAVES = 5
+
+
 def _saved_interval(lines: pl.DataFrame, mine: pl.Expr, others: pl.DataFrame | None
                     ) -> tuple[int, int, int] | None:
     """The logging interval that the step-named checkpoint saves of a log printing no step show ("Saving model
-    checkpoint to out/checkpoint-100" after its 20th metrics line: 5), where every save (two or more) names the same
-    whole multiple (over 1) of the count of the metrics lines before it; else None (a save off the logging steps, a
-    first-step log, a replay after a resume: the count is then no step). Returns it with the first save's step and
-    the count of the metrics lines before it."""
+    checkpoint to out/checkpoint-100" after its 20th metrics line: 5), where every save (five or more, each two or
+    more lines after the one before) names the same whole multiple (over 1) of the count of the metrics lines before
+    it; else None (a save off the logging steps, a first-step log, a replay after a resume: the count is then no
+    step). Returns it with the first save's step and the count of the metrics lines before it."""
     if others is None or "kind" not in others.columns or "raw" not in others.columns:
         return None
     saves = others.filter(pl.col("kind") == s.EV_CHECKPOINT_SAVING).select(
         pl.col("line").cast(pl.Int64), saved=pl.col("raw").cast(pl.Int64, strict=False)).drop_nulls().sort("line")
-    if saves.height < 2:
+    if saves.height < _FEW_SAVES:
         return None
     counts = lines.filter(mine).select(pl.col("line").cast(pl.Int64), count="step").sort("line")
     placed = saves.join_asof(counts, on="line", strategy="backward").drop_nulls("count")
-    if placed.height < saves.height or (placed["count"] <= 0).any():
+    # (saves fewer than two lines apart, or fewer than five, fit a wrong interval too: logging every 500 steps and
+    # saving every 600, checkpoint-600 ... -2400 follow lines 1-4, "every 600"; the fifth, 3000, follows line 6)
+    if placed.height < saves.height or (placed["count"] <= 0).any() or (placed["count"].diff().drop_nulls() < 2).any():
         return None
     ratios = (placed["saved"] // placed["count"]).unique()
     if ratios.len() != 1 or int(ratios[0]) <= 1 or (placed["saved"] % placed["count"] != 0).any():
