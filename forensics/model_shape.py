@@ -150,12 +150,12 @@ LOGGED_COUNT_KEYS = ("model/num_parameters", "num_parameters", "n_params", "mode
 def logged_parameters(events: pl.DataFrame, cfg: dict[str, Any] | None = None) -> float | None:
     """The program's own count: a printed total if there is one, else the sum over model-parallel ranks, else a
     count the trainer logged with its config (the Hugging Face Trainer's ``model/num_parameters``)."""
-    counts = events.filter(pl.col("kind") == s.EV_PARAMETER_COUNT).drop_nulls("value")
+    counts = events.filter(pl.col("kind").is_in([s.EV_PARAMETER_COUNT, s.EV_PARAMETER_COUNT_SUM])).drop_nulls("value")
     if counts.height == 0:
         logged = next((cfg[k] for k in LOGGED_COUNT_KEYS if isinstance((cfg or {}).get(k), (int, float))
                        and not isinstance(cfg[k], bool)), None)  # type: ignore[index]
         return float(logged) if logged else None
-    totals = counts.filter(~pl.col("text").str.starts_with("sum of the parameter counts"))
+    totals = counts.filter(pl.col("kind") == s.EV_PARAMETER_COUNT)  # printed by the program, not summed here
     chosen = totals if totals.height else counts
     return float(chosen["value"][-1])
 
@@ -163,8 +163,8 @@ def logged_parameters(events: pl.DataFrame, cfg: dict[str, Any] | None = None) -
 def logged_parameters_how(events: pl.DataFrame, cfg: dict[str, Any]) -> str:
     """How :func:`logged_parameters` got its count when the program printed no total: a sum over the ranks'
     counts, in which a word embedding tied across pipeline stages counts once per stage that holds it."""
-    counts = events.filter(pl.col("kind") == s.EV_PARAMETER_COUNT).drop_nulls("value")
-    if counts.height == 0 or not counts.filter(~pl.col("text").str.starts_with("sum of the parameter counts")).is_empty():
+    counts = events.filter(pl.col("kind").is_in([s.EV_PARAMETER_COUNT, s.EV_PARAMETER_COUNT_SUM])).drop_nulls("value")
+    if counts.height == 0 or (counts["kind"] == s.EV_PARAMETER_COUNT).any():
         return ""
     text = str(counts["text"][-1])
     if text.startswith("sum of the parameter counts of 1 "):

@@ -1088,7 +1088,7 @@ def _shard_totals(ev: pl.DataFrame) -> pl.DataFrame:
             pl.col("value").sum(), pl.len().alias("n"),
         )
         .with_columns(
-            kind=pl.lit(s.EV_PARAMETER_COUNT),
+            kind=pl.lit(s.EV_PARAMETER_COUNT_SUM),
             text=s.format_text("sum of the parameter counts of {} model-parallel ranks", "n"),
         )
         .drop("n")

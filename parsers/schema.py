@@ -107,7 +107,9 @@ EV_MARKER = "marker"                        # "[after megatron is initialized] d
 EV_TRAINING_DONE = "training_done"          # "[after training is done] datetime: ..."
 EV_EXIT = "exit"                            # planned exit: exit interval or duration, the end of its data
 EV_PARAMETER_COUNT = "parameter_count"      # value = parameters (absolute count)
-EV_PARAMETER_COUNT_SHARD = "parameter_count_shard"  # one model-parallel rank's count (their sum is parameter_count)
+EV_PARAMETER_COUNT_SHARD = "parameter_count_shard"  # one model-parallel rank's count (their sum: the next kind)
+EV_PARAMETER_COUNT_SUM = "parameter_count_sum"  # the sum of the model-parallel ranks' counts, where no total is
+                                            # printed: value = the sum, text = over how many ranks
 EV_PADDED_VOCAB = "padded_vocab"            # value = padded vocabulary size
 EV_OVERFLOW = "overflow"                    # fp16 loss-scale overflow, value = new loss scale
 EV_OVERFLOW_SCALE_KEPT = "overflow_scale_kept"  # an overflow that left the scale as it was ("Attempted loss scale:

@@ -123,7 +123,7 @@ def test_fully_skipped_interval_and_log_interval():
 
 def test_parameter_counts_summed_over_model_parallel_ranks():
     run = load_run(real("meg_gpt2_base_n4"))
-    total = run.events.filter(pl.col("kind") == "parameter_count")["value"].to_list()
+    total = run.events.filter(pl.col("kind") == "parameter_count_sum")["value"].to_list()
     assert total == [4 * (1217086464 + 1132938240 * 2 + 1210807296)]
 
 
@@ -134,7 +134,7 @@ def test_rank_counts_printed_without_a_colon_are_summed_too(tmp_path):
              " > number of parameters on model parallel rank 1 62631168",
              " iteration        1/     100 | lm loss: 1.000000E+01 |"]
     (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
-    total = load_run(tmp_path / "train.log").events.filter(pl.col("kind") == "parameter_count")["value"].to_list()
+    total = load_run(tmp_path / "train.log").events.filter(pl.col("kind") == "parameter_count_sum")["value"].to_list()
     assert total == [2 * 62631168]
 
 
