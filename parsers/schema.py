@@ -107,6 +107,8 @@ EV_MARKER = "marker"                        # "[after megatron is initialized] d
 EV_TRAINING_DONE = "training_done"          # "[after training is done] datetime: ..."
 EV_EXIT = "exit"                            # planned exit: exit interval or duration, the end of its data
 EV_PARAMETER_COUNT = "parameter_count"      # value = parameters (absolute count)
+EV_PLANNED_STEPS = "planned_steps"          # a training header's planned length ("Total optimization steps =
+                                            # 17,000", the Hugging Face Trainer's max_steps): value = the steps
 EV_PARAMETER_COUNT_SHARD = "parameter_count_shard"  # one model-parallel rank's count (their sum: the next kind)
 EV_PARAMETER_COUNT_SUM = "parameter_count_sum"  # the sum of the model-parallel ranks' counts, where no total is
                                             # printed: value = the sum, text = over how many ranks

@@ -165,6 +165,16 @@ def _summary(run: RunFindings) -> list[str]:
         lines.append("- **Stopped short, with no end in the log:** " + "; ".join(
             f"attempt {a.index} at step {a.end_step} of {a.target_step}"
             + (" (its progress bar's total)" if a.target_from_bar else "") for a in short_of) + ".")
+    # "training completed" long before the planned length: an early stop, a stop asked of the trainer, a time budget
+    # (more than two logging intervals short, the interval measured over three points or more)
+    early = [a for a in run.attempts if a.end_reason == EndReason.COMPLETED and not a.target_from_bar
+             and a.target_step is not None and a.end_step is not None and a.start_step is not None and a.points >= 3
+             and a.target_step - a.end_step > 2 * max((a.end_step - a.start_step) / (a.points - 1), 1)]
+    if early:
+        lines.append("- **Completed before its planned length:** " + "; ".join(
+            f"attempt {a.index} printed that its training completed at step {a.end_step} of the {a.target_step} "
+            "planned" for a in early) + " (an early-stopping rule, a stop asked of the trainer or a time budget ends "
+            "training that way).")
     exited = [a for a in run.attempts if a.end_reason == EndReason.SILENT_EXIT]
     if exited:
         lines.append("- **Exited, with no reason printed:** " + "; ".join(

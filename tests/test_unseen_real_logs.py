@@ -2045,6 +2045,14 @@ def test_a_console_printing_no_step_takes_the_logging_interval_its_checkpoint_sa
         "logging interval its step-named checkpoint saves show: 5 (checkpoint-100 saved after its metrics line 20)"]
     assert "- **Schedule:** LR peaks at 5e-05 (step 100); warm-up ends between steps 95 and 100 (the logged points)." \
         in lines
+    # its header planned 17,000 steps ("[INFO|...] trainer.py:2321 >>   Total optimization steps = 17,000", L188)
+    assert attempt.target_step == 17000
+    assert ("- **Completed before its planned length:** attempt 1 printed that its training completed at step 2105 of "
+            "the 17000 planned (an early-stopping rule, a stop asked of the trainer or a time budget ends training that "
+            "way).") in lines
+    # one step line (640/644) measures no logging interval: a run that went on to its last step is not said short
+    _, torchtitan = _chronicle(REAL / "torchtitan" / "NewComputeBench_completed_then_abort_in_teardown.txt")
+    assert not any("Completed before its planned length" in line for line in torchtitan)
 
 
 def test_checkpoint_saves_off_the_logging_steps_give_no_logging_interval() -> None:

@@ -127,6 +127,8 @@ class LineFormat:
             "attempt", key=pl.lit("train_iters"), value=pl.col("value").cast(pl.Int64, strict=False).cast(pl.String),
             typed=pl.col("value").cast(pl.Int64, strict=False).cast(pl.String)).drop_nulls("value")
         others_frame = with_attempt(others_frame, bounds)
+        if "kind" in others_frame.columns and (others_frame["kind"] == s.EV_PLANNED_STEPS).any():
+            configs = _with_planned(configs, others_frame)
         # every metrics line's step, one row a line, where an event may need it (a million-line console has few)
         wanted = others_frame.height and "kind" in others_frame.columns and others_frame["kind"].is_not_null().any()
         # (a line's metrics rows have its iteration row's step: only the lines that are not iteration lines are added)
@@ -343,6 +345,17 @@ SAVED_NOTE = ("it prints no step: steps here are its printed metrics lines times
 
 
 _FEW_SAVES = 5
+
+
+def _with_planned(configs: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
+    """``configs`` with each attempt's planned length from its header (:data:`parsers.schema.EV_PLANNED_STEPS`) as
+    ``train_iters``, where its lines did not give one."""
+    said = others.filter(pl.col("kind") == s.EV_PLANNED_STEPS).select(
+        "attempt", steps=pl.col("raw").cast(pl.Int64, strict=False)).drop_nulls().unique("attempt", keep="last")
+    said = said.join(configs.filter(pl.col("key") == "train_iters").select("attempt"), on="attempt", how="anti")
+    rows = said.select("attempt", key=pl.lit("train_iters"), value=pl.col("steps").cast(pl.String),
+                       typed=pl.col("steps").cast(pl.String))
+    return pl.concat([configs, rows], how="vertical_relaxed") if rows.height else configs
 
 
 def _saved_interval(lines: pl.DataFrame, mine: pl.Expr, others: pl.DataFrame | None

@@ -40,5 +40,8 @@ SPEC = LineFormat(
         Rule(rf"^[^{{]*\{{{_Q}eval_loss{_Q}:", {s.VAL_LOSS: _key("eval_loss")}, step_at=(_STEP, _GLOBAL_STEP),
              per_step=False),
     ),
+    # its header's planned length, read as the attempt's train_iters where no line says it ("[INFO|...] trainer.py:2321
+    # >>   Total optimization steps = 17,000": its max_steps, on the steps its dicts log)
+    events=((s.EV_PLANNED_STEPS, r"\bTotal optimization steps = (\d[\d,]*)\s*$"),),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
