@@ -2063,3 +2063,14 @@ def test_checkpoint_saves_off_the_logging_steps_give_no_logging_interval() -> No
     [attempt] = run.attempts
     assert (attempt.start_step, attempt.end_step) == (1, 5)
     assert any("it prints no step: steps here count its printed metrics lines" in w for w in run.warnings)
+
+
+def test_a_planned_length_in_steps_is_not_set_against_counted_lines(tmp_path: Path) -> None:
+    """A Trainer console that prints no step and no step-named save: its steps count its printed dicts, so the
+    header's "Total optimization steps = 17,000" is on another axis and is no target (else "stopped short at step 3
+    of 17000")."""
+    (tmp_path / "train.log").write_text("  Total optimization steps = 17,000\n" + "".join(
+        f"{{'loss': {2.5 - k / 10}, 'learning_rate': 1e-05, 'epoch': {k / 10}}}\n" for k in range(1, 4)))
+    run, lines = _chronicle(tmp_path / "train.log")
+    assert run.attempts[0].target_step is None
+    assert not any("17000" in line for line in lines)

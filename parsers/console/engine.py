@@ -127,7 +127,8 @@ class LineFormat:
             "attempt", key=pl.lit("train_iters"), value=pl.col("value").cast(pl.Int64, strict=False).cast(pl.String),
             typed=pl.col("value").cast(pl.Int64, strict=False).cast(pl.String)).drop_nulls("value")
         others_frame = with_attempt(others_frame, bounds)
-        if "kind" in others_frame.columns and (others_frame["kind"] == s.EV_PLANNED_STEPS).any():
+        # (not where the steps count printed lines: a plan in steps is on another axis)
+        if not counted and "kind" in others_frame.columns and (others_frame["kind"] == s.EV_PLANNED_STEPS).any():
             configs = _with_planned(configs, others_frame)
         # every metrics line's step, one row a line, where an event may need it (a million-line console has few)
         wanted = others_frame.height and "kind" in others_frame.columns and others_frame["kind"].is_not_null().any()
