@@ -21,12 +21,6 @@ def saved_steps(events: pl.DataFrame) -> pl.Series:
     return _split(*_saves(events))[0]
 
 
-def unfinished_steps(events: pl.DataFrame) -> pl.Series:
-    """The steps of the saves begun and followed by an error before the log shows a later step: they may not have
-    finished (the log cannot say: steps it does not print may have run in between)."""
-    return _split(*_saves(events))[1]
-
-
 def saves_said(events: pl.DataFrame | None) -> str:
     """"; the last checkpoint saved in the logs is at step N", and any save begun after it that an error followed,
     for what to check next (empty when the logs show no save).

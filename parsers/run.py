@@ -23,7 +23,7 @@ import polars as pl
 from parsers import lightning, registry, remote
 from parsers import schema as s
 from parsers.config_names import canonical_configs
-from parsers.console.engine import BARRED_NOTE, COUNTED_NOTE
+from parsers.console.engine import BARRED_NOTE, COUNTED_NOTE, SAVED_NOTE
 from parsers.errors import shown_path
 from parsers.metric_names import VALIDATION_FOLDERS
 from parsers.reader import NotThisFormat, Piece, ReadContext, display_path
@@ -388,7 +388,8 @@ def _placed(pieces: list[Piece], root: Path) -> list[Piece]:
         names = ", ".join(sorted(m.replace("_", " ") for m in mine))
         warning = (f"{display_path(piece.file, root)}: it prints no step, and another file of the run logs its "
                    f"metrics at their steps: its {log.metrics.height} points ({names}) were not used")
-        kept = [w for w in log.warnings if not w.endswith((COUNTED_NOTE, BARRED_NOTE))]  # its numbering is not used
+        # (its numbering is not used either: counted lines, a bar's counts, an interval from its saves)
+        kept = [w for w in log.warnings if not w.endswith((COUNTED_NOTE, BARRED_NOTE)) and SAVED_NOTE not in w]
         out.append(replace(piece, log=replace(
             log, metrics=log.metrics.clear(),  # (a progress bar's count is its own)
             events=log.events.with_columns(step=pl.when(pl.col("kind") == s.EV_PROGRESS).then("step")),

@@ -279,4 +279,5 @@ class ParsedLog:
     n_attempts: int = 0
     tags: dict[str, str] = field(default_factory=dict)  # each name as the source wrote it -> the metric it became
     counted_steps: bool = False  # it prints no step: its steps number its printed metrics lines 1, 2, ...
-    bar_steps: bool = False  # it prints no step: its steps are the counts of the progress bar after each metrics line
+    bar_steps: bool = False  # it prints no step: its steps are derived, from the counts of the progress bar after each
+                             # metrics line or from the logging interval its step-named checkpoint saves show
