@@ -27,6 +27,15 @@ def shown(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+def times(ratio: float) -> str:
+    """A ratio as the chronicle says it: two decimals where one would round a rise away ("1.0x").
+
+    >>> times(1.0384), times(1.6), times(23.44)
+    ('1.04x', '1.6x', '23.4x')
+    """
+    return f"{ratio:.2f}x" if ratio < 1.095 else f"{ratio:.1f}x"
+
+
 def step_count(n: int) -> str:
     """A count of steps in words.
 

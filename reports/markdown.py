@@ -24,6 +24,7 @@ from forensics.findings import (
     RunFindings,
     first_anomaly,
     shown,
+    times,
 )
 from parsers import schema as s
 from reports.escape import md
@@ -349,7 +350,7 @@ def blips_line(blips: list[Blips]) -> str:
     if not blips:
         return ""
     parts = [f"{b.count} single-step {b.metric.replace('_', ' ')} blip{'s' if b.count != 1 else ''}, largest "
-             f"{b.largest:.1f}x at step {b.largest_step}" for b in blips]
+             f"{times(b.largest)} at step {b.largest_step}" for b in blips]
     return f"- **Blips:** {'; '.join(parts)}, within the run's noise tail, so not incidents."
 
 

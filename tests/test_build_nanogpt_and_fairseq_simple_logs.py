@@ -11,6 +11,7 @@ import pytest
 
 import forensics
 from parsers import load_run
+from reports import render_markdown
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 FORGE = REAL / "build_nanogpt" / "dhairyag_ShakespeareGPT-Forge_log.md"
@@ -234,3 +235,10 @@ def test_build_nanogpt_forks_that_print_commas_for_bars() -> None:
     assert (last["step"].min(), last["step"].max()) == (1, 4999)
     first = run.metrics.filter((pl.col("attempt") == 1) & (pl.col("metric") == "loss"))
     assert first.select("step", "value").row(0) == (0, 10.899394989013672) and first.height == 50
+
+
+def test_a_blip_a_few_percent_above_its_median_is_not_said_as_1x() -> None:
+    """"722 train 4.823770" after 714-721 (lower median "716 train 4.622132"): 1.04x, where one decimal said "1.0x",
+    a rise that reads as none."""
+    text = render_markdown(forensics.analyze(load_run(LOG_TXT)))
+    assert "2 single-step loss blips, largest 1.04x at step 722, within the run's noise tail" in text

@@ -61,7 +61,7 @@ from forensics.detectors.noise_tail import (
     noise_tail,
     without_points,
 )
-from forensics.findings import Anomaly, Gap, Kind, shown, step_count
+from forensics.findings import Anomaly, Gap, Kind, shown, step_count, times
 from forensics.gaps import stretch_ids
 from forensics.timeline import runs_of_true, trailing_robust_z
 
@@ -100,10 +100,10 @@ class SpikeIncident:
         6.59", "4.6x 1.406, the lower median of the 2 points before it"."""
         n, ratio = self.baseline_points, self.peak / self.baseline if self.baseline > 0 else float("inf")
         if n >= 8:
-            return f"{ratio:.1f}x the trailing median {shown(self.baseline)}"
+            return f"{times(ratio)} the trailing median {shown(self.baseline)}"
         what = ("the point before it" if n == 1 else f"the lower median of the {n} points before it" if n
                 else "its expected level")
-        return f"{ratio:.1f}x {shown(self.baseline)}, {what}"
+        return f"{times(ratio)} {shown(self.baseline)}, {what}"
 
 
 @dataclass(frozen=True)
