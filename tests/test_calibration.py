@@ -64,6 +64,20 @@ def test_a_spike_several_points_wide_is_read_against_the_level_it_left() -> None
     assert [a.step for a in found if 13900 <= a.step <= 13940] == [13923]
 
 
+def test_a_spike_spans_its_points_until_it_is_back() -> None:
+    """t(3) noise: the loss at 2x for steps 12001-12020 is flagged for its first points only (the trailing median
+    catches up), and was "steps 12001-12006 ... back to its level by step 12021 (20 steps)": the span ends at 12020,
+    its peak is the highest of the 20 points (12017 here), not of the first six."""
+    rng = np.random.default_rng(7)
+    steps = np.arange(1, 20_001)
+    loss = (2.0 + 6 * (1 + steps / 500) ** -0.6) * np.exp(rng.standard_t(3, steps.size) * 0.01)
+    loss[12_000:12_020] *= 2.0
+    loss[12_016] *= 1.2
+    found = [a for a in detect(frames_of({"loss": loss}, steps)) if a.kind == "loss_spike"]
+    assert [(a.step, a.end_step, a.recovered_step, a.value) for a in found] == [(12001, 12020, 12021, loss[12_016])]
+    assert found[0].detail.endswith("back to its level by step 12021 (20 steps)")
+
+
 @pytest.mark.parametrize(("noise", "incident"), [("gaussian", True), ("t3", False)])
 def test_a_short_series_is_judged_by_the_tail_its_body_shows(noise: str, incident: bool) -> None:
     """300 points logged every 100 steps, too few for a tail fit, and one point 12 robust sigmas out: with a light

@@ -32,7 +32,8 @@ against the run's own noise tail.
   20% from point to point is noisy, not rising);
 * a noise read off a stretch's first 30 residuals is never taken below the attempt's typical noise (the median over
   its points with a full history: post hoc, the later points are known);
-* recovered: at the first later point back within max(3 sigma, 5%) of the level before the incident;
+* recovered: at the first later point back within max(3 sigma, 5%) of the level before the incident; the incident
+  spans its points up to the one before that (its peak the highest of them), however few were flagged;
 * burn-in: a log that starts at the beginning of training (first step below ``early_step``) has no baseline at
   first, so its first ``burn_in`` points are never candidates; a log that starts mid-training (an excerpt, a
   resumed job) is judged from its second point;
@@ -251,7 +252,7 @@ class SpikeDetector:
             tail = tails[attempt] = noise_tail(sample, series.stretch, minima=without_points(series.minima, left_out),
                                                judged=windows)
             judged = self._candidates(series, tail)
-            incidents = [inc for inc, decisive in judged if decisive]
+            incidents = _through_recovery([inc for inc, decisive in judged if decisive], series)
             mine = below.filter(pl.col("attempt") == attempt) if incidents and below.height else below
             found += [_recovery_over(inc, points.slice(lo, hi - lo), gaps, mine) for inc in incidents]
             lone += [inc for inc, decisive in judged if not decisive]
@@ -547,6 +548,28 @@ class SpikeDetector:
                 )
             )
         return out
+
+
+def _through_recovery(incidents: list[SpikeIncident], sc: _Scored) -> list[SpikeIncident]:
+    """Each incident that came back to its level spans its points up to the last one before that recovery (a loss at
+    2x for 20 steps was flagged for its first 6, until the trailing median caught up, and is a spike of 20 steps),
+    its peak the highest of them; an incident that begins inside another's span is part of it."""
+    out: list[SpikeIncident] = []
+    for inc in incidents:
+        if inc.recovered_step is not None:
+            at, back = np.searchsorted(sc.steps, [inc.onset, inc.recovered_step])
+            inc = replace(inc, end=int(sc.steps[back - 1]), peak=max(inc.peak, float(sc.values[at:back].max())),
+                          points=int(back - at))
+        if out and out[-1].attempt == inc.attempt and inc.onset <= out[-1].end:
+            first = out[-1]
+            if inc.end > first.end:
+                points = int(np.searchsorted(sc.steps, inc.end, side="right") - np.searchsorted(sc.steps, first.onset))
+                first = replace(first, end=inc.end, recovered_step=inc.recovered_step, points=points,
+                                points_after=inc.points_after)
+            out[-1] = replace(first, peak=max(first.peak, inc.peak))
+            continue
+        out.append(inc)
+    return out
 
 
 def _recovery_over(inc: SpikeIncident, own: pl.DataFrame, gaps: list[Gap], below: pl.DataFrame) -> SpikeIncident:
