@@ -28,6 +28,8 @@ DECISIVE: dict[str, EndReason] = {
     s.EV_EXIT: EndReason.EXITED,
     s.EV_SIGTERM: EndReason.STOPPED,
     s.EV_CANCELLED: EndReason.STOPPED,
+    s.EV_TIME_LIMIT: EndReason.STOPPED,
+    s.EV_PREEMPTED: EndReason.STOPPED,
     s.EV_INTERRUPT: EndReason.INTERRUPTED,
     s.EV_KILLED: EndReason.KILLED,
     s.EV_NAN_CHECK: EndReason.NAN,
@@ -109,7 +111,7 @@ def end_of(
     if printed.height:
         first = printed.row(0, named=True)
         if first["kind"] == s.EV_CANCELLED:  # srun's "Job step aborted" before slurm's line that says why
-            why = printed.filter((pl.col("kind") == s.EV_CANCELLED) & pl.col("text").str.contains(" DUE TO "))
+            why = printed.filter(pl.col("kind").is_in([s.EV_TIME_LIMIT, s.EV_PREEMPTED]))
             first = why.row(0, named=True) if why.height else first
         reason = DECISIVE[first["kind"]]
         if reason == EndReason.CRASHED and end_step is None and shows_start:

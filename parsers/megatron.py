@@ -35,7 +35,7 @@ DETECT = re.compile(rb"iteration\s+\d+\s*/\s*\d+\s*\||-{8,} arguments -{8,}")
 ERRORS_ONLY = "text (errors only)"  # a text log with no metrics lines of a known format, read for how the run ended
 # (per line: the error patterns anchored at a line's start match at every line of the text, not only its first)
 # ... and the scheduler's or the system's stop: a slurm .err that holds only "CANCELLED ... DUE TO TIME LIMIT"
-_ENDED_BY = s.FATAL_KINDS | {s.EV_CANCELLED, s.EV_SIGTERM, s.EV_KILLED, s.EV_STACK_DUMP}
+_ENDED_BY = s.FATAL_KINDS | s.SCHEDULER_STOP_KINDS | {s.EV_SIGTERM, s.EV_KILLED, s.EV_STACK_DUMP}
 # ... and fp16's word on the steps it skipped (DeepSpeed's "OVERFLOW! Rank 0 Skipping step", its running count
 # "step=100, skipped=3", Apex's "Grad overflow on iteration"), and the end of training
 _OVERFLOWS = {s.EV_OVERFLOW, s.EV_SKIPPED_COUNT, s.EV_OVERFLOW_STOP}

@@ -197,7 +197,9 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     # a wrapper script's and pdsh's word on the job as a whole: "RC=1 RUN_ID=...", "ssh exited with exit code 1"
     (s.EV_EXIT_CODE, r"^RC=(-?\d+)\b"),
     (s.EV_EXIT_CODE, r"\bssh exited with exit code (-?\d+)"),
-    (s.EV_CANCELLED, r"CANCELLED AT|DUE TO TIME LIMIT|DUE TO PREEMPTION|srun: Job step aborted"
+    (s.EV_TIME_LIMIT, r"DUE TO TIME LIMIT"),
+    (s.EV_PREEMPTED, r"DUE TO PREEMPTION"),
+    (s.EV_CANCELLED, r"CANCELLED AT|srun: Job step aborted"
                      r"|srun: forcing job termination"),
     (s.EV_SCHEDULER, r"scheduled to start|won't start|will not start|not RUNNING or SCHEDULED|\bPULSE: "
                      r"|queued and waiting for resources|has been allocated resources"),

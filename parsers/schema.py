@@ -144,7 +144,11 @@ EV_SHARED_MEMORY_ERROR = "shared_memory_error"  # a storage error in the shared 
 STORAGE_KINDS: frozenset[str] = frozenset({EV_STORAGE_ERROR, EV_SHARED_MEMORY_ERROR})
 EV_KILLED = "killed"                        # killed by a signal (SIGKILL, "Killed")
 EV_SIGTERM = "sigterm"                      # asked to stop (SIGTERM, a kill switch): the scheduler or a person
-EV_CANCELLED = "cancelled"                  # the scheduler ended the job: scancel, time limit, srun abort, preemption
+EV_CANCELLED = "cancelled"                  # the scheduler ended the job: scancel, srun abort (the line says not why)
+EV_TIME_LIMIT = "time_limit"                # the scheduler ended the job at its time limit (slurm's DUE TO TIME LIMIT)
+EV_PREEMPTED = "preempted"                  # the scheduler ended the job for another one (slurm's DUE TO PREEMPTION)
+# the scheduler's word that it ended the job; the last two say why
+SCHEDULER_STOP_KINDS: frozenset[str] = frozenset({EV_CANCELLED, EV_TIME_LIMIT, EV_PREEMPTED})
 EV_INTERRUPT = "keyboard_interrupt"         # stopped by hand (Ctrl-C)
 EV_SCHEDULER = "scheduler"                  # a scheduler notice: job pending, scheduled to start, not running
 EV_STARTUP = "startup"                      # a start-up line: distributed init, random seeds, model build, launcher
@@ -189,10 +193,11 @@ HARDWARE_KINDS: frozenset[str] = frozenset({EV_CUDA_ERROR, EV_NCCL_ERROR, EV_HOS
 WAITING_KINDS: frozenset[str] = frozenset({EV_COLLECTIVE_TIMEOUT, EV_COLLECTIVE_WAIT})
 INFRA_KINDS: frozenset[str] = HARDWARE_KINDS | WAITING_KINDS
 # stopped from outside the program, or by its own plan: not a failure of the training
-STOP_KINDS: frozenset[str] = frozenset({EV_EXIT, EV_SIGTERM, EV_CANCELLED, EV_INTERRUPT})
+STOP_KINDS: frozenset[str] = frozenset({EV_EXIT, EV_SIGTERM, EV_INTERRUPT, *SCHEDULER_STOP_KINDS})
 # events after which the program is gone (a later iteration line belongs to a new launch); the errors among them
 # only when the iterations do not carry on right after them
-ENDING_KINDS: frozenset[str] = frozenset({EV_EXIT, EV_TRAINING_DONE, EV_KILLED, EV_SIGTERM, EV_CANCELLED, EV_INTERRUPT})
+ENDING_KINDS: frozenset[str] = frozenset({EV_EXIT, EV_TRAINING_DONE, EV_KILLED, EV_SIGTERM, EV_INTERRUPT,
+                                          *SCHEDULER_STOP_KINDS})
 FATAL_KINDS: frozenset[str] = ERROR_KINDS | {EV_NAN_CHECK}
 # lines printed while a program starts: one after iterations or an ending begins a new launch
 STARTUP_KINDS: frozenset[str] = frozenset({EV_STARTUP, EV_MARKER})

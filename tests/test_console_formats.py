@@ -156,7 +156,7 @@ def test_a_cancel_glued_to_progress_output_is_quoted_from_where_it_begins() -> N
     """llm.c's HellaSwag progress redraws its line with carriage returns; slurm's cancel notice lands at the end of
     the last redraw (a carriage return ends a line, so the quote is that redraw, not the whole progress output)."""
     run = load_run(REAL / "llmc" / "HectorFCardenas_gpt2_train.11672114.log")
-    cancelled = run.events.filter(kind="cancelled")
+    cancelled = run.events.filter(kind="time_limit")
     quote = ("evaluating HellaSwagslurmstepd: error: *** JOB 11672114 ON g093 CANCELLED AT 2024-10-10T00:43:56 DUE TO "
              "TIME LIMIT ***")
     assert cancelled.select("step", "text").rows() == [(750, quote)]

@@ -119,7 +119,7 @@ def test_tr11_reshaping_replays_are_one_list_with_the_94768_difference():
 def test_a_scheduler_time_limit_is_a_stop_and_a_short_log_gets_the_absolute_checks():
     run = analyzed(real("pp64-1809655"))
     ended = run.attempts[0]
-    assert (ended.end_reason, ended.end_kind) == (EndReason.STOPPED, "cancelled")
+    assert (ended.end_reason, ended.end_kind) == (EndReason.STOPPED, "time_limit")
     assert not [c for c in run.suspected_causes if c.kind == "hardware"]
     # five loss points at the start of training: too few to know the noise, so only the absolute checks ran, and
     # they catch "lm loss: 1.412743E+01" at 20 -> "lm loss: 7.676836E+01" at 30 (5.4x)
@@ -222,7 +222,7 @@ def test_an_old_megatron_log_stopped_by_the_time_limit():
     configs = load_run(real("meg_ds_zero_gpt2_perf_n16-1999616")).configs
     assert configs.filter(pl.col("key") == "scaled_upper_triang_masked_softmax_fusion")["value"].to_list() == ["False"]
     [a] = run.attempts
-    assert (a.start_step, a.end_step, a.end_reason, a.end_kind) == (1, 4, EndReason.STOPPED, "cancelled")
+    assert (a.start_step, a.end_step, a.end_reason, a.end_kind) == (1, 4, EndReason.STOPPED, "time_limit")
     # line 6117, slurm's own line that says why (srun's "Job step aborted" at line 6116 comes first)
     assert a.end_detail == ("slurmstepd: error: *** STEP 1999616.0 ON r6i4n5 CANCELLED AT 2021-05-27T21:42:11 DUE TO "
                             "TIME LIMIT ***")

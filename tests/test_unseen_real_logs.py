@@ -397,7 +397,7 @@ def test_a_slurm_err_that_holds_only_the_time_limit_is_read_for_it() -> None:
     run, _ = _chronicle(
         REAL / "console_errors" / "spyysalo+lumi-llm-scaling__meg-ds_experiments_175B-scaling-comms_64-node.err")
     [attempt] = run.attempts
-    assert (attempt.end_reason, attempt.end_kind) == ("stopped", "cancelled")
+    assert (attempt.end_reason, attempt.end_kind) == ("stopped", "time_limit")
     assert attempt.end_detail == ("0: slurmstepd: error: *** STEP 3660463.0 ON nid005740 CANCELLED AT "
                                   "2023-06-09T17:33:54 DUE TO TIME LIMIT ***")
     # the scheduler said why: not "stopped by the scheduler or a person" at 0.30
