@@ -55,6 +55,9 @@ ALIASES: dict[str, str] = {
     "fp16": "fp16", "bf16": "bf16",
     "initial_loss_scale": "initial_loss_scale", "min_loss_scale": "min_loss_scale",
     "tie_word_embeddings": "tie_word_embeddings",
+    # GPT-NeoX's switch for an output layer of its own (True: untied), Megatron's name for the same
+    "no_weight_tying": "untie_embeddings_and_output_weights",
+    "untie_embeddings_and_output_weights": "untie_embeddings_and_output_weights",
     "swiglu": "swiglu", "glu_activation": "glu_activation",
 }
 _BETAS = {"betas", "adam_betas"}

@@ -2074,3 +2074,18 @@ def test_a_planned_length_in_steps_is_not_set_against_counted_lines(tmp_path: Pa
     run, lines = _chronicle(tmp_path / "train.log")
     assert run.attempts[0].target_step is None
     assert not any("17000" in line for line in lines)
+
+
+NEOX_EXPERTS2 = REAL / "megatron" / "zainsarwar865+gpt-neox__exps_GPT_experts-2-topk-1_gpub019_logs"
+NEOX_STDOUT = NEOX_EXPERTS2 / "gpub019.delta.ncsa.illinois.edu_gpub019.delta.ncsa.illinois.edu_stdout.txt"
+
+
+def test_gpt_neox_no_weight_tying_is_an_untied_output_layer() -> None:
+    """zainsarwar865/gpt-neox (audit s38 A1): its arguments print ``no_weight_tying ... True`` (L36), GPT-NeoX's
+    switch for an output layer of its own; the chronicle said ``tied_embeddings=True`` and counted 183.5M from the
+    shape, one 128256 x 768 matrix (98.5M) short."""
+    run, lines = _chronicle(NEOX_STDOUT)
+    assert run.model.shape["tied_embeddings"] is False
+    assert run.model.parameters_from_shape == 183473664 + 128256 * 768
+    assert any(line.startswith("- **Parameters** from its shape: 282.0M; printed by the program: 338.7M")
+               for line in lines)
