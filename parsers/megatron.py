@@ -1180,6 +1180,10 @@ def _configs(others: pl.DataFrame, iters: pl.DataFrame, planned: pl.DataFrame) -
         value=pl.when(pl.col("g").struct.field("1").is_not_null())
         .then(pl.col("g").struct.field("2")).otherwise(pl.col("long").struct.field("2")),
     ).drop_nulls("key")
+    # GPT-NeoX's "updated"/"default" tag is no part of the value, also where no dots part them
+    neox = pl.col("value").str.contains(p.NEOX_DOTTED_TAG).any().over("attempt")
+    kv = kv.with_columns(value=pl.when(neox).then(pl.col("value").str.replace(p.NEOX_ARG_TAG, ""))
+                         .otherwise(pl.col("value")))
     values = [argument_value(v) for v in kv["value"].to_list()]
     kv = kv.with_columns(value=pl.Series(values, dtype=pl.String)).drop_nulls("value")
     kv = kv.unique(["attempt", "key"], keep="first", maintain_order=True)

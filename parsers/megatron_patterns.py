@@ -55,6 +55,10 @@ ARGS_CANDIDATE = r"^\s+[A-Za-z_]\w* |[A-Za-z_]\w* \.+(?: |$)"  # lines that may 
 ARGS_LINE = r"(?:^\s*|\s\s)([A-Za-z_]\w*) \.+(?: (.*?))?\s*$"  # two spaces before: not a label's last word
 # no dots: a name as long as the padding (48 columns; 32 in Megatron 1.x), then two spaces
 ARGS_LONG_LINE = r"^\s+([A-Za-z_]\w*)\s{2,}(\S.*?)\s*$"
+# GPT-NeoX ends each argument with whether the config set it: "num_layers ...... 12.........updated", the tag glued
+# to a value that fills the column ("log_dir ...... /runs/x/logsupdated"); a block whose values end so is NeoX's
+NEOX_ARG_TAG = r"(?:updated|default)\s*$"
+NEOX_DOTTED_TAG = r"\.{3,}" + NEOX_ARG_TAG
 
 # iteration-line keys -> canonical metric names (anything else is kept under a slug of its own name)
 FIELD_NAMES: dict[str, str] = {

@@ -2089,3 +2089,18 @@ def test_gpt_neox_no_weight_tying_is_an_untied_output_layer() -> None:
     assert run.model.parameters_from_shape == 183473664 + 128256 * 768
     assert any(line.startswith("- **Parameters** from its shape: 282.0M; printed by the program: 338.7M")
                for line in lines)
+
+
+def test_gpt_neox_arguments_keep_no_updated_or_default_tag() -> None:
+    """zainsarwar865/gpt-neox (audit s38 A2): GPT-NeoX ends each argument with "updated" or "default", after dots
+    when the value is short (``num_layers ....... 12......updated``) and glued to it when the value fills the column
+    (L26 ``log_dir ... /u/.../logsupdated``): the config table compared ``.../logsupdated`` between attempts."""
+    configs = parsers.load_run(NEOX_STDOUT).configs
+    value = dict(zip(configs["key"].to_list(), configs["value"].to_list(), strict=True))
+    assert value["log_dir"] == ("/u/zsarwar/gpt-neox/gpt-neox/exps/GPT_experts-2-topk-1-layers12-heads-12/"
+                                "gpub019.delta.ncsa.illinois.edu-e04c37c57b9ff2489dc0cee864f882af/logs")
+    assert value["vocab_file"] == "/u/zsarwar/data/tokenizers/llama3_tokenizer.json"
+    assert value["expr_name"] == "GPT_experts-2-topk-1-layers12-heads-12"
+    assert value["save_iters"] == "[1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 10000]"
+    assert (value["num_layers"], value["lr_decay_style"], value["fp16"]) == ("12", "infinite_cosine", "None")
+    assert not any(v.endswith(("updated", "default")) for v in value.values())
