@@ -40,8 +40,9 @@ _ENDED_BY = s.FATAL_KINDS | s.SCHEDULER_STOP_KINDS | {s.EV_SIGTERM, s.EV_KILLED,
 # "step=100, skipped=3", Apex's "Grad overflow on iteration"), and the end of training
 _OVERFLOWS = {s.EV_OVERFLOW, s.EV_SKIPPED_COUNT, s.EV_OVERFLOW_STOP}
 _NOTABLE = _ENDED_BY | _OVERFLOWS | {s.EV_TRAINING_DONE}
+_STOPS = _ENDED_BY | {s.EV_INTERRUPT}  # lines that end runs, a person's Ctrl-C too
 _FATAL = {f"fatal{n}": re.compile(rx.encode(), re.M) for n, (kind, rx) in enumerate(p.EVENT_PATTERNS)
-          if kind in _NOTABLE}
+          if kind in _NOTABLE | _STOPS}
 PDSH_CMD = re.compile(p.PDSH_CMD)
 _COUNTERS = "number of skipped iterations"
 _ANY_EVENT = "|".join(f"(?:{rx})" for _, rx in p.EVENT_PATTERNS)
@@ -54,6 +55,8 @@ _SAMPLE_LINES = 256  # iteration lines the layout is learned from
 _SAMPLE_BLOCKS = 4  # blocks of the file's head searched for them
 _CORE = re.compile(p.ITERATION_CORE.encode())
 _COUNTER_CELL = re.compile(p.COUNTER_CELL)
+_STREAM_NAME = re.compile(r"(?i)std(?:err|out)$")  # a file named for the stream it captured ("node1_stderr.txt")
+_ENDINGS_SAID = 3  # the lines that end runs quoted from a file that was not read
 
 
 FORMAT = "megatron"
@@ -83,12 +86,25 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         # no metrics lines, but the errors that end runs (a hang in a collective, an OOM, a traceback): the log of a
         # run that died is read for them, and the report says no metric was read; in a directory only a job's log
         # file is (a note beside the logs may quote a traceback that is not this run's)
+        read = context.single or path.suffix.lower() in {".log", ".out", ".err"}
+        # (another text file is looked at only when named for the stream it captured: GPT-NeoX's log_dir holds
+        # "<host>_<host>_stdout.txt" and "_stderr.txt")
         fatal = inspect_text(path, context.shown, _FATAL, first_of=True) \
-            if context.single or path.suffix.lower() in {".log", ".out", ".err"} else None
+            if read or _STREAM_NAME.search(path.stem) else None
         if fatal is not None and any(m is not None for m in fatal.matches.values()):
             log = parse_megatron(fatal, run=context.run, source=context.shown)
             kinds = set(log.events.filter(pl.col("kind").is_in(list(_NOTABLE)))["kind"].unique().to_list())
-            if kinds & (_ENDED_BY | _OVERFLOWS):
+            ended = log.events.filter(pl.col("kind").is_in(list(_STOPS))).unique("text", maintain_order=True)
+            if ended.height and not read:
+                # not read (its launches cannot be told apart from the logs' without times: a launch that died
+                # before it logged, then the training's end), but not passed over in silence either
+                said = ", ".join(f"“{text.strip()[:120]}” (line {line})"
+                                 for text, line in ended.select("text", "line").head(_ENDINGS_SAID).iter_rows())
+                more = f" and {ended.height - _ENDINGS_SAID} more" if ended.height > _ENDINGS_SAID else ""
+                context.warnings.append(f"{context.shown}: not read (no metrics lines; a text file beside the logs "
+                                        f"may hold another launch's output), though it holds lines that end runs: "
+                                        f"{said}{more}; how the run ended may be there")
+            elif read and kinds & (_ENDED_BY | _OVERFLOWS):
                 read_for = "errors, stops and fp16 overflow lines" if kinds & _OVERFLOWS else "errors and stops"
                 if log.metrics.height:  # (the LR of DeepSpeed's progress lines)
                     read_for += ", and the learning rate of DeepSpeed's step=N lines,"

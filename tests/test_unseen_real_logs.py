@@ -2104,3 +2104,19 @@ def test_gpt_neox_arguments_keep_no_updated_or_default_tag() -> None:
     assert value["save_iters"] == "[1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 10000]"
     assert (value["num_layers"], value["lr_decay_style"], value["fp16"]) == ("12", "infinite_cosine", "None")
     assert not any(v.endswith(("updated", "default")) for v in value.values())
+
+
+def test_a_stderr_capture_that_holds_a_run_s_end_is_not_skipped_in_silence() -> None:
+    """zainsarwar865/gpt-neox (audit s38 A3): GPT-NeoX's log_dir holds ``<host>_<host>_stdout.txt`` and
+    ``_stderr.txt``; the stderr was skipped as "no metrics lines" while it holds the end of the run: rank 0's
+    ``KeyboardInterrupt`` in ``model.step()`` (L62) and the launcher's (L79), after a launch that died on
+    ``KeyError: 'WORLD_SIZE'`` (L20). Not read (the launches cannot be told apart without times), but said."""
+    run, lines = _chronicle(NEOX_EXPERTS2)
+    stderr = "gpub019.delta.ncsa.illinois.edu_gpub019.delta.ncsa.illinois.edu_stderr.txt"
+    assert (f"{stderr}: not read (no metrics lines; a text file beside the logs may hold another launch's output), "
+            "though it holds lines that end runs: “KeyError: 'WORLD_SIZE'” (line 20), “[rank0]: KeyboardInterrupt” "
+            "(line 62), “KeyboardInterrupt” (line 79); how the run ended may be there") in run.warnings
+    assert any("KeyboardInterrupt" in line and line.startswith("> - gpub019") for line in lines)
+    # the ending is not read from it: still the stdout's own
+    [attempt] = run.attempts
+    assert (attempt.end_step, attempt.end_reason) == (270, "running")
