@@ -31,7 +31,7 @@ from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
 from parsers.textfile import SEPARATOR, TextFile, inspect_text, read_blocks, scan_blocks
 
-DETECT = re.compile(rb"iteration\s+\d+\s*/\s*\d+\s*\||-{8,} arguments -{8,}")
+DETECT = re.compile(p.ITERATION_CORE.encode() + rb"|-{8,} arguments -{8,}")
 ERRORS_ONLY = "text (errors only)"  # a text log with no metrics lines of a known format, read for how the run ended
 # (per line: the error patterns anchored at a line's start match at every line of the text, not only its first)
 # ... and the scheduler's or the system's stop: a slurm .err that holds only "CANCELLED ... DUE TO TIME LIMIT"
@@ -223,6 +223,7 @@ def layout_of(line: str, prefix: str = "^") -> Layout | None:
         # the first cell's key starts after launcher prefixes, escape codes and a timestamp, as field by field
         start = re.match(prefix + p.LEADING[1:], cell).end() if n == 0 else 0  # type: ignore[union-attr]
         colon = cell.find(":", start)
+        colon = cell.find("=", start) if colon < 0 else colon  # (key=value fields: argonne-lcf's fork)
         bare = _BARE_FIELD.match(cell, start) if colon < 0 and n != counter else None
         if bare:  # the oldest Megatron: "learning rate 1.500E-04 | lm loss 7.124311E+00 |", no colons
             heads.append((cell[: bare.end(1)], bare.group(2)))
@@ -393,7 +394,8 @@ def _line_rows(lines: pl.LazyFrame, prefix: str, layout: Layout | None) -> pl.La
         .with_columns(**{f"_after{position}": cell(position).str.strip_prefix(head) for position, head, *_ in fields})
         .with_columns(
             step=pl.when(has_counter).then(
-                counter.struct.field("field_0").str.strip_chars_end().str.split(" ").list.last()
+                counter.struct.field("field_0").str.strip_chars_end().str.replace("=", " ", literal=True)
+                .str.split(" ").list.last()
             ).cast(pl.Int64, strict=False),
             total=pl.when(has_counter).then(counter.struct.field("field_1").str.strip_chars())
             .cast(pl.Int64, strict=False),
@@ -437,7 +439,9 @@ def _odd_fields(odd: pl.DataFrame, prefix: str) -> pl.DataFrame:
     Keys never hold ':' or '|', so a split at '|' and then at the first ':' does what a regex would. Values that are
     not plain numbers are read again: NaN and Inf spelled any way, else the number they begin with.
     """
-    halves = pl.col("segment").str.split_exact(":", 1)  # at the first ':'
+    # at the first ':' (at the first '=' in a key=value field)
+    halves = pl.when(pl.col("segment").str.contains(":", literal=True)).then(pl.col("segment")).otherwise(
+        pl.col("segment").str.replace("=", ":", literal=True)).str.split_exact(":", 1)
     cells = (
         odd.select(
             "line",

@@ -32,13 +32,18 @@ GLOG_STAMP_AFTER_PREFIX = r"\s*(?:\[rank\d+\]:)?\[[EWIF](\d{1,2})(\d{2}) (\d{2}:
 DATETIME_FIELD = r"(?:datetime:|CANCELLED AT) (\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
 # the counter "iteration N/ M |"; an iteration line has only junk, a timestamp and/or fields before it (GPT-NeoX
 # prints "samples/sec: 7.799 | " first)
-ITERATION_CORE = r"iteration\s+\d+\s*/\s*\d+\s*\|"
-ITERATION = r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|"
-COUNTER_CELL = r"iteration\s+(\d+)\s*/\s*(\d+)\s*$"  # the counter's cell of a line split at '|'
+# (argonne-lcf's Megatron-DeepSpeed prints its fields as key=value: "iteration=       1/  635782 | lm loss=11.16 |")
+COUNTER_SEP = r"(?:\s+|\s*=\s*)"
+ITERATION_CORE = r"iteration" + COUNTER_SEP + r"\d+\s*/\s*\d+\s*\|"
+ITERATION = r"iteration" + COUNTER_SEP + r"(\d+)\s*/\s*(\d+)\s*\|"
+COUNTER_CELL = r"iteration" + COUNTER_SEP + r"(\d+)\s*/\s*(\d+)\s*$"  # the counter's cell of a line split at '|'
 # junk a damaged or coloured log leaves in front of a line: ANSI escapes, replacement characters, other non-ASCII
 ANSI = r"\x1b\[[0-9;]*[A-Za-z]"  # a terminal colour or cursor code
 JUNK = rf"(?:{ANSI}|[^\x00-\x7F])*"
-LEADING = r"^" + PASTE_MARKS + JUNK + r"\s*(?:\[[^\]]*\])?"
+# ... and the level and place a Python logger prints after the time ("[2024-09-16 22:59:19.287338][INFO]
+# [training_log:661] - ", ezpz's format)
+LOGGER_TAGS = r"(?:\[[A-Z]+\]\[[\w.]+:\d+\]\s*-\s)?"
+LEADING = r"^" + PASTE_MARKS + JUNK + r"\s*(?:\[[^\]]*\])?" + LOGGER_TAGS
 # a whole iteration line: junk, a timestamp, fields printed before the counter (GPT-NeoX), then the counter
 ITERATION_LINE_AFTER_PREFIX = LEADING[1:] + r"\s*(?:[^|\[\]]*?:[^|]*\|\s*)*" + ITERATION_CORE
 # groups: step, which set (the text naming it), key, value, PPL; "validation loss at iteration 20 on 320-sample
@@ -89,6 +94,20 @@ FIELD_NAMES: dict[str, str] = {
     "curriculum seqlen": "curriculum_seqlen",
     "actual seqlen": "actual_seqlen",
     "random ltd reserved length": "random_ltd_reserved_length",
+    # argonne-lcf's Megatron-DeepSpeed (AuroraGPT) names its key=value fields with underscores
+    "learning_rate": s.LR,
+    "loss_scale": s.LOSS_SCALE,
+    "grad_norm": s.GRAD_NORM,
+    "number_of_skipped_iterations": s.SKIPPED_ITERATIONS,
+    "number_of_nan_iterations": s.NAN_ITERATIONS,
+    "global_batch_size": s.BATCH_SIZE,
+    "consumed_samples": s.CONSUMED_SAMPLES,
+    "consumed_tokens": s.CONSUMED_TOKENS,
+    "elapsed_time_per_iteration_ms": s.ITERATION_TIME_MS,
+    "samples_per_second": s.SAMPLES_PER_SECOND,
+    "tokens_per_gpu_per_second_tgs": s.TOKENS_PER_GPU_PER_SECOND,
+    "[LM]TFLOPs": s.TFLOPS_PER_GPU,
+    "actual_seqlen": "actual_seqlen",
 }
 SECONDS_KEYS = ("elapsed time per iteration (s)",)
 

@@ -2120,3 +2120,27 @@ def test_a_stderr_capture_that_holds_a_run_s_end_is_not_skipped_in_silence() -> 
     # the ending is not read from it: still the stdout's own
     [attempt] = run.attempts
     assert (attempt.end_step, attempt.end_reason) == (270, "running")
+
+
+def test_argonne_megatron_deepspeed_key_value_iteration_lines_are_read() -> None:
+    """saforem2/personal_site's AuroraGPT page (audit s38 A4): argonne-lcf's Megatron-DeepSpeed prints its iteration
+    line as key=value behind its logger's tags (``[2024-09-16 22:59:19.287338][INFO][training_log:661] -
+    iteration=       1/  635782 | consumed_samples=         768 | ... | lm loss=11.167250 | loss_scale=1.0 |
+    grad_norm=6.363 | ...``); the file was refused as "not a recognised training log"."""
+    path = REAL / "megatron" / "saforem2+personal_site__docs_posts_AuroraGPT_spike-skipper_index.md.log-snippets.txt"
+    run, _ = _chronicle(path)
+    assert [(a.start_step, a.end_step) for a in run.attempts] == [(1, 4), (1, 3)]
+    metrics = parsers.load_run(path).metrics
+
+    def series(metric: str, attempt: int) -> list[tuple[int, float]]:
+        rows = metrics.filter((pl.col("metric") == metric) & (pl.col("attempt") == attempt)).sort("step")
+        return list(zip(rows["step"].to_list(), rows["value"].to_list(), strict=True))
+
+    assert series("loss", 1) == [(1, 11.16725), (2, 11.164009), (3, 11.164038), (4, 11.171233)]
+    # the second launch skipped iterations 2 and 3 (--train-range-to-skip): no loss there, and the counter says so
+    assert series("loss", 2) == [(1, 11.16725)]
+    assert series("skipped_iterations", 2) == [(1, 0.0), (2, 1.0), (3, 1.0)]
+    assert series("grad_norm", 1)[1] == (2, 6.271) and series("lr", 2)[-1] == (3, 2.83116e-08)
+    assert series("iteration_time_ms", 1)[0] == (1, 29570.0)
+    assert run.attempts[0].first_seen_at == pytest.approx(datetime(2024, 9, 16, 22, 59, 19, 287338, tzinfo=UTC).timestamp())
+    assert run.attempts[1].last_step_at == pytest.approx(datetime(2024, 9, 16, 23, 9, 9, 135651, tzinfo=UTC).timestamp())
