@@ -1203,7 +1203,10 @@ def _configs(others: pl.DataFrame, iters: pl.DataFrame, planned: pl.DataFrame) -
     # GPT-NeoX's "updated"/"default" tag is no part of the value, also where no dots part them
     neox = pl.col("value").str.contains(p.NEOX_DOTTED_TAG).any().over("attempt")
     kv = kv.with_columns(value=pl.when(neox).then(pl.col("value").str.replace(p.NEOX_ARG_TAG, ""))
-                         .otherwise(pl.col("value")))
+                         .otherwise(pl.col("value")),
+                         # ... and its "warmup" is the fraction of lr_decay_iters Megatron calls lr_warmup_fraction
+                         key=pl.when(neox & (pl.col("key") == "warmup")).then(pl.lit("lr_warmup_fraction"))
+                         .otherwise(pl.col("key")))
     values = [argument_value(v) for v in kv["value"].to_list()]
     kv = kv.with_columns(value=pl.Series(values, dtype=pl.String)).drop_nulls("value")
     kv = kv.unique(["attempt", "key"], keep="first", maintain_order=True)

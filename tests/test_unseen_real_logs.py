@@ -2144,3 +2144,12 @@ def test_argonne_megatron_deepspeed_key_value_iteration_lines_are_read() -> None
     assert series("iteration_time_ms", 1)[0] == (1, 29570.0)
     assert run.attempts[0].first_seen_at == pytest.approx(datetime(2024, 9, 16, 22, 59, 19, 287338, tzinfo=UTC).timestamp())
     assert run.attempts[1].last_step_at == pytest.approx(datetime(2024, 9, 16, 23, 9, 9, 135651, tzinfo=UTC).timestamp())
+
+
+def test_gpt_neox_warmup_is_a_fraction_of_the_decay_iterations() -> None:
+    """zainsarwar865/gpt-neox (audit s38 A5): GPT-NeoX's ``warmup ... 0.001`` (L66) is the fraction of
+    ``lr_decay_iters`` (11000) it warms up over, 11 steps; the LR logged at step 10 (2.727E-04, L369) is below the
+    3.000E-04 of step 20 (L372). The chronicle said "no warm-up seen"."""
+    _, lines = _chronicle(NEOX_STDOUT)
+    assert "- **Schedule:** LR peaks at 0.0003 (step 20); warm-up ends at step 11 (configured: step 11)." in lines
+    assert not any("no warm-up seen" in line for line in lines)
