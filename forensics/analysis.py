@@ -18,6 +18,7 @@ from forensics.detectors.chance import LossAboveChanceDetector
 from forensics.detectors.clipping import ClippingDetector, fold_into_divergences, thresholds
 from forensics.detectors.layer_grads import LayerGradDetector, layer_coverage, layer_grad_metrics, spike_origins
 from forensics.detectors.loss_scale import startup_searches
+from forensics.detectors.skipped import SkippedIterationsDetector
 from forensics.findings import BLOWUP_KINDS, Anomaly, Blips, Findings, RunFindings
 from forensics.gaps import SETTINGS, discontinuities, short_holes
 from forensics.log_entries import log_entries
@@ -99,7 +100,8 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         coverage=with_evaluation_passes(with_overflow_scales(layer_coverage(coverage(
             metrics, getattr(run, "tags", []), roles, [src.path for src in run.sources],
             checks={m: spike_checks(SpikeDetector(m), frames) for m in (s.LOSS, s.GRAD_NORM)},
-            short_holes=short_holes(frames.steps(), frames.spacing())), frames), run.events), run.events),
+            short_holes=short_holes(frames.steps(), frames.spacing())), frames), run.events), run.events)
+        | _lone_skips(frames, detectors),
         blips=blips(frames, detectors),
         learning=None if attempts and attempts[0].begins_mid_run else learning(metrics),
         gaps=gaps,
@@ -110,6 +112,16 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         setup=[*model.notes, *(x.sentence() for x in startup_searches(frames).values())],
         summary={k: v for k, v in config.items() if k.startswith((s.SUMMARY_PREFIX, s.RUN_INFO_PREFIX))},
     )
+
+
+def _lone_skips(frames: RunFrames, detectors: tuple[Detector, ...]) -> dict[str, list[dict]]:
+    """``lone_skips`` for the coverage record: the skipped iterations too few to be a burst (the skipped-iterations
+    detector's groups below its threshold: ``attempt``, ``start``, ``end``, ``total``) and ``skip_burst``, that
+    threshold, when there are any."""
+    found = next((d for d in detectors if isinstance(d, SkippedIterationsDetector)), None)
+    lone = found.lone(frames) if found is not None else None
+    return {"lone_skips": lone.to_dicts(), "skip_burst": found.min_total} \
+        if found is not None and lone is not None and lone.height else {}
 
 
 def _assign_roles(metrics: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:

@@ -56,12 +56,16 @@ def _changes(attempt: Attempt) -> str:
     return ", ".join(f"{md(k)}: {_value(a)} → {_value(b)}" for k, (a, b) in attempt.config_changes.items())
 
 
+LONE_SKIPS_SAID = 5  # groups of skipped iterations too few for a burst named in the summary
+
+
 def _other_checks(run: RunFindings) -> str:
     """The checks beside the loss's that had something to read: NaN always; the loss scale and skipped iterations
     when logged; hangs when the steps carry times."""
     read = run.coverage.get("metrics", {})
+    # (skipped iterations too few for a burst are something found: said on a line of their own)
     checks = ["NaN", *(["loss scale"] if s.LOSS_SCALE in read else []),
-              *(["skipped iterations"] if s.SKIPPED_ITERATIONS in read else []),
+              *(["skipped iterations"] if s.SKIPPED_ITERATIONS in read and not run.coverage.get("lone_skips") else []),
               *(["hangs"] if any(a.last_step_at is not None for a in run.attempts) else [])]
     return ", ".join(checks)
 
@@ -245,6 +249,14 @@ def _summary(run: RunFindings) -> list[str]:
                      f"the other checks ({_other_checks(run)}) found nothing." if absolute else
                      "- **Anomalies:** no loss could be judged for spikes; the other checks "
                      f"({_other_checks(run)}) found nothing.")
+    if lone := run.coverage.get("lone_skips"):
+        rest = lone[LONE_SKIPS_SAID:]
+        lines.append("- **Skipped iterations, too few for a burst:** " + "; ".join(
+            f"attempt {g['attempt']}: {g['total']:.0f}, counted "
+            + (f"at step {g['start']}" if g["start"] == g["end"] else f"at steps {g['start']}–{g['end']}")
+            for g in lone[:LONE_SKIPS_SAID])
+            + (f"; and {len(rest)} more such groups ({sum(g['total'] for g in rest):.0f} iterations)" if rest else "")
+            + f" (not a burst: fewer than {run.coverage.get('skip_burst')} together).")
     for u in unjudged:
         (s0, v0), (s1, v1), (s2, v2) = u["first"], u["highest"], u["last"]
         path = (f"was {shown(v0)} at its first point (step {s0}), its highest" if s1 == s0 else

@@ -2153,3 +2153,16 @@ def test_gpt_neox_warmup_is_a_fraction_of_the_decay_iterations() -> None:
     _, lines = _chronicle(NEOX_STDOUT)
     assert "- **Schedule:** LR peaks at 0.0003 (step 20); warm-up ends at step 11 (configured: step 11)." in lines
     assert not any("no warm-up seen" in line for line in lines)
+
+
+def test_skipped_iterations_too_few_for_a_burst_are_said() -> None:
+    """saforem2/personal_site's AuroraGPT page (audit s38 A6): the second launch skipped iterations 2 and 3
+    (``number_of_skipped_iterations=  1`` on both lines, no loss; ``Caught 3 in 'ranges_to_skip', skipping!``), and
+    the summary said "the other checks (NaN, loss scale, skipped iterations, hangs) found nothing"."""
+    path = REAL / "megatron" / "saforem2+personal_site__docs_posts_AuroraGPT_spike-skipper_index.md.log-snippets.txt"
+    run, lines = _chronicle(path)
+    assert run.coverage["lone_skips"] == [{"attempt": 2, "start": 2, "end": 3, "total": 2.0}]
+    assert ("- **Skipped iterations, too few for a burst:** attempt 2: 2, counted at steps 2–3 (not a burst: fewer "
+            "than 3 together).") in lines
+    assert not any("skipped iterations, hangs) found nothing" in line for line in lines)
+    assert any(line.endswith("the other checks (NaN, loss scale, hangs) found nothing.") for line in lines)

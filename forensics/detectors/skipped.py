@@ -32,6 +32,24 @@ class SkippedIterationsDetector:
     gap_steps: int = 20
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
+        groups, running = self.groups(frames)
+        groups = groups.filter(pl.col("total") >= self.min_total)
+        if groups.height == 0:
+            return []
+        return self._anomalies(frames, groups, running)
+
+    def lone(self, frames: RunFrames) -> pl.DataFrame:
+        """The skipped iterations outside any burst (fewer than ``min_total`` together), per group: ``attempt``,
+        ``start``, ``end`` (the steps whose lines counted them), ``total``; empty when there are none."""
+        groups, _ = self.groups(frames)
+        return groups.filter(pl.col("total") < self.min_total).select("attempt", "start", "end", "total")
+
+    def groups(self, frames: RunFrames) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """Every group of skipped iterations (burst or not) after the start-up search, and DeepSpeed's running counts
+        (computed once per run)."""
+        return frames.remember(("skipped groups", self.gap_steps), lambda: self._groups(frames))
+
+    def _groups(self, frames: RunFrames) -> tuple[pl.DataFrame, pl.DataFrame]:
         counters = frames.points(s.SKIPPED_ITERATIONS).select("attempt", "step", skipped=pl.col("value"))
         overflows = (
             frames.events.filter(pl.col("kind").is_in(list(s.OVERFLOW_KINDS)) & pl.col("step").is_not_null())
@@ -62,8 +80,6 @@ class SkippedIterationsDetector:
             per_step.join(clean, on="attempt", how="left", maintain_order="left")
             .filter((pl.col("skipped") > 0) & (pl.col("step") > pl.col("first_clean").fill_null(-1)))
         )
-        if skips.height == 0:
-            return []
         groups = (
             skips.with_columns(
                 new=(pl.col("step") - pl.col("step").shift(1).over("attempt") > self.gap_steps).fill_null(True)
@@ -72,8 +88,10 @@ class SkippedIterationsDetector:
             .group_by("attempt", "g", maintain_order=True)
             .agg(start=pl.col("step").min(), end=pl.col("step").max(), total=pl.col("skipped").sum(),
                  since=pl.col("since").min(), known=pl.col("since").is_not_null().all())
-            .filter(pl.col("total") >= self.min_total)
         )
+        return groups, running
+
+    def _anomalies(self, frames: RunFrames, groups: pl.DataFrame, running: pl.DataFrame) -> list[Anomaly]:
         # what says the skips were fp16 overflows: an overflow line or a loss scale in the attempt (else it is only the
         # usual reason, and said as such)
         seen = set(frames.events.filter(pl.col("kind").is_in(list(s.OVERFLOW_KINDS)))["attempt"].to_list()) | set(
