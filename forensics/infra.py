@@ -10,6 +10,7 @@ import polars as pl
 
 from forensics.endings import quote
 from forensics.findings import Anomaly, Attempt, Cause, CauseKind, EndReason, Kind
+from forensics.log_entries import same_line
 from forensics.saves import saved_steps, saves_said
 from parsers import schema as s
 
@@ -152,7 +153,8 @@ def _rank_stopped(events: pl.DataFrame, waits: pl.DataFrame, ended: set[int], ev
 
 def memory(events: pl.DataFrame, attempts: list[Attempt], stepped: frozenset[str] = frozenset()) -> list[Cause]:
     """Out of memory, on the GPU or the host (``stepped``: the sources that log metrics, see :func:`_where`)."""
-    ooms = events.filter(pl.col("kind") == s.EV_OOM).unique(["attempt", "text"], keep="first").sort("attempt", "line")
+    ooms = events.filter(pl.col("kind") == s.EV_OOM).with_columns(same=same_line(pl.col("text"))).unique(
+        ["attempt", "same"], keep="first").sort("attempt", "line")
     if not ooms.height:
         return []
     ended = [a for a in attempts if a.end_kind == s.EV_OOM]

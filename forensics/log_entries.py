@@ -12,13 +12,21 @@ from parsers import schema as s
 LISTED = s.ERROR_KINDS | s.STOP_KINDS | {s.EV_KILLED, s.EV_SCHEDULER, s.EV_NAN_CHECK, s.EV_EXIT_CODE,
                                          s.EV_TRAINING_DONE, s.EV_OOM_RECOVERED, s.EV_SHUTDOWN, s.EV_EVALUATION_PASS}
 _RANK_PREFIX = r"^\s*(?:\d+: |\[[A-Za-z_]+\d+\]: ?|\[rank\d+\]: ?)*"
+# NCCL's own prefix, "host:pid:tid [device] ", behind a time the launcher may print: every rank's copy of a warning
+_NCCL_PREFIX = r"^(?:\[\d{4}-\d{2}-\d{2}[ T][\d:.,]+\]\s*)?[\w.-]+:\d+:\d+ \[\d+\] "
+
+
+def same_line(text: pl.Expr) -> pl.Expr:
+    """A log line without what differs between the ranks that print it (launcher, rank and NCCL prefixes): the lines
+    of one error printed by every rank are the same."""
+    return text.fill_null("").str.replace(_RANK_PREFIX, "").str.replace(_NCCL_PREFIX, "").str.strip_chars()
 
 
 def log_entries(events: pl.DataFrame, limit: int = 200) -> list[LogEntry]:
     """Listed events (see ``LISTED``), one per attempt and distinct text (launcher and rank prefixes ignored)."""
     rows = (
         events.filter(pl.col("kind").is_in(list(LISTED)))
-        .with_columns(same=pl.col("text").fill_null("").str.replace(_RANK_PREFIX, "").str.strip_chars())
+        .with_columns(same=same_line(pl.col("text")))
         .group_by("attempt", "kind", "same", maintain_order=True)
         .agg(pl.col("step").first(), pl.col("wall_time").first(), pl.col("source").first(), pl.col("line").first(),
              pl.col("text").first(), count=pl.len())

@@ -2166,3 +2166,19 @@ def test_skipped_iterations_too_few_for_a_burst_are_said() -> None:
             "than 3 together).") in lines
     assert not any("skipped iterations, hangs) found nothing" in line for line in lines)
     assert any(line.endswith("the other checks (NaN, loss scale, hangs) found nothing.") for line in lines)
+
+
+def test_one_nccl_warning_printed_by_every_rank_is_one_entry() -> None:
+    """NVIDIA-NeMo/Megatron-Bridge #771 (audit s38 A7): six ranks print NCCL's ``Cuda failure 2 'out of memory'``
+    in the same second, each behind NCCL's own ``host:pid:tid [rank]`` (L10-20); the chronicle listed six entries and
+    four evidence lines of the same failure."""
+    run, lines = _chronicle(REAL / "console_errors" / "megatron_bridge_issue771_nccl_oom_six_ranks_excerpt.txt")
+    [entry] = [e for e in run.log_entries if e.kind == "out_of_memory"]
+    assert entry.count == 6 and entry.line == 10
+    [memory] = [c for c in run.suspected_causes if c.kind == "memory"]
+    assert memory.evidence == ["attempt 1, with no step read from its logs: [2025-09-24 16:15:28] "
+                               "cw-dfw-h100-001-132-026:2999605:3004403 [0] include/alloc.h:228 NCCL WARN Cuda "
+                               "failure 2 'out of memory'"]
+    listed = [line for line in lines if line.startswith("- attempt 1, with no step read from its logs, 2025-09-24 "
+                                                         "16:15:28: out of memory:")]
+    assert len(listed) == 1 and "(×6" in listed[0]
