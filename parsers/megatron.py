@@ -34,15 +34,15 @@ from parsers.textfile import SEPARATOR, TextFile, inspect_text, read_blocks, sca
 DETECT = re.compile(p.ITERATION_CORE.encode() + rb"|-{8,} arguments -{8,}")
 ERRORS_ONLY = "text (errors only)"  # a text log with no metrics lines of a known format, read for how the run ended
 # (per line: the error patterns anchored at a line's start match at every line of the text, not only its first)
-# ... and the scheduler's or the system's stop: a slurm .err that holds only "CANCELLED ... DUE TO TIME LIMIT"
-_ENDED_BY = s.FATAL_KINDS | s.SCHEDULER_STOP_KINDS | {s.EV_SIGTERM, s.EV_KILLED, s.EV_STACK_DUMP}
+# ... and the scheduler's or the system's stop (a slurm .err that holds only "CANCELLED ... DUE TO TIME LIMIT"), and a
+# person's (a Ctrl-C's KeyboardInterrupt)
+_ENDED_BY = s.FATAL_KINDS | s.SCHEDULER_STOP_KINDS | {s.EV_SIGTERM, s.EV_KILLED, s.EV_STACK_DUMP, s.EV_INTERRUPT}
 # ... and fp16's word on the steps it skipped (DeepSpeed's "OVERFLOW! Rank 0 Skipping step", its running count
 # "step=100, skipped=3", Apex's "Grad overflow on iteration"), and the end of training
 _OVERFLOWS = {s.EV_OVERFLOW, s.EV_SKIPPED_COUNT, s.EV_OVERFLOW_STOP}
 _NOTABLE = _ENDED_BY | _OVERFLOWS | {s.EV_TRAINING_DONE}
-_STOPS = _ENDED_BY | {s.EV_INTERRUPT}  # lines that end runs, a person's Ctrl-C too
 _FATAL = {f"fatal{n}": re.compile(rx.encode(), re.M) for n, (kind, rx) in enumerate(p.EVENT_PATTERNS)
-          if kind in _NOTABLE | _STOPS}
+          if kind in _NOTABLE}
 PDSH_CMD = re.compile(p.PDSH_CMD)
 _COUNTERS = "number of skipped iterations"
 _ANY_EVENT = "|".join(f"(?:{rx})" for _, rx in p.EVENT_PATTERNS)
@@ -94,7 +94,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         if fatal is not None and any(m is not None for m in fatal.matches.values()):
             log = parse_megatron(fatal, run=context.run, source=context.shown)
             kinds = set(log.events.filter(pl.col("kind").is_in(list(_NOTABLE)))["kind"].unique().to_list())
-            ended = log.events.filter(pl.col("kind").is_in(list(_STOPS))).unique("text", maintain_order=True)
+            ended = log.events.filter(pl.col("kind").is_in(list(_ENDED_BY))).unique("text", maintain_order=True)
             if ended.height and not read:
                 # not read (its launches cannot be told apart from the logs' without times: a launch that died
                 # before it logged, then the training's end), but not passed over in silence either

@@ -2182,3 +2182,16 @@ def test_one_nccl_warning_printed_by_every_rank_is_one_entry() -> None:
     listed = [line for line in lines if line.startswith("- attempt 1, with no step read from its logs, 2025-09-24 "
                                                          "16:15:28: out of memory:")]
     assert len(listed) == 1 and "(×6" in listed[0]
+
+
+def test_an_err_file_holding_only_a_ctrl_c_ends_its_attempt(tmp_path: Path) -> None:
+    """zainsarwar865/gpt-neox's stdout as a job's ``.out`` and the training launch's stderr lines (L21-79: rank 0's
+    ``KeyboardInterrupt`` in ``model.step()``, then the launcher's) as its ``.err`` (audit s38 A8): the ``.err`` was
+    skipped ("no metrics lines of a text format it knows") because a Ctrl-C was not among the lines that make a file
+    of errors worth reading, and the attempt read "running"."""
+    (tmp_path / "job.out").write_bytes(NEOX_STDOUT.read_bytes())
+    stderr = NEOX_EXPERTS2 / "gpub019.delta.ncsa.illinois.edu_gpub019.delta.ncsa.illinois.edu_stderr.txt"
+    (tmp_path / "job.err").write_text("".join(stderr.read_text().splitlines(keepends=True)[20:79]))
+    run, _ = _chronicle(tmp_path)
+    [attempt] = run.attempts
+    assert (attempt.end_step, attempt.end_reason, attempt.end_detail) == (270, "interrupted", "[rank0]: KeyboardInterrupt")
