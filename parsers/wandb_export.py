@@ -9,7 +9,14 @@ from parsers import schema as s
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
 from parsers.wandb_csv import CHART, HISTORY, RUNS_TABLE, csv_kind, header_of, read_chart_export, read_runs_table
-from parsers.wandb_history import config_frame, history_log, read_history_file, sampling_note, wide_to_long
+from parsers.wandb_history import (
+    config_frame,
+    empty_cells_note,
+    history_log,
+    read_history_file,
+    sampling_note,
+    wide_to_long,
+)
 from parsers.wandb_run import is_wandb_config, read_config_yaml, read_summary_json, summary_values
 
 FORMAT = HISTORY
@@ -50,14 +57,15 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     if kind == RUNS_TABLE:
         return [Piece(path, RUNS_TABLE, ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA), configs),
                       run, config_only=True) for run, configs in read_runs_table(path, shown, context.warnings)]
-    long, steps = wide_to_long(read_history_file(path, shown, context.warnings), shown)
+    wide = read_history_file(path, shown, context.warnings)
+    long, steps = wide_to_long(wide, shown)
     # dumps of run.history() come in no particular order; JSON lines are written as logged (a step going back
     # there is a restart)
     in_order = path.suffix.lower() in {".jsonl", ".ndjson"}
     log = history_log(long, run=run_name, source=shown, sort=not in_order)
     note = sampling_note(steps, shown)
-    if path.suffix.lower() == ".csv":
-        log.warnings.append(f"{shown}: pandas writes NaN as an empty cell, so a NaN here reads as 'not logged'")
+    if path.suffix.lower() == ".csv" and (empty := empty_cells_note(wide, shown)):
+        log.warnings.append(empty)
     if note:
         log.warnings.append(note)
     return [Piece(path, HISTORY, log, sampled=note is not None)]

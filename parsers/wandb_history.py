@@ -63,6 +63,53 @@ def config_frame(values: dict[str, Any], run: str, source: str, attempt: int = 1
                      s.CONFIGS_SCHEMA)
 
 
+def empty_cells_note(wide: pl.DataFrame, shown: str) -> str | None:
+    """A warning where a CSV history's empty cells may be NaNs: pandas writes NaN as an empty cell, so a key empty
+    in a row that logged only keys its rows usually hold (the same log call, its value missing) may have been NaN
+    there. Not said of a file that writes NaN as a word, nor of rows that are other log calls (an evaluation's
+    row holds other keys), nor of more than 500 keys (not checked).
+
+    >>> wide = pl.DataFrame({"_step": ["0", "1", "2", "3"], "loss": ["2.5", None, "2.4", None],
+    ...                      "lr": ["1e-4", "1e-4", "1e-4", None], "val": [None, None, None, "2.9"]})
+    >>> print(empty_cells_note(wide, "h.csv"))  # step 1 logged lr without its loss; step 3 is an evaluation
+    h.csv: loss is empty in 1 row that logged only keys logged with it (first at step 1); pandas writes NaN as an \
+empty cell, so those may be NaNs, read as 'not logged'
+    >>> empty_cells_note(wide.with_columns(val=pl.lit("NaN")), "h.csv") is None
+    True
+    """
+    keys = [c for c in wide.columns if c not in HISTORY_META and not _is_index(c)]
+    if not keys or wide.height == 0 or len(keys) > 500:
+        return None
+    text = [pl.col(c).cast(pl.String).str.strip_chars().str.to_lowercase() for c in keys]
+    if wide.select(pl.any_horizontal([t.is_in(["nan", "-nan"]) for t in text]).any()).item():
+        return None
+    # each row's keys as a string of 0/1 flags; a key's usual row is the commonest among the rows that log it
+    flags = wide.select(pl.concat_str([pl.col(c).is_not_null().cast(pl.Int8).cast(pl.String) for c in keys])
+                        .alias("f"))["f"]
+    said = []
+    for j, c in enumerate(keys):
+        held = wide[c].is_not_null()
+        usual = flags.filter(held).mode()
+        if usual.len() != 1 or usual[0].count("1") < 2:  # (a key logged alone: an empty row is no log call of it)
+            continue
+        # a row of the same log call: none of the keys it never holds, some of the others, not this one
+        shape = "^" + "".join("0" if i == j or u == "0" else "[01]" for i, u in enumerate(usual[0])) + "$"
+        missing = (flags.str.contains(shape) & flags.str.contains("1", literal=True)).arg_true()
+        if missing.len():
+            said.append((c, missing.len(), int(missing[0])))
+    if not said:
+        return None
+    steps = wide["_step"].cast(pl.Float64, strict=False) if "_step" in wide.columns else None
+    parts = []
+    for c, n, at in said[:3]:
+        step = steps[at] if steps is not None else None
+        where = f" (first at step {step:.0f})" if step is not None and step == step else ""
+        parts.append(f"{c} is empty in {n} row{'s' if n != 1 else ''} that logged only keys logged with it{where}")
+    more = f" and {len(said) - 3} more keys" if len(said) > 3 else ""
+    return (f"{shown}: {'; '.join(parts)}{more}; pandas writes NaN as an empty cell, so those may be NaNs, read as "
+            "'not logged'")
+
+
 def sampling_note(steps: pl.Series, shown: str, chart: bool = False) -> str | None:
     """A warning when a history looks thinned by W&B: irregular step gaps, or exactly a default sample size.
 
