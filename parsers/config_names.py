@@ -42,6 +42,7 @@ ALIASES: dict[str, str] = {
     "init_method_std": "init_method_std", "initializer_range": "init_method_std", "init_std": "init_method_std",
     "global_batch_size": "global_batch_size", "train_batch_size": "global_batch_size",
     "micro_batch_size": "micro_batch_size", "train_micro_batch_size_per_gpu": "micro_batch_size",
+    "per_device_train_batch_size": "micro_batch_size",
     "lr_warmup_iters": "lr_warmup_iters", "warmup_steps": "lr_warmup_iters", "warmup_iters": "lr_warmup_iters",
     "num_warmup_steps": "lr_warmup_iters", "lr_warmup_steps": "lr_warmup_iters",
     "lr_warmup_samples": "lr_warmup_samples", "lr_warmup_fraction": "lr_warmup_fraction",

@@ -86,6 +86,10 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         context.warnings.append(f"{context.shown}: its epoch counter goes back {launches - 1} time(s) while the steps "
                                 "go on: each is read as a resume (one file holds every launch's history)")
     settings = {k: v for k, v in state.items() if k != "log_history" and not isinstance(v, dict | list)}
+    # the Trainer's train_batch_size is the batch of one process (per device, times the GPUs of a DataParallel), not
+    # DeepSpeed's global train_batch_size
+    if "train_batch_size" in settings:
+        settings["per_device_train_batch_size"] = settings.pop("train_batch_size")
     configs = config_frame(settings, run=context.run, source=context.shown)
     if summary.height:
         last = {k: v for k, v in summary.row(-1, named=True).items() if v is not None and k != "step"}

@@ -117,5 +117,5 @@ def test_trainer_state_cut_short_or_with_a_damaged_entry_keeps_its_sound_entries
     (tmp_path / "bad" / "trainer_state.json").write_text(real.replace('"loss": 1.2147', '"loss": 1.21.47'))
     bad = load_run(tmp_path / "bad")
     assert bad.metrics.filter(metric="loss")["step"].to_list() == [100, 200, 400, 500]
-    assert bad.configs.filter(key="global_batch_size")["value"].to_list() == ["16"]  # and those after it
+    assert bad.configs.filter(key="micro_batch_size")["value"].to_list() == ["16"]  # and those after it
     assert whole.metrics.filter(metric="loss")["step"].to_list() == [100, 200, 300, 400, 500]

@@ -324,22 +324,22 @@ def test_a_notebook_wandb_run_of_successive_trainers_on_train_global_step():
     # each trainer pushed its config before it logged (trainer 3 pushed one and logged nothing): what changed is
     # the notebook's search, read from the config records in force at each trainer's first history row
     assert [a.config_changes for a in run.attempts[1:]] == [
-        {"per_device_train_batch_size": [2, 4]},
-        {"lr": [0.0002, 0.0001], "per_device_train_batch_size": [4, 2]},
-        {"per_device_train_batch_size": [2, 4]},
-        {"per_device_train_batch_size": [4, 2]},
+        {"micro_batch_size": [2, 4]},
+        {"lr": [0.0002, 0.0001], "micro_batch_size": [4, 2]},
+        {"micro_batch_size": [2, 4]},
+        {"micro_batch_size": [4, 2]},
         {},
-        {"per_device_train_batch_size": [2, 4]},
-        {"gradient_accumulation_steps": [4, 5], "num_train_epochs": [1, 5], "per_device_train_batch_size": [4, 2]},
-        {"per_device_train_batch_size": [2, 4]},
+        {"micro_batch_size": [2, 4]},
+        {"gradient_accumulation_steps": [4, 5], "num_train_epochs": [1, 5], "micro_batch_size": [4, 2]},
+        {"micro_batch_size": [2, 4]},
     ]
     # attempt 5 (trainer 6) has attempt 3's settings, yet its loss is far lower: not the batch size's doing
     assert run.attempts[4].behaviour[0] == (
-        "after per_device_train_batch_size 4 → 2: loss 86% lower than attempt 4 over steps 10–130 (0.707 vs 4.976); "
+        "after micro_batch_size 4 → 2: loss 86% lower than attempt 4 over steps 10–130 (0.707 vs 4.976); "
         "but attempt 3, with the same settings, had 5.862 over steps 10–130 (this attempt 0.707): the change does not "
         "explain it")
     assert run.attempts[4].behaviour[1] == (
-        "after per_device_train_batch_size 4 → 2: grad norm 0.10x attempt 4's over steps 10–130; but attempt 3, with "
+        "after micro_batch_size 4 → 2: grad norm 0.10x attempt 4's over steps 10–130; but attempt 3, with "
         "the same settings, had 23.34 over steps 10–130 (this attempt 0.7046): the change does not explain it")
 
 
