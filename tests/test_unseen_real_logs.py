@@ -2195,3 +2195,19 @@ def test_an_err_file_holding_only_a_ctrl_c_ends_its_attempt(tmp_path: Path) -> N
     run, _ = _chronicle(tmp_path)
     [attempt] = run.attempts
     assert (attempt.end_step, attempt.end_reason, attempt.end_detail) == (270, "interrupted", "[rank0]: KeyboardInterrupt")
+def test_a_console_says_which_printed_fields_it_did_not_read() -> None:
+    """tyler-romero/nanogpt-speedrun 14fcdb07 (audit s38 B §B2): every step line prints train_time, step_avg,
+    tokens_seen and tokens/sec beside train_loss, and the chronicle named only the loss and val loss it read: nothing
+    said that the run's timing and throughput were printed but never looked at (so no hang or slowdown could be
+    seen). Its train_time also starts again at step 11 (27758ms, then 2206ms: the compile warm-up is not timed)."""
+    run, lines = _chronicle(REAL / "modded_nanogpt" / "tyler-romero_nanogpt-speedrun_14fcdb07_steps_0-13_and_end.txt")
+    name = "tyler-romero_nanogpt-speedrun_14fcdb07_steps_0-13_and_end.txt"
+    said = [w.split(f"{name}: ", 1) for w in run.warnings if "also print" in w]
+    assert [said[0][1]] == [
+        "its metrics lines also print step_avg, tokens/sec, tokens_seen, train_time: not read, so neither checked nor "
+        "used (no hang, slowdown or throughput statement rests on them)"]
+    assert any("step\\_avg, tokens/sec, tokens\\_seen, train\\_time: not read" in line for line in lines)
+    assert run.coverage["metrics"]["loss"]["points"] == 15
+    # a format whose printed fields are all read says nothing of the kind (llm.c's main.log: s:N trl:... lr:... norm:...)
+    llmc, _ = _chronicle(REAL / "llmc" / "SiddanthEmani_log124M_main.log")
+    assert not any("also print" in w for w in llmc.warnings)

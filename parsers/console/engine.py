@@ -71,6 +71,10 @@ class LineFormat:
     # (regex, what such a line is): lines that look like metrics lines but cannot be read, counted in a warning
     unread: tuple[tuple[str, str], ...] = ()
     repeats: str = "one line printed by several ranks"  # what a metrics line printed again as it was is
+    # (regex, names): group 1 of each match on a metrics line is the name of a field it prints (modded-nanogpt's
+    # "train_time:41ms"); a printed name not in ``names`` (the fields the rules read, or deliberately leave) is
+    # listed in a reading warning: the chronicle says which printed values it did not check
+    printed: tuple[str, frozenset[str]] | None = None
 
     def sniff(self, head: bytes, name: str) -> bool:
         return b"\x00" not in head[:8192] and search(self.detect, head) is not None
@@ -88,8 +92,10 @@ class LineFormat:
         """The log's metrics, events and attempts."""
         rows, others, last = [], [], pl.DataFrame()
         unread = [0] * len(self.unread)
+        printed: set[str] = set()
         for block in scan_blocks(text):
-            last, other, missed = self._block(block)
+            last, other, missed, names = self._block(block)
+            printed |= names
             rows.append(self._numeric(last))  # numbers per block: the text of the lines is not kept
             others.append(other)
             unread = [a + b for a, b in zip(unread, missed, strict=True)]
@@ -115,6 +121,8 @@ class LineFormat:
             notes.append(self.note)
         notes += [f"{n} line{'s' if n != 1 else ''} {why}: not read" for n, (_, why) in zip(unread, self.unread,
                                                                                              strict=True) if n]
+        if self.printed and (left := sorted(printed - self.printed[1])) and metrics.height:
+            notes.append(f"its metrics lines also print {', '.join(left)}: {UNREAD_FIELDS_NOTE}")
         warnings += [f"{source}: {note}" for note in notes]
         bounds = attempt_bounds(iters, others_frame)
         iters = with_attempt(iters, bounds)
@@ -156,9 +164,10 @@ class LineFormat:
         )
 
     # --- per block --------------------------------------------------------------------------------------------------
-    def _block(self, block: pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataFrame, list[int]]:
+    def _block(self, block: pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataFrame, list[int], set[str]]:
         """The block's metrics lines (which rule, its step and fields as text: ``s:<rule>``, ``f:<rule>:<metric>``),
-        its other lines that may be events (with their text), and how many lines match each of ``unread``. Only the
+        its other lines that may be events (with their text), how many lines match each of ``unread``, and the names
+        of the fields its metrics lines print (:attr:`LineFormat.printed`). Only the
         lines a regex can concern are searched with it: ANSI codes where an escape byte is, event patterns on lines
         that are not metrics lines."""
         lines = block.with_columns(clean=pl.col("text").fill_null("")).collect()
@@ -181,6 +190,7 @@ class LineFormat:
         columns = [c for n, r in enumerate(self.rules)
                    for c in ([f"s:{n}"] if r.step or r.step_at else []) + [f"f:{n}:{m}" for m in r.fields]]
         mine = mine.with_columns(**{c: pl.lit(None, dtype=pl.String) for c in columns if c not in mine.columns})
+        names = self._printed(mine)
         mine = mine.with_columns(wall_time=_stamp(stamped)).drop("clean", "text")
         extra = "|".join(f"(?:{rx})" for _, rx in self.events)
         rest = lines.with_columns(bar=kept_bar(pl.when(pl.col("rule").is_null()).then(pl.col("clean"))))
@@ -194,7 +204,7 @@ class LineFormat:
         rest = rest.with_columns(wall_time=_stamp(stamped), bar=bar, text=pl.when(pl.col("text").str.len_chars()
                                                                                 > _LONG_LINE)
                                  .then(pl.coalesce(said, pl.col("text"))).otherwise(pl.col("text")) + "").drop("clean")
-        return mine, rest, missed
+        return mine, rest, missed, names
 
     def _first_layout(self, lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         """The lines that start with the first rule's usual layout, read in one anchored pass, and the other lines
@@ -226,6 +236,14 @@ class LineFormat:
             values[f"s:{n}"] = text.str.extract(rule.line, 1)
         values |= {f"f:{n}:{metric}": text.str.extract(rx, 1) for metric, rx in rule.fields.items()}
         return own.with_columns(**values)
+
+    def _printed(self, mine: pl.DataFrame) -> set[str]:
+        """The names of the fields the block's metrics lines print (:attr:`LineFormat.printed`)."""
+        if not self.printed or mine.height == 0:
+            return set()
+        names = mine.select(pl.col("clean").str.extract_all(self.printed[0]).explode()
+                            .str.extract(self.printed[0], 1).unique())
+        return set(names.to_series().drop_nulls().to_list())
 
     def _numeric(self, mine: pl.DataFrame) -> pl.DataFrame:
         """The metrics lines as numbers, in line order: ``line``, ``rule``, ``step`` (null where the line prints
@@ -333,6 +351,8 @@ class LineFormat:
             )
         return frame
 
+
+UNREAD_FIELDS_NOTE = "not read, so neither checked nor used (no hang, slowdown or throughput statement rests on them)"
 
 # a rule's field whose value is the run's planned number of steps ("step:1/20000"): read as its train_iters setting
 PLANNED_STEPS = "train_iters"

@@ -28,5 +28,9 @@ SPEC = LineFormat(
     # parameter-golf's planned stop at its time budget: "stopping_early: wallclock_cap train_time:14400039ms
     # step:329430/500000", then its final evaluations
     events=((s.EV_EXIT, r"^\W*stopping_early: \w"), (s.EV_PARAMETER_COUNT, r"^\W*model_params:(\d+)\b")),
+    # every "name:value" its lines print (train_time:41ms, step_avg:nanms, tokens/sec:1.87e+05): those not read are
+    # said to be not read ("step:1/20000" is no such field: its value goes on with "/")
+    printed=(r"\b([A-Za-z_][\w/]*):(?:[-+]?\d[\d.]*(?:[eE][-+]?\d+)?|nan|inf)[A-Za-z%]*(?:\s|$)",
+             frozenset({"train_loss", "val_loss"})),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
