@@ -9,7 +9,8 @@ fall is said only when the noise allows it: the fall plus two standard errors of
 ``CLEAR_FALL`` (5%) of the start; a noisy per-batch loss over few points is left unjudged (``fell`` None), and so is
 one of fewer than ``MIN_POINTS`` (20: only that it fell is said of it, from 6 points on). A log that begins mid-run is
 not judged (a late excerpt of a converged run is flat by nature). The validation loss rising while the training loss
-fell over the same steps is overfitting (:func:`val_rising`).
+fell over the same steps is overfitting (:func:`val_rising`). A loss that goes below 0 is not judged either way (no
+cross-entropy: a WGAN critic's loss or a DPO margin rises and crosses 0 in a healthy run).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
     fell: bool | None = end < start * (1 - NO_GAIN)
     if not fell and (start - end + 2 * error >= CLEAR_FALL * abs(start) or loss.height < MIN_POINTS):
         fell = None  # too noisy to say it did not (with fewer than MIN_POINTS, only a fall is said)
+    if loss.select((pl.col("value") < 0).any()).item():
+        fell = None  # a loss below 0 is no cross-entropy (a policy, preference or adversarial objective): a level that
+        # crosses 0 is no fall to measure in fractions of its start, and one that rises is not a run learning nothing
     val = by_step(metrics, s.VAL_LOSS, finite=True)
     values = val["value"]
     launch = val.filter(pl.col("attempt") == val["attempt"].max()) if val.height else val  # (one launch's evaluations)

@@ -115,7 +115,7 @@ def coverage_section(run: RunFindings) -> list[str]:
             if c.get("negative"):
                 out.append(f"- **Not judged for {name} spikes{' or divergence' if metric == s.LOSS else ''}:** "
                            f"attempt {a}: its {name} goes below 0 ({shown(c['negative']['value'])} at step "
-                           f"{c['negative']['step']}): a policy or preference objective (RL, DPO), not a cross-entropy, "
+                           f"{c['negative']['step']}): not a cross-entropy (a policy, preference or adversarial objective), "
                            "whose rises are not ratios.")
         blind = [a for a, c in per.items() if not c["statistical"] and c["absolute_only"]]
         unjudged = [a for a, c in per.items() if not c["statistical"] and not c["absolute_only"]

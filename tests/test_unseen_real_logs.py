@@ -613,7 +613,7 @@ def test_torchtitans_placeholder_loss_on_a_pipeline_stage_is_not_a_loss() -> Non
     run, lines = _chronicle(REAL / "torchtitan" / "torchtitan_issue1232_pipeline_stage_loss_minus1.txt")
     assert any(w.endswith("loss printed as -1 on 4 line(s): torchtitan's placeholder on a pipeline stage that does not "
                           "compute the loss (only the last stage does); not read as a loss") for w in run.warnings)
-    assert not any("policy or preference" in line for line in lines)
+    assert not any("policy or preference" in line or "goes below 0" in line for line in lines)
     assert "- **Not found:** loss, so loss spikes, divergence and NaN in the loss could not be checked." in lines
 
 
@@ -2211,3 +2211,20 @@ def test_a_console_says_which_printed_fields_it_did_not_read() -> None:
     # a format whose printed fields are all read says nothing of the kind (llm.c's main.log: s:N trl:... lr:... norm:...)
     llmc, _ = _chronicle(REAL / "llmc" / "SiddanthEmani_log124M_main.log")
     assert not any("also print" in w for w in llmc.warnings)
+
+
+def test_a_loss_below_0_is_not_said_to_be_an_rl_objective_nor_to_have_not_fallen() -> None:
+    """AIRI-Institute/genrisk lightning_logs/version_13 (audit s38 B §B5): a GAN's critic loss (train_disc_loss,
+    -0.0538 at step 0, -0.3918 at step 3, 0.3284 at step 10, -0.0446 at step 79) read as "the loss" was said to be "a
+    policy or preference objective (RL, DPO)", and the summary said "The loss did not fall over steps 0-79 (median
+    -0.22831 over its first tenth of points, 0.006355 over its last)" of a loss it says it cannot judge."""
+    run, lines = _chronicle(REAL / "lightning" / "AIRI-Institute_genrisk" / "version_13")
+    assert run.learning is not None and run.learning["fell"] is None
+    assert not any("did not fall" in line for line in lines)
+    assert not any("RL, DPO" in line for line in lines)
+    assert ("- **Not judged for loss spikes or divergence:** attempt 1: its loss goes below 0 (-0.39182889461517334 at "
+            "step 3): not a cross-entropy (a policy, preference or adversarial objective), whose rises are not "
+            "ratios.") in lines
+    # a cross-entropy that stays at chance is still said not to fall (yuanhuanghuang/quality: ln 4 = 1.386 throughout)
+    flat, _ = _chronicle(REAL / "hf_trainer_state" / "quality_lrqa" / "trainer_state.json")
+    assert flat.learning is not None and flat.learning["fell"] is False

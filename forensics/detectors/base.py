@@ -37,7 +37,7 @@ class RunFrames:
 
     def negative(self, metric: str) -> dict[int, tuple[float, int]]:
         """Per attempt whose ``metric`` takes a negative value, its lowest value and that value's step: a loss that
-        goes below 0 is a policy or preference objective (RL, DPO), not a cross-entropy, and its rises are not
+        goes below 0 is not a cross-entropy (a policy, preference or adversarial objective), and its rises are not
         ratios (the spike and divergence checks pass it by)."""
         def compute() -> dict[int, tuple[float, int]]:
             low = self.points(metric).filter((pl.col("value") < 0) & pl.col("value").is_finite()).sort("value").group_by(
