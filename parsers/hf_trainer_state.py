@@ -100,12 +100,22 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         done = summary.row(-1, named=True)
         events = pl.concat([events, s.conform(pl.DataFrame({
             "kind": [s.EV_TRAINING_DONE], "step": [int(done["step"])], "attempt": [launches], "run": [context.run],
-            "source": [context.shown],
-            "text": [f"training finished: the Trainer's summary (train_runtime {done.get('train_runtime')} s, "
-                     f"train_loss {done.get('train_loss')})"]}), s.EVENTS_SCHEMA)])
+            "source": [context.shown], "value": [_seconds(done.get("train_runtime"))],
+            "text": ["training finished: the Trainer's summary (" + ", ".join(
+                f"{key} {done[key]}{' s' if key == 'train_runtime' else ''}" for key in ("train_runtime", "train_loss")
+                if done.get(key) is not None) + ")"]}), s.EVENTS_SCHEMA)])
     logged = set(long["key"].unique())  # (once: in the comprehension's condition it was computed for every key)
     log = ParsedLog(frame, events, configs, n_attempts=launches, tags={k: v for k, v in names.items() if k in logged})
     return [Piece(path, FORMAT, log)]
+
+
+def _seconds(value: object) -> float | None:
+    """The summary's train_runtime as seconds (a number, or the text of one), else None."""
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return seconds if seconds >= 0 and seconds == seconds and seconds != float("inf") else None
 
 
 def combine(pieces: list[Piece], context: ReadContext) -> list[Piece]:

@@ -146,8 +146,9 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_TRAINING_DONE, r"\[after training is done\]"),
     # Hydra's multirun launches its jobs one after the other in one process: "[...][HYDRA] \t#3 : hidden_dim=1028"
     (s.EV_SWEEP_JOB, r"\[HYDRA\]\s+#(\d+) : \S"),
-    # the Hugging Face Trainer's summary at the end of train() (ms-swift prints it too)
-    (s.EV_TRAINING_DONE, r"\{['\"]train_runtime['\"]: ['\"]?\d"),
+    # the Hugging Face Trainer's summary at the end of train() (ms-swift prints it too); value: its train_runtime, the
+    # seconds that train() call ran
+    (s.EV_TRAINING_DONE, r"\{['\"]train_runtime['\"]: ['\"]?(\d+(?:\.\d*)?)"),
     # OLMo's "Training complete", torchtitan's "Training completed", the Trainer's "Training completed. Do not forget
     # to share your model"
     # (a logger's whole message, not a stage of a pipeline: "Stage 1 of 2: Training complete.")

@@ -104,7 +104,8 @@ EV_CHECKPOINT_SAVE = "checkpoint_save"      # a save the log says is done ("succ
 EV_CHECKPOINT_SAVING = "checkpoint_saving"  # a save begun ("saving checkpoint at iteration N"): value = iteration;
                                             # done unless an error follows it before the next step (forensics.saves)
 EV_MARKER = "marker"                        # "[after megatron is initialized] datetime: ..." and friends
-EV_TRAINING_DONE = "training_done"          # "[after training is done] datetime: ..."
+EV_TRAINING_DONE = "training_done"          # "[after training is done] datetime: ..."; value, where the program
+# counted it: the seconds its training ran (the Hugging Face Trainer's train_runtime)
 EV_EXIT = "exit"                            # planned exit: exit interval or duration, the end of its data
 EV_PARAMETER_COUNT = "parameter_count"      # value = parameters (absolute count)
 EV_PLANNED_STEPS = "planned_steps"          # a training header's planned length ("Total optimization steps =

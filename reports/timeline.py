@@ -198,7 +198,7 @@ def timeline_section(run: RunFindings) -> list[str]:
             f"last step {clock(a.last_step_at)}" if a.last_step_at is not None else "–")
         ran = duration(a.ran_for_s) if a.ran_for_s is not None else ("not known" if a.clock_note else "–")
         if a.ran_for_s is not None and a.started_at is None:
-            ran += " (its exit line)"
+            ran += " (its summary's count)" if a.end_kind == s.EV_TRAINING_DONE else " (its exit line)"
         down = duration(a.downtime_after_s) if a.downtime_after_s is not None else "–"
         out.append(f"| {a.index} | {steps(a)} | {started} | {ended} | {ran} | {down} | {ending(a)} |")
     out.append("")

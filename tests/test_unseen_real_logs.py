@@ -2228,3 +2228,16 @@ def test_a_loss_below_0_is_not_said_to_be_an_rl_objective_nor_to_have_not_fallen
     # a cross-entropy that stays at chance is still said not to fall (yuanhuanghuang/quality: ln 4 = 1.386 throughout)
     flat, _ = _chronicle(REAL / "hf_trainer_state" / "quality_lrqa" / "trainer_state.json")
     assert flat.learning is not None and flat.learning["fell"] is False
+
+
+def test_the_trainers_own_runtime_is_how_long_an_untimed_run_ran() -> None:
+    """NealKapadia/text-summarizer (audit s38 B §B6): a trainer_state.json whose summary entry says 'train_runtime':
+    542.8804 (and prints no train_loss, an older Trainer) read "ran for –" and "the Trainer's summary (train_runtime
+    542.8804 s, train_loss None)": a None the file never wrote."""
+    run, lines = _chronicle(REAL / "hf_output_dir" / "NealKapadia_text-summarizer")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_at_step, attempt.ran_for_s) == ("completed", 693, 542.8804)
+    assert attempt.end_detail == "training finished: the Trainer's summary (train_runtime 542.8804 s)"
+    assert not any("train_loss None" in line for line in lines)
+    assert any(line.startswith("| 1 | 500 | – | – | 9 min (its summary's count) | – | completed after step 693")
+               for line in lines)
