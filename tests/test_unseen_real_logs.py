@@ -33,7 +33,10 @@ def test_a_console_that_prints_no_step_beside_its_trainer_state_is_not_put_befor
     run, lines = _chronicle(REAL / "hf_output_dir" / "Jaong_Checkpoint-of-CPT")
     assert run.anomalies == []
     assert run.coverage["metrics"]["loss"]["points"] == 10 and run.coverage["metrics"]["loss"]["first_step"] == 500
-    assert run.warnings == ["cmd.txt: it prints no step, and another file of the run logs its metrics at their steps: "
+    assert run.warnings == ["cmd.txt: its metrics lines also print eval_gen_len, eval_rouge-1, eval_rouge-2, "
+                            "eval_rouge-l, eval_runtime, eval_samples_per_second, eval_steps_per_second: not read, so "
+                            "nothing here checks them or rests on them",
+                            "cmd.txt: it prints no step, and another file of the run logs its metrics at their steps: "
                             "its 50 points (epoch, grad norm, loss, lr, val loss) were not used"]
     # logging_steps 500 and the first entry at step 500 (epoch 0.91): the history is whole, not an excerpt
     [attempt] = run.attempts
@@ -2204,8 +2207,8 @@ def test_a_console_says_which_printed_fields_it_did_not_read() -> None:
     name = "tyler-romero_nanogpt-speedrun_14fcdb07_steps_0-13_and_end.txt"
     said = [w.split(f"{name}: ", 1) for w in run.warnings if "also print" in w]
     assert [said[0][1]] == [
-        "its metrics lines also print step_avg, tokens/sec, tokens_seen, train_time: not read, so neither checked nor "
-        "used (no hang, slowdown or throughput statement rests on them)"]
+        "its metrics lines also print step_avg, tokens/sec, tokens_seen, train_time: not read, so nothing here checks "
+        "them or rests on them"]
     assert any("step\\_avg, tokens/sec, tokens\\_seen, train\\_time: not read" in line for line in lines)
     assert run.coverage["metrics"]["loss"]["points"] == 15
     # a format whose printed fields are all read says nothing of the kind (llm.c's main.log: s:N trl:... lr:... norm:...)
@@ -2241,3 +2244,18 @@ def test_the_trainers_own_runtime_is_how_long_an_untimed_run_ran() -> None:
     assert not any("train_loss None" in line for line in lines)
     assert any(line.startswith("| 1 | 500 | – | – | 9 min (its summary's count) | – | completed after step 693")
                for line in lines)
+
+
+def test_a_trainer_console_says_which_dict_keys_it_did_not_read() -> None:
+    """saforem2/ezpz docs/examples/hf-trainer/index.md (audit s38 B §B9): each of its dicts prints
+    'num_input_tokens_seen', 'train_runtime' and 'train_tokens_per_second' (a running mean: 7201.711 at the first
+    log, 50512.468 at the hundredth, no throughput of its own) beside the loss, and "Other scalars read: epoch" was
+    all the chronicle said: nothing told that they were printed and never looked at."""
+    run, _ = _chronicle(REAL / "hf_trainer" / "ezpz_hf_trainer_aurora_llama32_1b_100_steps.log")
+    assert [w.split(": ", 1)[1] for w in run.warnings if "also print" in w] == [
+        "its metrics lines also print num_input_tokens_seen, train_runtime, train_tokens_per_second: not read, so "
+        "nothing here checks them or rests on them"]
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_at_step, attempt.target_step) == ("completed", 100, 100)
+    # its summary dict ({'train_runtime': 425.4295, ...}) gives the time train() ran
+    assert attempt.ran_for_s == 425.4295

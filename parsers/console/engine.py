@@ -352,7 +352,7 @@ class LineFormat:
         return frame
 
 
-UNREAD_FIELDS_NOTE = "not read, so neither checked nor used (no hang, slowdown or throughput statement rests on them)"
+UNREAD_FIELDS_NOTE = "not read, so nothing here checks them or rests on them"
 
 # a rule's field whose value is the run's planned number of steps ("step:1/20000"): read as its train_iters setting
 PLANNED_STEPS = "train_iters"
