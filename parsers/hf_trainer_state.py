@@ -90,6 +90,8 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     # DeepSpeed's global train_batch_size
     if "train_batch_size" in settings:
         settings["per_device_train_batch_size"] = settings.pop("train_batch_size")
+    if "logging_steps" not in settings and (interval := _first_logging_step(rows)) is not None:
+        settings["logging_steps"] = interval  # (an older Trainer does not write it: its history tells it)
     configs = config_frame(settings, run=context.run, source=context.shown)
     if summary.height:
         last = {k: v for k, v in summary.row(-1, named=True).items() if v is not None and k != "step"}
@@ -107,6 +109,20 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     logged = set(long["key"].unique())  # (once: in the comprehension's condition it was computed for every key)
     log = ParsedLog(frame, events, configs, n_attempts=launches, tags={k: v for k, v in names.items() if k in logged})
     return [Piece(path, FORMAT, log)]
+
+
+def _first_logging_step(rows: pl.DataFrame) -> int | None:
+    """The logging interval of a trainer_state.json that does not write its ``logging_steps`` (older Trainers): the
+    Trainer logs at every multiple of it and its log_history keeps every log from the start of training (a resume
+    restores it from the checkpoint), so its first training entry is at that step (the second, when
+    ``logging_first_step`` logged step 1 first). None without a training entry."""
+    if "loss" not in rows.columns:
+        return None
+    steps = rows.filter(pl.col("loss").is_not_null())["step"].head(2).to_list()
+    if not steps:
+        return None
+    first = steps[1] if steps[0] == 1 and len(steps) > 1 else steps[0]
+    return int(first) if first >= 1 else None
 
 
 def _seconds(value: object) -> float | None:

@@ -2259,3 +2259,14 @@ def test_a_trainer_console_says_which_dict_keys_it_did_not_read() -> None:
     assert (attempt.end_reason, attempt.end_at_step, attempt.target_step) == ("completed", 100, 100)
     # its summary dict ({'train_runtime': 425.4295, ...}) gives the time train() ran
     assert attempt.ran_for_s == 425.4295
+
+
+def test_an_older_trainer_state_without_logging_steps_begins_at_its_first_log() -> None:
+    """NealKapadia/text-summarizer (audit s38 B §B6): its trainer_state.json, written by a Trainer that did not store
+    logging_steps, holds one loss entry at step 500 (epoch 2.16 of 3 over 693 steps: the first log of the default
+    interval, 500): the attempt was read as resumed from step 499 (inferred) and beginning mid-run, "what came before
+    is not in it"."""
+    run, lines = _chronicle(REAL / "hf_output_dir" / "NealKapadia_text-summarizer")
+    [attempt] = run.attempts
+    assert (attempt.begins_mid_run, attempt.resumed_from_step) == (False, None)
+    assert not any("mid-run" in line for line in lines)
