@@ -297,10 +297,11 @@ def build_attempts(
                 started_at=started, first_seen_at=first_seen, last_step_at=last_step_at, last_line_at=last_line,
                 ended_at=ended, exit_code=_exit_code(ev),
                 ran_for_s=ran_for,
-                # (a run that logged no metric before its end at a step it printed, a Trainer whose logging interval
-                # is longer than the run, is not a short launch)
+                # (a run that logged no metric before its end at a step it printed, or that completed at a step past its
+                # last logged one, a Trainer whose logging interval is as long as the run, is not a short launch)
                 short=span.get("n_steps", 0) <= SHORT_STEPS and n not in flagged
-                and not (end is None and ending.step is not None and ending.reason == EndReason.COMPLETED),
+                and not (ending.step is not None and ending.reason == EndReason.COMPLETED
+                         and (end is None or ending.step > end)),
                 # (a setting read off the iteration lines is not a config the launch printed)
                 config_compared=bool(previous_cfg and this_cfg and previous_cfg.keys() - INFERRED_KEYS
                                      and this_cfg.keys() - INFERRED_KEYS),

@@ -2261,6 +2261,17 @@ def test_a_trainer_console_says_which_dict_keys_it_did_not_read() -> None:
     assert attempt.ran_for_s == 425.4295
 
 
+def test_a_completed_run_logged_once_is_no_short_launch() -> None:
+    """NealKapadia/text-summarizer (audit s38 B §B6): logging every 500 steps over 693, its one loss entry (step 500)
+    and its summary at step 693 were listed under "Short attempts (at most 3 steps logged) and replays" as
+    "attempt 1: step 500 (new steps)", and the whole, completed run had no Attempts section."""
+    run, lines = _chronicle(REAL / "hf_output_dir" / "NealKapadia_text-summarizer")
+    [attempt] = run.attempts
+    assert not attempt.short
+    assert not any(line.startswith("**Short attempts") for line in lines)
+    assert "## Attempts" in lines and any(line.startswith("## Attempt 1:") for line in lines)
+
+
 def test_an_older_trainer_state_without_logging_steps_begins_at_its_first_log() -> None:
     """NealKapadia/text-summarizer (audit s38 B §B6): its trainer_state.json, written by a Trainer that did not store
     logging_steps, holds one loss entry at step 500 (epoch 2.16 of 3 over 693 steps: the first log of the default
