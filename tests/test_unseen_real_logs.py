@@ -2281,3 +2281,16 @@ def test_an_older_trainer_state_without_logging_steps_begins_at_its_first_log() 
     [attempt] = run.attempts
     assert (attempt.begins_mid_run, attempt.resumed_from_step) == (False, None)
     assert not any("mid-run" in line for line in lines)
+
+
+def test_nanogpt_says_its_mfu_is_not_read() -> None:
+    """nanoGPT's 'iter 0: loss 4.2709, time 10268.08ms, mfu -100.00%' (ChenZihua-cn/nanoGPT) and llama2.c's '490 |
+    loss 5.7543 | lr ... | 8060.78ms | mfu 0.21%' print their MFU on every line; the chronicle read the loss and the
+    time and said nothing of it (audit s38 B, the class of §B2)."""
+    for path in (REAL / "nanogpt" / "ChenZihua-cn_nanoGPT_train.log", REAL / "llama2c" / "issue461_excerpt.txt"):
+        run, _ = _chronicle(path)
+        assert [w.split(": ", 1)[1] for w in run.warnings if "also print" in w] == [
+            "its metrics lines also print mfu: not read, so nothing here checks them or rests on them"]
+    # build-nanogpt's "step 0 | loss: 10.9677 | dt: ... | tok/sec: ... | norm: ... | lr: ..." is read whole
+    run, _ = _chronicle(REAL / "build_nanogpt" / "dhairyag_ShakespeareGPT-Forge_log.md")
+    assert not any("also print" in w for w in run.warnings)

@@ -60,5 +60,9 @@ SPEC = LineFormat(
         (s.EV_PARAMETER_COUNT, r"^\s*Total (?:Parameters|params):\s*(\d[\d,]*)\s*$"),  # a model summary's total
         (s.EV_PARAMETER_COUNT, r"^\W*number of parameters: (\d+(?:\.\d+)?)M\s*$"),  # nanoGPT's count, in millions
     ),
+    # a field printed as "name value" and not read is said to be not read: nanoGPT's "iter 100: loss 4.1172, time
+    # 118.20ms, mfu 37.9%" and llama2.c's "490 | loss 5.7543 | lr 4.9e-05 | 8060.78ms | mfu 0.21%" print their mfu
+    # (build-nanogpt's "name: value" fields are all read)
+    printed=(r"[:,|]\s+([A-Za-z_]+) -?\d", frozenset({"loss", "time", "lr"})),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
