@@ -2,7 +2,8 @@
 
 The ``run-<id>.wandb`` log holds the full history, config and summary; ``files/config.yaml`` and
 ``files/wandb-summary.json`` (online runs) add to them. A resumed run writes a new directory with another
-``run-<id>.wandb`` for the same id: each file is one attempt of the run.
+``run-<id>.wandb`` for the same id: each file is one attempt of the run. A copy of a run folder (``latest-run/``
+committed or copied as a folder) holds the same launch's log: it is read once (:func:`_without_copies`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import math
 import tempfile
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -257,12 +259,44 @@ def combine(pieces: list[Piece], context: ReadContext) -> list[Piece]:
     """The runs of every ``.wandb`` file read: told apart by id, in start order, configs merged across resumes;
     each run directory's other files belong to its run."""
     runs: list[WandbRun] = [p.meta for p in pieces]  # type: ignore[misc]
+    runs = _without_copies(runs, context)
     _distinct_names(runs)
     context.owners.update({r.file.parent: r.name for r in runs})
     runs.sort(key=lambda r: (r.start_time is None, r.start_time or 0.0))
     for run_name in dict.fromkeys(r.name for r in runs):
         attach_configs([r for r in runs if r.name == run_name])
     return [Piece(r.file, FORMAT, r.log, r.name) for r in runs]
+
+
+LATEST = "latest-run"  # W&B's link to the newest run folder; committed or copied, it is a folder of the same files
+
+
+def _without_copies(runs: list[WandbRun], context: ReadContext) -> list[WandbRun]:
+    """The runs, each launch's ``.wandb`` log once: two logs of one run id that began at the same time are one
+    launch's log read twice (``wandb/latest-run/`` copied as a folder beside the ``run-*`` folder it links to; a
+    resume begins later). The one with more history is kept (a copy made while the run wrote may be cut), else the
+    one outside ``latest-run``; the other is said in ``context.skipped``."""
+    kept: dict[tuple[str, float], WandbRun] = {}
+    for run in runs:
+        if not run.run_id or run.start_time is None:
+            kept[(str(id(run)), 0.0)] = run
+            continue
+        key = (run.run_id, run.start_time)
+        other = kept.get(key)
+        if other is None:
+            kept[key] = run
+            continue
+        rank = [(r.log.metrics.height, r.file.parent.name != LATEST) for r in (other, run)]
+        keep, copy = (run, other) if rank[1] > rank[0] else (other, run)
+        kept[key] = keep
+        n, m = copy.log.metrics.height, keep.log.metrics.height
+        history = "the same history" if n == m else f"{n} of its {m} history points"
+        where = f"W&B's {LATEST} folder" if LATEST in (copy.file.parent.name, keep.file.parent.name) else "a copy"
+        started = datetime.fromtimestamp(run.start_time, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+        context.skipped.append(
+            f"{context.display(copy.file)}: the same launch's log as {context.display(keep.file)} (run {run.run_id}, "
+            f"started {started} UTC, {history}): a copy ({where}), not read")
+    return list(kept.values())
 
 
 def ignores(path: Path, owners: dict[Path, str]) -> bool:

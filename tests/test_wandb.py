@@ -626,3 +626,20 @@ def test_history_wandb_dropped_below_its_step_counter_is_said(tmp_path: Path) ->
         "files/output.log: W&B dropped 4 log calls to steps 0-30, below its step counter ('Tried to log to step N that "
         "is less than the current step'): those points are not in the run's history (a training restarted inside the "
         "run logs steps it had passed)"]
+
+
+def test_a_copy_of_the_latest_run_folder_is_not_a_second_launch() -> None:
+    """BoocampMonster/korean-relation-extraction commits its ``wandb/latest-run/`` as a folder (a copy of
+    ``run-20221125_150848-28b1fgqy/``, byte-identical ``run-28b1fgqy.wandb``): one launch (loss at steps 0-12, Ctrl-C) read
+    as two attempts, the second 'from the start of training', 'what changed: nothing', each with its
+    KeyboardInterrupt and exit code 255. The copy is one launch's log read twice: it is left out and said so."""
+    root = REAL / "BoocampMonster__korean-relation-extraction"
+    [run] = load_runs(root)
+    assert run.attempts == [1]
+    assert [src.path for src in run.sources] == ["wandb/run-20221125_150848-28b1fgqy/run-28b1fgqy.wandb"]
+    assert run.metrics.filter(metric="loss").select("step").to_series().to_list() == [0, 1, 2, 6, 7, 8, 12]
+    assert run.skipped == ["wandb/latest-run/run-28b1fgqy.wandb: the same launch's log as "
+                           "wandb/run-20221125_150848-28b1fgqy/run-28b1fgqy.wandb (run 28b1fgqy, started "
+                           "2022-11-25 15:08:48 UTC, the same history): a copy (W&B's latest-run folder), not read"]
+    [analysis] = forensics.analyze(run).runs
+    assert [str(a.end_kind) for a in analysis.attempts] == ["keyboard_interrupt"]
