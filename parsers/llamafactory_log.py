@@ -6,7 +6,7 @@ and a last line without a loss when training ends (its ``train_runtime`` log).
 A relaunch appends to the same file: its ``elapsed_time`` starts again near zero, and that starts a new attempt (a
 step going back alone does not: several processes may append, each a step behind another). A step logged twice in
 one attempt (one line per writing process) keeps its first line. Beside a ``trainer_state.json`` (the same history,
-with the Trainer's own steps) it is not read.
+with the Trainer's own steps) it is not read, and that is said; given alone, it is read.
 
 >>> from pathlib import Path
 >>> from parsers.reader import ReadContext
@@ -47,8 +47,10 @@ def _seconds(clock: pl.Expr) -> pl.Expr:
 
 
 def read(path: Path, context: ReadContext) -> list[Piece]:
-    if (path.parent / "trainer_state.json").is_file():
-        return []  # the same history, read from the Trainer's own file
+    if (path.parent / "trainer_state.json").is_file() and not context.single:  # (given alone, it is read)
+        context.skipped.append(f"{context.shown}: LLaMA-Factory's log of the history that the trainer_state.json "
+                               "beside it holds: read from there, not twice")
+        return []
     # line by line with the standard decoder: a line nested a million deep is refused, never a crash (polars'
     # NDJSON reader recurses on it); these logs hold one line per logging step
     said: list[str] = []

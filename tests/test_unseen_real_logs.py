@@ -2294,3 +2294,21 @@ def test_nanogpt_says_its_mfu_is_not_read() -> None:
     # build-nanogpt's "step 0 | loss: 10.9677 | dt: ... | tok/sec: ... | norm: ... | lr: ..." is read whole
     run, _ = _chronicle(REAL / "build_nanogpt" / "dhairyag_ShakespeareGPT-Forge_log.md")
     assert not any("also print" in w for w in run.warnings)
+
+
+def test_llamafactory_log_beside_its_trainer_state_is_said_and_read_when_given_alone() -> None:
+    """hsc748NLP/NSLLM commits LLaMA-Factory's trainer_log.jsonl (436 lines, steps 5-2178) beside the Trainer's
+    trainer_state.json (the same history). Read as a folder, the log was left out in silence (neither in the inputs
+    nor among the skipped files); given alone, it was refused as 'not a recognised training log: unreadable'."""
+    import parsers
+    folder = REAL / "llamafactory" / "hsc748NLP_NSLLM"
+    run = parsers.load_run(folder)
+    assert [src.path for src in run.sources] == ["trainer_state.json"]
+    assert run.skipped == ["trainer_log.jsonl: LLaMA-Factory's log of the history that the trainer_state.json beside "
+                           "it holds: read from there, not twice"]
+    alone = parsers.load_run(folder / "trainer_log.jsonl")
+    assert [src.format for src in alone.sources] == ["llamafactory"]
+    loss = alone.metrics.filter(metric="loss")
+    assert (loss.height, loss["step"].min(), loss["step"].max()) == (435, 5, 2175)
+    run, _ = _chronicle(folder / "trainer_log.jsonl")
+    assert [(str(a.end_kind), a.end_reason) for a in run.attempts] == [("training_done", "completed")]
