@@ -204,3 +204,15 @@ def test_a_grad_norm_nan_with_the_loss_still_finite_is_what_went_wrong_not_how_i
     assert [(a.kind, a.metric, a.step) for a in run.anomalies if a.kind == "nan"] == [("nan", "grad_norm", 240)]
     assert ("- **What went wrong:** attempt 1: the log ends with no end printed: still running, cut off, or stopped "
             "without a word; NaN in the grad norm from step 240.") in reports.render(findings).splitlines()
+
+
+def test_olmo_core_metrics_it_does_not_read_are_named() -> None:
+    """allenai/OLMo-core issue #173: the `[step=1/7,epoch=1]` block prints nine `name=value` lines (L9-L17); the loss,
+    the grad norm and the LR of group 0 were read and the other six dropped with no word, so the chronicle listed
+    three metrics as all the block held. They are said, with their names."""
+    run = load_run(REAL / "olmo" / "olmo_core_issue173_step1_excerpt.txt")
+    assert sorted(run.metrics["metric"].unique().to_list()) == ["grad_norm", "loss", "lr"]
+    assert [w.split(": ", 1)[1] for w in run.warnings] == [
+        "6 lines of other metrics (OLMo's name=value lines beyond the loss, Z loss, grad norm, the LR of group 0 and "
+        "the total tokens): not read (optim/LR (group 1), system/GPU active mem (%), system/GPU active mem (GiB), "
+        "system/GPU reserved mem (%), system/GPU reserved mem (GiB), throughput/device/data loading (s))"]

@@ -93,12 +93,15 @@ class LineFormat:
         rows, others, last = [], [], pl.DataFrame()
         unread = [0] * len(self.unread)
         printed: set[str] = set()
+        unread_names: list[dict[str, None]] = [{} for _ in self.unread]
         for block in scan_blocks(text):
             last, other, missed, names = self._block(block)
             printed |= names
             rows.append(self._numeric(last))  # numbers per block: the text of the lines is not kept
             others.append(other)
-            unread = [a + b for a, b in zip(unread, missed, strict=True)]
+            unread = [a + n for a, (n, _) in zip(unread, missed, strict=True)]
+            for seen, (_, found) in zip(unread_names, missed, strict=True):
+                seen.update(dict.fromkeys(found))
         warnings = text.damage()
         lines = pl.concat(rows, how="diagonal_relaxed") if rows else self._numeric(pl.DataFrame())
         other = pl.concat(others, how="diagonal_relaxed") if others else pl.DataFrame()
@@ -119,8 +122,8 @@ class LineFormat:
                              f"{metric.replace('_', ' ')}")
         if self.note and metrics.height:
             notes.append(self.note)
-        notes += [f"{n} line{'s' if n != 1 else ''} {why}: not read" for n, (_, why) in zip(unread, self.unread,
-                                                                                             strict=True) if n]
+        notes += [f"{n} line{'s' if n != 1 else ''} {why}: not read" + _named(list(names))
+                  for n, names, (_, why) in zip(unread, unread_names, self.unread, strict=True) if n]
         if self.printed and (left := sorted(printed - self.printed[1])) and metrics.height:
             notes.append(f"its metrics lines also print {', '.join(left)}: {UNREAD_FIELDS_NOTE}")
         warnings += [f"{source}: {note}" for note in notes]
@@ -164,10 +167,11 @@ class LineFormat:
         )
 
     # --- per block --------------------------------------------------------------------------------------------------
-    def _block(self, block: pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataFrame, list[int], set[str]]:
+    def _block(self, block: pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataFrame, list[tuple[int, list[str]]], set[str]]:
         """The block's metrics lines (which rule, its step and fields as text: ``s:<rule>``, ``f:<rule>:<metric>``),
-        its other lines that may be events (with their text), how many lines match each of ``unread``, and the names
-        of the fields its metrics lines print (:attr:`LineFormat.printed`). Only the
+        its other lines that may be events (with their text), how many lines match each of ``unread`` (with the
+        names its group ``name`` captures, where it has one), and the names of the fields its metrics lines print
+        (:attr:`LineFormat.printed`). Only the
         lines a regex can concern are searched with it: ANSI codes where an escape byte is, event patterns on lines
         that are not metrics lines."""
         lines = block.with_columns(clean=pl.col("text").fill_null("")).collect()
@@ -182,8 +186,13 @@ class LineFormat:
                 matches = matches & rule.where(pl.col("clean")).fill_null(False)
             which = pl.when(matches).then(pl.lit(n, dtype=pl.Int32)).otherwise(which)
         lines = lines.with_columns(rule=which)
-        missed = [lines.select((pl.col("rule").is_null() & pl.col("clean").str.contains(rx)).sum()).item()
-                  for rx, _ in self.unread]
+        missed = []
+        for rx, _ in self.unread:
+            hit = lines.filter(pl.col("rule").is_null() & pl.col("clean").str.contains(rx))
+            group = re.compile(rx).groupindex.get("name")
+            names = (hit.select(pl.col("clean").str.extract(rx, group)).to_series().drop_nulls()
+                     .unique(maintain_order=True).to_list() if group and hit.height else [])
+            missed.append((hit.height, names))
         mine = lines.filter(pl.col("rule").is_not_null())
         parts = [fitted, *(self._fields(mine.filter(pl.col("rule") == n), n, rule) for n, rule in enumerate(self.rules))]
         mine = pl.concat([part for part in parts if part.height] or [mine.clear()], how="diagonal_relaxed")
@@ -450,6 +459,13 @@ def _epoch(stamp: pl.Expr) -> pl.Expr:
 
 
 NUMBER = _NUMBER
+
+
+def _named(names: list[str], most: int = 8) -> str:
+    """`` (a, b, ...)``: the names of what was not read, the first ``most`` of them (empty when none is known)."""
+    if not names:
+        return ""
+    return f" ({', '.join(names[:most])}{', ...' if len(names) > most else ''})"
 SUFFIXED = _SUFFIXED
 
 

@@ -32,6 +32,11 @@ SPEC = LineFormat(
         _metric_line(r"optim/learning_rate_group0|optim/LR \(group 0\)", s.LR),
         _metric_line(r"throughput/total_tokens", s.CONSUMED_TOKENS),
     ),
+    # every other indented name=value line of a block is a metric too (OLMo-core prints dozens: throughput/...,
+    # system/GPU ... mem, eval/...): not read, but said with its names, so that no metric seen goes unmentioned
+    unread=((rf"^\s+(?P<name>[^\s=][^=]*?)\s*=\s*{NUMBER}\s*$",
+             "of other metrics (OLMo's name=value lines beyond the loss, Z loss, grad norm, the LR of "
+             "group 0 and the total tokens)"),),
     events=(
         # "Loading checkpoint from .../latest-unsharded..." (no step: the step counter may start again at 1)
         (s.EV_CHECKPOINT_LOAD, r"\bLoading checkpoint from \S"),
