@@ -259,9 +259,10 @@ def combine(pieces: list[Piece], context: ReadContext) -> list[Piece]:
     """The runs of every ``.wandb`` file read: told apart by id, in start order, configs merged across resumes;
     each run directory's other files belong to its run."""
     runs: list[WandbRun] = [p.meta for p in pieces]  # type: ignore[misc]
-    runs = _without_copies(runs, context)
+    runs, copies = _without_copies(runs, context)
     _distinct_names(runs)
     context.owners.update({r.file.parent: r.name for r in runs})
+    context.owners.update({copy.file.parent: kept.name for copy, kept in copies})  # (its W&B files are its run's)
     runs.sort(key=lambda r: (r.start_time is None, r.start_time or 0.0))
     for run_name in dict.fromkeys(r.name for r in runs):
         attach_configs([r for r in runs if r.name == run_name])
@@ -271,12 +272,14 @@ def combine(pieces: list[Piece], context: ReadContext) -> list[Piece]:
 LATEST = "latest-run"  # W&B's link to the newest run folder; committed or copied, it is a folder of the same files
 
 
-def _without_copies(runs: list[WandbRun], context: ReadContext) -> list[WandbRun]:
+def _without_copies(runs: list[WandbRun], context: ReadContext) -> tuple[list[WandbRun],
+                                                                          list[tuple[WandbRun, WandbRun]]]:
     """The runs, each launch's ``.wandb`` log once: two logs of one run id that began at the same time are one
     launch's log read twice (``wandb/latest-run/`` copied as a folder beside the ``run-*`` folder it links to; a
     resume begins later). The one with more history is kept (a copy made while the run wrote may be cut), else the
-    one outside ``latest-run``; the other is said in ``context.skipped``."""
+    one outside ``latest-run``; the other is said in ``context.skipped``. Also returned: (copy, the run kept)."""
     kept: dict[tuple[str, float], WandbRun] = {}
+    copies: list[tuple[WandbRun, WandbRun]] = []
     for run in runs:
         if not run.run_id or run.start_time is None:
             kept[(str(id(run)), 0.0)] = run
@@ -289,6 +292,7 @@ def _without_copies(runs: list[WandbRun], context: ReadContext) -> list[WandbRun
         rank = [(r.log.metrics.height, r.file.parent.name != LATEST) for r in (other, run)]
         keep, copy = (run, other) if rank[1] > rank[0] else (other, run)
         kept[key] = keep
+        copies.append((copy, keep))
         n, m = copy.log.metrics.height, keep.log.metrics.height
         history = "the same history" if n == m else f"{n} of its {m} history points"
         where = f"W&B's {LATEST} folder" if LATEST in (copy.file.parent.name, keep.file.parent.name) else "a copy"
@@ -296,7 +300,7 @@ def _without_copies(runs: list[WandbRun], context: ReadContext) -> list[WandbRun
         context.skipped.append(
             f"{context.display(copy.file)}: the same launch's log as {context.display(keep.file)} (run {run.run_id}, "
             f"started {started} UTC, {history}): a copy ({where}), not read")
-    return list(kept.values())
+    return list(kept.values()), [(copy, kept[(copy.run_id, copy.start_time or 0.0)]) for copy, _ in copies]
 
 
 def ignores(path: Path, owners: dict[Path, str]) -> bool:
