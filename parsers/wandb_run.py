@@ -263,6 +263,7 @@ def combine(pieces: list[Piece], context: ReadContext) -> list[Piece]:
     _distinct_names(runs)
     context.owners.update({r.file.parent: r.name for r in runs})
     context.owners.update({copy.file.parent: kept.name for copy, kept in copies})  # (its W&B files are its run's)
+    _copied_consoles(runs, context)
     runs.sort(key=lambda r: (r.start_time is None, r.start_time or 0.0))
     for run_name in dict.fromkeys(r.name for r in runs):
         attach_configs([r for r in runs if r.name == run_name])
@@ -301,6 +302,27 @@ def _without_copies(runs: list[WandbRun], context: ReadContext) -> tuple[list[Wa
             f"{context.display(copy.file)}: the same launch's log as {context.display(keep.file)} (run {run.run_id}, "
             f"started {started} UTC, {history}): a copy ({where}), not read")
     return list(kept.values()), [(copy, kept[(copy.run_id, copy.start_time or 0.0)]) for copy, _ in copies]
+
+
+def _copied_consoles(runs: list[WandbRun], context: ReadContext) -> None:
+    """A ``latest-run/`` folder without a ``.wandb`` log (its ``files/`` committed) beside a run folder whose
+    ``files/output.log`` it holds byte for byte is that run's copy: its files belong to that run and its console is
+    not read again (the same errors would be said twice); said in ``context.skipped``."""
+    folders = {r.file.parent.parent for r in runs}
+    for parent in folders:
+        latest = parent / LATEST
+        console = latest / "files" / "output.log"
+        if latest in context.owners or not console.is_file() or any(latest.glob("*.wandb")):
+            continue
+        text = console.read_bytes()
+        same = next((r for r in runs if r.file.parent.parent == parent
+                     and (own := r.file.parent / "files" / "output.log").is_file() and own.read_bytes() == text), None)
+        if same is None:
+            continue
+        context.owners[latest] = same.name
+        context.consumed.add(console)
+        context.skipped.append(f"{context.display(latest)}/: W&B's {LATEST} folder without its .wandb log, its "
+                               f"files/output.log the same as {context.display(same.file.parent)}'s: a copy, not read")
 
 
 def ignores(path: Path, owners: dict[Path, str]) -> bool:

@@ -643,3 +643,19 @@ def test_a_copy_of_the_latest_run_folder_is_not_a_second_launch() -> None:
                            "2022-11-25 15:08:48 UTC, the same history): a copy (W&B's latest-run folder), not read"]
     [analysis] = forensics.analyze(run).runs
     assert [str(a.end_kind) for a in analysis.attempts] == ["keyboard_interrupt"]
+
+
+def test_a_copy_of_the_latest_run_folder_without_its_wandb_log_is_not_read_again(tmp_path: Path) -> None:
+    """The same BoocampMonster/korean-relation-extraction folder with `latest-run/run-28b1fgqy.wandb` taken away
+    (most committed copies of `wandb/latest-run/` hold only `files/`): its `files/output.log` was read beside the run
+    folder's own, the one Ctrl-C said as 'keyboard interrupt: KeyboardInterrupt (x2)' 'printed to
+    wandb/latest-run/files/output.log', and its config.yaml and wandb-summary.json read again as inputs."""
+    root = tmp_path / "krre"
+    shutil.copytree(REAL / "BoocampMonster__korean-relation-extraction", root)
+    (root / "wandb" / "latest-run" / "run-28b1fgqy.wandb").unlink()
+    [run] = load_runs(root)
+    assert [src.path for src in run.sources] == ["wandb/run-20221125_150848-28b1fgqy/run-28b1fgqy.wandb"]
+    assert run.skipped == ["wandb/latest-run/: W&B's latest-run folder without its .wandb log, its files/output.log "
+                           "the same as wandb/run-20221125_150848-28b1fgqy's: a copy, not read"]
+    interrupts = run.events.filter(pl.col("kind") == "keyboard_interrupt")
+    assert interrupts["source"].cast(pl.String).to_list() == ["wandb/run-20221125_150848-28b1fgqy/files/output.log"]
