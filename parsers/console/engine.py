@@ -55,6 +55,9 @@ class Rule:
     # (from the line's text: what one regex cannot say, e.g. Keras 3's "2/2 ━━━━" has its two counts equal)
 
 
+_PRINTED_SAMPLE = 12_000  # metrics lines of a block above which the printed names are read off a sample
+
+
 @dataclass(frozen=True)
 class LineFormat:
     """A console format: ``FORMAT`` name, ``detect`` (bytes regex found in the file's head: :meth:`sniff`),
@@ -247,9 +250,14 @@ class LineFormat:
         return own.with_columns(**values)
 
     def _printed(self, mine: pl.DataFrame) -> set[str]:
-        """The names of the fields the block's metrics lines print (:attr:`LineFormat.printed`)."""
+        """The names of the fields the block's metrics lines print (:attr:`LineFormat.printed`), read off its first
+        2,000 metrics lines and 10,000 spread over the rest (the lines of a format print the same fields: a full
+        regex pass over a million lines cost a second; a field on fewer than one line in a few hundred can go
+        unnamed)."""
         if not self.printed or mine.height == 0:
             return set()
+        if mine.height > _PRINTED_SAMPLE:
+            mine = pl.concat([mine.head(2_000), mine.slice(2_000).gather_every((mine.height - 2_000) // 10_000 + 1)])
         names = mine.select(pl.col("clean").str.extract_all(self.printed[0]).explode()
                             .str.extract(self.printed[0], 1).unique())
         return set(names.to_series().drop_nulls().to_list())
