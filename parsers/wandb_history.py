@@ -63,11 +63,15 @@ def config_frame(values: dict[str, Any], run: str, source: str, attempt: int = 1
                      s.CONFIGS_SCHEMA)
 
 
+_MOST_KEYS_CHECKED = 100  # keys of a history above which its empty cells are not checked (the check is quadratic)
+
+
 def empty_cells_note(wide: pl.DataFrame, shown: str) -> str | None:
-    """A warning where a CSV history's empty cells may be NaNs: pandas writes NaN as an empty cell, so a key empty
-    in a row that logged only keys its rows usually hold (the same log call, its value missing) may have been NaN
-    there. Not said of a file that writes NaN as a word, nor of rows that are other log calls (an evaluation's
-    row holds other keys), nor of more than 500 keys (not checked).
+    """A warning where a CSV history's empty cells may be NaNs: pandas writes NaN as an empty cell, so a key logged
+    at most rows of its span, empty in a row that logged only keys usually logged with it (the same log call, its
+    value missing), may have been NaN there. Not said of a file that writes NaN as a word, of rows that are other log
+    calls (an evaluation's row holds other keys), of keys logged at few rows (an evaluation's), nor of a history of
+    more than 100 keys (not checked).
 
     >>> wide = pl.DataFrame({"_step": ["0", "1", "2", "3"], "loss": ["2.5", None, "2.4", None],
     ...                      "lr": ["1e-4", "1e-4", "1e-4", None], "val": [None, None, None, "2.9"]})
@@ -78,25 +82,30 @@ empty cell, so those may be NaNs, read as 'not logged'
     True
     """
     keys = [c for c in wide.columns if c not in HISTORY_META and not _is_index(c)]
-    if not keys or wide.height == 0 or len(keys) > 500:
+    if not keys or wide.height == 0 or len(keys) > _MOST_KEYS_CHECKED:
         return None
-    text = [pl.col(c).cast(pl.String).str.strip_chars().str.to_lowercase() for c in keys]
-    if wide.select(pl.any_horizontal([t.is_in(["nan", "-nan"]) for t in text]).any()).item():
-        return None
-    # each row's keys as a string of 0/1 flags; a key's usual row is the commonest among the rows that log it
-    flags = wide.select(pl.concat_str([pl.col(c).is_not_null().cast(pl.Int8).cast(pl.String) for c in keys])
-                        .alias("f"))["f"]
-    said = []
-    for j, c in enumerate(keys):
-        held = wide[c].is_not_null()
-        usual = flags.filter(held).mode()
-        if usual.len() != 1 or usual[0].count("1") < 2:  # (a key logged alone: an empty row is no log call of it)
-            continue
-        # a row of the same log call: none of the keys it never holds, some of the others, not this one
-        shape = "^" + "".join("0" if i == j or u == "0" else "[01]" for i, u in enumerate(usual[0])) + "$"
-        missing = (flags.str.contains(shape) & flags.str.contains("1", literal=True)).arg_true()
-        if missing.len():
-            said.append((c, missing.len(), int(missing[0])))
+    held = {c: pl.col(c).is_not_null() for c in keys}
+    index = pl.int_range(pl.len())
+    spans = wide.select(*[pl.struct(first=index.filter(held[c]).min(), last=index.filter(held[c]).max(),
+                                    n=held[c].sum()).alias(c) for c in keys]).row(0, named=True)
+    # the keys logged at most rows of their span (an evaluation's key, logged at a few, has empty rows by design)
+    dense = [c for c, v in spans.items() if v["n"] and v["n"] > (v["last"] - v["first"] + 1) / 2]
+    if not dense or wide.select(pl.any_horizontal(
+            [pl.col(c).cast(pl.String).str.contains(w, literal=True) for c in dense for w in ("NaN", "nan")]).any()
+    ).item():
+        return None  # (a file that writes NaN as a word: its empty cells are not NaNs)
+    # the keys a key is usually logged with: held in most of the rows that hold it
+    together = wide.select(*[held[k].filter(held[c]).mean().alias(f"{c}\x00{k}") for c in dense for k in keys]
+                           ).row(0, named=True)
+    usual = {c: {k for k in keys if k != c and together[f"{c}\x00{k}"] > 0.5} for c in dense}
+    # a row of the same log call, its value missing: inside its span, none of the keys it is not logged with, some
+    # of those it is
+    missing = {c: (~held[c] & index.is_between(spans[c]["first"], spans[c]["last"])
+                   & ~pl.any_horizontal([held[k] for k in keys if k not in usual[c] and k != c] or [pl.lit(False)])
+                   & pl.any_horizontal([held[k] for k in usual[c]])) for c in dense if usual[c]}
+    counts = wide.select(*[pl.struct(n=m.sum(), at=m.arg_max()).alias(c) for c, m in missing.items()]
+                         ).row(0, named=True) if missing else {}
+    said = [(c, v["n"], v["at"]) for c, v in counts.items() if v["n"]]
     if not said:
         return None
     steps = wide["_step"].cast(pl.Float64, strict=False) if "_step" in wide.columns else None

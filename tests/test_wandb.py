@@ -283,9 +283,11 @@ def test_api_history_csv_real() -> None:
 
 def test_empty_cells_in_a_row_that_logged_the_rest_may_be_nans(tmp_path: Path) -> None:
     """pandas' to_csv writes NaN as an empty cell: a row that logged lr and the step without its loss and grad norm
-    is said, with the first step where it happens; an evaluation's row (other keys) is not."""
+    is said, with the first step where it happens; an evaluation's row (other keys) is not, nor the rows without
+    an evaluation logged at a few steps beside the loss."""
     rows = [f"{k},{k * 10},{3 - k / 100},1.5,1e-4," for k in range(8)]
     rows[5] = "5,50,,,1e-4,"
+    rows[3] += "3.1"  # an evaluation logged in the same call as a step: its key's other rows are not holes
     rows.append("8,80,,,,2.9")
     (tmp_path / "h.csv").write_text("_step,iter,train/loss,train/grad_norm,lr,val/loss\n" + "\n".join(rows) + "\n")
     run = load_run(tmp_path / "h.csv")
