@@ -287,7 +287,8 @@ def test_empty_cells_in_a_row_that_logged_the_rest_may_be_nans(tmp_path: Path) -
     an evaluation logged at a few steps beside the loss."""
     rows = [f"{k},{k * 10},{3 - k / 100},1.5,1e-4," for k in range(8)]
     rows[5] = "5,50,,,1e-4,"
-    rows[3] += "3.1"  # an evaluation logged in the same call as a step: its key's other rows are not holes
+    rows[3] += "3.1"  # evaluations logged in the same call as a step: their key's other rows are not holes
+    rows[6] += "3.0"
     rows.append("8,80,,,,2.9")
     (tmp_path / "h.csv").write_text("_step,iter,train/loss,train/grad_norm,lr,val/loss\n" + "\n".join(rows) + "\n")
     run = load_run(tmp_path / "h.csv")
