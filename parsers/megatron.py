@@ -104,7 +104,10 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
                 context.warnings.append(f"{context.shown}: not read (no metrics lines; a text file beside the logs "
                                         f"may hold another launch's output), though it holds lines that end runs: "
                                         f"{said}{more}; how the run ended may be there")
-            elif read and kinds & (_ENDED_BY | _OVERFLOWS):
+            elif read and (kinds & (_ENDED_BY | _OVERFLOWS) - {s.EV_INTERRUPT}
+                           or s.EV_INTERRUPT in kinds and (context.single or _beside_its_job(path))):
+                # (a Ctrl-C alone is a job's end only in its own stream: tensorboard.log or a notebook's log beside
+                # the training's holds the Ctrl-C of another program)
                 read_for = "errors, stops and fp16 overflow lines" if kinds & _OVERFLOWS else "errors and stops"
                 if log.metrics.height:  # (the LR of DeepSpeed's progress lines)
                     read_for += ", and the learning rate of DeepSpeed's step=N lines,"
@@ -116,6 +119,11 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     if name != FORMAT:
         return [Piece(path, name, consoles[name].parse(text, run=context.run, source=context.shown))]
     return [Piece(path, FORMAT, parse_megatron(text, run=context.run, source=context.shown))]
+
+
+def _beside_its_job(path: Path) -> bool:
+    """A job's stream beside its other one: ``job.err`` beside ``job.out`` (or ``.log``)."""
+    return any(path.with_suffix(ext).is_file() for ext in (".out", ".log", ".err") if ext != path.suffix.lower())
 
 
 def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:

@@ -2321,3 +2321,17 @@ def test_llamafactory_log_beside_its_trainer_state_is_said_and_read_when_given_a
     assert (loss.height, loss["step"].min(), loss["step"].max()) == (435, 5, 2175)
     run, _ = _chronicle(folder / "trainer_log.jsonl")
     assert [(str(a.end_kind), a.end_reason) for a in run.attempts] == [("training_done", "completed")]
+
+
+def test_a_ctrl_c_in_another_programs_log_does_not_end_the_training(tmp_path: Path) -> None:
+    """A TensorBoard log beside a nanoGPT console, holding only TensorBoard's own Ctrl-C (review s38): with a
+    KeyboardInterrupt among the lines that make a file of errors worth reading, it was read and the training's attempt
+    said "interrupted by hand"; a Ctrl-C alone ends a job only in that job's own stream (job.err beside job.out)."""
+    (tmp_path / "train.log").write_text("".join(f"iter {i}: loss {4 - i / 1000:.4f}, time 118.20ms, mfu 37.9%\n"
+                                                for i in range(0, 2001, 10)))
+    (tmp_path / "tensorboard.log").write_text(
+        "TensorBoard 2.15.1 at http://localhost:6006/ (Press CTRL+C to quit)\n^CTraceback (most recent call last):\n"
+        '  File "/usr/bin/tensorboard", line 8, in <module>\n    sys.exit(run_main())\nKeyboardInterrupt\n')
+    run, _ = _chronicle(tmp_path)
+    [attempt] = run.attempts
+    assert attempt.end_reason != "interrupted"
