@@ -18,6 +18,7 @@ with the Trainer's own steps) it is not read, and that is said; given alone, it 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -46,10 +47,41 @@ def _seconds(clock: pl.Expr) -> pl.Expr:
     return field[0].fill_null(0) * 86400 + field[1] * 3600 + field[2] * 60 + field[3]
 
 
+def _last_step(path: Path) -> int | None:
+    """The last ``current_steps`` of a trainer_log.jsonl (its last lines only), None where none is read."""
+    with path.open("rb") as f:
+        f.seek(max(0, f.seek(0, 2) - 65536))
+        tail = f.read().decode("utf-8", "replace").splitlines()
+    for line in reversed(tail):
+        try:
+            value = json.loads(line).get("current_steps")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def _beside_state(path: Path, state: Path, shown: str) -> str:
+    """What is said of a trainer_log.jsonl not read beside a trainer_state.json: the same history, unless the log
+    goes on past the state's last step (a trainer_state.json older than the log: its steps after are not read)."""
+    try:
+        global_step = json.loads(state.read_text(errors="replace")).get("global_step")
+    except (ValueError, AttributeError, OSError):
+        global_step = None
+    last = _last_step(path)
+    if isinstance(global_step, int) and last is not None and last > global_step:
+        return (f"{shown}: LLaMA-Factory's log beside a trainer_state.json, not read, though it goes on to step "
+                f"{last}, past the trainer_state.json's last step ({global_step}): its later steps are not in this "
+                "chronicle (read it alone for them)")
+    return (f"{shown}: LLaMA-Factory's log of the history that the trainer_state.json beside it holds: read from "
+            "there, not twice")
+
+
 def read(path: Path, context: ReadContext) -> list[Piece]:
-    if (path.parent / "trainer_state.json").is_file() and not context.single:  # (given alone, it is read)
-        context.skipped.append(f"{context.shown}: LLaMA-Factory's log of the history that the trainer_state.json "
-                               "beside it holds: read from there, not twice")
+    beside = path.parent / "trainer_state.json"
+    if beside.is_file() and not context.single:  # (given alone, it is read)
+        context.skipped.append(_beside_state(path, beside, context.shown))
         return []
     # line by line with the standard decoder: a line nested a million deep is refused, never a crash (polars'
     # NDJSON reader recurses on it); these logs hold one line per logging step

@@ -2335,3 +2335,21 @@ def test_a_ctrl_c_in_another_programs_log_does_not_end_the_training(tmp_path: Pa
     run, _ = _chronicle(tmp_path)
     [attempt] = run.attempts
     assert attempt.end_reason != "interrupted"
+
+
+def test_a_llamafactory_log_past_its_trainer_state_is_not_said_to_be_the_same_history(tmp_path: Path) -> None:
+    """hsc748NLP/NSLLM's trainer_log.jsonl (steps 5-2178, training done) beside a trainer_state.json that ends at step
+    1000 (an older one: the Trainer writes it at a save): the skipped inputs said the log was 'the history that the
+    trainer_state.json beside it holds' while the chronicle ended at step 1000, 'no end printed' (review s38)."""
+    import json
+
+    import parsers
+    folder = REAL / "llamafactory" / "hsc748NLP_NSLLM"
+    state = json.loads((folder / "trainer_state.json").read_text())
+    state["log_history"] = [e for e in state["log_history"] if e.get("step", 0) <= 1000]
+    state["global_step"] = 1000
+    (tmp_path / "trainer_state.json").write_text(json.dumps(state))
+    (tmp_path / "trainer_log.jsonl").write_bytes((folder / "trainer_log.jsonl").read_bytes())
+    run = parsers.load_run(tmp_path)
+    assert not any("the history that the trainer_state.json beside it holds" in line for line in run.skipped)
+    assert any("goes on to step 2178, past the trainer_state.json's last step (1000)" in line for line in run.skipped)
