@@ -105,7 +105,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
                                         f"may hold another launch's output), though it holds lines that end runs: "
                                         f"{said}{more}; how the run ended may be there")
             elif read and (kinds & (_ENDED_BY | _OVERFLOWS) - {s.EV_INTERRUPT}
-                           or s.EV_INTERRUPT in kinds and (context.single or _beside_its_job(path))):
+                           or (s.EV_INTERRUPT in kinds and (context.single or _beside_its_job(path)))):
                 # (a Ctrl-C alone is a job's end only in its own stream: tensorboard.log or a notebook's log beside
                 # the training's holds the Ctrl-C of another program)
                 read_for = "errors, stops and fp16 overflow lines" if kinds & _OVERFLOWS else "errors and stops"

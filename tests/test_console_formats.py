@@ -216,3 +216,13 @@ def test_olmo_core_metrics_it_does_not_read_are_named() -> None:
         "6 lines of other metrics (OLMo's name=value lines beyond the loss, Z loss, grad norm, the LR of group 0 and "
         "the total tokens): not read (optim/LR (group 1), system/GPU active mem (%), system/GPU active mem (GiB), "
         "system/GPU reserved mem (%), system/GPU reserved mem (GiB), throughput/device/data loading (s))"]
+
+
+def test_an_indented_assignment_in_a_traceback_is_no_olmo_metric(tmp_path: Path) -> None:
+    """A traceback's source line ("    warmup_steps = 2000") was counted among "other metrics ... not read
+    (warmup_steps)": OLMo's metric names are "<group>/<name>" (review s38)."""
+    text = (REAL / "olmo" / "olmo_core_issue173_step1_excerpt.txt").read_text()
+    (tmp_path / "train.log").write_text(text + 'Traceback (most recent call last):\n  File "train.py", line 9, in '
+                                        "<module>\n    warmup_steps = 2000\nValueError: bad warm-up\n")
+    [note] = [w.split(": ", 1)[1] for w in load_run(tmp_path / "train.log").warnings if "other metrics" in w]
+    assert note.startswith("6 lines of other metrics") and "warmup_steps" not in note

@@ -34,7 +34,8 @@ SPEC = LineFormat(
     ),
     # every other indented name=value line of a block is a metric too (OLMo-core prints dozens: throughput/...,
     # system/GPU ... mem, eval/...): not read, but said with its names, so that no metric seen goes unmentioned
-    unread=((rf"^\s+(?P<name>[^\s=][^=]*?)\s*=\s*{NUMBER}\s*$",
+    # (OLMo's names are "<group>/<name>": a traceback's indented source line "    warmup_steps = 2000" is none)
+    unread=((rf"^\s+(?P<name>[^\s=/][^=/]*/[^=]*?)\s*=\s*{NUMBER}\s*$",
              "of other metrics (OLMo's name=value lines beyond the loss, Z loss, grad norm, the LR of "
              "group 0 and the total tokens)"),),
     events=(
