@@ -64,7 +64,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     in_order = path.suffix.lower() in {".jsonl", ".ndjson"}
     log = history_log(long, run=run_name, source=shown, sort=not in_order)
     note = sampling_note(steps, shown)
-    if path.suffix.lower() == ".csv" and (empty := empty_cells_note(wide, shown)):
+    if path.suffix.lower() == ".csv" and (empty := empty_cells_note(wide, shown, bool(long["value"].is_nan().any()))):
         log.warnings.append(empty)
     if note:
         log.warnings.append(note)

@@ -66,7 +66,7 @@ def config_frame(values: dict[str, Any], run: str, source: str, attempt: int = 1
 _MOST_KEYS_CHECKED = 100  # keys of a history above which its empty cells are not checked (the check is quadratic)
 
 
-def empty_cells_note(wide: pl.DataFrame, shown: str) -> str | None:
+def empty_cells_note(wide: pl.DataFrame, shown: str, writes_nan: bool = False) -> str | None:
     """A warning where a CSV history's empty cells may be NaNs: pandas writes NaN as an empty cell, so a key logged
     at most rows of its span, empty in a row that logged only keys usually logged with it (the same log call, its
     value missing), may have been NaN there. Not said of a file that writes NaN as a word, of rows that are other log
@@ -78,7 +78,7 @@ def empty_cells_note(wide: pl.DataFrame, shown: str) -> str | None:
     >>> print(empty_cells_note(wide, "h.csv"))  # step 1 logged lr without its loss; step 3 is an evaluation
     h.csv: loss is empty in 1 row that logged only keys logged with it (first at step 1); pandas writes NaN as an \
 empty cell, so those may be NaNs, read as 'not logged'
-    >>> empty_cells_note(wide.with_columns(val=pl.lit("NaN")), "h.csv") is None
+    >>> empty_cells_note(wide, "h.csv", writes_nan=True) is None
     True
     """
     keys = [c for c in wide.columns if c not in HISTORY_META and not _is_index(c)]
@@ -90,21 +90,35 @@ empty cell, so those may be NaNs, read as 'not logged'
                                     n=held[c].sum()).alias(c) for c in keys]).row(0, named=True)
     # the keys logged at most rows of their span (an evaluation's key, logged at a few, has empty rows by design)
     dense = [c for c, v in spans.items() if v["n"] and v["n"] > (v["last"] - v["first"] + 1) / 2]
-    if not dense or wide.select(pl.any_horizontal(
-            [pl.col(c).cast(pl.String).str.contains(w, literal=True) for c in dense for w in ("NaN", "nan")]).any()
-    ).item():
-        return None  # (a file that writes NaN as a word: its empty cells are not NaNs)
+    if not dense or writes_nan:
+        return None  # (a file that writes NaN as a word, ``writes_nan``: its empty cells are not NaNs)
+    # which keys each row holds, as its pattern; the rows of a history fall into a few patterns, read once
+    # (packed 62 keys to an integer: hashing a struct of 100 flags cost 2 s a million rows)
+    words = [pl.sum_horizontal([held[c].cast(pl.Int64) * (1 << j) for j, c in enumerate(keys[at:at + 62])])
+             .alias(f"w{at}") for at in range(0, len(keys), 62)]
+    rows = wide.select(*words)
+    patterns = pl.concat([rows, wide.select(**{c: held[c] for c in keys})], how="horizontal").group_by(
+        rows.columns).agg(pl.len().alias("_n"), *[pl.col(c).first() for c in keys])
+    m, w = patterns.select(keys).to_numpy().astype(bool), patterns["_n"].to_numpy().astype(np.float64)
     # the keys a key is usually logged with: held in most of the rows that hold it
-    together = wide.select(*[held[k].filter(held[c]).mean().alias(f"{c}\x00{k}") for c in dense for k in keys]
-                           ).row(0, named=True)
-    usual = {c: {k for k in keys if k != c and together[f"{c}\x00{k}"] > 0.5} for c in dense}
-    # a row of the same log call, its value missing: inside its span, none of the keys it is not logged with, some
-    # of those it is
-    missing = {c: (~held[c] & index.is_between(spans[c]["first"], spans[c]["last"])
-                   & ~pl.any_horizontal([held[k] for k in keys if k not in usual[c] and k != c] or [pl.lit(False)])
-                   & pl.any_horizontal([held[k] for k in usual[c]])) for c in dense if usual[c]}
-    counts = wide.select(*[pl.struct(n=m.sum(), at=m.arg_max()).alias(c) for c, m in missing.items()]
-                         ).row(0, named=True) if missing else {}
+    col = {c: j for j, c in enumerate(keys)}
+    counts: dict[str, dict[str, int]] = {}
+    for c in dense:
+        mine = m[:, col[c]]
+        usual = (w[mine] @ m[mine]) > 0.5 * w[mine].sum()
+        usual[col[c]] = False
+        if not usual.any():
+            continue
+        # a row of the same log call, its value missing: none of the keys it is not logged with, some of those it is
+        others = ~usual
+        others[col[c]] = False
+        suspect = ~mine & ~m[:, others].any(axis=1) & m[:, usual].any(axis=1)
+        if suspect.any():  # (inside its span only)
+            hit = rows.join(patterns.filter(pl.Series(suspect)).select(rows.columns).with_columns(_s=pl.lit(True)),
+                            on=rows.columns, how="left", maintain_order="left")["_s"].fill_null(False) & pl.int_range(
+                wide.height, eager=True).is_between(spans[c]["first"], spans[c]["last"])
+            if hit.any():
+                counts[c] = {"n": int(hit.sum()), "at": int(hit.arg_max() or 0)}
     said = [(c, v["n"], v["at"]) for c, v in counts.items() if v["n"]]
     if not said:
         return None
