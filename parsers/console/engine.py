@@ -55,7 +55,14 @@ class Rule:
     # (from the line's text: what one regex cannot say, e.g. Keras 3's "2/2 ━━━━" has its two counts equal)
 
 
-_PRINTED_SAMPLE = 12_000  # metrics lines of a block above which the printed names are read off a sample
+_SAMPLED = 3_000  # lines of a block above which names printed on them are read off a sample
+
+
+def _sample(lines: pl.DataFrame) -> pl.DataFrame:
+    """The first 1,000 of ``lines`` and 2,000 spread over the rest, where there are more than 3,000."""
+    if lines.height <= _SAMPLED:
+        return lines
+    return pl.concat([lines.head(1_000), lines.slice(1_000).gather_every((lines.height - 1_000) // 2_000 + 1)])
 
 
 @dataclass(frozen=True)
@@ -193,7 +200,9 @@ class LineFormat:
         for rx, _ in self.unread:
             hit = lines.filter(pl.col("rule").is_null() & pl.col("clean").str.contains(rx))
             group = re.compile(rx).groupindex.get("name")
-            names = (hit.select(pl.col("clean").str.extract(rx, group)).to_series().drop_nulls()
+            # (their names off a sample, as the printed fields': the note shows the first few)
+            named = _sample(hit)
+            names = (named.select(pl.col("clean").str.extract(rx, group)).to_series().drop_nulls()
                      .unique(maintain_order=True).to_list() if group and hit.height else [])
             missed.append((hit.height, names))
         mine = lines.filter(pl.col("rule").is_not_null())
@@ -251,14 +260,12 @@ class LineFormat:
 
     def _printed(self, mine: pl.DataFrame) -> set[str]:
         """The names of the fields the block's metrics lines print (:attr:`LineFormat.printed`), read off its first
-        2,000 metrics lines and 10,000 spread over the rest (the lines of a format print the same fields: a full
-        regex pass over a million lines cost a second; a field on fewer than one line in a few hundred can go
-        unnamed)."""
+        1,000 metrics lines and 2,000 spread over the rest (the lines of a format print the same fields: a full
+        regex pass over a million lines cost a second; a field printed on fewer than one line in a few hundred of a
+        block, after its first thousand, can go unnamed)."""
         if not self.printed or mine.height == 0:
             return set()
-        if mine.height > _PRINTED_SAMPLE:
-            mine = pl.concat([mine.head(2_000), mine.slice(2_000).gather_every((mine.height - 2_000) // 10_000 + 1)])
-        names = mine.select(pl.col("clean").str.extract_all(self.printed[0]).explode()
+        names = _sample(mine).select(pl.col("clean").str.extract_all(self.printed[0]).explode()
                             .str.extract(self.printed[0], 1).unique())
         return set(names.to_series().drop_nulls().to_list())
 
