@@ -63,7 +63,8 @@ def config_frame(values: dict[str, Any], run: str, source: str, attempt: int = 1
                      s.CONFIGS_SCHEMA)
 
 
-_MOST_KEYS_CHECKED = 100  # keys of a history above which its empty cells are not checked (the check is quadratic)
+_MOST_KEYS_CHECKED = 100  # keys of a history above which its empty cells are not checked (each key is read against
+                          # the others in every row pattern)
 
 
 def empty_cells_note(wide: pl.DataFrame, shown: str, writes_nan: bool = False) -> str | None:
@@ -82,23 +83,24 @@ empty cell, so those may be NaNs, read as 'not logged'
     True
     """
     keys = [c for c in wide.columns if c not in HISTORY_META and not _is_index(c)]
-    if not keys or wide.height == 0 or len(keys) > _MOST_KEYS_CHECKED:
-        return None
+    if writes_nan or not keys or wide.height == 0 or len(keys) > _MOST_KEYS_CHECKED:
+        return None  # (a file that writes NaN as a word, ``writes_nan``: its empty cells are not NaNs)
     held = {c: pl.col(c).is_not_null() for c in keys}
     index = pl.int_range(pl.len())
     spans = wide.select(*[pl.struct(first=index.filter(held[c]).min(), last=index.filter(held[c]).max(),
                                     n=held[c].sum()).alias(c) for c in keys]).row(0, named=True)
     # the keys logged at most rows of their span (an evaluation's key, logged at a few, has empty rows by design)
     dense = [c for c, v in spans.items() if v["n"] and v["n"] > (v["last"] - v["first"] + 1) / 2]
-    if not dense or writes_nan:
-        return None  # (a file that writes NaN as a word, ``writes_nan``: its empty cells are not NaNs)
+    if not dense:
+        return None
     # which keys each row holds, as its pattern; the rows of a history fall into a few patterns, read once
     # (packed 62 keys to an integer: hashing a struct of 100 flags cost 2 s a million rows)
     words = [pl.sum_horizontal([held[c].cast(pl.Int64) * (1 << j) for j, c in enumerate(keys[at:at + 62])])
              .alias(f"w{at}") for at in range(0, len(keys), 62)]
     rows = wide.select(*words)
     patterns = pl.concat([rows, wide.select(**{c: held[c] for c in keys})], how="horizontal").group_by(
-        rows.columns).agg(pl.len().alias("_n"), *[pl.col(c).first() for c in keys])
+        rows.columns).agg(pl.len().alias("_n"), *[pl.col(c).first() for c in keys]).with_row_index("_p")
+    pattern: pl.Series | None = None  # each row's pattern, once a key needs it
     m, w = patterns.select(keys).to_numpy().astype(bool), patterns["_n"].to_numpy().astype(np.float64)
     # the keys a key is usually logged with: held in most of the rows that hold it
     col = {c: j for j, c in enumerate(keys)}
@@ -114,9 +116,11 @@ empty cell, so those may be NaNs, read as 'not logged'
         others[col[c]] = False
         suspect = ~mine & ~m[:, others].any(axis=1) & m[:, usual].any(axis=1)
         if suspect.any():  # (inside its span only)
-            hit = rows.join(patterns.filter(pl.Series(suspect)).select(rows.columns).with_columns(_s=pl.lit(True)),
-                            on=rows.columns, how="left", maintain_order="left")["_s"].fill_null(False) & pl.int_range(
-                wide.height, eager=True).is_between(spans[c]["first"], spans[c]["last"])
+            if pattern is None:
+                pattern = rows.join(patterns.select(*rows.columns, "_p"), on=rows.columns, how="left",
+                                    maintain_order="left")["_p"]
+            hit = pattern.is_in(np.flatnonzero(suspect).tolist()) & pl.int_range(wide.height, eager=True).is_between(
+                spans[c]["first"], spans[c]["last"])
             if hit.any():
                 counts[c] = {"n": int(hit.sum()), "at": int(hit.arg_max() or 0)}
     said = [(c, v["n"], v["at"]) for c, v in counts.items() if v["n"]]

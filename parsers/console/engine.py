@@ -65,6 +65,13 @@ def _sample(lines: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([lines.head(1_000), lines.slice(1_000).gather_every((lines.height - 1_000) // 2_000 + 1)])
 
 
+def _named(names: list[str], most: int = 8) -> str:
+    """`` (a, b, ...)``: the names of what was not read, the first ``most`` of them (empty when none is known)."""
+    if not names:
+        return ""
+    return f" ({', '.join(names[:most])}{', ...' if len(names) > most else ''})"
+
+
 @dataclass(frozen=True)
 class LineFormat:
     """A console format: ``FORMAT`` name, ``detect`` (bytes regex found in the file's head: :meth:`sniff`),
@@ -475,12 +482,6 @@ def _epoch(stamp: pl.Expr) -> pl.Expr:
 
 NUMBER = _NUMBER
 
-
-def _named(names: list[str], most: int = 8) -> str:
-    """`` (a, b, ...)``: the names of what was not read, the first ``most`` of them (empty when none is known)."""
-    if not names:
-        return ""
-    return f" ({', '.join(names[:most])}{', ...' if len(names) > most else ''})"
 SUFFIXED = _SUFFIXED
 
 
