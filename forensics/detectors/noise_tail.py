@@ -48,6 +48,7 @@ lone point's).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -295,30 +296,32 @@ def _t_logcdf(x: float, df: float, loc: float, scale: float) -> float:
 
 @dataclass(frozen=True)
 class _Tail:
-    """A sample's upper tail: its ``1 - share`` quantile ``u0`` and a generalized Pareto fit to the excesses."""
+    """A sample's upper tail: its ``1 - share`` quantile ``u0`` and, when a quantile beyond the sample's body is asked
+    for, a generalized Pareto fit to the excesses (fitted then, once: most attempts never ask)."""
 
     x: np.ndarray
     share: float
     u0: float
-    xi: float
-    sigma: float
     excesses: int
 
     @classmethod
     def of(cls, x: np.ndarray) -> _Tail:
         share = min(TAIL_SHARE, MAX_EXCESSES / max(x.size, 1))
         u0 = float(np.quantile(x, 1.0 - share)) if x.size else math.nan
-        over = x[x > u0] - u0
-        xi, sigma = _fit(over) if over.size >= 10 else (math.nan, math.nan)
-        return cls(x, share, u0, xi, sigma, int(over.size))
+        return cls(x, share, u0, int((x > u0).sum()))
+
+    @functools.cached_property
+    def fit(self) -> tuple[float, float]:
+        """(xi, sigma) of the excesses over ``u0``."""
+        return _fit(self.x[self.x > self.u0] - self.u0)
 
     def quantile(self, p: float) -> float:
         """The value exceeded with probability ``p``: empirical inside the sample's body, extrapolated beyond."""
         if self.excesses < 10 or p >= self.share:
             return float(np.quantile(self.x, 1.0 - min(p, 1.0)))
+        xi, sigma = self.fit
         ratio = (self.excesses / self.x.size) / p
-        return self.u0 + (self.sigma * math.log(ratio) if self.xi < 1e-6 else
-                          self.sigma / self.xi * (ratio**self.xi - 1.0))
+        return self.u0 + (sigma * math.log(ratio) if xi < 1e-6 else sigma / xi * (ratio**xi - 1.0))
 
 
 def _fit(excess: np.ndarray) -> tuple[float, float]:

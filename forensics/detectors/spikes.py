@@ -224,6 +224,8 @@ class SpikeDetector:
     def _incidents(self, frames: RunFrames) -> tuple[list[SpikeIncident], list[Blip], dict[int, NoiseTail],
                                                      dict[int, int], dict[int, int], dict[int, tuple[float, int, float]]]:
         metric = self.series or self.metric
+        if frames.points(metric).is_empty():  # a metric the run does not log (most runs log a few of the four)
+            return [], [], {}, {}, {}, {}
         points = frames.points(metric).filter(
             pl.col("value").is_finite() & (pl.col("value") > 0)
             & ~pl.col("attempt").is_in(list(frames.negative(metric)))  # not a ratio scale: see RunFrames.negative
