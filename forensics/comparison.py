@@ -106,7 +106,7 @@ class RunRow:
     steps_reached: int | None = None
     first_anomaly_step: int | None = None
     first_anomaly: str | None = None
-    spikes: int = 0
+    spikes: int | None = 0  # None: no loss was read, so none could be checked for
     spike_score: float | None = None
     min_loss: float | None = None
     final_loss: float | None = None
@@ -163,7 +163,7 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
         steps_reached=max(steps) if steps else None,
         first_anomaly_step=first.step if first else None,
         first_anomaly=f"{first.kind.replace('_', ' ')} at step {first.step}" if first else None,
-        spikes=sum(a.kind == Kind.LOSS_SPIKE for a in run.anomalies),
+        spikes=sum(a.kind == Kind.LOSS_SPIKE for a in run.anomalies) if len(loss) else None,
         spike_score=score,
         min_loss=float(loss.min()) if len(loss) else None,  # type: ignore[arg-type]
         final_loss=float(loss[-1]) if len(loss) else None,

@@ -298,3 +298,21 @@ def test_cli_outputs_end_with_exactly_one_newline(tmp_path, odd_sweep):
     assert result.exit_code == 0 and _one_newline(result.output)        # the terminal table and the summary line
     assert "no end seen after 1200" in result.output and "no config" in result.output
     assert _one_newline(out.read_text())
+
+
+def test_a_run_that_logged_no_loss_is_not_said_to_have_no_anomaly_and_no_spike():
+    """bigscience meg_gpt2_perf_n16.out: three iterations, each skipped by fp16's start-up search, "loss scale:
+    4294967296.0 | number of skipped iterations:   1" and no "lm loss" at all. The comparison table read "first
+    anomaly: none", "spikes: 0", as if its loss had been checked; its chronicle says no loss was recognised."""
+    real = HERE / "fixtures" / "real" / "megatron"
+    [run] = load_runs(real / "bigscience-workshop+bigscience__experiments_gpt2-meg_meg_gpt2_perf_n16.out")
+    analysed = analyze_run(run)
+    row = summarize(analysed, run.metrics)
+    assert (row.spikes, row.first_anomaly, row.min_loss, row.steps_reached) == (None, None, None, 3)
+    table = cells(row, compare_rows([row]))
+    assert table[4:6] == ["none found, no loss read", "–"]
+    assert json.loads(render_compare_json(compare_rows([row])))["runs"][0]["spikes"] is None
+    # a run whose loss was read keeps its count, 0 included
+    [ok] = load_runs(real / "bigscience-workshop+bigscience__experiments_gpt2-meg-ds-3d_meg_ds_3d_gpt2_perf_n16-ds-on.out")
+    done = summarize(analyze_run(ok), ok.metrics)
+    assert cells(done, compare_rows([done]))[4:6] == ["loss above chance at step 1", "1"]
