@@ -57,5 +57,11 @@ SPEC = LineFormat(
              "of NeMo's progress bar with global_step printed to 3 significant digits (3.2e+4: the step is not "
              "known)"),),
     repeats="the progress bar printing the step again as it refreshes",
+    # the bar's other postfix fields are named as not read (consumed_samples=1.45e+5 is rounded to 3 digits, the
+    # last evaluation's val_loss rides on every line, parameter_norm, throughput); Lightning's own loss= (a running
+    # mean of the last 20 of reduced_train_loss) and v_num= (the logger's version) are left on purpose
+    printed=(r"[\[,]\s*([A-Za-z_][\w ]*?)=\s*[-+]?(?:\d|nan\b|inf\b)",
+             frozenset({"reduced_train_loss", "lr", "gradient_norm", "grad_norm", "train_step_timing in s",
+                        "global_step", "loss", "v_num"})),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
