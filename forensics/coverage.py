@@ -100,7 +100,8 @@ def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str,
     """The coverage record of a run (its JSON form): ``metrics`` (per canonical metric: points, first_step,
     last_step, source_tags), ``by_source`` (the same per source), ``other_scalars`` (unrecognised names),
     ``roles`` (role -> the scalar that took it), ``missing`` (needed metrics not found), ``step_axis`` (per source,
-    the run's own step key when it was used instead of the logger's counter), ``overlaid`` (per source whose values
+    the run's own step key when it was used instead of the logger's counter), ``silent`` (the sources that logged no
+    scalar at all), ``overlaid`` (per source whose values
     all gave way to a full-resolution source at the same steps, the metrics it had), ``spikes_judged`` (per metric and
     attempt, the points the spike detector judged against the noise: not the burn-in at the start of training, not
     the first 10 points of a stretch) and ``spike_checks`` (per metric and attempt: those points, the points that
@@ -135,6 +136,7 @@ def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str,
                 for src in sources if not any(_recognised(m) for m in by_source.get(src, {}))}
     return {
         "overlaid": {src: metrics for src, metrics in overlaid.items() if metrics},
+        "silent": [src for src in sources if not by_source.get(src) and not overlaid.get(src)],
         "metrics": recognised,
         "by_source": {src: {m: v for m, v in ms.items() if _recognised(m)} for src, ms in by_source.items()},
         "other_scalars": sorted(m for m in totals if not _recognised(m)),

@@ -65,6 +65,13 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         if any(c in history.columns for c in _SUMMARY) else pl.lit(False)
     summary = history.filter(summed)
     rows = history.filter(~summed)  # (the loss and eval entries at the summary's step are the last step's own)
+    if rows.height == 0 and summary.height:  # nothing logged per step: say why, where the file tells it
+        every, steps = state.get("logging_steps"), summary["step"][-1]
+        why = (f": its logging_steps {every} is more than its {steps} steps" if isinstance(every, int | float)
+               and not isinstance(every, bool) and every > steps else "")
+        context.warnings.append(f"{context.shown}: its log_history holds no entry per logging step, only the "
+                                f"Trainer's closing summary at step {steps}{why}; no metric was logged during "
+                                "training, so nothing in it could be checked")
     values = [c for c in rows.columns if c not in ("step", *_SUMMARY) and rows.schema[c].is_numeric()]
     # one file holds every launch's history; the epoch counter going back marks a resume (--ignore_data_skip
     # starts the epoch again; one continuous run never counts it down)

@@ -145,8 +145,10 @@ def _summary(run: RunFindings) -> list[str]:
                          for a in bad)
         lines.append(f"- **What went wrong:** {went}.")
     elif no_loss:
-        lines.append("- **What went wrong:** not checked: no loss metric recognised (see *What was read and "
-                     "checked*); " + ("no attempt ended on an error." if run.attempts else "no attempt found."))
+        nothing = not run.coverage.get("metrics") and not run.coverage.get("other_scalars")
+        lines.append(f"- **What went wrong:** not checked: {'no metric logged' if nothing else 'no loss metric recognised'}"
+                     " (see *What was read and checked*); "
+                     + ("no attempt ended on an error." if run.attempts else "no attempt found."))
     else:
         lines.append("- **What went wrong:** no attempt ended in NaN, divergence, a crash or a hang.")
     stopped = [a for a in run.attempts if a.end_reason in STOPPED_ENDINGS and a.index not in {b.index for b in bad}]

@@ -102,7 +102,8 @@ def coverage_section(run: RunFindings) -> list[str]:
                        "below logs them at their steps, and its values were used.")
             continue
         if not metrics:
-            out.append(f"- {md(source)} ({md(fmt.get(source, '?'))}): no training metric recognised.")
+            what = "no metric logged" if source in cov.get("silent", ()) else "no training metric recognised"
+            out.append(f"- {md(source)} ({md(fmt.get(source, '?'))}): {what}.")
             continue
         parts = [_metric_entry(name, m) for name, m in sorted(metrics.items()) if name != "log_interval"]
         out.append(f"- {md(source)} ({md(fmt.get(source, '?'))}): " + "; ".join(parts) + ".")
@@ -166,7 +167,9 @@ def coverage_section(run: RunFindings) -> list[str]:
         seen = (f" (named like one, not taken as it: {', '.join(md(o) for o in alike[:6])}"
                 f"{f' and {len(alike) - 6} more' if len(alike) > 6 else ''})" if alike else "")
         out.append(f"- **Not found:** {name.replace('_', ' ')}{seen}, so {NEEDED[name]} could not be checked.")
-    if "loss" in cov.get("missing", []):
+    if "loss" in cov.get("missing", []) and not cov.get("metrics") and not others:
+        out.append("- **No metric logged** by any source: nothing could be checked, NaN/Inf included.")
+    elif "loss" in cov.get("missing", []):
         tags = sorted({t for m in cov.get("metrics", {}).values() for t in m.get("source_tags", [])} | set(others))
         listed = ", ".join(md(t) for t in tags[:15]) or "none"
         out.append(f"- **No loss metric recognised;** scalar tags present: {listed}. Still checked: NaN/Inf in "

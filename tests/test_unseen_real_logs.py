@@ -822,6 +822,14 @@ def test_a_run_that_logged_nothing_before_its_summary_completed_at_its_step() ->
                        "0.9732094605763754)”.") == 1
     assert not any("before any iteration" in line or "Short attempts" in line for line in lines)
     assert "| 1 | none logged | no iteration logged | - | step 768 as its log printed | completed |" in lines
+    # nothing was logged per step (not: logged and not recognised), and the file says why
+    assert run.warnings == ["trainer_state.json: its log_history holds no entry per logging step, only the Trainer's "
+                            "closing summary at step 768: its logging_steps 996 is more than its 768 steps; no metric "
+                            "was logged during training, so nothing in it could be checked"]
+    assert "- trainer\\_state.json (hf-trainer-state): no metric logged." in lines
+    assert "- **No metric logged** by any source: nothing could be checked, NaN/Inf included." in lines
+    assert lines.count("- **What went wrong:** not checked: no metric logged (see *What was read and checked*); no "
+                       "attempt ended on an error.") == 1
 
 
 def test_a_deepspeed_console_of_overflow_lines_only_is_read_for_them() -> None:
