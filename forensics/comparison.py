@@ -106,7 +106,8 @@ class RunRow:
     steps_reached: int | None = None
     first_anomaly_step: int | None = None
     first_anomaly: str | None = None
-    spikes: int | None = 0  # None: no loss was read, so none could be checked for
+    spikes: int | None = 0  # None: no loss was read, or none could be judged for spikes (a loss below 0)
+    loss_read: bool = True
     spike_score: float | None = None
     min_loss: float | None = None
     final_loss: float | None = None
@@ -156,14 +157,19 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
     else:
         outcome_step = last.end_step
     first = first_anomaly(run.anomalies)
-    loss = by_step(metrics, s.LOSS, finite=True)["value"]
+    # (the scalar that took the loss's role by its name, where no loss was recognised: the analysis read it as the loss)
+    loss = by_step(metrics, run.coverage.get("roles", {}).get(s.LOSS, s.LOSS), finite=True)["value"]
+    # a loss that goes below 0 in every attempt is not judged for spikes (not a cross-entropy: no ratios)
+    checks = run.coverage.get("spike_checks", {}).get(s.LOSS, {})
+    judged = bool(len(loss)) and not (checks and all(c.get("negative") for c in checks.values()))
     score = run.spike_scores.get(s.LOSS, {}).get("run") if run.spike_scores else None
     return RunRow(
         name=run.name, path=run.path, sources=run.sources, outcome=outcome, outcome_step=outcome_step,
         steps_reached=max(steps) if steps else None,
         first_anomaly_step=first.step if first else None,
         first_anomaly=f"{first.kind.replace('_', ' ')} at step {first.step}" if first else None,
-        spikes=sum(a.kind == Kind.LOSS_SPIKE for a in run.anomalies) if len(loss) else None,
+        spikes=sum(a.kind == Kind.LOSS_SPIKE for a in run.anomalies) if judged else None,
+        loss_read=bool(len(loss)),
         spike_score=score,
         min_loss=float(loss.min()) if len(loss) else None,  # type: ignore[arg-type]
         final_loss=float(loss[-1]) if len(loss) else None,

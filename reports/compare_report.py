@@ -70,7 +70,7 @@ def cells(row: RunRow, comparison: Comparison) -> list[str]:
         return [row.name, sources, "–", str(Outcome.UNREADABLE), row.error or "", "–", "–", "–", "–", "–", "–", "–"]
     score = "–" if row.spike_score is None or not math.isfinite(row.spike_score) else f"{row.spike_score:.2f}%"
     return [row.name, sources, str(row.steps_reached) if row.steps_reached is not None else "–", _outcome(row),
-            row.first_anomaly or ("none" if row.spikes is not None else "none found, no loss read"),
+            row.first_anomaly or ("none" if row.loss_read else "none found, no loss read"),
             "–" if row.spikes is None else str(row.spikes), score, _loss(row.min_loss), _loss(row.final_loss),
             differs(row, comparison), row.top_cause or "–", row.setup or "–"]
 

@@ -316,3 +316,14 @@ def test_a_run_that_logged_no_loss_is_not_said_to_have_no_anomaly_and_no_spike()
     [ok] = load_runs(real / "bigscience-workshop+bigscience__experiments_gpt2-meg-ds-3d_meg_ds_3d_gpt2_perf_n16-ds-on.out")
     done = summarize(analyze_run(ok), ok.metrics)
     assert cells(done, compare_rows([done]))[4:6] == ["loss above chance at step 1", "1"]
+
+
+def test_a_loss_taken_by_its_name_is_the_runs_loss_and_one_below_zero_is_not_counted_for_spikes():
+    """AIRI-Institute/genrisk: a GAN's Lightning metrics.csv, its loss the scalar train_disc_loss (taken by its name),
+    below 0 from step 3 (-0.39182889461517334): its chronicle reads that loss and does not judge it for spikes. The
+    comparison read "none found, no loss read" and no min or final loss."""
+    [run] = load_runs(HERE / "fixtures" / "real" / "lightning" / "AIRI-Institute_genrisk")
+    row = summarize(analyze_run(run), run.metrics)
+    assert (row.loss_read, row.spikes, row.min_loss, row.final_loss) == (
+        True, None, -0.39182889461517334, -0.04461405426263809)
+    assert cells(row, compare_rows([row]))[4:6] == ["none", "–"]
