@@ -32,6 +32,7 @@ from forensics.sweep import FAILED as FAILED_INSTABILITY
 from forensics.sweep import run_scaling, sweep
 from forensics.timeline import by_step
 from parsers import schema as s
+from parsers.metric_names import canonical
 
 # the run's final state, from how its last attempt ended
 OUTCOMES: dict[EndReason, Outcome] = {
@@ -108,6 +109,7 @@ class RunRow:
     first_anomaly: str | None = None
     spikes: int | None = 0  # None: no loss was read, or none could be judged for spikes (a loss below 0)
     loss_read: bool = True
+    outcome_said: str | None = None  # where the outcome comes from, when not from the run's own log (W&B's state)
     spike_score: float | None = None
     min_loss: float | None = None
     final_loss: float | None = None
@@ -139,11 +141,29 @@ class RunRow:
         return bool(self.config.keys() - INFERRED_KEYS)
 
 
+# W&B's run states (a runs-table export's State column) as outcomes: "finished" exited 0, "failed" exited non-zero,
+# "crashed" stopped sending heartbeats (the machine or the process died), "killed" stopped by a person
+WANDB_STATES: dict[str, Outcome] = {"finished": Outcome.COMPLETED, "failed": Outcome.CRASHED,
+                                    "crashed": Outcome.CRASHED, "killed": Outcome.STOPPED, "running": Outcome.RUNNING}
+
+
+def _summary_loss(summary: dict[str, Any]) -> float | None:
+    """The loss among a run's summary values (``summary/train/loss``), when it holds one number for it."""
+    found = [v for k, v in summary.items() if k.startswith(s.SUMMARY_PREFIX)
+             and canonical(k.removeprefix(s.SUMMARY_PREFIX))[0] == s.LOSS]
+    value = found[0] if len(found) == 1 else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
     """A comparison row from one run's findings and metrics (``config_diff`` and ``stability_diff`` are filled by
     :func:`compare_rows`)."""
     last = run.attempts[-1] if run.attempts else None
-    outcome = OUTCOMES.get(last.end_reason, Outcome.RUNNING) if last else Outcome.RUNNING
+    # a run whose log shows no training (a W&B runs-table row): the state W&B recorded for it, where there is one
+    state = run.summary.get(f"{s.RUN_INFO_PREFIX}State")
+    told = state is not None and not any(a.end_reason != EndReason.NO_TRAINING for a in run.attempts)
+    outcome = (WANDB_STATES.get(str(state).lower(), Outcome.RUNNING) if told
+               else OUTCOMES.get(last.end_reason, Outcome.RUNNING) if last else Outcome.RUNNING)
     if outcome == Outcome.COMPLETED and last and any(a.attempt == last.index and a.kind == Kind.DIVERGENCE
                                                      for a in run.anomalies):
         outcome = Outcome.DIVERGED  # it ran its steps with its loss diverged: that is the state it ended in
@@ -159,6 +179,8 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
     first = first_anomaly(run.anomalies)
     # (the scalar that took the loss's role by its name, where no loss was recognised: the analysis read it as the loss)
     loss = by_step(metrics, run.coverage.get("roles", {}).get(s.LOSS, s.LOSS), finite=True)["value"]
+    # no history, but the run's summary: its last logged loss (W&B's summary keeps each key's last value)
+    final = None if len(loss) or not told else _summary_loss(run.summary)
     # a loss that goes below 0 in every attempt is not judged for spikes (not a cross-entropy: no ratios)
     checks = run.coverage.get("spike_checks", {}).get(s.LOSS, {})
     judged = bool(len(loss)) and not (checks and all(c.get("negative") for c in checks.values()))
@@ -172,7 +194,8 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
         loss_read=bool(len(loss)),
         spike_score=score,
         min_loss=float(loss.min()) if len(loss) else None,  # type: ignore[arg-type]
-        final_loss=float(loss[-1]) if len(loss) else None,
+        final_loss=float(loss[-1]) if len(loss) else final,
+        outcome_said=f"W&B state: {state}" if told else None,
         initial_loss=float(loss[0]) if len(loss) else None,
         top_cause=next((c.cause for c in run.suspected_causes if c.kind not in NOT_WHY_CAUSES), None),
         setup=run.setup[0] if run.setup else None,

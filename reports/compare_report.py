@@ -32,7 +32,8 @@ def _outcome(row: RunRow) -> str:
     at = {Outcome.DIVERGED: "diverged at", Outcome.NAN: "NaN at", Outcome.CRASHED: "crashed at",
           Outcome.RUNNING: "no end seen after", Outcome.COMPLETED: "completed at",
           Outcome.STOPPED: "stopped at", Outcome.EXITED: "exited (no reason printed) after"}[row.outcome]
-    return f"{at} {row.outcome_step}" if row.outcome_step is not None else row.outcome
+    said = f"{at} {row.outcome_step}" if row.outcome_step is not None else str(row.outcome)
+    return f"{said} ({row.outcome_said})" if row.outcome_said else said
 
 
 MAX_UNSET_LISTED = 3  # more stability keys than this that a run does not set are counted, not listed
@@ -70,7 +71,8 @@ def cells(row: RunRow, comparison: Comparison) -> list[str]:
         return [row.name, sources, "–", str(Outcome.UNREADABLE), row.error or "", "–", "–", "–", "–", "–", "–", "–"]
     score = "–" if row.spike_score is None or not math.isfinite(row.spike_score) else f"{row.spike_score:.2f}%"
     return [row.name, sources, str(row.steps_reached) if row.steps_reached is not None else "–", _outcome(row),
-            row.first_anomaly or ("none" if row.loss_read else "none found, no loss read"),
+            row.first_anomaly or ("none" if row.loss_read else "not checked: no history, its summary only"
+                                  if row.final_loss is not None else "none found, no loss read"),
             "–" if row.spikes is None else str(row.spikes), score, _loss(row.min_loss), _loss(row.final_loss),
             differs(row, comparison), row.top_cause or "–", row.setup or "–"]
 
