@@ -160,10 +160,11 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
     :func:`compare_rows`)."""
     last = run.attempts[-1] if run.attempts else None
     # a run whose log shows no training (a W&B runs-table row): the state W&B recorded for it, where there is one
-    state = run.summary.get(f"{s.RUN_INFO_PREFIX}State")
-    told = state is not None and not any(a.end_reason != EndReason.NO_TRAINING for a in run.attempts)
-    outcome = (WANDB_STATES.get(str(state).lower(), Outcome.RUNNING) if told
-               else OUTCOMES.get(last.end_reason, Outcome.RUNNING) if last else Outcome.RUNNING)
+    state, ended = (run.summary.get(f"{s.RUN_INFO_PREFIX}{k}") for k in ("State", "End Time"))
+    told = (state is not None or ended is not None) and not any(a.end_reason != EndReason.NO_TRAINING
+                                                                for a in run.attempts)
+    outcome = ((WANDB_STATES.get(str(state).lower(), Outcome.RUNNING) if state is not None else Outcome.EXITED)
+               if told else OUTCOMES.get(last.end_reason, Outcome.RUNNING) if last else Outcome.RUNNING)
     if outcome == Outcome.COMPLETED and last and any(a.attempt == last.index and a.kind == Kind.DIVERGENCE
                                                      for a in run.anomalies):
         outcome = Outcome.DIVERGED  # it ran its steps with its loss diverged: that is the state it ended in
@@ -195,7 +196,7 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
         spike_score=score,
         min_loss=float(loss.min()) if len(loss) else None,  # type: ignore[arg-type]
         final_loss=float(loss[-1]) if len(loss) else final,
-        outcome_said=f"W&B state: {state}" if told else None,
+        outcome_said=(f"W&B state: {state}" if state is not None else f"W&B end time: {ended}") if told else None,
         initial_loss=float(loss[0]) if len(loss) else None,
         top_cause=next((c.cause for c in run.suspected_causes if c.kind not in NOT_WHY_CAUSES), None),
         setup=run.setup[0] if run.setup else None,

@@ -332,12 +332,15 @@ def test_a_loss_taken_by_its_name_is_the_runs_loss_and_one_below_zero_is_not_cou
 def test_a_runs_table_row_has_the_state_wandb_recorded_and_its_summary_loss():
     """Lucas-longxutang's runs table: G1_ternary_weights (seed=6242) "finished", its summary train/loss
     1.038091778755188, and no history. The comparison said "running" ("no end seen") and "none found, no loss read":
-    the state W&B recorded is its outcome, said as W&B's, and its final loss is its summary's, not checked."""
+    the state W&B recorded is its outcome, said as W&B's, and its final loss is its summary's, not checked. kingb12's
+    table has no State, but an End Time: "no end seen" was false there too."""
     rows = {r.name: r for r in _rows(NANOGPT_TABLE)}
     row = rows["G1_ternary_weights (seed=6242)"]
     assert (row.outcome, row.outcome_said, row.final_loss, row.min_loss, row.spikes) == (
         "completed", "W&B state: finished", 1.038091778755188, None, None)
     assert cells(row, compare_rows([row]))[3:6] == ["completed (W&B state: finished)",
                                                     "not checked: no history, its summary only", "–"]
-    # a table without a State column (kingb12's) keeps "no end seen": nothing says how those runs ended
-    assert {r.outcome for r in _rows(TEXT_AUG_TABLE)} == {"running"}
+    # a table without a State column (kingb12's) but with W&B's End Time: the runs ended, how is not said
+    first = _rows(TEXT_AUG_TABLE)[0]
+    assert (first.name, first.outcome) == ("bert_substitute_02", "exited")
+    assert cells(first, compare_rows([first]))[3] == "exited (W&B end time: 2022-06-10T05:52:35.000Z)"
