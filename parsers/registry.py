@@ -34,6 +34,7 @@ from parsers.console import (
     keras,
     litgpt,
     llmc,
+    maxtext,
     metric_logger,
     mlx_lm,
     mmcv,
@@ -52,7 +53,7 @@ ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
     wandb_run, mlflow_store, tensorboard, hf_trainer_state, llamafactory_log, lightning, wandb_export,
     nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, mmcv,
-    detectron2, keras, metric_logger, nemo, hf_trainer, megatron,
+    detectron2, keras, metric_logger, nemo, maxtext, hf_trainer, megatron,
 )  # type: ignore[assignment]
 
 

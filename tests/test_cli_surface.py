@@ -206,7 +206,8 @@ def test_compare_runs_with_nothing_readable(tmp_path):
     assert str(exc.value) == (f"no readable runs: {tmp_path / 'a'}: no readable training logs (empty.log: empty file); "
                               f"{tmp_path / 'b'}: no readable training logs (notes.txt: no metrics lines of a text format "
                               "it knows (megatron, nanogpt, modded-nanogpt, litgpt, llm.c, torchtitan, nanotron, olmo, "
-                              "fairseq, mlx-lm, mmengine, mmcv, detectron2, keras, metric-logger, nemo, hf-trainer))")
+                              "fairseq, mlx-lm, mmengine, mmcv, detectron2, keras, metric-logger, nemo, maxtext, "
+                              "hf-trainer))")
 
 
 # --- reports.write ---------------------------------------------------------------------------------------------

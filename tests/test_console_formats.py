@@ -49,6 +49,17 @@ REAL = Path(__file__).parent / "fixtures" / "real"
     ("mmengine/xtuner_issue187_gradnorm_nan.txt", "mmengine", "grad_norm", (200, 3.0608), (250, float("nan")), 6),
     ("mmengine/xtuner_issue187_gradnorm_nan.txt", "mmengine", "loss", (200, 2.7522), (250, 2.4566), 6),
     ("mmengine/xtuner_issue187_gradnorm_nan.txt", "mmengine", "iteration_time_ms", (200, 2890.6), None, 6),
+    # MaxText: "completed step: 15107, seconds: 2.167, TFLOP/s: 36.722, loss: 2.191" (2023; was refused as "CSV with
+    # columns `completed step: 15107`, ..."), "completed step: 0, seconds: 1.353, TFLOP/s/device: 1674.038,
+    # Tokens/s/device: 36325.072, total_weights: 1572864, loss: 10.874" and the same behind absl's "I0811 ...
+    # metric_logger.py:226] " (all three were "not a recognised training log"; audit s39 E)
+    ("maxtext/maxtext_issue8_v3-8_steps15107-15109.txt", "maxtext", "loss", (15107, 2.191), (15109, 2.191), 3),
+    ("maxtext/maxtext_issue8_v3-8_steps15107-15109.txt", "maxtext", "tflops_per_gpu", (15107, 36.722), None, 3),
+    ("maxtext/maxtext_pr2041_maxtest_getting_started.txt", "maxtext", "loss", (0, 10.874), (3, 9.774), 4),
+    ("maxtext/maxtext_pr2041_maxtest_getting_started.txt", "maxtext", "tokens_per_gpu_per_second", (0, 36325.072),
+     (3, 4195.595), 4),
+    ("maxtext/maxtext_pr4847_gemma_steps1-3.txt", "maxtext", "loss", (1, 12.979), (3, 12.979), 3),
+    ("maxtext/maxtext_pr4847_gemma_steps1-3.txt", "maxtext", "iteration_time_ms", (1, 631.0), (3, 10344.0), 3),
 ])
 def test_real_console_values(path: str, fmt: str, metric: str, first: tuple, last: tuple | None, n: int) -> None:
     run = load_run(REAL / path)
@@ -226,3 +237,12 @@ def test_an_indented_assignment_in_a_traceback_is_no_olmo_metric(tmp_path: Path)
                                         "<module>\n    warmup_steps = 2000\nValueError: bad warm-up\n")
     [note] = [w.split(": ", 1)[1] for w in load_run(tmp_path / "train.log").warnings if "other metrics" in w]
     assert note.startswith("6 lines of other metrics") and "warmup_steps" not in note
+
+
+def test_maxtext_fields_it_does_not_read_are_named() -> None:
+    """AI-Hypercomputer/maxtext PR #4847: each step line prints `total_weights: 1572864, loss: 12.979, lm_loss: 12.979,
+    perplexity: 433358.281` after the throughput; the loss is read, the other three are named as not read."""
+    run = load_run(REAL / "maxtext" / "maxtext_pr4847_gemma_steps1-3.txt")
+    assert [w.split(": ", 1)[1] for w in run.warnings] == [
+        "its metrics lines also print lm_loss, perplexity, total_weights: not read, so nothing here checks them or "
+        "rests on them"]
