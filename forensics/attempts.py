@@ -213,7 +213,10 @@ def build_attempts(
         interval = log_interval.get(n) or configured or (int(loss_every) if loss_every else None) \
             or span.get("interval") or 1
         ev = by_attempt.get((n,), events.clear())
-        resumed, inferred = _resume_point(ev, first_loss if first_loss is not None else start, interval)
+        # (an attempt that logged a metric at a step before the resume point its first loss implies did not resume
+        # there: Lightning's per-epoch metrics from the first epoch's end, the loss logged only at the last step)
+        from_loss = first_loss is not None and not (start is not None and start < first_loss - max(interval, 1))
+        resumed, inferred = _resume_point(ev, first_loss if from_loss else start, interval)
         # a checkpoint loaded at iteration 0, or one whose iteration is not printed by an attempt that starts at the
         # start of training: a fine-tune, or a training begun from loaded weights, not from scratch
         loaded = resumed is None and bool(ev.height and ev.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD) & (

@@ -256,3 +256,18 @@ def test_a_loss_logged_as_zero_is_remarked_never_read_as_a_finite_loss() -> None
     assert (zero.step, zero.end_step, zero.baseline) == (2, 3, 12.18)
     assert zero.detail.startswith("loss logged as 0 at step 3, after the loss fell from 12.18 at step 1 to "
                                   "1.7872662283480167e-06 at step 2, where the collapse began: ")
+
+
+def test_metrics_logged_from_the_first_epochs_end_are_the_start_of_training() -> None:
+    """AnAccountWithoutAName/Deep-Lineary-Gated-Networks lightning_logs/version_58: Lightning logs once an epoch (200
+    steps): epoch 0.0, val_loss, val_acc and train_acc at step 199, the first epoch's last, ... up to 9999 (epoch 49);
+    train_loss only once, at 9999. The resume point inferred from that one loss (9999 less an interval) is after
+    step 199, where the same attempt had already logged: "the log begins mid-run, at step 199; what came before is
+    not in it"."""
+    run, lines = _chronicle(REAL / "tensorboard" / "AnAccountWithoutAName_Deep-Lineary-Gated-Networks" / "lightning_logs"
+                            / "version_58")
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step, attempt.resumed_from_step, attempt.begins_mid_run) == \
+        (199, 9999, None, False)
+    assert "- **Start:** from the start of training." in lines
+    assert not any("mid-run" in line for line in lines)
