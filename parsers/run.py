@@ -625,6 +625,7 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
     tags: list[dict[str, str]] = []
     offset = 0
     last_attempt_of_stem: dict[str, int] = {}
+    last_attempt_of_writer: dict[tuple[str, ...], int] = {}  # (host, pid) -> the last attempt its files made
     deferred: list[Piece] = []
     process: tuple[str, ...] | None = None  # the last event file's writer (folder, host, pid) and its last step
     previous: Path | None = None  # the last event file
@@ -693,8 +694,14 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
             stacked.append(frame)
         offset = max(offset, log.n_attempts) if parallel else shift + log.n_attempts
         last_attempt_of_stem[piece.file.with_suffix("").as_posix()] = offset
+        if writer is not None:
+            last_attempt_of_writer[writer[1:]] = offset
     for piece in deferred:  # e.g. a slurm .err beside its .out: same process, so the same attempt
-        target = last_attempt_of_stem.get(piece.file.with_suffix("").as_posix(), max(offset, 1))
+        # (an event file of nothing the reader reads, PR curves or images, goes to the attempt of the process that
+        # wrote it, not to the last one: a later launch's)
+        writer = _writer(piece.file)
+        target = last_attempt_of_stem.get(piece.file.with_suffix("").as_posix()) \
+            or (last_attempt_of_writer.get(writer[1:]) if writer is not None else None) or max(offset, 1)
         events.append(piece.log.events.with_columns(attempt=pl.lit(target, dtype=pl.Int32), run=pl.lit(run_name)))
         offset = max(offset, 1)
 

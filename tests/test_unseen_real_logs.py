@@ -2361,3 +2361,17 @@ def test_a_llamafactory_log_past_its_trainer_state_is_not_said_to_be_the_same_hi
     run = parsers.load_run(tmp_path)
     assert not any("the history that the trainer_state.json beside it holds" in line for line in run.skipped)
     assert any("goes on to step 2178, past the trainer_state.json's last step (1000)" in line for line in run.skipped)
+
+
+def test_event_files_of_nothing_read_join_the_attempt_of_the_process_that_wrote_them() -> None:
+    """Dipeshtamboli/tensorboard-logs: pid 10148 logs its training loss (steps 999-14999, 02:10:53-02:11:20), then
+    writes nine files holding one PR curve each (02:11:21); pid 11363 opens a writer 10.6 h later (12:46:45) and logs
+    images only. The nine files went to the last attempt, pid 11363's: "attempt 2 (2022-09-21 02:11:21)" launched 2 s
+    after attempt 1 ended."""
+    run, lines = _chronicle(REAL / "tensorboard" / "Dipeshtamboli_tensorboard-logs" / "fashion_mnist_experiment_1")
+    first, second = run.attempts
+    assert (first.start_step, first.end_step, second.end_step) == (999, 14999, None)
+    assert datetime.fromtimestamp(second.started_at, UTC).isoformat() == "2022-09-21T12:46:45.661051+00:00"
+    assert "- **Launches with no training step, error or stop in the logs:** attempt 2 (2022-09-21 12:46:45)." in lines
+    assert "| 1 | 999–14999 | 2022-09-21 02:10:53 | last step 2022-09-21 02:11:20 | 26 s | 10.6 h | no end in the log: " \
+           "attempt 2 started next |" in lines
