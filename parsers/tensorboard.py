@@ -338,8 +338,11 @@ def _tensor_scalar(tensor: object) -> float | None:
     return 0.0 if dtype in (1, 2) else None  # proto3 leaves a zero out
 
 
-def _slow_records(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[list[dict], list[dict], list[dict]]:
-    """Scalars, lifecycle events and config entries of the records the fast path did not take."""
+def _slow_records(buf: bytes, starts: np.ndarray,
+                  ends: np.ndarray) -> tuple[list[dict], list[dict], list[dict], dict[str, dict[str, None]]]:
+    """Scalars, lifecycle events and config entries of the records the fast path did not take, and the tags of the
+    summaries none of them is (images, histograms, PR curves, a tensor of more than one value), by their kind (the
+    plugin that wrote them, else the kind of value), in the order first seen."""
     from tensorboard.compat.proto import event_pb2
     from tensorboard.plugins.hparams import plugin_data_pb2
 
@@ -347,6 +350,7 @@ def _slow_records(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[lis
     events: list[dict] = []
     configs: list[dict] = []
     plugin_of: dict[str, str] = {}
+    unread: dict[str, dict[str, None]] = {}
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         try:
             event = event_pb2.Event.FromString(buf[start:end])
@@ -363,6 +367,8 @@ def _slow_records(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[lis
             status = names.Name(code) if code in names.values() else f"status {code}"
             events.append({**base, "kind": _SESSION_KINDS.get(status, s.EV_SESSION_OTHER),
                            "text": f"SessionLog {status} at step {event.step}"})
+        elif kind in ("graph_def", "meta_graph_def", "tagged_run_metadata"):  # the model's graph, not a value
+            unread.setdefault("graphs", {})[kind] = None
         elif kind == "summary":
             for value in event.summary.value:
                 tag = value.tag
@@ -380,11 +386,30 @@ def _slow_records(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[lis
                 elif which == "tensor" and (plugin == "text" or value.tensor.dtype == 7):
                     text = value.tensor.string_val[0].decode("utf-8", "replace") if value.tensor.string_val else ""
                     configs.append({**base, "key": tag.removesuffix("/text_summary"), "value": text})
-                elif which == "tensor" and plugin in ("scalars", ""):
-                    number = _tensor_scalar(value.tensor)
-                    if number is not None:
-                        scalars.append({**base, "tag": tag, "value": number})
-    return scalars, events, configs
+                elif which == "tensor" and plugin in ("scalars", "") and \
+                        (number := _tensor_scalar(value.tensor)) is not None:
+                    scalars.append({**base, "tag": tag, "value": number})
+                elif plugin != "hparams":  # (the hparams plugin's other records are its bookkeeping, not values)
+                    unread.setdefault(plugin or _VALUE_KINDS.get(which or "", which or "empty"), {})[tag] = None
+    return scalars, events, configs, unread
+
+
+# a summary value of no plugin, by its kind (a torch / tensorboardX writer names none for these)
+_VALUE_KINDS = {"histo": "histograms", "image": "images", "audio": "audio", "tensor": "tensors",
+                "obsolete_old_style_histogram": "histograms"}
+
+
+def _unread_warning(shown: str, unread: dict[str, dict[str, None]]) -> list[str]:
+    """A warning naming the tags of a file that hold no scalar the reader takes (none when there are none).
+
+    >>> _unread_warning("v0", {"images": {"samples": None}, "pr_curves": dict.fromkeys(["cat", "dog"])})
+    ['v0: it also holds records that are no scalar, not read (images: samples; pr_curves: cat, dog)']
+    """
+    if not unread:
+        return []
+    said = "; ".join(f"{kind}: {', '.join(list(tags)[:6])}{', ...' if len(tags) > 6 else ''}"
+                     for kind, tags in unread.items())
+    return [f"{shown}: it also holds records that are no scalar, not read ({said})"]
 
 
 # --- the file -----------------------------------------------------------------------------------------------------
@@ -411,7 +436,8 @@ def _records(path: Path, shown: str, compiled: bool | None) -> tuple[pl.DataFram
     if len(framing.starts) == 0:
         raise InputError(f"{path}: not a TensorBoard event file (no valid TFRecord)")
     rows, slow_starts, slow_ends = _fast_scalars(buf, framing.starts, framing.ends, compiled)
-    slow_scalars, slow_events, configs = _slow_records(buf, slow_starts, slow_ends)
+    slow_scalars, slow_events, configs, unread = _slow_records(buf, slow_starts, slow_ends)
+    warnings += _unread_warning(shown, unread)
     del buf, framing  # the file's bytes, freed before the frame is built
     fast = rows.frame()
     del rows

@@ -2375,3 +2375,19 @@ def test_event_files_of_nothing_read_join_the_attempt_of_the_process_that_wrote_
     assert "- **Launches with no training step, error or stop in the logs:** attempt 2 (2022-09-21 12:46:45)." in lines
     assert "| 1 | 999–14999 | 2022-09-21 02:10:53 | last step 2022-09-21 02:11:20 | 26 s | 10.6 h | no end in the log: " \
            "attempt 2 started next |" in lines
+
+
+def test_what_an_event_file_holds_beside_its_scalars_is_named_as_not_read() -> None:
+    """Dipeshtamboli/tensorboard-logs: beside its `training loss`, pid 10148's file holds the model's graph
+    (`graph_def`, `tagged_run_metadata`) and a PR curve, nine more files a PR curve each, pid 11363's images and a
+    graph: the chronicle said of them only "no training metric recognised", as if the files held nothing else."""
+    run, lines = _chronicle(REAL / "tensorboard" / "Dipeshtamboli_tensorboard-logs" / "fashion_mnist_experiment_1")
+    prefix = "events.out.tfevents.16637"
+    assert run.warnings[0] == (f"{prefix}26253.Dipeshs-MacBook-Pro.local.10148.0: it also holds records that are no "
+                               "scalar, not read (graphs: graph_def, tagged_run_metadata; pr_curves: T-shirt/top)")
+    assert run.warnings[10] == (f"{prefix}64405.Dipeshs-MacBook-Pro.local.11363.0: it also holds records that are no "
+                                "scalar, not read (images: four_fashion_mnist_images; graphs: graph_def, "
+                                "tagged_run_metadata)")
+    assert len(run.warnings) == 11
+    assert "> - events.out.tfevents.1663726281.Dipeshs-MacBook-Pro.local.10148.9: it also holds records that are no " \
+           "scalar, not read (pr\\_curves: Ankle Boot)" in lines
