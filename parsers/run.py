@@ -460,6 +460,8 @@ def _overlay(base: Run, top: Run) -> Run:
     metrics = remap(top.metrics)
     events = remap(top.events)
     warnings = list(top.warnings)
+    if len(top_attempts) > spans.height:  # the top layer's attempts are kept: the base's go to the one it logged
+        base = _onto_matching_attempts(base, metrics)
     shift = _clock_offset(base.metrics, metrics)
     if shift:  # the same steps, another clock: the top layer's times are put on the text log's
         metrics = metrics.with_columns(pl.col("wall_time") + shift)
@@ -478,6 +480,28 @@ def _overlay(base: Run, top: Run) -> Run:
         sources=base.sources + top.sources, warnings=base.warnings + warnings,
         skipped=base.skipped + top.skipped, tags=base.tags + top.tags,
     )
+
+
+def _onto_matching_attempts(base: Run, top: pl.DataFrame) -> Run:
+    """``base`` with each of its attempts renumbered as the attempt of ``top`` (metrics) that logged the most of its
+    points (the same metric at the same step with the same value, to the 4 decimals a Trainer rounds to): a
+    checkpoint's ``trainer_state.json`` beside a folder of TensorBoard runs is the history of one of them, not of the
+    first. An attempt that shares no point with ``top`` keeps its number."""
+    mine = base.metrics.select("attempt", pl.col("metric").cast(pl.String), "step", "value").drop_nulls()
+    theirs = top.select(pl.col("attempt").alias("top"), pl.col("metric").cast(pl.String), "step",
+                        pl.col("value").alias("top_value")).drop_nulls()
+    same = mine.join(theirs, on=["metric", "step"]).filter(
+        (pl.col("value") - pl.col("top_value")).abs() <= 5e-5 + 1e-6 * pl.col("value").abs())
+    if not same.height:
+        return base
+    best = (same.group_by("attempt", "top").len().sort(["attempt", "len", "top"], descending=[False, True, True])
+            .group_by("attempt", maintain_order=True).first())
+    mapping = dict(zip(best["attempt"].to_list(), best["top"].to_list(), strict=True))
+
+    def renumber(frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.with_columns(pl.col("attempt").replace(mapping).cast(pl.Int32)) if frame.height else frame
+
+    return replace(base, metrics=renumber(base.metrics), events=renumber(base.events), configs=renumber(base.configs))
 
 
 def _clock_offset(base: pl.DataFrame, top: pl.DataFrame) -> float | None:

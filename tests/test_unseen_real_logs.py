@@ -2391,3 +2391,18 @@ def test_what_an_event_file_holds_beside_its_scalars_is_named_as_not_read() -> N
     assert len(run.warnings) == 11
     assert "> - events.out.tfevents.1663726281.Dipeshs-MacBook-Pro.local.10148.9: it also holds records that are no " \
            "scalar, not read (pr\\_curves: Ankle Boot)" in lines
+
+
+def test_a_checkpoints_trainer_state_joins_the_tensorboard_run_whose_history_it_holds() -> None:
+    """lucamiletto/MediQAlpaca lora-alpaca/: runs/ holds a Trainer launch of 9 steps that ended with its summary
+    (train_runtime 2689.7 s, 2024-04-07) and two 470-step trainings two weeks later; checkpoint-400/trainer_state.json
+    (max_steps 471) is the history of the last (loss 1.9519 at step 10). It was put on the first launch: "Stopped
+    short, with no end in the log: attempt 1 at step 400 of 471", attempt 1 "9–400 ... no end in the log", and
+    "config micro_batch_size differs between sources: 16 (checkpoint-400/trainer_state.json), 1 (runs/Apr07_...)"."""
+    run, lines = _chronicle(REAL / "hf_output_dir" / "lucamiletto_MediQAlpaca_lora-alpaca")
+    first, second, third = run.attempts
+    assert (first.start_step, first.end_step, first.end_reason) == (9, 9, "completed")
+    assert (second.start_step, second.end_step, third.end_step, third.end_reason) == (10, 470, 471, "completed")
+    assert not any("Stopped short" in line or "micro\\_batch\\_size differs" in line for line in lines)
+    assert "| 1 | 9 | 2024-04-07 10:55:43 | 2024-04-07 11:40:33 | 45 min | 14.4 days | completed after step 9: " \
+           "“training finished: the Trainer's summary (train\\_runtime 2689.697998046875 s)” |" in lines
