@@ -96,6 +96,9 @@ def canonical_configs(configs: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     renamed = configs.with_columns(
         raw_key=pl.col("key"), key=pl.col("key").replace_strict(mapping, default=pl.col("key"))
     )
+    # a planned length of -1 (the Hugging Face Trainer's max_steps when num_train_epochs decides) plans nothing
+    renamed = renamed.filter(~((pl.col("key") == "train_iters")
+                               & (pl.col("typed").cast(pl.Float64, strict=False) <= 0)).fill_null(False))
     # beside "dim" (the model's width: DistilBERT, LLaMA's params.json), "hidden_dim" is the FFN's
     # (in one section: the same source, attempt and parent key)
     path = pl.col("raw_key").str.strip_chars().str.to_lowercase().str.replace_all(r"[\s-]+", "_")

@@ -2406,3 +2406,14 @@ def test_a_checkpoints_trainer_state_joins_the_tensorboard_run_whose_history_it_
     assert not any("Stopped short" in line or "micro\\_batch\\_size differs" in line for line in lines)
     assert "| 1 | 9 | 2024-04-07 10:55:43 | 2024-04-07 11:40:33 | 45 min | 14.4 days | completed after step 9: " \
            "“training finished: the Trainer's summary (train\\_runtime 2689.697998046875 s)” |" in lines
+
+
+def test_the_trainers_max_steps_of_minus_one_plans_no_length() -> None:
+    """lucamiletto/MediQAlpaca lora-alpaca/: the Trainer's args in each event file say `"max_steps": -1` (the epochs
+    decide), its checkpoint's trainer_state.json `"max_steps": 471`. The chronicle warned "config train_iters differs
+    between sources: 471 (checkpoint-400/trainer_state.json), -1 (runs/Apr22_...)" and said of the last launch "what
+    changed: train_iters: -1 → 471", a change no launch made."""
+    run, lines = _chronicle(REAL / "hf_output_dir" / "lucamiletto_MediQAlpaca_lora-alpaca")
+    assert not [w for w in run.warnings if "train_iters" in w]
+    assert run.attempts[2].config_changes == {}
+    assert "| 3 | 10–471 | from the start of training | nothing | step 471 | completed |" in lines
