@@ -45,6 +45,7 @@ from parsers.console import (
     nemo,
     olmo,
     torchtitan,
+    torchtune,
 )
 from parsers.console.engine import LineFormat
 from parsers.reader import HEAD_BYTES, Reader
@@ -53,7 +54,7 @@ ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
     wandb_run, mlflow_store, tensorboard, hf_trainer_state, llamafactory_log, lightning, wandb_export,
     nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, mmcv,
-    detectron2, keras, metric_logger, nemo, maxtext, hf_trainer, megatron,
+    detectron2, keras, metric_logger, nemo, maxtext, torchtune, hf_trainer, megatron,
 )  # type: ignore[assignment]
 
 

@@ -60,6 +60,16 @@ REAL = Path(__file__).parent / "fixtures" / "real"
      (3, 4195.595), 4),
     ("maxtext/maxtext_pr4847_gemma_steps1-3.txt", "maxtext", "loss", (1, 12.979), (3, 12.979), 3),
     ("maxtext/maxtext_pr4847_gemma_steps1-3.txt", "maxtext", "iteration_time_ms", (1, 631.0), (3, 10344.0), 3),
+    # torchtune: "Step 1 | loss:2.085338592529297 lr:2e-05 tokens_per_second_per_gpu:57.828881833956174" and the bar's
+    # "[trainer0|0]:1|54|Loss: 1.0960569381713867:  54%|█████▍    | 55/101 [...]", each description printed twice
+    # (all three were "not a recognised training log"; audit s39 E)
+    ("torchtune/torchtune_pr1358_codellama_steps1-12.txt", "torchtune", "loss", (1, 2.085338592529297),
+     (12, 1.1174635887145996), 12),
+    ("torchtune/torchtune_pr1358_codellama_steps1-12.txt", "torchtune", "tokens_per_gpu_per_second",
+     (1, 57.828881833956174), None, 12),
+    ("torchtune/torchtune_pr640_single_device_full_steps0-17.txt", "torchtune", "lr", (0, 2e-05), (17, 2e-05), 18),
+    ("torchtune/torchtune_pr2620_multinode_bar_steps54-60.txt", "torchtune", "loss", (54, 1.0960569381713867),
+     (60, 1.010416030883789), 7),
 ])
 def test_real_console_values(path: str, fmt: str, metric: str, first: tuple, last: tuple | None, n: int) -> None:
     run = load_run(REAL / path)
@@ -246,3 +256,11 @@ def test_maxtext_fields_it_does_not_read_are_named() -> None:
     assert [w.split(": ", 1)[1] for w in run.warnings] == [
         "its metrics lines also print lm_loss, perplexity, total_weights: not read, so nothing here checks them or "
         "rests on them"]
+
+
+def test_torchtune_fields_it_does_not_read_are_named() -> None:
+    """meta-pytorch/torchtune PR #640: each `Step N | loss:... lr:2e-05 gpu_resources:40627453440 ` line prints the
+    GPU memory in use after the LR: named as not read."""
+    run = load_run(REAL / "torchtune" / "torchtune_pr640_single_device_full_steps0-17.txt")
+    assert [w.split(": ", 1)[1] for w in run.warnings] == [
+        "its metrics lines also print gpu_resources: not read, so nothing here checks them or rests on them"]
