@@ -201,8 +201,9 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_OOM_RECOVERED, r"(?i)(?:ran out of memory|\bOOM\b).*skipping (?:batch|step|update)"
                          r"|attempting to recover from OOM"),
     (s.EV_OOM, r"(?i)out of memory|OutOfMemoryError|oom-kill|OOM when allocating tensor"),  # (the last: TensorFlow's)
-    # a collective that timed out says only that some rank did not reach it (the watchdog's own lines)
-    (s.EV_COLLECTIVE_TIMEOUT, r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*[Tt]imed? ?out"
+    # a collective that timed out says only that some rank did not reach it (the watchdog's own lines; the word, not
+    # a C++ frame's "c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(...)")
+    (s.EV_COLLECTIVE_TIMEOUT, r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*\b[Tt]imed? ?out"
                               r"|NCCL operations have failed or timed out|watchdog got stuck for \d+ seconds"),
     # NCCL's "invalid usage" is the program calling it wrongly (mismatched collectives, a bad communicator)
     (s.EV_ERROR, r"ncclInvalidUsage|NCCL error.*invalid usage"),

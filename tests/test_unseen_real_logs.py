@@ -2417,3 +2417,17 @@ def test_the_trainers_max_steps_of_minus_one_plans_no_length() -> None:
     assert not [w for w in run.warnings if "train_iters" in w]
     assert run.attempts[2].config_changes == {}
     assert "| 3 | 10–471 | from the start of training | nothing | step 471 | completed |" in lines
+
+
+def test_a_cpp_frame_of_the_watchdogs_backtrace_is_no_collective_timeout() -> None:
+    """OpenRLHF #1126: rank 3's watchdog lines (L1, L3) and its C++ backtrace, whose frame #1 is
+    `c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<...>)` (L6). That frame was a third "collective
+    timeout" in the list of errors and a third piece of evidence for "a rank stopped answering in a collective"."""
+    run, lines = _chronicle(REAL / "console_errors" / "openrlhf_issue1126_save_model_nccl_timeout_excerpt.txt")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind) == ("crashed", "collective_timeout")
+    assert [line.split(": ", 2)[1] for line in lines if line.startswith("- attempt 1, with no step read from its logs: ")
+            ] == ["collective timeout", "collective timeout"]
+    assert not any("checkTimeout(std::optional" in line for line in lines)
+    [cause] = run.suspected_causes
+    assert len(cause.evidence) == 2
