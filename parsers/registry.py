@@ -28,6 +28,7 @@ from parsers import (
     wandb_run,
 )
 from parsers.console import (
+    colossalai,
     detectron2,
     fairseq,
     hf_trainer,
@@ -54,7 +55,7 @@ ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
     wandb_run, mlflow_store, tensorboard, hf_trainer_state, llamafactory_log, lightning, wandb_export,
     nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, mmcv,
-    detectron2, keras, metric_logger, nemo, maxtext, torchtune, hf_trainer, megatron,
+    detectron2, keras, metric_logger, nemo, maxtext, torchtune, colossalai, hf_trainer, megatron,
 )  # type: ignore[assignment]
 
 

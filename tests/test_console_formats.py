@@ -264,3 +264,17 @@ def test_torchtune_fields_it_does_not_read_are_named() -> None:
     run = load_run(REAL / "torchtune" / "torchtune_pr640_single_device_full_steps0-17.txt")
     assert [w.split(": ", 1)[1] for w in run.warnings] == [
         "its metrics lines also print gpu_resources: not read, so nothing here checks them or rests on them"]
+
+
+def test_colossalai_nan_loss_on_its_progress_bar_is_found() -> None:
+    """hpcaitech/ColossalAI #1375: the legacy Trainer's bar `[Epoch 0 / Train]:   0% 431/788222 [29:28<796:09:33,
+    3.64s/it, loss=nan, lr=2.5e-5, ...]` (L3, L8) between "found inf during ShardedOptimV2 step" warnings was "not a
+    recognised training log", so the NaN loss went unseen (audit s39 E)."""
+    path = REAL / "console_errors" / "colossalai_issue1375_found_inf_loss_nan_excerpt.txt"
+    run = load_run(path)
+    assert [src.format for src in run.sources] == ["colossalai"]
+    assert run.metrics.filter(metric="lr").select("step", "value").rows() == [(431, 2.5e-05), (432, 2.5e-05)]
+    loss = run.metrics.filter(metric="loss")
+    assert loss["step"].to_list() == [431, 432] and loss["value"].is_nan().all()
+    lines = reports.render(forensics.analyze_path(path).findings).splitlines()
+    assert "- **What went wrong:** attempt 1 ended in NaN: NaN from step 431 to the end of its log (step 432)." in lines

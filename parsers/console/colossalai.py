@@ -1,0 +1,41 @@
+"""ColossalAI's legacy Trainer: its progress bar per epoch, ``[Epoch 0 / Train]:   0% 431/788222 [29:28<796:09:33,
+3.64s/it, loss=nan, lr=2.5e-5, throughput=0.28555 sample_per_sec, 2.3376 Tflops]`` (epochs from 0; the count is
+the iterations done in that epoch, so the step is epoch × the bar's total + the count), often with a rich-logger
+line glued after it.
+
+>>> from pathlib import Path
+>>> from parsers.reader import ReadContext
+>>> path = Path("tests/fixtures/real/console_errors/colossalai_issue1375_found_inf_loss_nan_excerpt.txt")
+>>> read(path, ReadContext("issue1375.txt", "r"))[0].log.metrics.filter(metric="lr").select("step", "value").row(0)
+(431, 2.5e-05)
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from parsers import schema as s
+from parsers.console.engine import NUMBER, LineFormat, Rule
+
+_BAR = r"\[Epoch (\d+) / Train\]:\s*\d+%[^\d]*(\d+)/(\d+) \["
+
+
+def epoch_step(text: pl.Expr) -> pl.Expr:
+    """``[Epoch 2 / Train]: 10% 5/50 [`` is iteration 2 × 50 + 5."""
+    def part(n: int) -> pl.Expr:
+        return text.str.extract(_BAR, n).cast(pl.Int64, strict=False)
+
+    return part(1) * part(3) + part(2)
+
+
+SPEC = LineFormat(
+    FORMAT="colossalai",
+    detect=re.compile(rb"\[Epoch \d+ / Train\]:\s*\d+%[^\n]*? \d+/\d+ \[[^\]\n]*\bloss="),
+    rules=(
+        Rule(r"\[Epoch \d+ / Train\]:\s*\d+%[^\d]*\d+/\d+ \[[^\]]*\bloss=",
+             {s.LOSS: rf"[\s,]loss=({NUMBER})", s.LR: rf"[\s,]lr=({NUMBER})"}, step_of=epoch_step),
+    ),
+)
+FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
