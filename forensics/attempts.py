@@ -19,9 +19,16 @@ from parsers import schema as s
 
 SHORT_STEPS = 3  # an attempt with no anomaly that logged at most this many steps is listed in one line, not a section
 
-def _resume_point(events: pl.DataFrame, start: int | None, interval: int) -> tuple[int | None, bool]:
+def _resume_point(events: pl.DataFrame, start: int | None, interval: int,
+                  after: list[int] | None = None) -> tuple[int | None, bool]:
     """The checkpoint iteration an attempt resumed from, and whether that was inferred (no checkpoint-load line):
-    then it is the first logged step minus one interval (None when that is the start of training)."""
+    then it is the first logged step minus one interval (None when that is the start of training), or the step before
+    it when it is off the grid its next logged steps (``after``) keep (826, then 830, 840: a program that logs its
+    first step after a resume, from 825, as it logged step 1 at the start).
+
+    >>> _resume_point(pl.DataFrame(), 826, 10, [830, 840]), _resume_point(pl.DataFrame(), 830, 10, [840, 850])
+    ((825, True), (820, True))
+    """
     loads = events.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD) & pl.col("value").is_not_null()) \
         if events.height else events
     if loads.height:
@@ -31,6 +38,8 @@ def _resume_point(events: pl.DataFrame, start: int | None, interval: int) -> tup
         return None, False
     if start - max(interval, 1) < 2:  # its first logged step is the first or second of training
         return None, True
+    if interval > 1 and start % interval and after and all(step % interval == 0 for step in after):
+        return start - 1, True
     return start - max(interval, 1), True
 
 
@@ -97,7 +106,8 @@ def _spans(metrics: pl.DataFrame, logged: pl.DataFrame, spacing: dict[int, int])
         first_seen=pl.col("wall_time").min(), last_seen=pl.col("wall_time").max())
     sources = lazy.select("attempt", "source").unique().group_by("attempt").agg(
         sources=pl.col("source").cast(pl.String))
-    extent = logged.lazy().group_by("attempt").agg(lo=pl.col("step").min(), hi=pl.col("step").max(), n_steps=pl.len())
+    extent = logged.lazy().group_by("attempt").agg(lo=pl.col("step").min(), hi=pl.col("step").max(), n_steps=pl.len(),
+                                                   after=pl.col("step").sort().slice(1, 3))
     out: dict[int, dict[str, Any]] = {}
     for part in pl.collect_all([loss, clock, sources, extent]):
         for row in part.iter_rows(named=True):
@@ -216,7 +226,7 @@ def build_attempts(
         # (an attempt that logged a metric at a step before the resume point its first loss implies did not resume
         # there: Lightning's per-epoch metrics from the first epoch's end, the loss logged only at the last step)
         from_loss = first_loss is not None and not (start is not None and start < first_loss - max(interval, 1))
-        resumed, inferred = _resume_point(ev, first_loss if from_loss else start, interval)
+        resumed, inferred = _resume_point(ev, first_loss if from_loss else start, interval, span.get("after"))
         # a checkpoint loaded at iteration 0, or one whose iteration is not printed by an attempt that starts at the
         # start of training: a fine-tune, or a training begun from loaded weights, not from scratch
         loaded = resumed is None and bool(ev.height and ev.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD) & (

@@ -23,6 +23,7 @@ from parsers import (
     llamafactory_log,
     megatron,
     mlflow_store,
+    step_table,
     tensorboard,
     wandb_export,
     wandb_run,
@@ -53,7 +54,7 @@ from parsers.reader import HEAD_BYTES, Reader
 
 ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
-    wandb_run, mlflow_store, tensorboard, hf_trainer_state, llamafactory_log, lightning, wandb_export,
+    wandb_run, mlflow_store, tensorboard, hf_trainer_state, llamafactory_log, lightning, wandb_export, step_table,
     nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, mmcv,
     detectron2, keras, metric_logger, nemo, maxtext, torchtune, colossalai, hf_trainer, megatron,
 )  # type: ignore[assignment]

@@ -187,13 +187,15 @@ def on_own_steps(long: pl.DataFrame, key: str) -> pl.DataFrame:
 
 
 def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False,
-                defined: dict[str, str] | None = None) -> s.ParsedLog:
+                defined: dict[str, str] | None = None, names: dict[str, str] | None = None) -> s.ParsedLog:
     """Canonical frames from a long history (``step, key, value, wall_time``; row order = logging order).
 
     With ``sort`` (API dumps, whose rows come in no particular order) rows are ordered by step first; otherwise
     a step lower than the one before starts a new attempt, annotated by a ``step_regression`` event. When the run
     logs its own step (see :func:`step_key`; ``defined``: its ``define_metric`` step metrics), that is the step.
-    An optional ``row`` column (the history row, counted from 0) becomes the ``line`` of each restart's event.
+    An optional ``row`` column (the history row, counted from 0) becomes the ``line`` of each restart's event; an
+    optional boolean ``restart`` column starts a new attempt where it is true even at the step before it (a
+    relaunch that logged that step again). ``names``: keys read under a name of the caller's choosing (their own).
     """
     long = long.filter(pl.col("value").is_not_null() & pl.col("step").is_not_null())
     if sort and not long["step"].is_sorted():
@@ -201,9 +203,12 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
     axis = step_key(long["key"].unique(maintain_order=True).to_list(), defined)
     if axis is not None:
         long = on_own_steps(long, axis)
-    names = metric_names(long["key"].unique(maintain_order=True).to_list())
+    names = metric_names(long["key"].unique(maintain_order=True).to_list()) | (names or {})
+    back = (pl.col("step") < pl.col("step").shift(1)).fill_null(False)
+    if "restart" in long.columns:
+        back = back | pl.col("restart").fill_null(False)
     long = long.with_columns(
-        attempt=(pl.col("step") < pl.col("step").shift(1)).fill_null(False).cum_sum().cast(pl.Int32) + 1,
+        attempt=back.cum_sum().cast(pl.Int32) + 1,
         metric=pl.col("key").replace_strict(names, return_dtype=pl.String),
         run=pl.lit(run), source=pl.lit(source),
     )
@@ -215,8 +220,9 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
         .with_columns(last=pl.col("last").shift(1))
         .filter(pl.col("attempt") > 1)
     )
-    texts = [f"step went back from {last} to {step}: the run was restarted"  # one row per restart: few
-             for last, step in regress.select("last", "step").iter_rows()]
+    texts = [f"step went back from {last} to {step}: the run was restarted" if step < last  # one row per restart
+             else f"step {step} logged again: the run was restarted" for last, step in regress.select("last", "step")
+             .iter_rows()]
     events = s.conform(
         regress.with_columns(
             kind=pl.lit(s.EV_STEP_REGRESSION), value=pl.col("step").cast(pl.Float64), run=pl.lit(run),
@@ -230,10 +236,10 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
                        tags=tags)
 
 
-def wide_to_long(wide: pl.DataFrame, shown: str) -> tuple[pl.DataFrame, pl.Series]:
+def wide_to_long(wide: pl.DataFrame, shown: str, *, with_row: bool = False) -> tuple[pl.DataFrame, pl.Series]:
     """A wide history (``_step``, ``_timestamp``, one column per key) -> long ``step, key, value, wall_time`` of
     the cells that hold a value, and the step of every row (empty when no column holds a metric), which says
-    whether the history was sampled (:func:`sampling_note`).
+    whether the history was sampled (:func:`sampling_note`). ``with_row``: also the ``row`` of each cell (from 0).
 
     Numbers, ``NaN``/``Infinity`` tokens and booleans become values; text, media and dict cells are not metrics.
     Rows come in logging order: the history's row order, then its column order.
@@ -266,6 +272,8 @@ def wide_to_long(wide: pl.DataFrame, shown: str) -> tuple[pl.DataFrame, pl.Serie
         "step": frame["_step"].gather(rows), "key": pl.Series(kept, dtype=pl.String).gather(cells // index(max(n, 1))),
         "value": values.gather(cells), "wall_time": frame["_timestamp"].gather(rows),
     })
+    if with_row:
+        long = long.with_columns(row=pl.Series(rows, dtype=pl.Int64))
     return long, frame["_step"] if k else frame["_step"].clear()
 
 
@@ -301,22 +309,23 @@ def _decoded(data: bytes, shown: str, warnings: list[str] | None) -> tuple[str, 
         return data.decode("utf-8", errors="replace"), True
 
 
-def read_csv_text(path: Path, shown: str, warnings: list[str] | None = None) -> pl.DataFrame:
+def read_csv_text(path: Path, shown: str, warnings: list[str] | None = None, separator: str = ",") -> pl.DataFrame:
     """A W&B CSV, every cell as text (empty = null). Bytes that are not UTF-8 are replaced, and lines with an
     unterminated quote are left out (a quote left open swallows the rest of the file), each with a warning, so the
-    rest of a damaged file is still read."""
+    rest of a damaged file is still read. ``separator``: ``"\\t"`` for a TSV."""
     try:
         data = path.read_bytes()
         try:  # polars checks every cell is UTF-8 (not the header: that is checked here), without a copy as str
             line_end = data.find(b"\n")
             (data if line_end < 0 else data[:line_end]).decode("utf-8")
-            return pl.read_csv(data, infer_schema=False, null_values=[""], truncate_ragged_lines=True, encoding="utf8")
+            return pl.read_csv(data, infer_schema=False, null_values=[""], truncate_ragged_lines=True,
+                               separator=separator, encoding="utf8")
         except (UnicodeDecodeError, pl.exceptions.ComputeError):
             pass
         _, lossy = _decoded(data, shown, warnings)  # (the file is not read again)
         encoding = "utf8-lossy" if lossy else "utf8"
         try:
-            return pl.read_csv(data, infer_schema=False, null_values=[""], truncate_ragged_lines=True,
+            return pl.read_csv(data, infer_schema=False, null_values=[""], truncate_ragged_lines=True, separator=separator,
                                encoding=encoding)
         except pl.exceptions.ComputeError:
             if data.count(b'"') % 2 == 0:
@@ -325,7 +334,7 @@ def read_csv_text(path: Path, shown: str, warnings: list[str] | None = None) -> 
         if warnings is not None:
             warnings.append(f"{shown}: {len(dropped)} line{'s' if len(dropped) > 1 else ''} with an unterminated "
                             f"quote left out (first: line {dropped[0]})")
-        return pl.read_csv(kept, infer_schema=False, null_values=[""], truncate_ragged_lines=True,
+        return pl.read_csv(kept, infer_schema=False, null_values=[""], truncate_ragged_lines=True, separator=separator,
                            encoding=encoding)
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise InputError(f"{shown}: cannot read CSV ({str(exc).splitlines()[0]})") from None
@@ -354,20 +363,22 @@ def _without_open_quotes(data: bytes) -> tuple[bytes, list[int]]:
     return b"".join([*pieces, data[pos:]]), [n + 1 for n in odd.tolist()]
 
 
-def read_history_file(path: Path, shown: str, warnings: list[str] | None = None) -> pl.DataFrame:
-    """An API history dump as a wide frame: CSV (pandas ``to_csv``), JSON (records), JSON lines or Parquet."""
+def read_history_file(path: Path, shown: str, warnings: list[str] | None = None, *, json_lines: bool | None = None,
+                      separator: str = ",") -> pl.DataFrame:
+    """An API history dump as a wide frame: CSV (pandas ``to_csv``), JSON (records), JSON lines or Parquet.
+    ``json_lines``: JSON lines (True) or a CSV with ``separator`` (False) whatever the file's name (None: by it)."""
     suffix = path.suffix.lower()
     try:
-        if suffix == ".parquet":
+        if suffix == ".parquet" and json_lines is None:
             wide = pl.read_parquet(path)
             structs = [c for c, t in wide.schema.items() if isinstance(t, pl.Struct)]
             return wide.unnest(*structs, separator=".") if structs else wide
-        if suffix in {".jsonl", ".ndjson"} or path.name == "wandb-history.jsonl":
+        if json_lines or (json_lines is None and (suffix in {".jsonl", ".ndjson"} or path.name == "wandb-history.jsonl")):
             rows = _json_lines(path, shown, warnings)
-        elif suffix == ".json":
+        elif suffix == ".json" and json_lines is None:
             rows = _json_records(path, shown, warnings)
         else:
-            return read_csv_text(path, shown, warnings)
+            return read_csv_text(path, shown, warnings, separator)
     except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
         raise InputError(f"{shown}: cannot read W&B history ({str(exc).splitlines()[0]})") from None
     rows = [flatten(r) for r in rows if isinstance(r, dict)]

@@ -27,8 +27,8 @@ def test_every_builtin_reader_keeps_the_interface() -> None:
 @pytest.mark.parametrize(("content", "name", "reason"), [
     (b'{"log_history": [{"loss": 2.3}], "best_metric": null}', "state.json",
      "JSON with keys `log_history`, `best_metric` (no reader for this layout)"),
-    (b"step,train_loss_step,val_loss\n1,2.0,\n", "results.csv",
-     "CSV with columns `step`, `train_loss_step`, `val_loss` (no reader for this layout)"),
+    (b"step,reward,episode_len\n1,2.0,\n", "results.csv",  # a step table with no training metric
+     "CSV with columns `step`, `reward`, `episode_len` (no reader for this layout)"),
     (b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 12345\n", "events.out.bin",
      "Git LFS pointer, not the file (run `git lfs pull`)"),
 ])

@@ -1,0 +1,262 @@
+"""Plain step tables: the CSV / TSV or JSON-lines files custom training loops write themselves (``csv.writer`` with a
+``step,loss,lr,grad_norm`` header, ``json.dumps({"step": 100, "loss": 2.31, "lr": 3e-4})`` a line; ``train_log.csv``,
+``log.csv``, ``metrics.jsonl``, ``history.jsonl``), appended to across restarts.
+
+A file is one when its header (CSV / TSV) or its first records' keys (JSON lines) hold a step column (``step``,
+``global_step``, ``iter``, ``iteration``, ``Step``, ``steps``, ``train/global_step``, ...; the most specific one is the
+axis, another one is not read) and at least one column whose canonical name (:func:`parsers.metric_names.canonical`)
+is a training metric the detectors use (loss, lr, grad norm, loss scale, val loss, val ppl). A table with no such
+metric is not one (the registry's one-line reason says what it looks like).
+
+**An epoch-only table** (``Epoch,Train Loss,Validation Loss``, Keras's ``CSVLogger``): read with **the epochs as its
+steps**, as the Keras console reader does, and said in a warning; an epoch column holding fractions (0.25, 0.5) is
+no axis (the table is not read).
+
+The rows go through the W&B history machinery (:func:`parsers.wandb_history.wide_to_long`,
+:func:`~parsers.wandb_history.history_log`): a step that goes back starts a new attempt, and so does a step logged
+again with a training metric the row before it at that step logged too (a relaunch that logged that step again; an
+evaluation's row at a training row's step logs other keys). Wall time: a ``timestamp`` / ``time`` / ``datetime``
+column of clock times (ISO text, Unix seconds or milliseconds); an elapsed-time column (``elapsed_min``,
+``time_s``) counts from a launch, not the clock: it is read as a scalar under its own name, not as wall time.
+Columns whose cells are text (``phase``, ``split``) are said to be not read; numeric columns whose names are not
+known are read under their own names (the chronicle lists them among the other scalars).
+
+>>> from pathlib import Path
+>>> from parsers.reader import ReadContext
+>>> path = Path("tests/fixtures/real/step_table/akawslearn-ai+slm_training__metrics.jsonl")
+>>> log = read(path, ReadContext("metrics.jsonl", "slm", head=path.read_bytes()[:65536]))[0].log
+>>> log.n_attempts, log.metrics.filter(metric="loss", attempt=3).select("step", "value").row(0)
+(5, (20, 8.552507877349854))
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+import polars as pl
+
+from parsers import schema as s
+from parsers.console.engine import UNREAD_FIELDS_NOTE
+from parsers.metric_names import canonical
+from parsers.reader import NotThisFormat, Piece, ReadContext
+from parsers.textfile import InputError, json_value
+from parsers.wandb_history import (
+    HISTORY_META,
+    empty_cells_note,
+    flatten,
+    history_log,
+    read_history_file,
+    wide_to_long,
+)
+
+FORMAT = "step-table"
+
+# step columns, the most specific first (a per-epoch "step" gives way to "global_step"); names compared lower-cased,
+# with "-" and " " as "_"
+STEP_COLUMNS: tuple[str, ...] = (
+    "trainer/global_step", "train/global_step", "global_step", "globalstep", "total_step", "train/step", "step",
+    "steps", "iter", "iters", "iteration", "iterations", "train/iter", "update", "updates",
+)
+EPOCH_COLUMNS: tuple[str, ...] = ("epoch", "epochs", "train/epoch")
+# columns that may hold clock times (checked by their values: ISO text, Unix seconds or milliseconds)
+TIME_COLUMNS: tuple[str, ...] = ("timestamp", "time_stamp", "wall_time", "walltime", "datetime", "date_time", "time",
+                                 "_timestamp", "created_at", "logged_at", "ts")
+# the canonical metrics whose column makes a table a training log
+TRAINING: frozenset[str] = frozenset({s.LOSS, s.GRAD_NORM, s.LR, s.LOSS_SCALE, s.VAL_LOSS, s.VAL_PPL})
+# a policy loss beside a "val_loss": the value head's loss (AlphaZero, actor-critic), not a validation loss
+_POLICY = frozenset({"pol_loss", "policy_loss", "pi_loss", "loss_policy", "loss_pi", "actor_loss"})
+_VALUE = frozenset({"val_loss", "value_loss", "v_loss", "loss_value", "loss_v"})
+_UNIX_S = (1e9, 1e10)    # Unix seconds: 2001-09-09 .. 2286
+_UNIX_MS = (1e12, 1e13)
+
+
+def _norm(column: str) -> str:
+    return re.sub(r"[\s-]+", "_", column.strip().lower())
+
+
+def _first(columns: list[str], names: tuple[str, ...]) -> str | None:
+    """The column among ``columns`` whose name comes first in ``names``."""
+    found = {_norm(c): c for c in reversed(columns)}
+    return next((found[n] for n in names if n in found), None)
+
+
+def _value_head(columns: list[str]) -> list[str]:
+    """The ``val_loss`` columns that are a value head's loss (a policy loss is logged beside them)."""
+    normed = {_norm(c) for c in columns}
+    return [c for c in columns if _norm(c) in _VALUE] if normed & _POLICY else []
+
+
+def _trained(columns: list[str]) -> list[str]:
+    """The columns whose canonical name is a training metric the detectors use."""
+    heads = set(_value_head(columns))
+    return [c for c in columns if c not in heads and canonical(c)[0] in TRAINING]
+
+
+def _layout(columns: list[str]) -> str | None:
+    """The axis column of a step table with these columns, or None when it is not one."""
+    axis = _first(columns, STEP_COLUMNS) or _first(columns, EPOCH_COLUMNS)
+    return axis if axis is not None and _trained([c for c in columns if c != axis]) else None
+
+
+def _is_json(text: str) -> bool:
+    return text.lstrip().startswith("{")
+
+
+def _head_columns(head: bytes) -> tuple[list[str], bool, str, list[dict[str, object]]]:
+    """The column names the head shows, whether it is JSON lines, its CSV separator, and its first records."""
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    records: list[dict[str, object]] = []
+    if _is_json(text):
+        for line in text.splitlines()[:20]:  # (a config record may come first)
+            try:
+                record = json_value(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                records.append(flatten(record))
+        return list(dict.fromkeys(k for r in records for k in r)), True, ",", records
+    first = text.split("\n", 1)[0].rstrip("\r")
+    separator = "\t" if "\t" in first else ","
+    try:
+        lines = text.splitlines()[:21]
+        rows = list(csv.reader(io.StringIO("\n".join(lines[:-1] if len(lines) > 2 else lines)), delimiter=separator))
+    except csv.Error:
+        return [], False, separator, []
+    header = rows[0] if rows else []
+    # column names, not a line of log text that has commas
+    named = len(header) > 1 and all(re.fullmatch(r"[\w .:/()%\[\]@#+-]{1,80}", c.strip()) for c in header)
+    records = [dict(zip(header, row, strict=False)) for row in rows[1:]]
+    return (header if named else []), False, separator, records
+
+
+def _stepped(records: list[dict[str, object]], axis: str) -> bool:
+    """Whether the axis values of the first records are whole numbers (an epoch of 0.25 is no axis)."""
+    values = [r.get(axis) for r in records if r.get(axis) not in (None, "")]
+    try:
+        return all(float(v).is_integer() for v in values if not isinstance(v, bool))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
+def sniff(head: bytes, name: str) -> bool:
+    """A CSV / TSV whose header, or JSON lines whose first records, hold a step (or epoch) column of whole numbers and
+    a training metric the detectors use (``step,loss,lr``; ``{"step": 100, "loss": 2.31}``)."""
+    if b"\x00" in head[:8192]:
+        return False
+    columns, _, _, records = _head_columns(head)
+    axis = _layout(columns)
+    return axis is not None and _stepped(records, axis)
+
+
+def read(path: Path, context: ReadContext) -> list[Piece]:
+    shown = context.shown
+    head = context.head or path.read_bytes()[:65536]
+    _, lines, separator, _ = _head_columns(head)
+    notes: list[str] = []
+    try:
+        wide = read_history_file(path, shown, context.warnings, json_lines=lines, separator=separator)
+    except InputError as exc:
+        raise NotThisFormat(str(exc)) from None
+    columns = [c for c in wide.columns if c not in HISTORY_META]
+    axis = _layout(columns)
+    if axis is None:
+        raise NotThisFormat(f"{shown}: no step column and training metric in the table")
+    if wide.height == 0:
+        raise NotThisFormat(f"{shown}: a step table's header with no rows", empty=True)
+    step = wide[axis].cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    epochs = _norm(axis) in EPOCH_COLUMNS
+    fractions = (step.drop_nulls() % 1 != 0).sum()
+    if fractions:
+        raise NotThisFormat(f"{shown}: its {'epoch' if epochs else 'step'} column {axis} holds fractions "
+                            f"({fractions} rows): no step axis")
+    if epochs:
+        notes.append(f"it has no step column: the steps here are its {axis} column's epochs (each row one epoch's "
+                     "values, as the program logged them)")
+    if unstepped := int(step.is_null().sum()):
+        notes.append(f"{unstepped} row{'s' if unstepped != 1 else ''} without a {axis} value: not read")
+    others = [c for c in columns if c != axis and _norm(c) in STEP_COLUMNS]
+    if others:
+        notes.append(f"{', '.join(others)} (another step count beside {axis}): {UNREAD_FIELDS_NOTE}")
+    clock, wall = _wall_time(wide, [c for c in columns if c not in others and c != axis], notes)
+    keys = [c for c in columns if c not in {axis, clock, *others}]
+    texts = _text_columns(wide, keys)
+    if texts:
+        said = "; ".join(f"{c} ({', '.join(v[:3])}{', ...' if len(v) > 3 else ''})" for c, v in texts.items())
+        notes.append(f"column{'s' if len(texts) != 1 else ''} holding text, {said}: {UNREAD_FIELDS_NOTE}")
+    # ("val_loss" is the validation loss's canonical name too: the value head's is read as "value_loss")
+    heads = {c: "value_loss" if _norm(c) == "val_loss" else c for c in _value_head(keys)}
+    for column, name in heads.items():
+        notes.append(f"{column} is the value head's loss beside its policy loss, not a validation loss: read as "
+                     f"{name}, a scalar of its own")
+    table = wide.select(pl.lit(step).cast(pl.Int64).alias("_step"), pl.lit(wall).alias("_timestamp"),
+                        *[pl.col(c) for c in keys if c not in texts])
+    long, _ = wide_to_long(table, shown, with_row=True)
+    restart = _relaunched(table, _trained([c for c in keys if c not in texts]))
+    first_line = 1 if lines else 2  # the file's line of row 0 (JSON lines: only where every line is a record)
+    exact = not lines or path.read_bytes().count(b"\n") in {wide.height, wide.height - 1}
+    # (a row's cells are consecutive: its first one starts the attempt)
+    first_cell = (pl.col("row") != pl.col("row").shift(1)).fill_null(True)
+    long = long.with_columns(restart=pl.lit(restart.gather(long["row"])) & first_cell,
+                             row=(pl.col("row") + first_line) if exact else pl.lit(None, dtype=pl.Int64))
+    log = history_log(long, run=context.run, source=shown, names=heads)
+    if not lines and (empty := empty_cells_note(table, shown, bool(long["value"].is_nan().any()))):
+        log.warnings.append(empty)
+    log.warnings.extend(f"{shown}: {note}" for note in notes)
+    return [Piece(path, FORMAT, log)]
+
+
+def _wall_time(wide: pl.DataFrame, columns: list[str], notes: list[str]) -> tuple[str | None, pl.Series]:
+    """The column of clock times (None: none) and each row's time in Unix seconds."""
+    none = pl.Series("_timestamp", [None] * wide.height, dtype=pl.Float64)
+    for name in TIME_COLUMNS:
+        column = _first(columns, (name,))
+        if column is None:
+            continue
+        cells = wide[column].cast(pl.String).str.strip_chars()
+        held = int(cells.is_not_null().sum())
+        numbers = cells.cast(pl.Float64, strict=False)
+        if held and numbers.is_not_null().sum() == held:
+            for (lo, hi), scale in ((_UNIX_S, 1.0), (_UNIX_MS, 1e-3)):
+                if numbers.drop_nulls().is_between(lo, hi).all():
+                    return column, (numbers * scale).alias("_timestamp")
+            continue  # a number that is no clock time (seconds per step, elapsed): a scalar of its own
+        try:
+            stamps = cells.str.to_datetime(strict=False)
+        except (pl.exceptions.PolarsError, ValueError):
+            continue
+        if held and stamps.is_not_null().sum() == held:
+            dtype = stamps.dtype
+            if getattr(dtype, "time_zone", None):
+                stamps = stamps.dt.convert_time_zone("UTC")
+            else:
+                notes.append(f"its {column} times carry no time zone: read as UTC")
+            return column, (stamps.dt.epoch("us") / 1e6).alias("_timestamp")
+    return None, none
+
+
+def _text_columns(wide: pl.DataFrame, keys: list[str]) -> dict[str, list[str]]:
+    """The columns none of whose cells is a number (or NaN / Inf, or a JSON boolean), with their first values."""
+    out: dict[str, list[str]] = {}
+    for key in keys:
+        cells = wide[key]
+        if cells.dtype != pl.String:
+            continue
+        cells = cells.drop_nulls()
+        if cells.len() and cells.str.strip_chars().cast(pl.Float64, strict=False).is_null().all():
+            out[key] = cells.unique(maintain_order=True).head(4).to_list()
+    return out
+
+
+def _relaunched(table: pl.DataFrame, trained: list[str]) -> pl.Series:
+    """Per row: the step of the row before it logged again, with a training metric that row logged too (a relaunch
+    that logged that step again; an evaluation's row at a training row's step logs other keys)."""
+    if not trained:
+        return pl.Series("restart", [False] * table.height)
+    held = [pl.col(c).is_not_null() for c in trained]
+    again = (pl.col("_step") == pl.col("_step").shift(1)).fill_null(False)
+    shared = pl.any_horizontal([h & h.shift(1).fill_null(False) for h in held])
+    return table.select((again & shared).alias("restart")).to_series()
+
