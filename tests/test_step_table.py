@@ -1,0 +1,149 @@
+"""Plain step tables written by custom training loops (CSV with a ``step,loss,lr,...`` header, JSON lines of
+``{"step": 100, "loss": 2.31}``), appended to across restarts: real files, their values as the lines hold them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import forensics
+import reports
+from parsers import InputError, load_run, registry, step_table
+from parsers.reader import NotThisFormat, ReadContext
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+TABLES = REAL / "step_table"
+SLM = TABLES / "akawslearn-ai+slm_training__metrics.jsonl"
+MOSHI = TABLES / "MoshiHead+personaplex-helium-distillation-v4__logs_train_log.csv"
+CHESS = TABLES / "adziomdzioraeficode+chess__train_log.csv"
+RETRO = TABLES / "AlexCheema+RetroInference__train_log.csv"
+
+
+def value_at(run, metric: str, step: int, attempt: int) -> float:
+    rows = run.metrics.filter(metric=metric, step=step, attempt=attempt)
+    assert rows.height == 1, rows
+    return rows["value"][0]
+
+
+def spans(run) -> list[tuple[int, int, int]]:
+    return run.metrics.filter(metric="loss").group_by("attempt", maintain_order=True).agg(
+        lo=pl.col("step").min(), hi=pl.col("step").max()).rows()
+
+
+def chronicle(run) -> tuple[forensics.RunFindings, list[str]]:
+    findings = forensics.analyze(run)
+    return findings.runs[0], reports.render(findings, "markdown").splitlines()
+
+
+def test_json_lines_appended_by_five_launches_are_five_attempts() -> None:
+    """slm_training's metrics.jsonl: a smoke launch logged step 20, another step 20 again (its cost from $0.0758),
+    the full run 20-7580, then two resumes from the step-7500 checkpoint, each logging from 7520."""
+    run = load_run(SLM)
+    assert [src.format for src in run.sources] == ["step-table"]
+    assert run.attempts == [1, 2, 3, 4, 5]
+    assert spans(run) == [(1, 20, 20), (2, 20, 40), (3, 20, 7580), (4, 7520, 7560), (5, 7520, 7760)]
+    # {"step": 7520, "loss": 2.2500650882720947, ...} (line 379), 2.205518923699856 (383), 2.205503799021244 (386)
+    assert [value_at(run, "loss", 7520, a) for a in (3, 4, 5)] == [2.2500650882720947, 2.205518923699856,
+                                                                    2.205503799021244]
+    assert value_at(run, "lr", 7760, 5) == 6.000920772900043e-05  # the last line
+    assert run.metrics.filter(metric="loss").height == 398  # every line logs the loss
+    assert run.events.select("attempt", "line", "text").rows() == [
+        (2, 2, "step 20 logged again: the run was restarted"),
+        (3, 4, "step went back from 40 to 20: the run was restarted"),
+        (4, 383, "step went back from 7580 to 7520: the run was restarted"),
+        (5, 386, "step went back from 7560 to 7520: the run was restarted"),
+    ]
+    assert run.metrics["wall_time"].null_count() == run.metrics.height  # no clock in the file
+    findings, lines = chronicle(run)
+    last = findings.attempts[-1]
+    assert (last.resumed_from_step, last.resumed_from_inferred, last.rollback) == (7500, True, True)
+    assert (last.end_step, last.target_step, last.started_at) == (7760, None, None)  # no planned length, no clock
+    assert ("| 5 | 7520–7760 | – | – | – | – | the log ends with no end printed: still running, cut off, or stopped "
+            "without a word |") in lines
+    assert "- **Other scalars read** (checked for NaN/Inf only): tokens, usd." in lines
+
+
+def test_a_csv_relaunched_twice_from_step_825_with_a_text_column() -> None:
+    """personaplex-helium-distillation-v4's logs/train_log.csv: steps 1, 10, ..., 830, then 826, 830 twice (two
+    relaunches from step 825, each logging its first step as the first launch logged step 1), then 840-925. Its
+    `phase` column holds text; its total loss is `total`, a name no reader knows."""
+    run = load_run(MOSHI)
+    assert run.attempts == [1, 2, 3]
+    assert run.metrics.filter(metric="grad_norm").group_by("attempt", maintain_order=True).agg(
+        lo=pl.col("step").min(), hi=pl.col("step").max(), n=pl.len()).rows() == [(1, 1, 830, 84), (2, 826, 830, 2),
+                                                                                 (3, 826, 925, 12)]
+    # 790,P3_on_policy,1.24594,...,4.499e-05,5.9528,1,... (line 81); 826,...,26.196,3.818e-05,1.4963 (line 88)
+    assert value_at(run, "grad_norm", 790, 1) == 5.9528
+    assert value_at(run, "lr", 826, 3) == 3.818e-05
+    assert value_at(run, "total", 925, 3) == 0.90588  # read under its own name
+    assert value_at(run, "epoch", 925, 3) == 6.0
+    assert [e[1] for e in run.events.select("attempt", "line").rows()] == [86, 88]
+    assert [w.split(": ", 1)[1] for w in run.warnings] == [
+        "column holding text, phase (P1_align, P2_behavior, P3_on_policy, ...): not read, so nothing here checks "
+        "them or rests on them"]
+    findings, lines = chronicle(run)
+    third = findings.attempts[2]
+    # 826 is off the grid of 10 its next steps keep (830, 840): the first step after a resume from 825
+    assert (third.resumed_from_step, third.resumed_from_inferred, third.rollback) == (825, True, True)
+    assert "- **Rollbacks:** attempt 3 went back to step 825 (inferred)." in lines
+    assert any(line.startswith("- **Other scalars read**") and "total" in line and "phase" not in line
+               for line in lines)
+
+
+def test_clock_times_and_a_value_head_loss() -> None:
+    """The chess trainer's train_log.csv: an ISO timestamp per iteration, `iter` its step, `val_loss` the value
+    head's loss beside `pol_loss` (loss = pol_loss + val_loss: 3.1413 + 0.45429 = 3.59559 on its first line), and a
+    start from scratch at line 87."""
+    run = load_run(CHESS)
+    assert run.attempts == [1, 2]
+    assert spans(run) == [(1, 1, 85), (2, 1, 62)]
+    assert value_at(run, "loss", 1, 1) == 3.59559
+    assert value_at(run, "value_loss", 1, 1) == 0.45429
+    assert value_at(run, "grad_norm", 62, 2) == 12.135
+    assert "val_loss" not in set(run.metrics["metric"].cast(pl.String))  # not called a validation loss
+    assert [w.split(": ", 1)[1] for w in run.warnings] == [
+        "val_loss is the value head's loss beside its policy loss, not a validation loss: read as value_loss, a "
+        "scalar of its own"]
+    first = run.metrics.filter(metric="loss", attempt=1, step=1)["wall_time"][0]
+    assert first == datetime(2026, 3, 29, 8, 25, 14, 213909, tzinfo=UTC).timestamp()
+    assert run.events.select("attempt", "step", "line", "text").rows() == [
+        (2, 1, 87, "step went back from 85 to 1: the run was restarted")]
+    findings, _ = chronicle(run)
+    assert [(a.start_step, a.end_step, a.resumed_from_step) for a in findings.attempts] == [(1, 85, None),
+                                                                                           (1, 62, None)]
+    assert findings.attempts[0].last_step_at == datetime(2026, 3, 29, 12, 17, 46, 873612, tzinfo=UTC).timestamp()
+
+
+def test_an_epoch_only_table_is_read_with_its_epochs_as_steps() -> None:
+    """RetroInference's train_log.csv (`Epoch,Train Loss,Validation Loss`, appended by two trainings): epochs 0-29
+    twice; the steps are the epochs, and the chronicle says so."""
+    run = load_run(RETRO)
+    assert run.attempts == [1, 2]
+    assert spans(run) == [(1, 0, 29), (2, 0, 29)]
+    assert value_at(run, "loss", 0, 2) == 0.939152930427677  # line 32
+    assert value_at(run, "val_loss", 29, 1) == 0.8013978006991828  # line 31
+    assert [w.split(": ", 1)[1] for w in run.warnings] == [
+        "it has no step column: the steps here are its Epoch column's epochs (each row one epoch's values, as the "
+        "program logged them)"]
+
+
+def test_what_is_not_a_step_table(tmp_path: Path) -> None:
+    """ms-swift's logging.jsonl (a fractional epoch, its step in "global_step/max_steps": "1/120") stays the Trainer
+    console reader's; a table with a step but no training metric is refused with the one-line reason; a header with
+    no rows is not read."""
+    swift = REAL / "hf_trainer" / "mswift_logging_jsonl" / "qwen3_17b_text_effective"
+    assert [src.format for src in load_run(swift).sources] == ["hf-trainer"]
+    header = MOSHI.read_bytes().split(b"\n", 1)[0]
+    # the Moshi header with its two recognised columns renamed: no training metric left
+    plain = tmp_path / "train_log.csv"
+    plain.write_bytes(header.replace(b"lr,grad_norm", b"rate,gnorm_x", 1) + b"\n1,P1_align,3.2\n")
+    with pytest.raises(InputError, match=r"CSV with columns `step`, `phase`, `total`, `ce_raw`, .*no reader"):
+        load_run(plain)
+    empty = tmp_path / "log.csv"
+    empty.write_bytes(header + b"\n")
+    assert registry.reader_for(empty.read_bytes(), empty.name) is step_table
+    with pytest.raises(NotThisFormat, match="header with no rows"):
+        step_table.read(empty, ReadContext("log.csv", "r", head=empty.read_bytes()))
