@@ -40,7 +40,7 @@ import polars as pl
 
 from parsers import schema as s
 from parsers.console.engine import UNREAD_FIELDS_NOTE
-from parsers.metric_names import canonical
+from parsers.metric_names import VALIDATION_FOLDERS, canonical
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.textfile import InputError, json_value
 from parsers.wandb_history import (
@@ -61,6 +61,11 @@ STEP_COLUMNS: tuple[str, ...] = (
     "steps", "iter", "iters", "iteration", "iterations", "train/iter", "update", "updates",
 )
 EPOCH_COLUMNS: tuple[str, ...] = ("epoch", "epochs", "train/epoch")
+# counters of the batches within an epoch, beside an epoch-only axis
+WITHIN_EPOCH: tuple[str, ...] = ("batch", "batch_idx", "batch_id", "batch_num", "step_in_epoch", "epoch_step",
+                                 "iter_in_epoch", "local_step", "minibatch", "mini_batch")
+# rows that log their step again with the same metrics, beyond which they are several rows a step, not relaunches
+_MOST_RELAUNCHES = 0.2
 # columns that may hold clock times (checked by their values: ISO text, Unix seconds or milliseconds)
 TIME_COLUMNS: tuple[str, ...] = ("timestamp", "time_stamp", "wall_time", "walltime", "datetime", "date_time", "time",
                                  "_timestamp", "created_at", "logged_at", "ts")
@@ -172,17 +177,29 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     if fractions:
         raise NotThisFormat(f"{shown}: its {'epoch' if epochs else 'step'} column {axis} holds fractions "
                             f"({fractions} rows): no step axis")
-    if epochs:
+    if negative := int((step < 0).sum()):  # (sentence-transformers writes -1 at an epoch's end)
+        step = pl.Series(step.name, step).set(step < 0, None)  # type: ignore[arg-type]
+        notes.append(f"{negative} row{'s' if negative != 1 else ''} whose {axis} is negative (-1: an epoch's end?): "
+                     "not read")
+    step, inner = _per_epoch(wide, axis, columns, step, notes)
+    if epochs and inner is None:
         notes.append(f"it has no step column: the steps here are its {axis} column's epochs (each row one epoch's "
                      "values, as the program logged them)")
-    if unstepped := int(step.is_null().sum()):
+    if unstepped := int(step.is_null().sum()) - negative:
         notes.append(f"{unstepped} row{'s' if unstepped != 1 else ''} without a {axis} value: not read")
+    if inner is not None and epochs:  # (the epoch is in the steps; the counter too)
+        columns = [c for c in columns if c != inner]
+    elif inner is not None:
+        axis = inner
     others = [c for c in columns if c != axis and _norm(c) in STEP_COLUMNS]
     if others:
         notes.append(f"{', '.join(others)} (another step count beside {axis}): {UNREAD_FIELDS_NOTE}")
     clock, wall = _wall_time(wide, [c for c in columns if c not in others and c != axis], notes)
     keys = [c for c in columns if c not in {axis, clock, *others}]
     texts = _text_columns(wide, keys)
+    if blank := [c for c in keys if wide[c].null_count() == wide.height]:  # (JSON lists and objects are no cells)
+        what = "lists or objects, no number" if lines else "empty in every row"
+        notes.append(f"{_listed(blank)}: {what}: {UNREAD_FIELDS_NOTE}")
     if texts:
         said = "; ".join(f"{c} ({', '.join(v[:3])}{', ...' if len(v) > 3 else ''})" for c, v in texts.items())
         notes.append(f"column{'s' if len(texts) != 1 else ''} holding text, {said}: {UNREAD_FIELDS_NOTE}")
@@ -195,17 +212,62 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
                         *[pl.col(c) for c in keys if c not in texts])
     long, _ = wide_to_long(table, shown, with_row=True)
     restart = _relaunched(table, _trained([c for c in keys if c not in texts]))
+    if (again := int(restart.sum())) > 10 and again > _MOST_RELAUNCHES * table.height:
+        restart = restart.clear().extend_constant(False, table.height)
+        notes.append(f"{again} rows log the step of the row before them again, with the same metrics: several rows "
+                     "a step (per batch or per process?), not relaunches: read as logged, at the same step")
     first_line = 1 if lines else 2  # the file's line of row 0 (JSON lines: only where every line is a record)
     exact = not lines or path.read_bytes().count(b"\n") in {wide.height, wide.height - 1}
     # (a row's cells are consecutive: its first one starts the attempt)
     first_cell = (pl.col("row") != pl.col("row").shift(1)).fill_null(True)
     long = long.with_columns(restart=pl.lit(restart.gather(long["row"])) & first_cell,
                              row=(pl.col("row") + first_line) if exact else pl.lit(None, dtype=pl.Int64))
-    log = history_log(long, run=context.run, source=shown, names=heads)
+    # a file named for an evaluation (eval_loss.csv, valid_log.jsonl): its loss is the validation loss
+    evaluated: dict[str, str] = {}
+    if set(re.split(r"[\W_]+", path.stem.lower())) & VALIDATION_FOLDERS:
+        evaluated = {c: s.VAL_LOSS for c in keys if c not in heads and canonical(c)[0] == s.LOSS}
+        if evaluated:
+            notes.append(f"its name says it is an evaluation's: {', '.join(evaluated)} read as the validation loss")
+    log = history_log(long, run=context.run, source=shown, names=heads | evaluated)
     if not lines and (empty := empty_cells_note(table, shown, bool(long["value"].is_nan().any()))):
         log.warnings.append(empty)
     log.warnings.extend(f"{shown}: {note}" for note in notes)
     return [Piece(path, FORMAT, log)]
+
+
+def _listed(names: list[str], most: int = 8) -> str:
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _per_epoch(wide: pl.DataFrame, axis: str, columns: list[str], step: pl.Series,
+               notes: list[str]) -> tuple[pl.Series, str | None]:
+    """The steps, and the column that counts within each epoch (None: no such column). A step (or batch) column that
+    does not go on where the epoch column rises (at most of its rises) counts within the epoch (``epoch,step,loss``
+    with ``step`` from 0 in each epoch): the steps are then derived, ``(epoch - first) * span + counter``, the span
+    one more than the most it counts in an epoch; said in a note. (Where it goes back while the epoch does not rise, or the
+    epoch goes back too, the run was relaunched.)"""
+    if _norm(axis) in EPOCH_COLUMNS:
+        epoch, inner = axis, _first([c for c in columns if c != axis], WITHIN_EPOCH)
+    else:
+        epoch, inner = _first([c for c in columns if c != axis], EPOCH_COLUMNS), axis
+    if epoch is None or inner is None:
+        return step, None
+    counter = step if inner == axis else wide[inner].cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    frame = pl.DataFrame({"e": wide[epoch].cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False),
+                          "i": counter})
+    held = frame.drop_nulls()  # (the rows with both: a row without a step is not read)
+    whole = held.select(pl.all().mod(1).eq(0).all()).row(0)
+    rises = (pl.col("e") > pl.col("e").shift(1)).fill_null(False)
+    stays = (pl.col("i") <= pl.col("i").shift(1)).fill_null(False)
+    # (most of the epoch's rises leave the counter where it was or take it back: a global step goes on across them)
+    rose, back_then = held.select(rises.sum(), (stays & rises).sum()).row(0)
+    if not all(whole) or not back_then or back_then < rose / 2:
+        return step, None
+    hi, first = held["i"].max(), held["e"].min()
+    span = int(hi) + 1  # type: ignore[arg-type]
+    notes.append(f"its {inner} column counts again in each {epoch}: the steps here are derived, ({epoch} - "
+                 f"{first:g}) x {span} + {inner} ({span}: one more than the most it counts in an {epoch})")
+    return frame.select((pl.col("e") - first) * span + pl.col("i")).to_series().alias("_step"), inner
 
 
 def _wall_time(wide: pl.DataFrame, columns: list[str], notes: list[str]) -> tuple[str | None, pl.Series]:

@@ -147,3 +147,59 @@ def test_what_is_not_a_step_table(tmp_path: Path) -> None:
     assert registry.reader_for(empty.read_bytes(), empty.name) is step_table
     with pytest.raises(NotThisFormat, match="header with no rows"):
         step_table.read(empty, ReadContext("log.csv", "r", head=empty.read_bytes()))
+
+
+def test_evaluation_records_at_a_training_step_are_no_relaunch() -> None:
+    """parlatent's metrics.jsonl: an evaluation record (nested per eval set, lists of per-loop values) at steps 0 and
+    500, each before that step's training record: one attempt; the lists are said to be not read."""
+    run = load_run(TABLES / "6elphegor+parlatent__metrics.jsonl")
+    assert run.attempts == [1]
+    assert run.events.height == 0
+    assert run.metrics.filter(metric="loss")["step"].to_list() == list(range(0, 551, 50))
+    assert value_at(run, "loss", 500, 1) == 0.3835797905921936  # {"step": 500, "train_loss": 0.3835797905921936, ...}
+    assert value_at(run, "eval.10.loss", 500, 1) == 0.24578875303268433  # under its own name: not the training loss
+    [said] = [w.split(": ", 1)[1] for w in run.warnings]
+    assert said.startswith("eval.10.loop_losses, eval.10.hole_acc, eval.10.solve_rate, eval.10.exact, ")
+    assert said.endswith(" and 13 more: lists or objects, no number: not read, so nothing here checks them or rests on "
+                         "them")
+
+
+# the layouts below have no real file among the fixtures: their rows are the Moshi table's first values, relaid
+def test_a_step_counted_within_each_epoch_is_no_relaunch(tmp_path: Path) -> None:
+    path = tmp_path / "log.csv"
+    path.write_text("epoch,step,loss,lr\n0,0,3.2,1.111e-05\n0,10,2.20326,1.111e-04\n0,20,1.50373,2.222e-04\n"
+                    "1,0,1.45733,3.000e-04\n1,10,1.39563,2.999e-04\n1,20,1.3667,2.996e-04\n0,0,1.32135,2.992e-04\n")
+    run = load_run(path)
+    assert run.attempts == [1, 2]  # the last row, epoch 0 and step 0 again, is a relaunch; epoch 1's step 0 is not
+    assert spans(run) == [(1, 0, 41), (2, 0, 0)]
+    assert [w.split(": ", 1)[1] for w in run.warnings] == [
+        "its step column counts again in each epoch: the steps here are derived, (epoch - 0) x 21 + step (21: one "
+        "more than the most it counts in an epoch)"]
+
+
+def test_several_rows_a_step_are_not_relaunches(tmp_path: Path) -> None:
+    path = tmp_path / "train_log.csv"
+    values = MOSHI.read_text().splitlines()[1:25]
+    path.write_text("epoch,loss\n" + "".join(f"{n // 4},{line.split(',')[2]}\n" for n, line in enumerate(values)))
+    run = load_run(path)
+    assert run.attempts == [1]
+    assert run.metrics.filter(metric="loss", step=0)["value"].to_list() == [3.2, 2.20326, 1.50373, 1.45733]
+    assert [w.split(": ", 1)[1] for w in run.warnings] == [
+        "it has no step column: the steps here are its epoch column's epochs (each row one epoch's values, as the "
+        "program logged them)",
+        "18 rows log the step of the row before them again, with the same metrics: several rows a step (per batch or "
+        "per process?), not relaunches: read as logged, at the same step"]
+
+
+def test_an_evaluations_file_and_its_epoch_end_rows(tmp_path: Path) -> None:
+    """sentence-transformers' eval_loss.csv layout: `epoch,steps,loss`, steps within the epoch, -1 at its end."""
+    path = tmp_path / "eval_loss.csv"
+    path.write_text("epoch,steps,loss\n0,1000,2.20326\n0,-1,1.50373\n1,1000,1.45733\n1,-1,1.39563\n")
+    run = load_run(path)
+    assert run.attempts == [1]
+    assert run.metrics.filter(metric="val_loss").select("step", "value").rows() == [(1000, 2.20326), (2001, 1.45733)]
+    assert [w.split(": ", 1)[1] for w in run.warnings] == [
+        "2 rows whose steps is negative (-1: an epoch's end?): not read",
+        "its steps column counts again in each epoch: the steps here are derived, (epoch - 0) x 1001 + steps (1001: "
+        "one more than the most it counts in an epoch)",
+        "its name says it is an evaluation's: loss read as the validation loss"]
