@@ -307,7 +307,9 @@ def _text_columns(wide: pl.DataFrame, keys: list[str]) -> dict[str, list[str]]:
         if cells.dtype != pl.String:
             continue
         cells = cells.drop_nulls()
-        if cells.len() and cells.str.strip_chars().cast(pl.Float64, strict=False).is_null().all():
+        # (a column with a number among its first cells is a column of numbers: the whole of it is read only then)
+        if cells.len() and all(c.str.strip_chars().cast(pl.Float64, strict=False).is_null().all()
+                               for c in (cells.head(100), cells)):
             out[key] = cells.unique(maintain_order=True).head(4).to_list()
     return out
 

@@ -203,3 +203,15 @@ def test_an_evaluations_file_and_its_epoch_end_rows(tmp_path: Path) -> None:
         "its steps column counts again in each epoch: the steps here are derived, (epoch - 0) x 1001 + steps (1001: "
         "one more than the most it counts in an epoch)",
         "its name says it is an evaluation's: loss read as the validation loss"]
+
+
+def test_a_tsv_and_json_lines_under_any_name(tmp_path: Path) -> None:
+    """The Moshi table with tabs for commas, and slm_training's JSON lines named train.log: the same frames."""
+    tsv, log = tmp_path / "train_log.tsv", tmp_path / "train.log"
+    tsv.write_text(MOSHI.read_text().replace(",", "\t"))
+    log.write_bytes(SLM.read_bytes())
+    for copy, real in ((tsv, MOSHI), (log, SLM)):
+        run, original = load_run(copy), load_run(real)
+        assert [src.format for src in run.sources] == ["step-table"]
+        assert run.metrics.drop("run", "source").equals(original.metrics.drop("run", "source"))
+        assert run.events.drop("run", "source").equals(original.events.drop("run", "source"))
