@@ -13,13 +13,20 @@ steps**, as the Keras console reader does, and said in a warning; an epoch colum
 no axis (the table is not read).
 
 The rows go through the W&B history machinery (:func:`parsers.wandb_history.wide_to_long`,
-:func:`~parsers.wandb_history.history_log`): a step that goes back starts a new attempt, and so does a step logged
+:func:`~parsers.wandb_history.history_log`): a step that goes back starts a new attempt, and so do a step logged
 again with a training metric the row before it at that step logged too (a relaunch that logged that step again; an
-evaluation's row at a training row's step logs other keys). Wall time: a ``timestamp`` / ``time`` / ``datetime``
-column of clock times (ISO text, Unix seconds or milliseconds); an elapsed-time column (``elapsed_min``,
-``time_s``) counts from a launch, not the clock: it is read as a scalar under its own name, not as wall time.
-Columns whose cells are text (``phase``, ``split``) are said to be not read; numeric columns whose names are not
-known are read under their own names (the chronicle lists them among the other scalars).
+evaluation's row at a training row's step logs other keys; where a fifth of the rows or more do so, they are several
+rows a step, said, not relaunches) and the header written again (a relaunch appending to the file). A step column
+that counts again in each epoch (``epoch,step,loss``; ``epoch,batch,loss``) gives derived steps, said; a negative
+step (``-1`` at an epoch's end) is not read. Wall time: a ``timestamp`` / ``time`` / ``datetime`` column of clock times
+(ISO text, Unix seconds or milliseconds); an elapsed-time column (``elapsed_min``, ``time_s``) counts from a launch,
+not the clock: it is read as a scalar under its own name, not as wall time.
+
+What is read as what: canonical names where :func:`~parsers.metric_names.canonical` knows the column (the chronicle
+says which column a metric came from), else the column's own name (listed among the other scalars); a ``val_loss``
+beside a policy loss is the value head's (``value_loss``); in a file named for an evaluation (``eval_loss.csv``) the
+loss is the validation loss. Columns of text (``phase``, ``split``), of JSON lists or objects, empty ones and a second
+step count are said to be not read.
 
 >>> from pathlib import Path
 >>> from parsers.reader import ReadContext
@@ -172,6 +179,13 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     if wide.height == 0:
         raise NotThisFormat(f"{shown}: a step table's header with no rows", empty=True)
     step = wide[axis].cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    # the header written again by a relaunch that opened the file to append (its rows are no values)
+    headers = wide.select(pl.all_horizontal([pl.col(c).cast(pl.String) == c for c in columns]).fill_null(False)
+                          .alias("header")).to_series() if not lines else pl.Series("header", [False] * wide.height)
+    if repeats := int(headers.sum()):
+        at = [n + 2 for n in headers.arg_true().to_list()]
+        notes.append(f"its header again at line{'s' if repeats != 1 else ''} {', '.join(map(str, at[:5]))}"
+                     f"{', ...' if repeats > 5 else ''}: a relaunch wrote it; a new attempt starts after each")
     epochs = _norm(axis) in EPOCH_COLUMNS
     fractions = (step.drop_nulls() % 1 != 0).sum()
     if fractions:
@@ -185,7 +199,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     if epochs and inner is None:
         notes.append(f"it has no step column: the steps here are its {axis} column's epochs (each row one epoch's "
                      "values, as the program logged them)")
-    if unstepped := int(step.is_null().sum()) - negative:
+    if unstepped := int(step.is_null().sum()) - negative - repeats:
         notes.append(f"{unstepped} row{'s' if unstepped != 1 else ''} without a {axis} value: not read")
     if inner is not None and epochs:  # (the epoch is in the steps; the counter too)
         columns = [c for c in columns if c != inner]
@@ -196,7 +210,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         notes.append(f"{', '.join(others)} (another step count beside {axis}): {UNREAD_FIELDS_NOTE}")
     clock, wall = _wall_time(wide, [c for c in columns if c not in others and c != axis], notes)
     keys = [c for c in columns if c not in {axis, clock, *others}]
-    texts = _text_columns(wide, keys)
+    texts = _text_columns(wide.filter(~headers) if repeats else wide, keys)
     if blank := [c for c in keys if wide[c].null_count() == wide.height]:  # (JSON lists and objects are no cells)
         what = "lists or objects, no number" if lines else "empty in every row"
         notes.append(f"{_listed(blank)}: {what}: {UNREAD_FIELDS_NOTE}")
@@ -216,6 +230,8 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         restart = restart.clear().extend_constant(False, table.height)
         notes.append(f"{again} rows log the step of the row before them again, with the same metrics: several rows "
                      "a step (per batch or per process?), not relaunches: read as logged, at the same step")
+    if repeats:  # (the first row after a header written again: a header at the end starts nothing)
+        restart = restart | headers.shift(1, fill_value=False)
     first_line = 1 if lines else 2  # the file's line of row 0 (JSON lines: only where every line is a record)
     exact = not lines or path.read_bytes().count(b"\n") in {wide.height, wide.height - 1}
     # (a row's cells are consecutive: its first one starts the attempt)

@@ -221,8 +221,9 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
         .filter(pl.col("attempt") > 1)
     )
     texts = [f"step went back from {last} to {step}: the run was restarted" if step < last  # one row per restart
-             else f"step {step} logged again: the run was restarted" for last, step in regress.select("last", "step")
-             .iter_rows()]
+             else f"step {step} logged again: the run was restarted" if step == last
+             else f"the log began again at step {step} (after {last}): the run was restarted"
+             for last, step in regress.select("last", "step").iter_rows()]
     events = s.conform(
         regress.with_columns(
             kind=pl.lit(s.EV_STEP_REGRESSION), value=pl.col("step").cast(pl.Float64), run=pl.lit(run),

@@ -215,3 +215,21 @@ def test_a_tsv_and_json_lines_under_any_name(tmp_path: Path) -> None:
         assert [src.format for src in run.sources] == ["step-table"]
         assert run.metrics.drop("run", "source").equals(original.metrics.drop("run", "source"))
         assert run.events.drop("run", "source").equals(original.events.drop("run", "source"))
+
+
+def test_a_header_written_again_by_a_relaunch(tmp_path: Path) -> None:
+    """A loop that opens its table to append and writes the header each launch: the Moshi table's lines 1-45, its
+    header again, then lines 46-60 (steps 440-580): a relaunch that went on from step 440."""
+    lines = MOSHI.read_text().splitlines(keepends=True)
+    path = tmp_path / "train_log.csv"
+    path.write_text("".join(lines[:45] + lines[:1] + lines[45:60]))
+    run = load_run(path)
+    assert spans(run) == [] and run.attempts == [1, 2]  # (no column is the loss)
+    assert run.metrics.filter(metric="lr").group_by("attempt", maintain_order=True).agg(
+        lo=pl.col("step").min(), hi=pl.col("step").max()).rows() == [(1, 1, 430), (2, 440, 580)]
+    assert run.events.select("attempt", "line", "text").rows() == [
+        (2, 47, "the log began again at step 440 (after 430): the run was restarted")]
+    assert [w.split(": ", 1)[1] for w in run.warnings] == [
+        "its header again at line 46: a relaunch wrote it; a new attempt starts after each",
+        "column holding text, phase (P1_align, P2_behavior, P3_on_policy): not read, so nothing here checks them or "
+        "rests on them"]
