@@ -139,7 +139,9 @@ def _head_columns(head: bytes) -> tuple[list[str], bool, str, list[dict[str, obj
         return [], False, separator, []
     header = rows[0] if rows else []
     # column names, not a line of log text that has commas
-    named = len(header) > 1 and all(re.fullmatch(r"[\w .:/()%\[\]@#+-]{1,80}", c.strip()) for c in header)
+    # (pandas' to_csv writes its index under an empty name first)
+    named = len(header) > 1 and all(re.fullmatch(r"[\w .:/()%\[\]@#+-]{1,80}", c.strip()) or (n == 0 and not c)
+                                    for n, c in enumerate(header))
     records = [dict(zip(header, row, strict=False)) for row in rows[1:]]
     return (header if named else []), False, separator, records
 

@@ -233,3 +233,13 @@ def test_a_header_written_again_by_a_relaunch(tmp_path: Path) -> None:
         "its header again at line 46: a relaunch wrote it; a new attempt starts after each",
         "column holding text, phase (P1_align, P2_behavior, P3_on_policy): not read, so nothing here checks them or "
         "rests on them"]
+
+
+def test_a_table_pandas_wrote_with_its_index(tmp_path: Path) -> None:
+    """``DataFrame.to_csv`` writes its index first, under an empty name: RetroInference's table so written."""
+    lines = RETRO.read_text().splitlines()
+    path = tmp_path / "train_log.csv"
+    path.write_text("".join(f"{'' if n == 0 else n - 1},{line}\n" for n, line in enumerate(lines)))
+    run, original = load_run(path), load_run(RETRO)
+    assert [src.format for src in run.sources] == ["step-table"]
+    assert run.metrics.drop("run", "source").equals(original.metrics.drop("run", "source"))
