@@ -267,7 +267,10 @@ def build_attempts(
         printed = own.max() if own is not None else None
         times = [t for t in (span.get("first_seen"), own.min() if own is not None else None) if t is not None]
         first_seen = float(min(times)) if times else None  # type: ignore[type-var]
-        started = first_seen if shows_start else None
+        # (a step that went back is a start the log shows, not one it times: the first row after it was logged when
+        # the relaunch's first logged step was done)
+        timed = shows_start and bool(ev.filter(pl.col("kind").is_in(list(s.START_KINDS - {s.EV_STEP_REGRESSION}))).height)
+        started = first_seen if timed else None
         # the end by the clock: the last time its processes printed after the line that ended it (ranks left waiting
         # after another failed hang on until a watchdog ends them), else that line's, else its last logged step (a
         # start-up time is not an end)

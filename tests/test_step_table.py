@@ -115,6 +115,10 @@ def test_clock_times_and_a_value_head_loss() -> None:
     assert [(a.start_step, a.end_step, a.resumed_from_step) for a in findings.attempts] == [(1, 85, None),
                                                                                            (1, 62, None)]
     assert findings.attempts[0].last_step_at == datetime(2026, 3, 29, 12, 17, 46, 873612, tzinfo=UTC).timestamp()
+    # the relaunch's first row was written when its first iteration was done: not when it started
+    second = findings.attempts[1]
+    assert second.started_at is None
+    assert second.first_seen_at == datetime(2026, 3, 29, 12, 23, 56, 584523, tzinfo=UTC).timestamp()
 
 
 def test_an_epoch_only_table_is_read_with_its_epochs_as_steps() -> None:
