@@ -19,8 +19,9 @@ evaluation's row at a training row's step logs other keys; where a fifth of the 
 rows a step, said, not relaunches) and the header written again (a relaunch appending to the file). A step column
 that counts again in each epoch (``epoch,step,loss``; ``epoch,batch,loss``) gives derived steps, said; a negative
 step (``-1`` at an epoch's end) is not read. Wall time: a ``timestamp`` / ``time`` / ``datetime`` column of clock times
-(ISO text, Unix seconds or milliseconds); an elapsed-time column (``elapsed_min``, ``time_s``) counts from a launch,
-not the clock: it is read as a scalar under its own name, not as wall time.
+(ISO text, Unix seconds or milliseconds); an elapsed-time column (``elapsed_min``, ``runtime``) counts from a launch,
+not the clock: it is read as a scalar under its own name, not as wall time (that would print 1970 dates), and where it
+goes back the program was relaunched (said).
 
 What is read as what: canonical names where :func:`~parsers.metric_names.canonical` knows the column (the chronicle
 says which column a metric came from), else the column's own name (listed among the other scalars); a ``val_loss``
@@ -76,6 +77,10 @@ _MOST_RELAUNCHES = 0.2
 # columns that may hold clock times (checked by their values: ISO text, Unix seconds or milliseconds)
 TIME_COLUMNS: tuple[str, ...] = ("timestamp", "time_stamp", "wall_time", "walltime", "datetime", "date_time", "time",
                                  "_timestamp", "created_at", "logged_at", "ts")
+# columns of the time since a launch (cumulative: one that goes back is a relaunch's)
+ELAPSED_COLUMNS: tuple[str, ...] = ("elapsed", "elapsed_s", "elapsed_sec", "elapsed_secs", "elapsed_seconds",
+                                    "elapsed_min", "elapsed_mins", "elapsed_minutes", "elapsed_h", "elapsed_hours",
+                                    "elapsed_time", "time_elapsed", "runtime", "wall_clock", "total_time")
 # the canonical metrics whose column makes a table a training log
 TRAINING: frozenset[str] = frozenset({s.LOSS, s.GRAD_NORM, s.LR, s.LOSS_SCALE, s.VAL_LOSS, s.VAL_PPL})
 # a policy loss beside a "val_loss": the value head's loss (AlphaZero, actor-critic), not a validation loss
@@ -234,6 +239,14 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
                      "a step (per batch or per process?), not relaunches: read as logged, at the same step")
     if repeats:  # (the first row after a header written again: a header at the end starts nothing)
         restart = restart | headers.shift(1, fill_value=False)
+    if (elapsed := _first(keys, ELAPSED_COLUMNS)) is not None:
+        since = wide[elapsed].cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+        again = (since < since.forward_fill().shift(1)).fill_null(False)  # (a cumulative time never goes back)
+        if again.any():
+            at = [n + (1 if lines else 2) for n in again.arg_true().to_list()]
+            notes.append(f"its {elapsed} starts again at line{'s' if len(at) != 1 else ''} "
+                         f"{', '.join(map(str, at[:5]))}{', ...' if len(at) > 5 else ''}: a relaunch")
+            restart = restart | again
     first_line = 1 if lines else 2  # the file's line of row 0 (JSON lines: only where every line is a record)
     exact = not lines or path.read_bytes().count(b"\n") in {wide.height, wide.height - 1}
     # (a row's cells are consecutive: its first one starts the attempt)

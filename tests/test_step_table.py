@@ -247,3 +247,20 @@ def test_a_table_pandas_wrote_with_its_index(tmp_path: Path) -> None:
     run, original = load_run(path), load_run(RETRO)
     assert [src.format for src in run.sources] == ["step-table"]
     assert run.metrics.drop("run", "source").equals(original.metrics.drop("run", "source"))
+
+
+def test_a_cumulative_time_that_starts_again_is_a_relaunch(tmp_path: Path) -> None:
+    """A loop that appends `step,loss,lr,elapsed_min` and resumes from its last checkpoint without going back a step
+    (it saved at the step it died at): the Moshi table's steps 1-130 and their losses, its elapsed time from 0 again
+    after step 70."""
+    rows = [line.split(",") for line in MOSHI.read_text().splitlines()[1:15]]
+    path = tmp_path / "log.csv"
+    path.write_text("step,loss,lr,elapsed_min\n" + "".join(
+        f"{r[0]},{r[2]},{r[9]},{(n if n < 8 else n - 8) * 3.45:.2f}\n" for n, r in enumerate(rows)))
+    run = load_run(path)
+    assert spans(run) == [(1, 1, 70), (2, 80, 130)]
+    assert run.events.select("attempt", "line", "text").rows() == [
+        (2, 10, "the log began again at step 80 (after 70): the run was restarted")]
+    assert [w.split(": ", 1)[1] for w in run.warnings] == ["its elapsed_min starts again at line 10: a relaunch"]
+    assert value_at(run, "elapsed_min", 80, 2) == 0.0  # read under its own name, not as wall time
+    assert run.metrics["wall_time"].null_count() == run.metrics.height
