@@ -76,7 +76,7 @@ WITHIN_EPOCH: tuple[str, ...] = ("batch", "batch_idx", "batch_id", "batch_num", 
 _MOST_RELAUNCHES = 0.2
 # columns that may hold clock times (checked by their values: ISO text, Unix seconds or milliseconds)
 TIME_COLUMNS: tuple[str, ...] = ("timestamp", "time_stamp", "wall_time", "walltime", "datetime", "date_time", "time",
-                                 "_timestamp", "created_at", "logged_at", "ts")
+                                 "created_at", "logged_at", "ts")
 # columns of the time since a launch (cumulative: one that goes back is a relaunch's)
 ELAPSED_COLUMNS: tuple[str, ...] = ("elapsed", "elapsed_s", "elapsed_sec", "elapsed_secs", "elapsed_seconds",
                                     "elapsed_min", "elapsed_mins", "elapsed_minutes", "elapsed_h", "elapsed_hours",

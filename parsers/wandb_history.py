@@ -193,10 +193,10 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
     With ``sort`` (API dumps, whose rows come in no particular order) rows are ordered by step first; otherwise
     a step lower than the one before starts a new attempt, annotated by a ``step_regression`` event. When the run
     logs its own step (see :func:`step_key`; ``defined``: its ``define_metric`` step metrics), that is the step.
-    An optional ``row`` column (the history row, counted from 0) becomes the ``line`` of each restart's event; an
-    optional boolean ``restart`` column starts a new attempt where it is true even at the step before it (a
-    relaunch that logged that step again). ``names``: keys read under a name of the caller's choosing (their own).
-    """
+    An optional ``row`` column (the history row, counted from 0, or the file's line) becomes the ``line`` of each
+    restart's event; an optional boolean ``restart`` column starts a new attempt where it is true even where the step
+    does not go back (a relaunch that logged that step again). ``names``: keys read under a name of the caller's
+    choosing (a value head's ``val_loss`` as ``value_loss``)."""
     long = long.filter(pl.col("value").is_not_null() & pl.col("step").is_not_null())
     if sort and not long["step"].is_sorted():
         long = long.sort("step", maintain_order=True)
