@@ -30,6 +30,7 @@ from parsers import (
 )
 from parsers.console import (
     colossalai,
+    composer,
     detectron2,
     fairseq,
     hf_trainer,
@@ -56,7 +57,7 @@ ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
     wandb_run, mlflow_store, tensorboard, hf_trainer_state, llamafactory_log, lightning, wandb_export, step_table,
     nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, mmcv,
-    detectron2, keras, metric_logger, nemo, maxtext, torchtune, colossalai, hf_trainer, megatron,
+    detectron2, keras, metric_logger, nemo, maxtext, torchtune, colossalai, composer, hf_trainer, megatron,
 )  # type: ignore[assignment]
 
 

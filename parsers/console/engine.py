@@ -344,6 +344,7 @@ class LineFormat:
         if lines["step"].null_count():  # a line without a step takes the last step printed before it, and its time
             # when it prints none (OLMo's "[step=1/15000]" header is stamped, its indented metric lines are not)
             timed = lines.filter(pl.col("step").is_not_null()).select("line", _before="step", _at="wall_time")
+            _note_headless(lines, timed, notes)
             lines = lines.join_asof(timed, on="line", strategy="backward")
             before = pl.coalesce("step", "_before")  # (not for a line printed at the top of a step never printed)
             inherits = pl.col("step").is_null() & ~pl.col("rule").is_in(after)
@@ -451,6 +452,26 @@ def _bar_steps(lines: pl.DataFrame, mine: pl.Expr, others: pl.DataFrame | None) 
     if placed.filter(pl.col("mine") & pl.col("bar_step").is_null()).height:
         return None
     return placed["bar_step"]
+
+
+def _note_headless(lines: pl.DataFrame, stepped: pl.DataFrame, notes: list[str]) -> None:
+    """Says how many metrics lines with a value read were printed before the first line that gives a step (a log
+    that begins inside a block: Composer's or OLMo's metric lines under a header cut off): they have no step, and are
+    not read. ``stepped``: the lines that give one."""
+    values = [c for c in lines.columns if c.startswith("v:")]
+    if not values:
+        return
+    first = stepped["line"].min() if stepped.height else None
+    before = pl.col("step").is_null() & pl.any_horizontal([pl.col(c).is_not_null() for c in values])
+    if first is not None:
+        before = before & (pl.col("line") < first)
+    headless = lines.filter(before)
+    if headless.height:
+        names = list(dict.fromkeys(c.split(":", 2)[2].replace("_", " ") for c in values
+                                   if headless[c].is_not_null().any()))
+        notes.append(f"{headless.height} line{'s' if headless.height != 1 else ''} of values it reads"
+                     f"{_named(names)} printed before the first line that gives a step "
+                     f"({'none does' if first is None else f'line {first}'}): no step, not read")
 
 
 def _one_print_per_step(lines: pl.DataFrame, per_step: pl.Expr, keys: list[str], notes: list[str],

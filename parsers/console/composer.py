@@ -1,0 +1,89 @@
+"""MosaicML Composer's console (``ConsoleLogger``: the trainer of llm-foundry, LLM-Shearing and many others): each
+logged batch is a header ``[batch=12/500]:`` (``[epoch=1][batch=5/5]:`` when the run's length is in epochs: its
+batch is then the one within the epoch, of the epoch's batches), then one line per metric, ``\\t Train
+loss/train/total: 8.4213``; an evaluation prints ``[Eval batch=3/3] Eval on eval data:`` then ``\\t Eval
+metrics/eval/LanguageCrossEntropy: 3.21``. A multi-node launcher may put the rank in front (``0: [batch=1/300]:``); a
+program's own print may run into a header (``device='cuda:0')[batch=1/40]:``).
+
+The header's count is the batches done (``Train time/batch``, logged as the batch began, is one less); ``/500`` is the
+run's planned length in batches (its ``max_duration``). Read: the loss (``loss/train/total``), the grad norm (the
+``OptimizerMonitor`` callback's ``l2_norm/grad/global``, older ``l2_norm/grad_global``: computed at the batch's end
+from the gradients the optimizer stepped with, after any clipping), the LR of the first parameter group
+(``lr-DecoupledAdamW/group0``), the samples per second and the tokens per second of one device, and the evaluation's
+cross-entropy and perplexity. Every value is printed to four decimals (``format_log_data_value``).
+
+>>> from pathlib import Path
+>>> from parsers.reader import ReadContext
+>>> log = read(Path("tests/fixtures/real/composer/Helios113+dyna__profile"), ReadContext("profile", "r"))[0].log
+>>> log.metrics.filter(metric="loss").select("step", "value").rows()
+[(1, 0.0053), (10, 0.0053), (20, 0.0051)]
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from parsers import schema as s
+from parsers.console.engine import NUMBER, PLANNED_STEPS, LineFormat, Rule
+
+_RANK = r"(?:\d+:\s*)?"  # a launcher's rank label ("0: ")
+_HEADER = r"\[(?:epoch=(\d+)\]\[)?batch=(\d+)/(\d+)\]:"
+# the optimizers whose LR Composer's LRMonitor names "lr-<class>/group0" (Composer's own and llm-foundry's)
+_OPTIMIZERS = ("DecoupledAdamW", "DecoupledSGDW", "AdamW", "Adam", "SGD", "DecoupledLionW", "DecoupledClipLion",
+               "DecoupledAdaLRLion", "DecoupledLionW_8bit")
+
+
+def _step(text: pl.Expr) -> pl.Expr:
+    """The batches done: ``[batch=12/500]`` is 12, ``[epoch=3][batch=10/735]`` is 2 x 735 + 10 (epochs count from 1;
+    each of the epoch's batch count)."""
+    def part(n: int) -> pl.Expr:
+        return text.str.extract(_HEADER, n).cast(pl.Int64, strict=False)
+
+    return pl.when(part(1).is_null()).then(part(2)).otherwise((part(1) - 1) * part(3) + part(2))
+
+
+def _metric(prefix: str, names: str, metric: str) -> Rule:
+    """One metric's line: ``\\t Train <name>: <value>`` (``prefix`` Train or Eval), its step the header's before it."""
+    return Rule(rf"^\s*{_RANK}{prefix} (?:{names}):\s", {metric: rf":\s*({NUMBER})\s*$"}, step=False, per_step=False)
+
+
+SPEC = LineFormat(
+    FORMAT="composer",
+    detect=re.compile(rb"\[(?:epoch=\d+\]\[)?batch=\d+/\d+\]:[ \t]*\r?\n(?:\d+:)?\s+Train [^\n:]+: "),
+    rules=(
+        # (a header of a run planned in epochs has no planned length of its own: its "/5" is the epoch's batches)
+        Rule(r"\[(?:epoch=\d+\]\[)?batch=\d+/\d+\]:", {PLANNED_STEPS: r"(?:^|[^\]])\[batch=\d+/(\d+)\]:"},
+             step_of=_step),
+        _metric("Train", r"loss/train/total|loss/train", s.LOSS),
+        _metric("Train", r"l2_norm/grad/global|l2_norm/grad_global", s.GRAD_NORM),
+        _metric("Train", "|".join(f"lr-{name}/group0" for name in _OPTIMIZERS), s.LR),
+        _metric("Train", r"throughput/samples_per_sec", s.SAMPLES_PER_SECOND),
+        _metric("Train", r"throughput/device/tokens_per_sec", s.TOKENS_PER_GPU_PER_SECOND),
+        _metric("Eval", r"metrics/eval/LanguageCrossEntropy", s.VAL_LOSS),
+        _metric("Eval", r"metrics/eval/LanguagePerplexity", s.VAL_PPL),
+        # every other metric line of a block: read for its name only (printed, below)
+        Rule(rf"^\s*{_RANK}(?:Train|Eval) [^:\s][^:]*:\s", {}, step=False, per_step=False),
+    ),
+    events=(
+        # the hyperparameters Composer prints as a launch's training begins ("composer_version: 0.21.3" in its
+        # "Config:" block), llm-foundry's "INFO: __main__: Starting training..."
+        (s.EV_STARTUP, r"^\W*composer_version: \S"),
+        (s.EV_STARTUP, r"\bINFO: [\w.]+: Starting training\.\.\.\s*$"),
+    ),
+    note=("Composer prints every value to four decimal places: an LR of 5e-05 shows as 0.0001, one under 5e-05 as "
+          "0.0000"),
+    placeholders=((s.LR, 0.0, "Composer prints to four decimal places, so an LR under 5e-05 shows as 0.0000"),),
+    # a run whose length is in tokens or samples counts those in its header, not batches: no step to read
+    unread=((r"(?:^|[^\w\s])\s*\[(?P<name>token|sample)=\d+/\d+\]:\s*$",
+             "of headers counting tokens or samples, not batches (a run planned in tokens or samples)"),),
+    # the name of every metric line (Composer prints one a line: memory/..., time/..., metrics/train/...,
+    # l2_norm/grad/<layer>): those not read are said to be not read
+    printed=(rf"^\s*{_RANK}(?:Train|Eval) ([^:\s][^:]*):\s",
+             frozenset({"loss/train/total", "loss/train", "l2_norm/grad/global", "l2_norm/grad_global",
+                        "throughput/samples_per_sec", "throughput/device/tokens_per_sec",
+                        "metrics/eval/LanguageCrossEntropy", "metrics/eval/LanguagePerplexity",
+                        *(f"lr-{name}/group0" for name in _OPTIMIZERS)})),
+)
+FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
