@@ -197,9 +197,11 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_STORAGE_ERROR, r"(?i)No space left on device|Disk quota exceeded|Input/output error|Stale file handle"
                          r"|PytorchStreamWriter failed writing|file write failed"),
     # caught and survived: fairseq's "WARNING: ran out of memory on GPU #2, skipping batch", "attempting to recover
-    # from OOM in forward/backward pass", "OOM in all workers, skipping update"
+    # from OOM in forward/backward pass", "OOM in all workers, skipping update"; Composer's automatic microbatching
+    # ("device_train_microbatch_size: auto"), which halves the microbatch and trains the batch again: "RuntimeWarning:
+    # CUDA out of memory detected. Train microbatch size will be decreased from 1024 -> 512."
     (s.EV_OOM_RECOVERED, r"(?i)(?:ran out of memory|\bOOM\b).*skipping (?:batch|step|update)"
-                         r"|attempting to recover from OOM"),
+                         r"|attempting to recover from OOM|Train microbatch size will be decreased from \d+ -> \d+"),
     (s.EV_OOM, r"(?i)out of memory|OutOfMemoryError|oom-kill|OOM when allocating tensor"),  # (the last: TensorFlow's)
     # a collective that timed out says only that some rank did not reach it (the watchdog's own lines; the word, not
     # a C++ frame's "c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(...)")

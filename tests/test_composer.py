@@ -1,0 +1,141 @@
+"""MosaicML Composer's console (llm-foundry and the programs built on Composer's Trainer): real files and excerpts
+from public repositories and threads (see fixtures/real/SOURCES.md) with values pinned from their lines, and
+generated edge cases built from lines as Composer prints them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import forensics
+from parsers import load_run
+
+REAL = Path(__file__).parent / "fixtures" / "real" / "composer"
+PROFILE = REAL / "Helios113+dyna__profile"
+GLUED = REAL / "Helios113+dyna__SomeFile.txt_blocks.txt"
+
+
+def _series(run, metric: str) -> list[tuple[int, float]]:
+    return run.metrics.filter(metric=metric).select("step", "value").rows()
+
+
+def _said(run) -> list[str]:
+    return [w.split(": ", 1)[1] for w in run.warnings]
+
+
+def test_dyna_profile_blocks_of_batches_1_10_and_20_of_20() -> None:
+    """'[batch=10/20]:' then '\\t Train loss/train/total: 0.0053', '\\t Train l2_norm/grad/global: 0.0022', ...; the
+    LR printed '0.0000' at 1 and 10 (four decimals of a warm-up LR) is no LR."""
+    run = load_run(PROFILE)
+    assert [src.format for src in run.sources] == ["composer"]
+    assert _series(run, "loss") == [(1, 0.0053), (10, 0.0053), (20, 0.0051)]
+    assert _series(run, "grad_norm") == [(10, 0.0022), (20, 0.0015)]
+    assert _series(run, "lr") == [(20, 0.0001)]
+    assert _series(run, "samples_per_second") == [(20, 0.217)]
+    assert _series(run, "tokens_per_gpu_per_second") == [(20, 222.2194)]
+    assert run.configs.filter(key="train_iters").select("attempt", "value").rows() == [(1, "20")]
+    said = _said(run)
+    assert said[0] == ("lr printed as 0 on 2 line(s): Composer prints to four decimal places, so an LR under 5e-05 "
+                       "shows as 0.0000; not read as a lr")
+    unread = next(w for w in said if w.startswith("its metrics lines also print "))
+    for name in ("memory/peak_reserved_mem", "metrics/train/LanguageCrossEntropy", "l2_norm/grad/model.lm_head.bias",
+                 "expert_selection/ffn_layer", "time/batch"):
+        assert name in unread
+    assert "loss/train/total" not in unread.split(": not read")[0].split(", ")
+    # its "Config:" block, printed as training begins: "composer_version: 0.31.0" (line 15)
+    assert run.events.select("kind", "line").rows() == [("startup", 15)]
+
+
+def test_dyna_profile_chronicle_says_the_run_reached_its_planned_length() -> None:
+    run = forensics.analyze(load_run(PROFILE)).runs[0]
+    assert [(a.start_step, a.end_step, a.end_reason) for a in run.attempts] == [(1, 20, "completed")]
+
+
+def test_headers_glued_to_a_program_print_are_read() -> None:
+    """SomeFile.txt prints tensors before each header: "       device='cuda:0', requires_grad=True)[batch=1/40]:"."""
+    run = load_run(GLUED)
+    assert _series(run, "loss") == [(1, 0.0054), (10, 0.0053), (20, 0.005), (30, 0.0047), (40, 0.0046)]
+    assert _series(run, "grad_norm") == [(10, 0.0027), (20, 0.002), (30, 0.0015), (40, 0.0014)]
+    assert run.configs.filter(key="train_iters")["value"].to_list() == ["40"]
+    attempts = forensics.analyze(run).runs[0].attempts
+    assert [(a.start_step, a.end_step, a.end_reason) for a in attempts] == [(1, 40, "completed")]
+
+
+def test_llm_foundry_issue117_the_last_of_ten_batches() -> None:
+    """'[batch=10/10]:' ... '         Train loss/train/total: 10.9654' ... 'Train lr-DecoupledAdamW/group0: 0.0001'
+    (GitHub's copy: the tab as nine spaces)."""
+    run = load_run(REAL / "issue__mosaicml+llm-foundry__issue117_batch10.txt")
+    assert _series(run, "loss") == [(10, 10.9654)]
+    assert _series(run, "lr") == [(10, 0.0001)]
+    assert run.configs.filter(key="train_iters")["value"].to_list() == ["10"]
+    assert ("its metrics lines also print memory/active_mem, memory/alloc_retries, memory/allocated_mem, "
+            "memory/inactive_mem, memory/reserved_mem, metrics/train/LanguageCrossEntropy, "
+            "metrics/train/LanguagePerplexity, time/batch, time/batch_in_epoch, time/remaining_estimate, time/sample, "
+            "time/sample_in_epoch, time/token, time/token_in_epoch, time/total, time/train, time/val, "
+            "trainer/device_train_microbatch_size: not read, so nothing here checks them or rests on them") in _said(run)
+
+
+def test_llm_foundry_issue244_an_excerpt_that_begins_inside_a_block() -> None:
+    """The excerpt begins with batch 7's last lines (its loss 10.1905, no header) and is cut in batch 8's LR line."""
+    run = load_run(REAL / "issue__mosaicml+llm-foundry__issue244_batches7-8.txt")
+    assert _series(run, "loss") == [(8, 10.0649)]
+    assert run.metrics.filter(metric="lr").height == 0
+    assert ("2 lines of values it reads (loss, lr) printed before the first line that gives a step (line 13): no "
+            "step, not read") in _said(run)
+
+
+def test_examples_pr262_older_names_and_throughput() -> None:
+    """'[batch=17/30]:' of a 30B MPT: 'Train throughput/samples_per_sec: 50.6453', '.../device/tokens_per_sec:
+    810.3245', and the older 'trainer/global_step', 'wall_clock/train' names, said to be not read."""
+    run = load_run(REAL / "issue__mosaicml+examples__pr262_batch17.txt")
+    assert _series(run, "loss") == [(17, 11.863)]
+    assert _series(run, "samples_per_second") == [(17, 50.6453)]
+    assert _series(run, "tokens_per_gpu_per_second") == [(17, 810.3245)]
+    assert run.metrics.filter(metric="lr").height == 0  # "Train lr-DecoupledAdamW/group0: 0.0000"
+    unread = next(w for w in _said(run) if w.startswith("its metrics lines also print "))
+    assert "trainer/global_step" in unread and "wall_clock/train" in unread and "throughput/device/mfu" in unread
+
+
+# --- generated from lines as Composer prints them -----------------------------------------------------------------
+
+
+def _block(header: str, loss: str, prefix: str = "") -> str:
+    return f"{prefix}{header}\n{prefix}\t Train time/batch: 0\n{prefix}\t Train loss/train/total: {loss}\n"
+
+
+def test_epoch_headers_count_batches_over_epochs(tmp_path: Path) -> None:
+    """'[epoch=2][batch=3/5]:' is the 8th batch; '/5' is the epoch's batches, not the run's planned length."""
+    log = tmp_path / "train.log"
+    log.write_text(_block("[epoch=1][batch=5/5]:", "8.4213") + _block("[epoch=2][batch=3/5]:", "8.3177"))
+    run = load_run(log)
+    assert [src.format for src in run.sources] == ["composer"]
+    assert _series(run, "loss") == [(5, 8.4213), (8, 8.3177)]
+    assert run.configs.filter(key="train_iters").height == 0
+
+
+def test_rank_labels_and_evaluation_blocks(tmp_path: Path) -> None:
+    """A multi-node launcher's '0: ' before every line; an evaluation's block after the batch's."""
+    log = tmp_path / "train.log"
+    log.write_text(_block("[batch=1/300000000]:", "12.0000", prefix="0: ")
+                   + "0: [Eval batch=3/3] Eval on eval data:\n"
+                   + "0: \t Eval metrics/eval/LanguageCrossEntropy: 11.9000\n"
+                   + "0: \t Eval metrics/eval/LanguagePerplexity: 147266.6250\n")
+    run = load_run(log)
+    assert _series(run, "loss") == [(1, 12.0)]
+    assert _series(run, "val_loss") == [(1, 11.9)]
+    assert _series(run, "val_ppl") == [(1, 147266.625)]
+    assert run.configs.filter(key="train_iters")["value"].to_list() == ["300000000"]
+
+
+def test_automatic_microbatching_catching_an_oom_is_no_crash(tmp_path: Path) -> None:
+    """'device_train_microbatch_size: auto': Composer halves the microbatch and trains the batch again (its warning,
+    as a real run printed it); the run goes on."""
+    log = tmp_path / "train.log"
+    log.write_text(_block("[batch=1/3]:", "2.9341")
+                   + "/usr/local/lib/python3.9/dist-packages/composer/trainer/trainer.py:240: RuntimeWarning: CUDA out "
+                     "of memory detected. Train microbatch size will be decreased from 1024 -> 512.\n"
+                   + "  warnings.warn(\n"
+                   + _block("[batch=2/3]:", "2.9261") + _block("[batch=3/3]:", "2.8784"))
+    run = load_run(log)
+    assert run.events.select("kind", "line").rows() == [("out_of_memory_recovered", 4)]
+    attempts = forensics.analyze(run).runs[0].attempts
+    assert [(a.start_step, a.end_step, a.end_reason) for a in attempts] == [(1, 3, "completed")]
