@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
+
 import forensics
 from parsers import load_run
 
@@ -34,15 +36,16 @@ def test_dyna_profile_blocks_of_batches_1_10_and_20_of_20() -> None:
     assert _series(run, "tokens_per_gpu_per_second") == [(20, 222.2194)]
     assert run.configs.filter(key="train_iters").select("attempt", "value").rows() == [(1, "20")]
     said = _said(run)
-    assert said[0] == ("lr printed as 0 on 2 line(s): Composer prints to four decimal places, so an LR under 5e-05 "
-                       "shows as 0.0000; not read as a lr")
+    assert said[:2] == ["lr printed as 0 on 2 line(s): four decimal places print an LR under 5e-05 as 0.0000; not "
+                        "read as a lr", "Composer prints every value to four decimal places (an LR of 5e-05 as 0.0001)"]
     unread = next(w for w in said if w.startswith("its metrics lines also print "))
     for name in ("memory/peak_reserved_mem", "metrics/train/LanguageCrossEntropy", "l2_norm/grad/model.lm_head.bias",
                  "expert_selection/ffn_layer", "time/batch"):
         assert name in unread
     assert "loss/train/total" not in unread.split(": not read")[0].split(", ")
-    # its "Config:" block, printed as training begins: "composer_version: 0.31.0" (line 15)
-    assert run.events.select("kind", "line").rows() == [("startup", 15)]
+    # "[composer.trainer.trainer][INFO] - Run name: 1754470968-umber-owl" (line 3), its "Config:" block's
+    # "composer_version: 0.31.0" (line 15)
+    assert run.events.select("kind", "line").rows() == [("startup", 3), ("startup", 15)]
 
 
 def test_dyna_profile_chronicle_says_the_run_reached_its_planned_length() -> None:
@@ -139,3 +142,34 @@ def test_automatic_microbatching_catching_an_oom_is_no_crash(tmp_path: Path) -> 
     assert run.events.select("kind", "line").rows() == [("out_of_memory_recovered", 4)]
     attempts = forensics.analyze(run).runs[0].attempts
     assert [(a.start_step, a.end_step, a.end_reason) for a in attempts] == [(1, 3, "completed")]
+
+
+def test_an_autoresume_is_a_second_launch_that_replays_a_batch(tmp_path: Path) -> None:
+    """The Trainer's own lines (as llm-foundry's logger prints them): 'Run name: ...' opens each launch; the second
+    says 'Autoresuming training from checkpoint' and 'Loading checkpoint from ./ckpt/ep0-ba2-rank0.pt', then trains
+    batch 3 again: a replay after the resume, not a copy printed by another rank."""
+    who = "rank0[11406][MainThread]: {} composer.{}: {}\n"
+    config = "******************************\nConfig:\ncomposer_commit_hash: None\ncomposer_version: 0.21.3\n"
+    log = tmp_path / "train.log"
+    log.write_text("2024-01-19 15:51:44,402: " + who.format("INFO:", "trainer.trainer", "Run name: interactive-il0GeA")
+                   + "2024-01-19 15:51:45,566: " + who.format("INFO:", "trainer.trainer",
+                                                              "No previous autoresume checkpoint found")
+                   + config + _block("[batch=1/4]:", "10.9736") + _block("[batch=2/4]:", "10.9724")
+                   + "2024-01-19 15:53:01,112: " + who.format("DEBUG:", "callbacks.checkpoint_saver",
+                                                              "Checkpoint locally saved to ./ckpt/ep0-ba2-rank0.pt")
+                   + _block("[batch=3/4]:", "10.9745")
+                   + "2024-01-19 16:10:01,001: " + who.format("INFO:", "trainer.trainer", "Run name: interactive-il0GeA")
+                   + "2024-01-19 16:10:02,001: " + who.format("INFO:", "trainer.trainer",
+                                                              "Autoresuming training from checkpoint")
+                   + "2024-01-19 16:10:02,002: " + who.format("INFO:", "trainer.trainer",
+                                                              "Loading checkpoint from ./ckpt/ep0-ba2-rank0.pt")
+                   + config + _block("[batch=3/4]:", "10.9745") + _block("[batch=4/4]:", "10.6459"))
+    run = load_run(log)
+    assert run.attempts == [1, 2]
+    assert run.metrics.filter(metric="loss").select("attempt", "step").rows() == [(1, 1), (1, 2), (1, 3), (2, 3), (2, 4)]
+    assert run.events.filter(pl.col("kind").is_in(["checkpoint_save", "checkpoint_load", "no_checkpoint"])).select(
+        "kind", "step", "attempt").rows() == [("no_checkpoint", None, 1), ("checkpoint_save", 2, 1),
+                                              ("checkpoint_load", 2, 2)]
+    assert not any("repeat the step" in w for w in run.warnings)
+    attempts = forensics.analyze(run).runs[0].attempts
+    assert [(a.start_step, a.end_step, a.end_reason) for a in attempts] == [(1, 3, "unknown"), (3, 4, "completed")]

@@ -67,14 +67,25 @@ SPEC = LineFormat(
         Rule(rf"^\s*{_RANK}(?:Train|Eval) [^:\s][^:]*:\s", {}, step=False, per_step=False),
     ),
     events=(
-        # the hyperparameters Composer prints as a launch's training begins ("composer_version: 0.21.3" in its
-        # "Config:" block), llm-foundry's "INFO: __main__: Starting training..."
+        # a launch: the Trainer names its run first ("INFO: composer.trainer.trainer: Run name: interactive-il0GeA",
+        # "[composer.trainer.trainer][INFO] - Run name: 1754470968-umber-owl"), before it loads a checkpoint; the
+        # hyperparameters it prints as training begins ("composer_version: 0.21.3" in its "Config:" block);
+        # llm-foundry's "INFO: __main__: Starting training..."
+        (s.EV_STARTUP, r"\bcomposer\.trainer\.trainer\b.*\bRun name: \S"),
         (s.EV_STARTUP, r"^\W*composer_version: \S"),
         (s.EV_STARTUP, r"\bINFO: [\w.]+: Starting training\.\.\.\s*$"),
+        # the Trainer's own words (composer/trainer/trainer.py, composer/callbacks/checkpoint_saver.py): "Loading
+        # checkpoint from ./ckpt/ep0-ba2000-rank0.pt" (an autoresume too, after "Autoresuming training from
+        # checkpoint"), "No previous autoresume checkpoint found"; its save is said at DEBUG only ("Checkpoint locally
+        # saved to ./ckpt/ep0-ba2000-rank0.pt"); the step from its default name's "ba2000", where it has one
+        (s.EV_CHECKPOINT_LOAD, r"\bLoading checkpoint from \S*?\bba(\d+)\b"),
+        (s.EV_CHECKPOINT_LOAD, r"\bLoading checkpoint from \S"),
+        (s.EV_NO_CHECKPOINT, r"\bNo previous autoresume checkpoint found\b"),
+        (s.EV_CHECKPOINT_SAVE, r"\bCheckpoint locally saved to \S*?\bba(\d+)\b"),
+        (s.EV_CHECKPOINT_SAVE, r"\bCheckpoint locally saved to \S"),
     ),
-    note=("Composer prints every value to four decimal places: an LR of 5e-05 shows as 0.0001, one under 5e-05 as "
-          "0.0000"),
-    placeholders=((s.LR, 0.0, "Composer prints to four decimal places, so an LR under 5e-05 shows as 0.0000"),),
+    note="Composer prints every value to four decimal places (an LR of 5e-05 as 0.0001)",
+    placeholders=((s.LR, 0.0, "four decimal places print an LR under 5e-05 as 0.0000"),),
     # a run whose length is in tokens or samples counts those in its header, not batches: no step to read
     unread=((r"(?:^|[^\w\s])\s*\[(?P<name>token|sample)=\d+/\d+\]:\s*$",
              "of headers counting tokens or samples, not batches (a run planned in tokens or samples)"),),

@@ -328,7 +328,7 @@ class LineFormat:
                 numbered = True
                 notes.append(COUNTED_NOTE)
         keys = [f"v:{n}:{m}" for n, rule in enumerate(self.rules) for m in rule.fields if m in (s.LOSS, s.GRAD_NORM)]
-        lines = _one_print_per_step(lines, self._per_step(), keys, notes, self.repeats)
+        lines = _one_print_per_step(lines, self._per_step(), keys, notes, self.repeats, others)
         stepped_lines = lines.filter(pl.col("step").is_not_null()).select("line", "step")
         # the per-step lines number the steps: a restart is their step going back (an evaluation line shares the
         # step of the iteration line after it)
@@ -454,6 +454,10 @@ def _bar_steps(lines: pl.DataFrame, mine: pl.Expr, others: pl.DataFrame | None) 
     return placed["bar_step"]
 
 
+# the kinds of the other lines that begin a launch: a step repeated across one of them is a replay, not a copy
+_LAUNCH_KINDS = frozenset({s.EV_STARTUP, s.EV_PROCESS_START, s.EV_CHECKPOINT_LOAD})
+
+
 def _note_headless(lines: pl.DataFrame, stepped: pl.DataFrame, notes: list[str]) -> None:
     """Says how many metrics lines with a value read were printed before the first line that gives a step (a log
     that begins inside a block: Composer's or OLMo's metric lines under a header cut off): they have no step, and are
@@ -475,12 +479,21 @@ def _note_headless(lines: pl.DataFrame, stepped: pl.DataFrame, notes: list[str])
 
 
 def _one_print_per_step(lines: pl.DataFrame, per_step: pl.Expr, keys: list[str], notes: list[str],
-                        repeats: str = "one line printed by several ranks") -> pl.DataFrame:
+                        repeats: str = "one line printed by several ranks", others: pl.DataFrame | None = None
+                        ) -> pl.DataFrame:
     """The metrics lines without the copies several ranks print of one step's line: a per-step line with the step
     and ``keys`` (the loss and grad-norm columns) of the per-step line just before it (same rule; the same time stamp
-    where both have one). A relaunch that repeats a step is not such a copy: its time differs."""
+    where both have one). A relaunch that repeats a step is not such a copy: its time differs, or (where the lines
+    have no time) a start-up or checkpoint-load line of ``others`` (the other kept lines) stands between them."""
     steps = lines.filter(per_step & pl.col("step").is_not_null())
     keys = [c for c in keys if c in steps.columns]
+    if others is not None and "kind" in others.columns and steps.height:
+        starts = others.filter(pl.col("kind").is_in(list(_LAUNCH_KINDS))).select(pl.col("line").cast(pl.Int64))
+        if starts.height:
+            launches = starts.sort("line").with_columns(_launch=pl.int_range(1, starts.height + 1, dtype=pl.Int64))
+            steps = steps.sort("line").join_asof(launches, on="line", strategy="backward").with_columns(
+                pl.col("_launch").fill_null(0))
+            keys = [*keys, "_launch"]
     same = pl.lit(True)
     for c in ("rule", "step", *keys):
         same = same & pl.col(c).eq_missing(pl.col(c).shift(1))
