@@ -65,6 +65,31 @@ def _sample(lines: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([lines.head(1_000), lines.slice(1_000).gather_every((lines.height - 1_000) // 2_000 + 1)])
 
 
+def _families(names: list[str], most: int = 16) -> list[str]:
+    """``names`` (sorted), those of a family of more than ``most`` that differ only after their last "/" (Composer's
+    per-parameter norms, "l2_norm/grad/model.embedding.weight", ...) said as one where its first is: "l2_norm/grad/*
+    (30 names: model.embedding.weight ... model.transformer.layers.1.ffn_pre.weight)".
+
+    >>> _families(["a/x", "b"] + [f"l2/g/p{i:02}" for i in range(20)] + ["l2/h"])
+    ['a/x', 'b', 'l2/g/* (20 names: p00 ... p19)', 'l2/h']
+    """
+    def family(name: str) -> str:
+        return name.rsplit("/", 1)[0] + "/" if "/" in name else name
+
+    members: dict[str, list[str]] = {}
+    for name in names:
+        members.setdefault(family(name), []).append(name)
+    said = []
+    for name in names:
+        group = members[family(name)]
+        if len(group) <= most:
+            said.append(name)
+        elif name == group[0]:
+            ends = [m[len(family(name)):] for m in group]
+            said.append(f"{family(name)}* ({len(group)} names: {ends[0]} ... {ends[-1]})")
+    return said
+
+
 def _named(names: list[str], most: int = 8) -> str:
     """`` (a, b, ...)``: the names of what was not read, the first ``most`` of them (empty when none is known)."""
     if not names:
@@ -142,7 +167,7 @@ class LineFormat:
         notes += [f"{n} line{'s' if n != 1 else ''} {why}: not read" + _named(list(names))
                   for n, names, (_, why) in zip(unread, unread_names, self.unread, strict=True) if n]
         if self.printed and (left := sorted(printed - self.printed[1])) and metrics.height:
-            notes.append(f"its metrics lines also print {', '.join(left)}: {UNREAD_FIELDS_NOTE}")
+            notes.append(f"its metrics lines also print {', '.join(_families(left))}: {UNREAD_FIELDS_NOTE}")
         warnings += [f"{source}: {note}" for note in notes]
         bounds = attempt_bounds(iters, others_frame)
         iters = with_attempt(iters, bounds)
