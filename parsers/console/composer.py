@@ -45,8 +45,9 @@ def _step(text: pl.Expr) -> pl.Expr:
 
 
 def _metric(prefix: str, names: str, metric: str) -> Rule:
-    """One metric's line: ``\\t Train <name>: <value>`` (``prefix`` Train or Eval), its step the header's before it."""
-    return Rule(rf"^\s*{_RANK}{prefix} (?:{names}):\s", {metric: rf":\s*({NUMBER})\s*$"}, step=False, per_step=False)
+    """One metric's line: ``\\t Train <name>: <value>`` (``prefix`` Train or Eval), its step the header's before it.
+    (Not anchored at the line's start: a regex that begins with its words is searched for them, a third faster.)"""
+    return Rule(rf"(?:^|\s){prefix} (?:{names}):\s", {metric: rf":\s*({NUMBER})\s*$"}, step=False, per_step=False)
 
 
 SPEC = LineFormat(

@@ -238,12 +238,15 @@ class LineFormat:
                      .unique(maintain_order=True).to_list() if group and hit.height else [])
             missed.append((hit.height, names))
         mine = lines.filter(pl.col("rule").is_not_null())
-        parts = [fitted, *(self._fields(mine.filter(pl.col("rule") == n), n, rule) for n, rule in enumerate(self.rules))]
+        names = self._printed(pl.concat([fitted.select("clean"), mine.select("clean")]))
+        # (a rule that reads nothing, Composer's "every other metric line", only names what its lines print: they
+        # are not kept)
+        parts = [fitted, *(self._fields(mine.filter(pl.col("rule") == n), n, rule) for n, rule in enumerate(self.rules)
+                           if rule.fields or rule.step or rule.step_at or rule.step_of)]
         mine = pl.concat([part for part in parts if part.height] or [mine.clear()], how="diagonal_relaxed")
         columns = [c for n, r in enumerate(self.rules)
                    for c in ([f"s:{n}"] if r.step or r.step_at else []) + [f"f:{n}:{m}" for m in r.fields]]
         mine = mine.with_columns(**{c: pl.lit(None, dtype=pl.String) for c in columns if c not in mine.columns})
-        names = self._printed(mine)
         mine = mine.with_columns(wall_time=_stamp(stamped)).drop("clean", "text")
         extra = "|".join(f"(?:{rx})" for _, rx in self.events)
         rest = lines.with_columns(bar=kept_bar(pl.when(pl.col("rule").is_null()).then(pl.col("clean"))))
