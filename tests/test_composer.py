@@ -26,18 +26,20 @@ def _said(run) -> list[str]:
 
 def test_dyna_profile_blocks_of_batches_1_10_and_20_of_20() -> None:
     """'[batch=10/20]:' then '\\t Train loss/train/total: 0.0053', '\\t Train l2_norm/grad/global: 0.0022', ...; the
-    LR printed '0.0000' at 1 and 10 (four decimals of a warm-up LR) is no LR."""
+    LR printed '0.0000', '0.0000', '0.0001' (four decimals of a warm-up LR) is not read."""
     run = load_run(PROFILE)
     assert [src.format for src in run.sources] == ["composer"]
     assert _series(run, "loss") == [(1, 0.0053), (10, 0.0053), (20, 0.0051)]
     assert _series(run, "grad_norm") == [(10, 0.0022), (20, 0.0015)]
-    assert _series(run, "lr") == [(20, 0.0001)]
+    assert _series(run, "lr") == []
     assert _series(run, "samples_per_second") == [(20, 0.217)]
     assert _series(run, "tokens_per_gpu_per_second") == [(20, 222.2194)]
     assert run.configs.filter(key="train_iters").select("attempt", "value").rows() == [(1, "20")]
     said = _said(run)
-    assert said[:2] == ["lr printed as 0 on 2 line(s): four decimal places print an LR under 5e-05 as 0.0000; not "
-                        "read as a lr", "Composer prints every value to four decimal places (an LR of 5e-05 as 0.0001)"]
+    assert said[:2] == ["lr printed under 0.001 on 3 line(s): four decimal places leave an LR under 0.001 one "
+                        "significant digit at most (0.0001 is anything from 5e-05 to 1.5e-04, 0.0000 anything under "
+                        "5e-05), too few to follow its schedule; not read", "Composer prints every value to four decimal "
+                        "places"]
     unread = next(w for w in said if w.startswith("its metrics lines also print "))
     for name in ("memory/peak_reserved_mem", "metrics/train/LanguageCrossEntropy", "expert_selection/ffn_layer",
                  "time/batch"):
@@ -67,10 +69,10 @@ def test_headers_glued_to_a_program_print_are_read() -> None:
 
 def test_llm_foundry_issue117_the_last_of_ten_batches() -> None:
     """'[batch=10/10]:' ... '         Train loss/train/total: 10.9654' ... 'Train lr-DecoupledAdamW/group0: 0.0001'
-    (GitHub's copy: the tab as nine spaces)."""
+    (GitHub's copy: the tab as nine spaces; an LR printed with one digit is not read)."""
     run = load_run(REAL / "issue__mosaicml+llm-foundry__issue117_batch10.txt")
     assert _series(run, "loss") == [(10, 10.9654)]
-    assert _series(run, "lr") == [(10, 0.0001)]
+    assert _series(run, "lr") == []
     assert run.configs.filter(key="train_iters")["value"].to_list() == ["10"]
     assert ("its metrics lines also print memory/active_mem, memory/alloc_retries, memory/allocated_mem, "
             "memory/inactive_mem, memory/reserved_mem, metrics/train/LanguageCrossEntropy, "
@@ -108,12 +110,15 @@ def _block(header: str, loss: str, prefix: str = "") -> str:
 
 
 def test_epoch_headers_count_batches_over_epochs(tmp_path: Path) -> None:
-    """'[epoch=2][batch=3/5]:' is the 8th batch; '/5' is the epoch's batches, not the run's planned length."""
+    """'[epoch=2][batch=3/5]:' is the 8th batch; '/5' is the epoch's batches, not the run's planned length. An LR of
+    0.001 or more has digits enough to be read."""
     log = tmp_path / "train.log"
-    log.write_text(_block("[epoch=1][batch=5/5]:", "8.4213") + _block("[epoch=2][batch=3/5]:", "8.3177"))
+    log.write_text(_block("[epoch=1][batch=5/5]:", "8.4213") + "\t Train lr-DecoupledSGDW/group0: 0.0060\n"
+                   + _block("[epoch=2][batch=3/5]:", "8.3177") + "\t Train lr-DecoupledSGDW/group0: 0.0055\n")
     run = load_run(log)
     assert [src.format for src in run.sources] == ["composer"]
     assert _series(run, "loss") == [(5, 8.4213), (8, 8.3177)]
+    assert _series(run, "lr") == [(5, 0.006), (8, 0.0055)]
     assert run.configs.filter(key="train_iters").height == 0
 
 
@@ -175,3 +180,19 @@ def test_an_autoresume_is_a_second_launch_that_replays_a_batch(tmp_path: Path) -
     assert not any("repeat the step" in w for w in run.warnings)
     attempts = forensics.analyze(run).runs[0].attempts
     assert [(a.start_step, a.end_step, a.end_reason) for a in attempts] == [(1, 3, "unknown"), (3, 4, "completed")]
+
+
+def test_llm_foundry_pbs_job_stopped_by_sigterm_at_batch_29_of_30() -> None:
+    """An MPT run under nsys on PBS ('max_duration: 30ba', 'n_params: 95761536' in its logged config) ends after
+    '[batch=29/30]:' with the launcher's traceback through Composer's 'sigterm_handler' and 'SystemExit: 143'."""
+    run = load_run(REAL / "mosaicml+llm-foundry__pbs_scripts_out.txt_batches_1-2_27-29.txt")
+    assert _series(run, "loss") == [(1, 11.8748), (2, 11.8747), (27, 9.0522), (28, 8.9537), (29, 8.8686)]
+    assert _series(run, "tokens_per_gpu_per_second")[0] == (27, 413188.8315)
+    assert run.configs.filter(key="train_iters")["value"].to_list() == ["30"]
+    assert run.events.select("kind", "step", "value", "line").rows() == [
+        ("startup", None, None, 52), ("startup", None, None, 68), ("startup", None, None, 86),
+        ("parameter_count", None, 95761536.0, 135), ("traceback", 29, None, 368), ("sigterm", 29, None, 375)]
+    # "Train lr-DecoupledAdamW/group0: 0.0000" at 1 and 2, "0.0001" at 27-29 of a warm-up to 3e-04 over 100 batches
+    assert _series(run, "lr") == []
+    attempts = forensics.analyze(run).runs[0].attempts
+    assert [(a.start_step, a.end_step, a.end_reason) for a in attempts] == [(1, 29, "stopped")]

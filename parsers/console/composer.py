@@ -9,7 +9,8 @@ The header's count is the batches done (``Train time/batch``, logged as the batc
 run's planned length in batches (its ``max_duration``). Read: the loss (``loss/train/total``), the grad norm (the
 ``OptimizerMonitor`` callback's ``l2_norm/grad/global``, older ``l2_norm/grad_global``: computed at the batch's end
 from the gradients the optimizer stepped with, after any clipping), the LR of the first parameter group
-(``lr-DecoupledAdamW/group0``), the samples per second and the tokens per second of one device, and the evaluation's
+(``lr-DecoupledAdamW/group0``, where it is 0.001 or more: four decimals leave a smaller one a digit at most, too
+few to follow a schedule), the samples per second and the tokens per second of one device, and the evaluation's
 cross-entropy and perplexity. Every value is printed to four decimals (``format_log_data_value``).
 
 >>> from pathlib import Path
@@ -79,14 +80,23 @@ SPEC = LineFormat(
         # checkpoint from ./ckpt/ep0-ba2000-rank0.pt" (an autoresume too, after "Autoresuming training from
         # checkpoint"), "No previous autoresume checkpoint found"; its save is said at DEBUG only ("Checkpoint locally
         # saved to ./ckpt/ep0-ba2000-rank0.pt"); the step from its default name's "ba2000", where it has one
+        # llm-foundry's count of the model's parameters, in the config it logs ("n_params: 95761536")
+        (s.EV_PARAMETER_COUNT, r"^n_params: (\d+)\s*$"),
+        # the Trainer's SIGTERM handler (composer/core/engine.py: "sys.exit(128 + signal)") ends its traceback with
+        # "SystemExit: 143": it was asked to stop
+        (s.EV_SIGTERM, r"^\W*SystemExit: 143\s*$"),
         (s.EV_CHECKPOINT_LOAD, r"\bLoading checkpoint from \S*?\bba(\d+)\b"),
         (s.EV_CHECKPOINT_LOAD, r"\bLoading checkpoint from \S"),
         (s.EV_NO_CHECKPOINT, r"\bNo previous autoresume checkpoint found\b"),
         (s.EV_CHECKPOINT_SAVE, r"\bCheckpoint locally saved to \S*?\bba(\d+)\b"),
         (s.EV_CHECKPOINT_SAVE, r"\bCheckpoint locally saved to \S"),
     ),
-    note="Composer prints every value to four decimal places (an LR of 5e-05 as 0.0001)",
-    placeholders=((s.LR, 0.0, "four decimal places print an LR under 5e-05 as 0.0000"),),
+    note="Composer prints every value to four decimal places",
+    # (an LR printed "0.0001" is anything from 5e-05 to 1.5e-04: a warm-up to 3e-04 shows as 0.0000, 0.0001, ...,
+    # a flat line where the LR rose)
+    coarse=((s.LR, 0.001, "four decimal places leave an LR under 0.001 one significant digit at most (0.0001 is "
+                          "anything from 5e-05 to 1.5e-04, 0.0000 anything under 5e-05), too few to follow its "
+                          "schedule"),),
     # a run whose length is in tokens or samples counts those in its header, not batches: no step to read
     unread=((r"(?:^|[^\w\s])\s*\[(?P<name>token|sample)=\d+/\d+\]:\s*$",
              "of headers counting tokens or samples, not batches (a run planned in tokens or samples)"),),

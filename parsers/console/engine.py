@@ -110,6 +110,9 @@ class LineFormat:
     note: str | None = None  # said (as a reading warning) of a log of this format whose metrics were read
     # per metric, a value the format prints where it has none (and why): dropped, with a reading warning
     placeholders: tuple[tuple[str, float, str], ...] = ()
+    # per metric, the smallest value the format prints with enough digits to rest on (and why): a value under it is
+    # dropped, with a reading warning (Composer's four decimals leave an LR of 6e-05 one digit, "0.0001")
+    coarse: tuple[tuple[str, float, str], ...] = ()
     # (regex, what such a line is): lines that look like metrics lines but cannot be read, counted in a warning
     unread: tuple[tuple[str, str], ...] = ()
     repeats: str = "one line printed by several ranks"  # what a metrics line printed again as it was is
@@ -162,6 +165,11 @@ class LineFormat:
                 metrics = metrics.filter(~placeholder)
                 notes.append(f"{metric.replace('_', ' ')} printed as {value:g} on {n} line(s): {why}; not read as a "
                              f"{metric.replace('_', ' ')}")
+        for metric, least, why in self.coarse:
+            small = (pl.col("metric") == metric) & (pl.col("value").abs() < least)
+            if (n := metrics.filter(small).height):
+                metrics = metrics.filter(~small)
+                notes.append(f"{metric.replace('_', ' ')} printed under {least:g} on {n} line(s): {why}; not read")
         if self.note and metrics.height:
             notes.append(self.note)
         notes += [f"{n} line{'s' if n != 1 else ''} {why}: not read" + _named(list(names))
