@@ -11,7 +11,9 @@ run's planned length in batches (its ``max_duration``). Read: the loss (``loss/t
 from the gradients the optimizer stepped with, after any clipping), the LR of the first parameter group
 (``lr-DecoupledAdamW/group0``, where it is 0.001 or more: four decimals leave a smaller one a digit at most, too
 few to follow a schedule), the samples per second and the tokens per second of one device, and the evaluation's
-cross-entropy and perplexity. Every value is printed to four decimals (``format_log_data_value``).
+cross-entropy and perplexity, at the step of the training block printed before them (the batch the evaluation ran
+after, where the console logs the batches the evaluation interval falls on). Every value is printed to four decimals
+(``format_log_data_value``).
 
 >>> from pathlib import Path
 >>> from parsers.reader import ReadContext
@@ -80,16 +82,16 @@ SPEC = LineFormat(
         # checkpoint from ./ckpt/ep0-ba2000-rank0.pt" (an autoresume too, after "Autoresuming training from
         # checkpoint"), "No previous autoresume checkpoint found"; its save is said at DEBUG only ("Checkpoint locally
         # saved to ./ckpt/ep0-ba2000-rank0.pt"); the step from its default name's "ba2000", where it has one
-        # llm-foundry's count of the model's parameters, in the config it logs ("n_params: 95761536")
-        (s.EV_PARAMETER_COUNT, r"^n_params: (\d+)\s*$"),
-        # the Trainer's SIGTERM handler (composer/core/engine.py: "sys.exit(128 + signal)") ends its traceback with
-        # "SystemExit: 143": it was asked to stop
-        (s.EV_SIGTERM, r"^\W*SystemExit: 143\s*$"),
         (s.EV_CHECKPOINT_LOAD, r"\bLoading checkpoint from \S*?\bba(\d+)\b"),
         (s.EV_CHECKPOINT_LOAD, r"\bLoading checkpoint from \S"),
         (s.EV_NO_CHECKPOINT, r"\bNo previous autoresume checkpoint found\b"),
         (s.EV_CHECKPOINT_SAVE, r"\bCheckpoint locally saved to \S*?\bba(\d+)\b"),
         (s.EV_CHECKPOINT_SAVE, r"\bCheckpoint locally saved to \S"),
+        # the Trainer's SIGTERM handler (composer/core/engine.py: "sys.exit(128 + signal)") ends its traceback with
+        # "SystemExit: 143": it was asked to stop
+        (s.EV_SIGTERM, r"^\W*SystemExit: 143\s*$"),
+        # llm-foundry's count of the model's parameters, in the config it logs ("n_params: 95761536")
+        (s.EV_PARAMETER_COUNT, r"^n_params: (\d+)\s*$"),
     ),
     note="Composer prints every value to four decimal places",
     # (an LR printed "0.0001" is anything from 5e-05 to 1.5e-04: a warm-up to 3e-04 shows as 0.0000, 0.0001, ...,
@@ -98,8 +100,8 @@ SPEC = LineFormat(
                           "anything from 5e-05 to 1.5e-04, 0.0000 anything under 5e-05), too few to follow its "
                           "schedule"),),
     # a run whose length is in tokens or samples counts those in its header, not batches: no step to read
-    unread=((r"(?:^|[^\w\s])\s*\[(?P<name>token|sample)=\d+/\d+\]:\s*$",
-             "of headers counting tokens or samples, not batches (a run planned in tokens or samples)"),),
+    unread=((r"(?:^|[^\w\s])\s*\[(?P<name>token|sample|iteration|duration|second)=\d+/\d+\]:\s*$",
+             "of headers counting tokens, samples or time, not batches (a run planned in those)"),),
     # the name of every metric line (Composer prints one a line: memory/..., time/..., metrics/train/...,
     # l2_norm/grad/<layer>): those not read are said to be not read
     printed=(rf"^\s*{_RANK}(?:Train|Eval) ([^:\s][^:]*):\s",
