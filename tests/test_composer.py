@@ -36,10 +36,13 @@ def test_dyna_profile_blocks_of_batches_1_10_and_20_of_20() -> None:
     assert _series(run, "tokens_per_gpu_per_second") == [(20, 222.2194)]
     assert run.configs.filter(key="train_iters").select("attempt", "value").rows() == [(1, "20")]
     said = _said(run)
-    assert said[:2] == ["lr printed under 0.001 on 3 line(s): four decimal places leave an LR under 0.001 one "
+    assert said[:3] == ["lr printed under 0.001 on 3 line(s): four decimal places leave an LR under 0.001 one "
                         "significant digit at most (0.0001 is anything from 5e-05 to 1.5e-04, 0.0000 anything under "
-                        "5e-05), too few to follow its schedule; not read", "Composer prints every value to four decimal "
-                        "places"]
+                        "5e-05), too few to follow its schedule; not read",
+                        "its grad norm (the OptimizerMonitor's l2_norm/grad/global) is taken after the optimizer step, "
+                        "from the gradients as any clipping left them: under gradient clipping it stays at or below the "
+                        "threshold, and a spike above it does not show",
+                        "Composer prints every value to four decimal places"]
     unread = next(w for w in said if w.startswith("its metrics lines also print "))
     for name in ("memory/peak_reserved_mem", "metrics/train/LanguageCrossEntropy", "expert_selection/ffn_layer",
                  "time/batch"):
@@ -194,5 +197,6 @@ def test_llm_foundry_pbs_job_stopped_by_sigterm_at_batch_29_of_30() -> None:
         ("parameter_count", None, 95761536.0, 135), ("traceback", 29, None, 368), ("sigterm", 29, None, 375)]
     # "Train lr-DecoupledAdamW/group0: 0.0000" at 1 and 2, "0.0001" at 27-29 of a warm-up to 3e-04 over 100 batches
     assert _series(run, "lr") == []
+    assert not any("grad norm" in w for w in run.warnings)  # (no OptimizerMonitor: no grad norm, nothing said of it)
     attempts = forensics.analyze(run).runs[0].attempts
     assert [(a.start_step, a.end_step, a.end_reason) for a in attempts] == [(1, 29, "stopped")]

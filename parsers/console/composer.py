@@ -94,6 +94,9 @@ SPEC = LineFormat(
         (s.EV_PARAMETER_COUNT, r"^n_params: (\d+)\s*$"),
     ),
     note="Composer prints every value to four decimal places",
+    read_notes=((s.GRAD_NORM, "its grad norm (the OptimizerMonitor's l2_norm/grad/global) is taken after the "
+                              "optimizer step, from the gradients as any clipping left them: under gradient clipping "
+                              "it stays at or below the threshold, and a spike above it does not show"),),
     # (an LR printed "0.0001" is anything from 5e-05 to 1.5e-04: a warm-up to 3e-04 shows as 0.0000, 0.0001, ...,
     # a flat line where the LR rose)
     coarse=((s.LR, 0.001, "four decimal places leave an LR under 0.001 one significant digit at most (0.0001 is "

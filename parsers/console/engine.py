@@ -113,6 +113,8 @@ class LineFormat:
     # per metric, the smallest value the format prints with enough digits to rest on (and why): a value under it is
     # dropped, with a reading warning (Composer's four decimals leave an LR of 6e-05 one digit, "0.0001")
     coarse: tuple[tuple[str, float, str], ...] = ()
+    # (metric, note): said (as a reading warning) of a log of this format where that metric was read
+    read_notes: tuple[tuple[str, str], ...] = ()
     # (regex, what such a line is): lines that look like metrics lines but cannot be read, counted in a warning
     unread: tuple[tuple[str, str], ...] = ()
     repeats: str = "one line printed by several ranks"  # what a metrics line printed again as it was is
@@ -170,6 +172,8 @@ class LineFormat:
             if (n := metrics.filter(small).height):
                 metrics = metrics.filter(~small)
                 notes.append(f"{metric.replace('_', ' ')} printed under {least:g} on {n} line(s): {why}; not read")
+        read = set(metrics["metric"].unique().to_list()) if self.read_notes else set()
+        notes += [said for metric, said in self.read_notes if metric in read]
         if self.note and metrics.height:
             notes.append(self.note)
         notes += [f"{n} line{'s' if n != 1 else ''} {why}: not read" + _named(list(names))
