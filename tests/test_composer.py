@@ -45,7 +45,7 @@ def test_dyna_profile_blocks_of_batches_1_10_and_20_of_20() -> None:
                         "Composer prints every value to four decimal places"]
     unread = next(w for w in said if w.startswith("its metrics lines also print "))
     for name in ("memory/peak_reserved_mem", "metrics/train/LanguageCrossEntropy", "expert_selection/ffn_layer",
-                 "time/batch"):
+                 "time/batch_in_epoch"):
         assert name in unread
     # the OptimizerMonitor's per-parameter norms, a family of 26 names each, said as one
     assert "l2_norm/grad/* (26 names: model.embedding.weight ... model.transformer.layers.1.ffn_pre.weight)" in unread
@@ -79,7 +79,7 @@ def test_llm_foundry_issue117_the_last_of_ten_batches() -> None:
     assert run.configs.filter(key="train_iters")["value"].to_list() == ["10"]
     assert ("its metrics lines also print memory/active_mem, memory/alloc_retries, memory/allocated_mem, "
             "memory/inactive_mem, memory/reserved_mem, metrics/train/LanguageCrossEntropy, "
-            "metrics/train/LanguagePerplexity, time/batch, time/batch_in_epoch, time/remaining_estimate, time/sample, "
+            "metrics/train/LanguagePerplexity, time/batch_in_epoch, time/remaining_estimate, time/sample, "
             "time/sample_in_epoch, time/token, time/token_in_epoch, time/total, time/train, time/val, "
             "trainer/device_train_microbatch_size: not read, so nothing here checks them or rests on them") in _said(run)
 
@@ -95,29 +95,33 @@ def test_llm_foundry_issue244_an_excerpt_that_begins_inside_a_block() -> None:
 
 def test_examples_pr262_older_names_and_throughput() -> None:
     """'[batch=17/30]:' of a 30B MPT: 'Train throughput/samples_per_sec: 50.6453', '.../device/tokens_per_sec:
-    810.3245', and the older 'trainer/global_step', 'wall_clock/train' names, said to be not read."""
+    810.3245', and the older 'trainer/batch_idx', 'wall_clock/train' names, said to be not read."""
     run = load_run(REAL / "issue__mosaicml+examples__pr262_batch17.txt")
     assert _series(run, "loss") == [(17, 11.863)]
     assert _series(run, "samples_per_second") == [(17, 50.6453)]
     assert _series(run, "tokens_per_gpu_per_second") == [(17, 810.3245)]
     assert run.metrics.filter(metric="lr").height == 0  # "Train lr-DecoupledAdamW/group0: 0.0000"
     unread = next(w for w in _said(run) if w.startswith("its metrics lines also print "))
-    assert "trainer/global_step" in unread and "wall_clock/train" in unread and "throughput/device/mfu" in unread
+    assert "trainer/batch_idx" in unread and "wall_clock/train" in unread and "throughput/device/mfu" in unread
 
 
 # --- generated from lines as Composer prints them -----------------------------------------------------------------
 
 
-def _block(header: str, loss: str, prefix: str = "") -> str:
-    return f"{prefix}{header}\n{prefix}\t Train time/batch: 0\n{prefix}\t Train loss/train/total: {loss}\n"
+def _block(header: str, loss: str, prefix: str = "", before: int | None = None) -> str:
+    """A training block: its header, 'Train time/batch' (the batches before it: one less than a header's count of
+    batches, ``before`` where the header counts within an epoch) and the loss."""
+    if before is None:
+        before = int(header.split("batch=")[1].split("/")[0]) - 1
+    return f"{prefix}{header}\n{prefix}\t Train time/batch: {before}\n{prefix}\t Train loss/train/total: {loss}\n"
 
 
 def test_epoch_headers_count_batches_over_epochs(tmp_path: Path) -> None:
     """'[epoch=2][batch=3/5]:' is the 8th batch; '/5' is the epoch's batches, not the run's planned length. An LR of
     0.001 or more has digits enough to be read."""
     log = tmp_path / "train.log"
-    log.write_text(_block("[epoch=1][batch=5/5]:", "8.4213") + "\t Train lr-DecoupledSGDW/group0: 0.0060\n"
-                   + _block("[epoch=2][batch=3/5]:", "8.3177") + "\t Train lr-DecoupledSGDW/group0: 0.0055\n")
+    log.write_text(_block("[epoch=1][batch=5/5]:", "8.4213", before=4) + "\t Train lr-DecoupledSGDW/group0: 0.0060\n"
+                   + _block("[epoch=2][batch=3/5]:", "8.3177", before=7) + "\t Train lr-DecoupledSGDW/group0: 0.0055\n")
     run = load_run(log)
     assert [src.format for src in run.sources] == ["composer"]
     assert _series(run, "loss") == [(5, 8.4213), (8, 8.3177)]
@@ -200,3 +204,16 @@ def test_llm_foundry_pbs_job_stopped_by_sigterm_at_batch_29_of_30() -> None:
     assert not any("grad norm" in w for w in run.warnings)  # (no OptimizerMonitor: no grad norm, nothing said of it)
     attempts = forensics.analyze(run).runs[0].attempts
     assert [(a.start_step, a.end_step, a.end_reason) for a in attempts] == [(1, 29, "stopped")]
+
+
+def test_a_run_planned_in_tokens_takes_its_steps_from_time_batch(tmp_path: Path) -> None:
+    """'max_duration: 100000000tok': the header counts tokens ('[token=1048576/100000000]:'); each block's
+    'Train time/batch' (the batches before it) gives its step; the headers' counts are said not read."""
+    log = tmp_path / "train.log"
+    log.write_text(_block("[token=1048576/100000000]:", "10.9736", before=0)
+                   + _block("[token=2097152/100000000]:", "10.9724", before=1))
+    run = load_run(log)
+    assert _series(run, "loss") == [(1, 10.9736), (2, 10.9724)]
+    assert run.configs.filter(key="train_iters").height == 0
+    assert ("2 lines of headers counting tokens, samples or time, not batches (a run planned in those; the steps are "
+            "its blocks' time/batch + 1): not read (token)") in _said(run)

@@ -5,8 +5,9 @@ loss/train/total: 8.4213``; an evaluation prints ``[Eval batch=3/3] Eval on eval
 metrics/eval/LanguageCrossEntropy: 3.21``. A multi-node launcher may put the rank in front (``0: [batch=1/300]:``); a
 program's own print may run into a header (``device='cuda:0')[batch=1/40]:``).
 
-The header's count is the batches done (``Train time/batch``, logged as the batch began, is one less); ``/500`` is the
-run's planned length in batches (its ``max_duration``). Read: the loss (``loss/train/total``), the grad norm (the
+The header's count is the batches done (``Train time/batch``, logged as the batch began, is one less: the step of
+a run planned in tokens or samples, whose header counts those); ``/500`` is the run's planned length in batches (its
+``max_duration``). Read: the loss (``loss/train/total``), the grad norm (the
 ``OptimizerMonitor`` callback's ``l2_norm/grad/global``, older ``l2_norm/grad_global``: computed at the batch's end
 from the gradients the optimizer stepped with, after any clipping), the LR of the first parameter group
 (``lr-DecoupledAdamW/group0``, where it is 0.001 or more: four decimals leave a smaller one a digit at most, too
@@ -47,6 +48,12 @@ def _step(text: pl.Expr) -> pl.Expr:
     return pl.when(part(1).is_null()).then(part(2)).otherwise((part(1) - 1) * part(3) + part(2))
 
 
+def _batches_before(text: pl.Expr) -> pl.Expr:
+    """``Train time/batch: 9`` (older: ``Train trainer/global_step: 9``), logged as the batch began: the block is the
+    10th batch's (what its header counts, where it counts batches)."""
+    return text.str.extract(r"(?:time/batch|trainer/global_step):\s*(\d+)\s*$", 1).cast(pl.Int64, strict=False) + 1
+
+
 def _metric(prefix: str, names: str, metric: str) -> Rule:
     """One metric's line: ``\\t Train <name>: <value>`` (``prefix`` Train or Eval), its step the header's before it.
     (Not anchored at the line's start: a regex that begins with its words is searched for them, a third faster.)"""
@@ -55,11 +62,15 @@ def _metric(prefix: str, names: str, metric: str) -> Rule:
 
 SPEC = LineFormat(
     FORMAT="composer",
-    detect=re.compile(rb"\[(?:epoch=\d+\]\[)?batch=\d+/\d+\]:[ \t]*\r?\n(?:\d+:)?\s+Train [^\n:]+: "),
+    detect=re.compile(rb"\[(?:epoch=\d+\]\[)?(?:batch|token|sample|iteration|duration|second)=\d+/\d+\]:[ \t]*\r?\n"
+                      rb"(?:\d+:)?\s+Train [^\n:]+: "),
     rules=(
         # (a header of a run planned in epochs has no planned length of its own: its "/5" is the epoch's batches)
         Rule(r"\[(?:epoch=\d+\]\[)?batch=\d+/\d+\]:", {PLANNED_STEPS: r"(?:^|[^\]])\[batch=\d+/(\d+)\]:"},
              step_of=_step),
+        # the batches before the block, plus one: its step where the header counts no batches ("[token=N/T]:")
+        Rule(r"(?:^|\s)Train (?:time/batch|trainer/global_step):\s*\d+\s*$", {}, per_step=False,
+             step_of=_batches_before),
         _metric("Train", r"loss/train/total|loss/train", s.LOSS),
         _metric("Train", r"l2_norm/grad/global|l2_norm/grad_global", s.GRAD_NORM),
         _metric("Train", "|".join(f"lr-{name}/group0" for name in _OPTIMIZERS), s.LR),
@@ -102,13 +113,16 @@ SPEC = LineFormat(
     coarse=((s.LR, 0.001, "four decimal places leave an LR under 0.001 one significant digit at most (0.0001 is "
                           "anything from 5e-05 to 1.5e-04, 0.0000 anything under 5e-05), too few to follow its "
                           "schedule"),),
-    # a run whose length is in tokens or samples counts those in its header, not batches: no step to read
+    # a run whose length is in tokens or samples counts those in its header, not batches: its blocks' steps are
+    # their "Train time/batch" lines' (above)
     unread=((r"(?:^|[^\w\s])\s*\[(?P<name>token|sample|iteration|duration|second)=\d+/\d+\]:\s*$",
-             "of headers counting tokens, samples or time, not batches (a run planned in those)"),),
+             "of headers counting tokens, samples or time, not batches (a run planned in those; the steps are its "
+             "blocks' time/batch + 1)"),),
     # the name of every metric line (Composer prints one a line: memory/..., time/..., metrics/train/...,
     # l2_norm/grad/<layer>): those not read are said to be not read
     printed=(rf"^\s*{_RANK}(?:Train|Eval) ([^:\s][^:]*):\s",
-             frozenset({"loss/train/total", "loss/train", "l2_norm/grad/global", "l2_norm/grad_global",
+             frozenset({"loss/train/total", "loss/train", "l2_norm/grad/global", "l2_norm/grad_global", "time/batch",
+                        "trainer/global_step",
                         "throughput/samples_per_sec", "throughput/device/tokens_per_sec",
                         "metrics/eval/LanguageCrossEntropy", "metrics/eval/LanguagePerplexity",
                         *(f"lr-{name}/group0" for name in _OPTIMIZERS)})),
