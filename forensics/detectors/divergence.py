@@ -20,7 +20,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.detectors.nan import CORE, nan_steps
-from forensics.detectors.spikes import SpikeDetector
+from forensics.detectors.spikes import SpikeDetector, last_said
 from forensics.findings import Anomaly, Kind, shown
 from forensics.gaps import stretch_ids
 from parsers import schema as s
@@ -54,7 +54,8 @@ class DivergenceDetector:
             if later_nan.height:
                 how = f"ends in NaN at step {later_nan['step'][0]}"
             elif int(own["step"][-1]) - inc.onset >= self.min_points_up * inc.interval:
-                how = f"still {shown(own['value'][-1])} at step {own['step'][-1]}, the end of the attempt"
+                how = f"still {shown(own['value'][-1])} at step {own['step'][-1]}, " + last_said(
+                    frames, s.LOSS, inc.attempt, int(own["step"][-1]), "the end of the attempt")
             else:  # the log ends on the spike: too soon to tell
                 continue
             if inc.gap_after is not None:

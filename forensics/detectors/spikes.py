@@ -533,9 +533,10 @@ class SpikeDetector:
             elif inc.points_after:
                 after = "not back to its level at any later logged point of the attempt" + (f" ({hole})" if gap else "")
             elif inc.end > inc.onset:
-                after = f"still above its level at step {inc.end}, where the log of the attempt ends"
+                after = f"still above its level at step {inc.end}, " + last_said(frames, self.metric, inc.attempt,
+                                                                                inc.end, "where the log of the attempt ends")
             else:
-                after = "the log of the attempt ends here"
+                after = last_said(frames, self.metric, inc.attempt, inc.end, "the log of the attempt ends here")
             label = self.metric.replace("_", " ")
             if self.series and self.series != self.metric:
                 label += f" (the export's {self.series.rsplit('__', 1)[-1].upper()} column; the plotted value is a mean"
@@ -550,6 +551,22 @@ class SpikeDetector:
                 )
             )
         return out
+
+
+def last_said(frames: RunFrames, metric: str, attempt: int, step: int, ends: str) -> str:
+    """What follows ``step``, the last finite point of ``metric`` in ``attempt``: ``ends`` (the log of the attempt
+    ends there), or, when the attempt's log goes on, that the metric turned NaN or was no longer logged (a Megatron
+    line leaves the loss out of an interval whose iterations were all skipped: the attempt's log goes on to its skipped
+    iterations and loss scale, its loss does not)."""
+    last = frames.steps().filter(pl.col("attempt") == attempt)["step"].max()
+    if last is None or int(last) <= step:  # type: ignore[arg-type]
+        return ends
+    label = metric.replace("_", " ")
+    later = frames.points(metric).filter((pl.col("attempt") == attempt) & (pl.col("step") > step)
+                                         & ~pl.col("value").is_finite())
+    if later.height:
+        return f"its last finite {label}: NaN/Inf from step {later['step'][0]} (the attempt's log goes on to step {last})"
+    return f"its last logged {label} (the attempt's log goes on to step {last} without one)"
 
 
 def _through_recovery(incidents: list[SpikeIncident], sc: _Scored) -> list[SpikeIncident]:
