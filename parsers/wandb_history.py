@@ -149,7 +149,9 @@ def sampling_note(steps: pl.Series, shown: str, chart: bool = False) -> str | No
         return None
     gaps = unique.diff().drop_nulls()
     span = int(unique[-1] - unique[0])
-    if gaps.n_unique() == 1 and n not in _SAMPLE_SIZES:
+    if gaps.n_unique() == 1 and (n not in _SAMPLE_SIZES or int(gaps[0]) == 1):
+        # (a history of exactly a sample's size is whole when no step between its first and last is missing: W&B
+        # thins a longer history over its whole range, which leaves holes)
         return None
     # W&B thins a history only when it has more points than its sample size: a short one that is regular but for
     # a hole or two (steps that were not logged, each a whole number of log intervals) is whole

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 import forensics
 import reports
 from parsers import load_runs
@@ -40,3 +42,27 @@ def test_a_loss_spike_that_turns_nan_before_the_attempt_ends_says_so():
     assert spike.endswith("still above its level at step 560, its last finite loss: NaN/Inf from step 570 (the "
                           "attempt's log goes on to step 610)")
     assert any("**nan** (loss): NaN/Inf at steps 570-610" in line for line in lines)
+
+
+def test_a_whole_history_of_exactly_1000_steps_is_not_called_sampled(tmp_path: Path):
+    """A W&B history CSV of a run logged at every step 1-1000 (generated: power-law loss, t(4) noise, seed 4): every
+    step between the first and the last is there, so nothing was thinned out. Its 1,000 rows are one of W&B's
+    sample sizes, and the chronicle warned "sampled history dump: 1,000 points over 999 steps; single-step spikes may
+    be missing"."""
+    rng = np.random.default_rng(4)
+    steps = np.arange(1, 1001)
+    loss = (2.5 + 8.0 * (1 + steps / 30) ** -0.5) * np.exp(0.02 * rng.standard_t(4, steps.size))
+    rows = [f"{i},{0.8 * st},{1.74e9 + 0.8 * st},{st},{float(v)!r}"
+            for i, (st, v) in enumerate(zip(steps, loss, strict=True))]
+    path = tmp_path / "history.csv"
+    path.write_text("_step,_runtime,_timestamp,train/global_step,train/loss\n" + "\n".join(rows) + "\n")
+    (run,) = load_runs(path)
+    assert run.metrics.filter(metric="loss").height == 1000
+    assert not run.sources[0].sampled and not any("sampled" in w for w in run.warnings)
+    assert not any("sampled" in line for line in chronicle(path))
+    # the same 1,000 rows as every other row of a 2,000-row history: a sample's size and regular, still flagged
+    thinned = tmp_path / "thinned.csv"
+    thinned.write_text("_step,train/loss\n" + "\n".join(
+        f"{2 * st},{float(v)!r}" for st, v in zip(steps, loss, strict=True)) + "\n")
+    (run,) = load_runs(thinned)
+    assert run.sources[0].sampled
