@@ -134,6 +134,15 @@ def _trouble(run: RunFindings, a: Attempt) -> str:
     return f"; {what} in the {metric} from step {first.step}"
 
 
+def _unknown_end(run: RunFindings, a: Attempt) -> str:
+    """'how attempt 1 ended is not in the log (attempt 2 started next, back at step 3000)': an attempt with no end in
+    its log and the one that followed it."""
+    nxt = next((b for b in run.attempts if b.index > a.index), None)
+    after = "" if nxt is None else f" (attempt {nxt.index} started next" + (
+        f", back at step {nxt.resumed_from_step or 0}" if nxt.rollback else "") + ")"
+    return f"how attempt {a.index} ended is not in the log{after}"
+
+
 def _summary(run: RunFindings) -> list[str]:
     lines: list[str] = []
     if run.model.size_mismatch:
@@ -149,6 +158,10 @@ def _summary(run: RunFindings) -> list[str]:
         lines.append(f"- **What went wrong:** not checked: {'no metric logged' if nothing else 'no loss metric recognised'}"
                      " (see *What was read and checked*); "
                      + ("no attempt ended on an error." if run.attempts else "no attempt found."))
+    elif unknown := [a for a in run.attempts if a.end_reason == EndReason.UNKNOWN]:
+        # an attempt whose log shows no end before the next one began may have crashed: not an all-clear
+        lines.append("- **What went wrong:** no attempt's log ends in NaN, divergence, a crash "
+                     "or a hang, but " + "; ".join(_unknown_end(run, a) for a in unknown) + ".")
     else:
         lines.append("- **What went wrong:** no attempt ended in NaN, divergence, a crash or a hang.")
     stopped = [a for a in run.attempts if a.end_reason in STOPPED_ENDINGS and a.index not in {b.index for b in bad}]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import tb_writer as tb
 
 import forensics
 import reports
@@ -66,3 +67,23 @@ def test_a_whole_history_of_exactly_1000_steps_is_not_called_sampled(tmp_path: P
         f"{2 * st},{float(v)!r}" for st, v in zip(steps, loss, strict=True)) + "\n")
     (run,) = load_runs(thinned)
     assert run.sources[0].sampled
+
+
+def test_an_attempt_with_no_end_before_a_rollback_is_not_cleared(tmp_path: Path):
+    """Two TensorBoard event files of one generated run (t(5) AR(1) noise, seed 11): the first logs steps 10-800,
+    the second, an hour later, steps 610-1500 (a restart from the checkpoint at 600). Nothing says how the first
+    process ended; the summary said "no attempt ended in NaN, divergence, a crash or a hang"."""
+    rng = np.random.default_rng(11)
+    steps = np.arange(10, 1501, 10)
+    trend = 2.4 + 8.0 * (1 + steps / 40) ** -0.45
+    for name, first, last, start in (("a", 10, 800, 0.0), ("b", 610, 1500, 3600.0)):
+        own = (steps >= first) & (steps <= last)
+        noise = 0.015 * rng.standard_t(5, int(own.sum()))
+        tb.write(tmp_path / f"events.out.tfevents.{1740000000 + int(start)}.{name}",
+                 tb.version(1.74e9 + start),
+                 *(tb.scalar("lm loss", float(v), int(st), 1.74e9 + start + 0.8 * st)
+                   for st, v in zip(steps[own], trend[own] * np.exp(noise), strict=True)))
+    lines = chronicle(tmp_path)
+    assert "- **What went wrong:** no attempt's log ends in NaN, divergence, a crash or a hang, but how attempt 1 " \
+           "ended is not in the log (attempt 2 started next, back at step 600)." in lines
+    assert not any("no attempt ended in" in line for line in lines)
