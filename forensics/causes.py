@@ -329,7 +329,9 @@ def clipping(metrics: pl.DataFrame, anomalies: list[Anomaly], troubles: list[Ano
     return out
 
 
-WARMUP_WINDOW = 0.25  # trouble within a quarter of the warm-up length (at least 1,000 steps) after it ends
+WARMUP_WINDOW = 0.25  # trouble within a quarter of the warm-up length after it ends ...
+WARMUP_FLOOR = 1000   # ... or within this many steps, but never more than the warm-up's own length: 68 steps after a
+                      # 5-step warm-up is 14 warm-ups later, not shortly after it
 
 
 def after_warmup(troubles: list[Anomaly], timing: Schedule, attempts: list[Attempt] | None = None) -> list[Cause]:
@@ -339,7 +341,7 @@ def after_warmup(troubles: list[Anomaly], timing: Schedule, attempts: list[Attem
     end = timing.warmup_end_step
     if not end:
         return []
-    window = max(WARMUP_WINDOW * end, 1000)
+    window = max(WARMUP_WINDOW * end, min(WARMUP_FLOOR, end))
     first = first_trouble(troubles)
     near = {a: t for a, t in first.items() if end <= t.step <= end + window}
     if not near:

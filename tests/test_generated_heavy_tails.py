@@ -87,3 +87,32 @@ def test_an_attempt_with_no_end_before_a_rollback_is_not_cleared(tmp_path: Path)
     assert "- **What went wrong:** no attempt's log ends in NaN, divergence, a crash or a hang, but how attempt 1 " \
            "ended is not in the log (attempt 2 started next, back at step 600)." in lines
     assert not any("no attempt ended in" in line for line in lines)
+
+
+def _short_run_with_nan(path: Path, nan_from: int) -> Path:
+    """A 77-step TensorBoard run (t(3) noise, seed 3) whose LR warms up over 5 steps, with the loss NaN from
+    ``nan_from`` to the end."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(1, 78)
+    lr = np.where(steps <= 5, 3e-4 * steps / 5, 3e-5 + 1.35e-4 * (1 + np.cos(np.pi * (steps - 5) / 115)))
+    loss = (2.6 + 8.0 * (1 + steps / 20) ** -0.5) * np.exp(0.015 * rng.standard_t(3, steps.size))
+    loss[steps >= nan_from] = np.nan
+    tb.write(path / "events.out.tfevents.1740000000.n", tb.version(1.74e9), *(
+        record for st, v, r in zip(steps, loss, lr, strict=True)
+        for record in (tb.scalar("lm loss", float(v), int(st), 1.74e9 + st), tb.scalar("learning-rate", float(r),
+                                                                                        int(st), 1.74e9 + st))))
+    return path
+
+
+def test_a_nan_14_warm_ups_after_a_short_warm_up_is_not_shortly_after_it(tmp_path: Path):
+    """The LR peaks at step 5 and the loss turns NaN at step 73: the chronicle's most likely cause was "instability
+    shortly after the learning-rate warm-up ended" (the window after a warm-up was at least 1,000 steps, so any
+    trouble in any run shorter than that was 'shortly after' a short warm-up)."""
+    (late := tmp_path / "late").mkdir()
+    text = "\n".join(chronicle(_short_run_with_nan(late, 73)))
+    assert "warm-up ends at step 5" in text and "NaN from step 73 to the end of its log (step 77)" in text
+    assert "shortly after the learning-rate warm-up" not in text
+    (soon := tmp_path / "soon").mkdir()  # NaN at step 9: four steps after the warm-up ended
+    lines = chronicle(_short_run_with_nan(soon, 9))
+    assert ("- **Most likely why (suspected):** instability shortly after the learning-rate warm-up ended "
+            "(confidence 0.40).") in lines
