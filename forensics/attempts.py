@@ -229,8 +229,9 @@ def build_attempts(
         resumed, inferred = _resume_point(ev, first_loss if from_loss else start, interval, span.get("after"))
         # a checkpoint loaded at iteration 0, or one whose iteration is not printed by an attempt that starts at the
         # start of training: a fine-tune, or a training begun from loaded weights, not from scratch
-        loaded = resumed is None and bool(ev.height and ev.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD) & (
+        unnamed_load = bool(ev.height and ev.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD) & (
             (pl.col("value") == 0) | pl.col("value").is_null())).height)
+        loaded = resumed is None and unnamed_load
         first_epoch = (mid_run_epoch(metrics, n) if i == 0 and resumed is None
                        and not (start is not None and start <= (configured or 0)) else None)
         stepless = bool(span.get("sources")) and set(span["sources"]) <= counted
@@ -323,6 +324,7 @@ def build_attempts(
                                      and this_cfg.keys() - INFERRED_KEYS),
                 begins_mid_run=i == 0 and ((inferred and resumed is not None) or first_epoch is not None),
                 first_epoch=first_epoch, warmup_logs_before=warmup_before, loaded_weights=loaded,
+                load_without_step=unnamed_load and inferred,
                 clock_note=clock_note,
             )
         )

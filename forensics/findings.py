@@ -248,6 +248,9 @@ class Attempt:
                                       # load in it (an excerpt, or a resume not logged): what came before is unseen
     first_epoch: float | None = None  # its first logged epoch, when that is how the log shows it began mid-run
     loaded_weights: bool = False      # it began from a checkpoint's weights, its steps counted from 0 (a fine-tune)
+    load_without_step: bool = False   # its log has a checkpoint-load line that names no step (nanoGPT's "Resuming
+                                      # training from out"): a resume point inferred from its first step is not
+                                      # inferred for want of a load line
     failed_after_training: str | None = None  # it completed, then the program failed: the error line it printed
     warmup_logs_before: int | None = None  # points a linear warm-up from 0 would have logged before its first (a
                                            # console that prints no step, whose first LR is N rises up)

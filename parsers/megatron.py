@@ -750,7 +750,7 @@ def attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
     lines = iters["line"].cast(pl.Int64).to_numpy()
     steps = iters["step"].to_numpy()
     # only the lines that can start or end a launch (not overflows or checkpoint saves: many, and they change nothing)
-    deciding = list(s.STARTUP_KINDS | s.ENDING_KINDS | s.FATAL_KINDS | {s.EV_TRACEBACK})
+    deciding = list(s.STARTUP_KINDS | s.ENDING_KINDS | s.FATAL_KINDS | {s.EV_TRACEBACK, s.EV_CHECKPOINT_LOAD})
     marks = others.filter(pl.col("is_args_start") | pl.col("kind").is_in(deciding)).select(
         pl.col("line").cast(pl.Int64), kind=pl.when("is_args_start").then(pl.lit(s.EV_PROCESS_START)).otherwise("kind")
     )
@@ -793,6 +793,7 @@ def launch_starts(
     * at an arguments block, unless the launch before has shown nothing but start-up lines (its own block comes
       after them: "using world size" is printed first);
     * at a start-up line once the launch before has logged iterations or ended;
+    * at a checkpoint-load line after the launch before ended (the next launch, its start-up not shown);
     * at the first iteration line after the launch before ended: a planned exit, a kill, SIGTERM, a scheduler's
       cancel, Ctrl-C, "after training is done", or a fatal error. An error is fatal unless the iterations carry
       on right after it (the next iteration continues the counter within two log intervals) or, in a launch that
@@ -850,6 +851,12 @@ def launch_starts(
             if state["ended"] is not None or iterations_between(state["start"], line):
                 begin(line)
             state["marked"] = True
+        elif kind == s.EV_CHECKPOINT_LOAD:
+            # a checkpoint loaded after the launch ended is how the next launch starts (nanoGPT's "Resuming training
+            # from out" after a traceback, its banner not in the log), not how the ended one began
+            if state["ended"] is not None:
+                begin(line)
+                state["marked"] = True
         elif kind == s.EV_TRACEBACK:
             state["traceback"] = line
         elif state["ended"] is None and (

@@ -90,7 +90,9 @@ def _start(attempt: Attempt) -> str:
     else:
         text = f"resumed from step {attempt.resumed_from_step}"
         if attempt.resumed_from_inferred:
-            text += f" (inferred: no checkpoint-load line; its first logged step is {attempt.start_step})"
+            text += (f" (inferred: its checkpoint-load line names no step; its first logged step is "
+                     f"{attempt.start_step})" if attempt.load_without_step else
+                     f" (inferred: no checkpoint-load line; its first logged step is {attempt.start_step})")
     return text + (" **(rollback)**" if attempt.rollback else "")
 
 

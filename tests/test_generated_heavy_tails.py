@@ -116,3 +116,21 @@ def test_a_nan_14_warm_ups_after_a_short_warm_up_is_not_shortly_after_it(tmp_pat
     lines = chronicle(_short_run_with_nan(soon, 9))
     assert ("- **Most likely why (suspected):** instability shortly after the learning-rate warm-up ended "
             "(confidence 0.40).") in lines
+
+
+def test_a_resume_line_after_a_crash_starts_the_next_attempt_not_the_crashed_one():
+    """nanoGPT's stdout of a generated run (t(3) AR(1) noise, seed 21): "Initializing a new model from scratch", iters
+    10-190, a CUDA OOM traceback, then "Resuming training from out" (line 42) and iters 190-300 (its banner line
+    "tokens per iteration will be" not printed again). The resume line was counted in attempt 1: "Start: from weights
+    loaded from a checkpoint ... (a fine-tune ...)" for the run initialised from scratch, and attempt 2 was
+    "inferred: no checkpoint-load line"."""
+    path = GENERATED / "nanogpt_oom_then_resume_without_banner.log"
+    lines = chronicle(path)
+    assert "| 1 | 10–190 | from the start of training | - | step 190 | crashed |" in lines
+    assert ("| 2 | 190–300 | resumed from step 180 (inferred: its checkpoint-load line names no step; its first "
+            "logged step is 190) **(rollback)** | no config to compare | step 300 | the log ends with no end printed |"
+            ) in lines
+    assert not any("weights loaded" in line or "no checkpoint-load line" in line for line in lines)
+    (run,) = load_runs(path)
+    load = run.events.filter(kind="checkpoint_load")
+    assert load.select("line", "attempt").rows() == [(42, 2)]
