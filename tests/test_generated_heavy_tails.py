@@ -134,3 +134,21 @@ def test_a_resume_line_after_a_crash_starts_the_next_attempt_not_the_crashed_one
     (run,) = load_runs(path)
     load = run.events.filter(kind="checkpoint_load")
     assert load.select("line", "attempt").rows() == [(42, 2)]
+
+
+def test_a_loss_nan_on_consecutive_lines_of_a_log_every_100_steps_is_one_incident(tmp_path: Path):
+    """A generated run (t(4) noise, seed 5) logged every 100 steps to TensorBoard, its loss and grad norm NaN at
+    every logged step from 5100 to 5500: the chronicle listed five NaN incidents, "step 5100: nan ... at step 5100",
+    "step 5200: ..." (points more than 50 steps apart were never one stretch, whatever the log interval)."""
+    rng = np.random.default_rng(5)
+    steps = np.arange(100, 5501, 100)
+    loss = (2.4 + 8.0 * (1 + steps / 300) ** -0.4) * np.exp(0.02 * rng.standard_t(4, steps.size))
+    grad = 0.5 * np.exp(0.1 * rng.standard_t(4, steps.size))
+    loss[steps >= 5100], grad[steps >= 5100] = np.nan, np.nan
+    tb.write(tmp_path / "events.out.tfevents.1740000000.n", tb.version(1.74e9), *(
+        record for st, v, g in zip(steps, loss, grad, strict=True)
+        for record in (tb.scalar("lm loss", float(v), int(st), 1.74e9 + st),
+                       tb.scalar("grad-norm", float(g), int(st), 1.74e9 + st))))
+    lines = chronicle(tmp_path)
+    nans = [line for line in lines if "**nan**" in line]
+    assert nans == ["  - steps 5100–5500: **nan** (loss): NaN/Inf at steps 5100-5500: loss NaN; grad\\_norm NaN"]

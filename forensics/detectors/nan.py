@@ -62,10 +62,15 @@ class NanDetector:
         steps = nan_steps(frames)
         if steps.height == 0:
             return []
+        # NaN points further apart than ``gap_steps`` are separate incidents, unless they are consecutive logged points
+        # (a log every 100 steps whose loss stays NaN is one stretch of NaN, not one incident per line)
+        spacing = frames.spacing()
+        apart = pl.max_horizontal(pl.lit(self.gap_steps), pl.col("attempt").replace_strict(
+            {int(a): int(v) for a, v in spacing.items()}, default=1, return_dtype=pl.Int64))
         grouped = (
             steps.sort("family", "attempt", "step")
             .with_columns(
-                new=(pl.col("step") - pl.col("step").shift(1).over("family", "attempt") > self.gap_steps).fill_null(True)
+                new=(pl.col("step") - pl.col("step").shift(1).over("family", "attempt") > apart).fill_null(True)
             )
             .with_columns(group=pl.col("new").cast(pl.Int32).cum_sum())
             .group_by("family", "attempt", "group", maintain_order=True)
