@@ -152,3 +152,13 @@ def test_a_loss_nan_on_consecutive_lines_of_a_log_every_100_steps_is_one_inciden
     lines = chronicle(tmp_path)
     nans = [line for line in lines if "**nan**" in line]
     assert nans == ["  - steps 5100–5500: **nan** (loss): NaN/Inf at steps 5100-5500: loss NaN; grad\\_norm NaN"]
+
+
+def test_an_overflow_storm_over_consecutive_lines_of_a_log_every_100_steps_is_one_burst():
+    """Megatron lines every 100 steps (generated, t(4) AR(1) noise, seed 31): 35 skipped iterations at step 10100,
+    then 100 on each line of 10200-10500. The chronicle listed five bursts, "step 10100: ... 35 iterations skipped",
+    "step 10200: ... 100 iterations skipped", ... (skips more than 20 steps apart were never one burst)."""
+    lines = chronicle(GENERATED / "megatron_k100_overflow_storm_to_the_end.log")
+    skipped = [line for line in lines if "**skipped iterations**" in line]
+    assert skipped == ["  - steps 10100–10500: **skipped iterations** (skipped\\_iterations): 435 iterations skipped "
+                       "(fp16 overflow) between steps 10100 and 10500"]

@@ -4,7 +4,8 @@ lines (``OVERFLOW!``, ``Overflow detected. Skipping step``: one skipped step eac
 scale to different values are different steps, as in a console whose lines carry no step).
 
 A single skipped step now and then is how dynamic loss scaling works; ``min_total`` (3) or more skipped
-iterations with gaps of at most ``gap_steps`` between them form a burst. The start-up search for a loss scale
+iterations with gaps of at most ``gap_steps`` between them (or on consecutive logged lines up to ``line_steps`` (100)
+apart: a storm in a log every 100 steps) form a burst. The start-up search for a loss scale
 (:func:`forensics.detectors.loss_scale.startup_searches`: the scale halving from its first value with iterations
 skipped, until the first line with nothing skipped) is left out; an attempt without loss-scale lines has its first
 lines up to the first with nothing skipped left out.
@@ -30,6 +31,7 @@ class SkippedIterationsDetector:
     name: Kind = Kind.SKIPPED_ITERATIONS
     min_total: int = 3
     gap_steps: int = 20
+    line_steps: int = 100
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         groups, running = self.groups(frames)
@@ -80,9 +82,14 @@ class SkippedIterationsDetector:
             per_step.join(clean, on="attempt", how="left", maintain_order="left")
             .filter((pl.col("skipped") > 0) & (pl.col("step") > pl.col("first_clean").fill_null(-1)))
         )
+        # (skips on consecutive logged lines up to ``line_steps`` apart are one burst: a storm in a log every 100 steps;
+        # a log every 1,000 steps shows the scaler's usual overflow, one per 1,000 iterations, on many lines in a row)
+        apart = pl.max_horizontal(pl.lit(self.gap_steps), pl.col("attempt").replace_strict(
+            {int(a): min(int(v), self.line_steps) for a, v in frames.spacing().items()}, default=1,
+            return_dtype=pl.Int64))
         groups = (
             skips.with_columns(
-                new=(pl.col("step") - pl.col("step").shift(1).over("attempt") > self.gap_steps).fill_null(True)
+                new=(pl.col("step") - pl.col("step").shift(1).over("attempt") > apart).fill_null(True)
             )
             .with_columns(g=pl.col("new").cast(pl.Int32).cum_sum())
             .group_by("attempt", "g", maintain_order=True)
