@@ -350,8 +350,10 @@ def replay_differences(metrics: pl.DataFrame, attempts: list[Attempt], metric: s
     points = one_per_step(points, "first")
     # each attempt's first step that an earlier attempt logged too, in one pass
     earliest = points.group_by("step").agg(first=pl.col("attempt").min())
-    shared = dict(points.join(earliest, on="step").filter(pl.col("attempt") > pl.col("first"))
-                  .group_by("attempt").agg(pl.col("step").min()).rows())
+    again = points.join(earliest, on="step").filter(pl.col("attempt") > pl.col("first")).group_by("attempt").agg(
+        first=pl.col("step").min(), last=pl.col("step").max(), count=pl.len())
+    shared = dict(again.select("attempt", "first").rows())
+    spans = {int(a): (int(last), int(count)) for a, last, count in again.select("attempt", "last", "count").rows()}
     firsts: dict[int, int] = {}
     for att in attempts:
         if att.index in shared and att.resumed_from_step is not None:
@@ -361,5 +363,6 @@ def replay_differences(metrics: pl.DataFrame, attempts: list[Attempt], metric: s
         values = points.filter(pl.col("step") == step).sort("attempt")
         pairs = [(int(a), float(v)) for a, v in values.select("attempt", "value").rows()]
         if len({v for _, v in pairs}) > 1:
-            out.append(ReplayDifference(step=step, metric=metric, values=pairs))
+            last, count = spans[firsts[step]]
+            out.append(ReplayDifference(step=step, metric=metric, values=pairs, last_step=last, replayed=count))
     return out

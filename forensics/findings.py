@@ -303,10 +303,13 @@ class ReplayDifference:
     step: int
     metric: str
     values: list[tuple[int, float]]   # (attempt, value)
+    last_step: int | None = None      # the last step the later attempt logged again (its replay runs step..last_step)
+    replayed: int = 1                 # how many steps the later attempt logged again
 
     def to_dict(self) -> dict[str, Any]:
         return {"step": self.step, "metric": self.metric,
-                "values": [{"attempt": a, "value": finite_or_none(v)} for a, v in self.values]}
+                "values": [{"attempt": a, "value": finite_or_none(v)} for a, v in self.values],
+                "last_step": self.last_step, "replayed": self.replayed}
 
 
 @dataclass

@@ -264,7 +264,10 @@ def _short(run: RunFindings) -> list[str]:
             furthest = a.end_step if furthest is None else max(furthest, a.end_step)
     for r in run.replay_differences:
         values = ", ".join(f"{shown(v)} (attempt {a})" for a, v in r.values)
-        out.append(f"- **step {r.step} gave a different {r.metric.replace('_', ' ')} when logged again:** {values}")
+        again = (f" (the first of {r.replayed} logged steps, {r.step}–{r.last_step}, logged again)"
+                 if r.replayed > 1 and r.last_step is not None else "")
+        out.append(f"- **step {r.step} gave a different {r.metric.replace('_', ' ')} when logged again:** {values}"
+                   + again)
     return [*out, ""]
 
 

@@ -69,10 +69,9 @@ def test_a_whole_history_of_exactly_1000_steps_is_not_called_sampled(tmp_path: P
     assert run.sources[0].sampled
 
 
-def test_an_attempt_with_no_end_before_a_rollback_is_not_cleared(tmp_path: Path):
-    """Two TensorBoard event files of one generated run (t(5) AR(1) noise, seed 11): the first logs steps 10-800,
-    the second, an hour later, steps 610-1500 (a restart from the checkpoint at 600). Nothing says how the first
-    process ended; the summary said "no attempt ended in NaN, divergence, a crash or a hang"."""
+def _restarted(tmp_path: Path) -> Path:
+    """Two TensorBoard event files of one generated run (t(5) noise, seed 11): the first logs steps 10-800, the
+    second, an hour later, steps 610-1500 (a restart from the checkpoint at 600)."""
     rng = np.random.default_rng(11)
     steps = np.arange(10, 1501, 10)
     trend = 2.4 + 8.0 * (1 + steps / 40) ** -0.45
@@ -83,7 +82,13 @@ def test_an_attempt_with_no_end_before_a_rollback_is_not_cleared(tmp_path: Path)
                  tb.version(1.74e9 + start),
                  *(tb.scalar("lm loss", float(v), int(st), 1.74e9 + start + 0.8 * st)
                    for st, v in zip(steps[own], trend[own] * np.exp(noise), strict=True)))
-    lines = chronicle(tmp_path)
+    return tmp_path
+
+
+def test_an_attempt_with_no_end_before_a_rollback_is_not_cleared(tmp_path: Path):
+    """Nothing says how the first process of :func:`_restarted` ended; the summary said "no attempt ended in NaN,
+    divergence, a crash or a hang"."""
+    lines = chronicle(_restarted(tmp_path))
     assert "- **What went wrong:** no attempt's log ends in NaN, divergence, a crash or a hang, but how attempt 1 " \
            "ended is not in the log (attempt 2 started next, back at step 600)." in lines
     assert not any("no attempt ended in" in line for line in lines)
@@ -162,3 +167,12 @@ def test_an_overflow_storm_over_consecutive_lines_of_a_log_every_100_steps_is_on
     skipped = [line for line in lines if "**skipped iterations**" in line]
     assert skipped == ["  - steps 10100–10500: **skipped iterations** (skipped\\_iterations): 435 iterations skipped "
                        "(fp16 overflow) between steps 10100 and 10500"]
+
+
+def test_a_replay_says_how_many_steps_were_logged_again(tmp_path: Path):
+    """The second attempt of :func:`_restarted` logs steps 610-800 again (20 logged steps, each with a new loss); the
+    chronicle named step 610 alone: "step 610 gave a different loss when logged again"."""
+    lines = chronicle(_restarted(tmp_path))
+    [replay] = [line for line in lines if "when logged again" in line]
+    assert replay.startswith("- **step 610 gave a different loss when logged again:** ")
+    assert replay.endswith(" (attempt 2) (the first of 20 logged steps, 610–800, logged again)")
