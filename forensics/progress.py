@@ -2,7 +2,8 @@
 from the first step to the last), which no spike or divergence check sees.
 
 The loss's level at the start is the median of its first tenth of points (at least 3), at the end the median of
-its last tenth, over the path the run finally took (:func:`forensics.timeline.by_step`); the validation loss's first
+its last tenth, over the path the run finally took (:func:`forensics.timeline.by_step`) since its last attempt that
+counted its steps from the start again (a new run, or the next stage of one); the validation loss's first
 and last values beside it. It *fell* when the end is more than ``NO_GAIN`` (1%) below the start. That it did *not*
 fall is said only when the noise allows it: the fall plus two standard errors of the difference of the two medians
 (each 1.253 x 1.4826 x MAD / sqrt(points), the median's standard error under Gaussian noise) stays under
@@ -41,6 +42,7 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
     >>> learning(flat)
     {'steps': [1, 40], 'start': 1.386, 'end': 1.386, 'fell': False, 'val_start': None, 'val_end': None, 'val_rising': None}
     """
+    metrics = _since_last_fresh_start(metrics)
     loss = by_step(metrics, s.LOSS, finite=True)
     if loss.height < SHORT_POINTS:
         return None
@@ -69,6 +71,26 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
     return {"steps": [int(loss["step"][0]), int(loss["step"][-1])], "start": start, "end": end, "fell": fell,
             "val_start": float(values[0]) if values.len() else None,
             "val_end": float(values[-1]) if values.len() else None, "val_rising": up}
+
+
+def _since_last_fresh_start(metrics: pl.DataFrame) -> pl.DataFrame:
+    """The metrics from the last attempt whose loss starts again at the first step of the run's loss on: a later
+    training counted from the start (a new run, or the next stage of one: nanochat's mid-training and SFT after its
+    pretraining, each from step 0) is not the path the earlier one took, and a loss pooled over both by step would
+    put the one's start beside the other's end.
+
+    >>> m = pl.DataFrame({"attempt": [1, 1, 2, 2], "step": [0, 100, 0, 10], "metric": "loss", "value": [9.0, 3, 1, 1]})
+    >>> _since_last_fresh_start(m)["attempt"].to_list()
+    [2, 2]
+    """
+    if "attempt" not in metrics.columns:
+        return metrics
+    firsts = metrics.filter((pl.col("metric") == s.LOSS) & pl.col("value").is_finite()).group_by("attempt").agg(
+        first=pl.col("step").min())
+    if firsts.height < 2:
+        return metrics
+    fresh = firsts.filter(pl.col("first") <= pl.col("first").min())["attempt"].max()
+    return metrics.filter(pl.col("attempt") >= fresh)
 
 
 def val_rising(steps: list[int], values: list[float]) -> dict[str, Any] | None:

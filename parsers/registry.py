@@ -43,6 +43,7 @@ from parsers.console import (
     mmcv,
     mmengine,
     modded_nanogpt,
+    nanochat,
     nanogpt,
     nanotron,
     nemo,
@@ -56,7 +57,7 @@ from parsers.reader import HEAD_BYTES, Reader
 ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
     wandb_run, mlflow_store, tensorboard, hf_trainer_state, llamafactory_log, lightning, wandb_export, step_table,
-    nanogpt, modded_nanogpt, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, mmcv,
+    nanogpt, modded_nanogpt, nanochat, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, mmcv,
     detectron2, keras, metric_logger, nemo, maxtext, torchtune, colossalai, composer, hf_trainer, megatron,
 )  # type: ignore[assignment]
 

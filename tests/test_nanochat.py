@@ -1,0 +1,108 @@
+"""karpathy's nanochat consoles (a whole ``speedrun.sh`` in ``screen``: base_train, mid_train, chat_sft and the
+evaluations between them) and karpathy/autoresearch's ``run.log`` (its steps joined by carriage returns): real files
+from public repositories (see fixtures/real/SOURCES.md), values pinned from their lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import forensics
+from parsers import load_run
+from reports import render_markdown
+
+REAL = Path(__file__).parent / "fixtures" / "real" / "nanochat"
+SPEEDRUN = REAL / "dwarkeshsp_nanochat_speedrun_excerpt.log"
+AUTORESEARCH = REAL / "alexmorleyfinch_autoresearch-win-rtx_run.log"
+
+
+def points(path: Path, metric: str, attempt: int | None = None) -> list[tuple]:
+    metrics = load_run(path).metrics.filter(metric=metric)
+    if attempt is not None:
+        metrics = metrics.filter(attempt=attempt)
+    return metrics.sort("attempt", "step").select("step", "value").rows()
+
+
+@pytest.mark.parametrize(("path", "metric", "attempt", "first", "last", "n"), [
+    # base_train: "step 00000/21400 (0.00%) | loss: 11.090355 | lrm: 1.00 | dt: 39643.02ms | tok/sec: 13,225 | ..."
+    # ... "step 21399/21400 (100.00%) | loss: 2.719005 | lrm: 0.00 | dt: 475.63ms | tok/sec: 1,102,299 | ..."
+    (SPEEDRUN, "loss", 1, (0, 11.090355), (21399, 2.719005), 402),
+    (SPEEDRUN, "iteration_time_ms", 1, (0, 39643.02), (21399, 475.63), 402),
+    (SPEEDRUN, "tokens_per_second", 1, (0, 13225.0), (21399, 1102299.0), 402),
+    # "Step 00000 | Validation bpb: 3.3013", "Step 00250 | Validation bpb: 1.2016", "Step 21400 | Validation bpb: 0.8118"
+    (SPEEDRUN, "val_bpb", 1, (0, 3.3013), (21400, 0.8118), 3),
+    (SPEEDRUN, "core_metric", 1, (21400, 0.2086), (21400, 0.2086), 1),  # "Step 21400 | CORE metric: 0.2086"
+    # mid_train: "step 00001 (0.28%) | loss: 1.274502 | ..." ... "step 00765 (100.00%) | loss: 1.284091 | ..."
+    (SPEEDRUN, "loss", 2, (1, 1.274502), (765, 1.284091), 45),
+    (SPEEDRUN, "val_bpb", 2, (0, 0.6886), (765, 0.3954), 3),
+    # chat_sft: "Step 00000/00651 | Training loss: 0.843050| lrm: 1.000000| num_tokens: 15,432" ... step 649
+    (SPEEDRUN, "loss", 3, (0, 0.84305), (649, 1.107621), 45),
+    (SPEEDRUN, "val_loss", 3, (0, 1.009291), (650, 1.011768), 2),
+    # autoresearch: "step 00000 (0.0%) | loss: 9.010729 | lrm: 1.00 | dt: 12071ms | tok/sec: 43,435 | ..." ... step 36
+    (AUTORESEARCH, "loss", 1, (0, 9.010729), (36, 2.90063), 37),
+    (AUTORESEARCH, "iteration_time_ms", 1, (0, 12071.0), (36, 11889.0), 37),
+    (AUTORESEARCH, "tokens_per_second", 1, (0, 43435.0), (36, 44097.0), 37),
+    (AUTORESEARCH, "val_bpb", 1, (36, 0.855121), (36, 0.855121), 1),  # its summary's "val_bpb:          0.855121"
+])
+def test_nanochat_values(path: Path, metric: str, attempt: int, first: tuple, last: tuple, n: int) -> None:
+    assert [src.format for src in load_run(path).sources] == ["nanochat"]
+    rows = points(path, metric, attempt)
+    assert len(rows) == n and rows[0] == first and rows[-1] == last
+
+
+def test_carriage_returns_between_steps_are_line_ends() -> None:
+    """autoresearch prints each step over the one before ("\\rstep 00001 ..."): a saved run.log holds all 37 steps on
+    one physical line, each read as its own step."""
+    raw = AUTORESEARCH.read_bytes()  # (written on Windows: CRLF line ends besides the lone carriage returns)
+    assert raw.count(b"\r") - raw.count(b"\r\n") == 37
+    assert [line.count(b"| loss: ") for line in raw.split(b"\n") if b"| loss: " in line] == [37]
+    assert [step for step, _ in points(AUTORESEARCH, "loss")] == list(range(37))
+    assert (27, 3.424124) in points(AUTORESEARCH, "loss")  # "step 00027 (63.2%) | loss: 3.424124 | lrm: 0.92 | ..."
+
+
+def test_a_step_line_behind_echoed_arrow_keys_is_read() -> None:
+    """Keys pressed in the terminal are echoed in front of the step line ("^[[B^[[B...step 04354/21400 ..."): the
+    step is read, not taken for a hole in the log."""
+    loss = dict(points(SPEEDRUN, "loss", 1))
+    assert loss[4354] == 3.036728 and loss[4366] == 3.027056 and loss[4382] == 3.017453
+    assert [step for step in loss if 4342 <= step <= 4392] == list(range(4342, 4393))
+
+
+def test_speedrun_stages_are_launches_each_with_its_end() -> None:
+    """base_train, mid_train and chat_sft each count their steps from 0: three launches, each ended by its own last
+    line; the planned length is base_train's "/21400" (chat_sft's "/00651" counts iterations whose last, 650, only
+    evaluates: it is not read as a plan its step 649 fell short of)."""
+    run = load_run(SPEEDRUN)
+    assert run.attempts == [1, 2, 3, 4]  # 4: chat_eval's start at the end of the excerpt
+    assert run.configs.select("attempt", "key", "value").rows() == [(1, "train_iters", "21400")]
+    done = run.events.filter(kind="training_done")
+    assert done.select("attempt", "step").rows() == [(1, 21400), (2, 765), (3, 650)]
+    assert done["text"].to_list()[:2] == ["Total training time: 170.39m", "Total training time: 6.65m"]
+    assert run.events.filter(kind="checkpoint_save").select("attempt", "value").rows() == [
+        (1, 21400.0), (2, 765.0), (3, 650.0)]  # "Saved model file to: .../model_021400.pt" ...
+    assert run.events.filter(kind="parameter_count")["value"].to_list() == [560988160.0]
+    findings = forensics.analyze(run).runs[0]
+    assert [(a.index, a.start_step, a.end_step, a.end_reason.value) for a in findings.attempts[:3]] == [
+        (1, 0, 21400, "completed"), (2, 0, 765, "completed"), (3, 0, 650, "completed")]
+
+
+def test_speedrun_chronicle_keeps_its_stages_apart() -> None:
+    """The chronicle does not set chat_sft's start beside base_train's end ("the loss did not fall over steps
+    0–21399"), starts mid_train and chat_sft from the weights they load, and says what it did not read."""
+    text = render_markdown(forensics.analyze(load_run(SPEEDRUN)))
+    assert "did not fall" not in text and "Stopped short" not in text
+    assert text.count("from weights loaded from a checkpoint") == 4  # attempts 2 and 3, in the table and their sections
+    assert "debiased exponential moving average of the step losses" in text
+    assert "also print lrm, mfu, num\\_tokens, total time: not read" in text
+    assert "1 line of other evaluations: not read (mmlu\\_acc)" in text
+
+
+def test_autoresearch_summary() -> None:
+    run = load_run(AUTORESEARCH)
+    assert run.attempts == [1]
+    assert run.events.select("kind", "value").rows() == [("parameter_count", 80937778.0), ("training_done", 308.4)]
+    findings = forensics.analyze(run).runs[0]
+    assert [(a.start_step, a.end_step, a.end_reason.value) for a in findings.attempts] == [(0, 36, "completed")]
+    text = render_markdown(forensics.analyze(run))
+    assert "also print epoch, lrm, mfu, remaining: not read" in text
