@@ -74,10 +74,10 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
 
 
 def _since_last_fresh_start(metrics: pl.DataFrame) -> pl.DataFrame:
-    """The metrics from the last attempt whose loss starts again at the first step of the run's loss on: a later
-    training counted from the start (a new run, or the next stage of one: nanochat's mid-training and SFT after its
-    pretraining, each from step 0) is not the path the earlier one took, and a loss pooled over both by step would
-    put the one's start beside the other's end.
+    """The metrics from the last attempt whose loss starts again at the first step of the run's loss (or the one
+    after it) on: a later training counted from the start (a new run, or the next stage of one: nanochat's
+    mid-training and SFT after its pretraining) is not the path the earlier one took, and a loss pooled over both by
+    step would put the one's start beside the other's end.
 
     >>> m = pl.DataFrame({"attempt": [1, 1, 2, 2], "step": [0, 100, 0, 10], "metric": "loss", "value": [9.0, 3, 1, 1]})
     >>> _since_last_fresh_start(m)["attempt"].to_list()
@@ -89,7 +89,8 @@ def _since_last_fresh_start(metrics: pl.DataFrame) -> pl.DataFrame:
         first=pl.col("step").min())
     if firsts.height < 2:
         return metrics
-    fresh = firsts.filter(pl.col("first") <= pl.col("first").min())["attempt"].max()
+    # (one step of slack: nanochat's mid-training logs its first loss at step 1, its pretraining at 0)
+    fresh = firsts.filter(pl.col("first") <= pl.col("first").min() + 1)["attempt"].max()
     return metrics.filter(pl.col("attempt") >= fresh)
 
 

@@ -15,6 +15,8 @@ from reports import render_markdown
 REAL = Path(__file__).parent / "fixtures" / "real" / "nanochat"
 SPEEDRUN = REAL / "dwarkeshsp_nanochat_speedrun_excerpt.log"
 AUTORESEARCH = REAL / "alexmorleyfinch_autoresearch-win-rtx_run.log"
+NEWER = REAL / "c-ding-math_nanochat_speedrun.log"  # base_train's "| bf16_mfu: ... | epoch: 1 | ... | eta: ..." lines
+RELAUNCHED = REAL / "jonhenshaw_nanochat_speedrun.log"  # launches that failed, then one that ran to step 2369
 
 
 def points(path: Path, metric: str, attempt: int | None = None) -> list[tuple]:
@@ -44,6 +46,17 @@ def points(path: Path, metric: str, attempt: int | None = None) -> list[tuple]:
     (AUTORESEARCH, "iteration_time_ms", 1, (0, 12071.0), (36, 11889.0), 37),
     (AUTORESEARCH, "tokens_per_second", 1, (0, 43435.0), (36, 44097.0), 37),
     (AUTORESEARCH, "val_bpb", 1, (36, 0.855121), (36, 0.855121), 1),  # its summary's "val_bpb:          0.855121"
+    # "step 00000/05742 (0.00%) | loss: 10.397083 | lrm: 1.00 | dt: 113785.11ms | tok/sec: 9,215 | bf16_mfu: 16.05 |
+    # epoch: 1 | total time: 0.00m" ... "step 05741/05742 (99.98%) | loss: 2.574317 | ... | eta: 0.0m"
+    (NEWER, "loss", 1, (0, 10.397083), (5741, 2.574317), 5742),
+    (NEWER, "tokens_per_second", 1, (0, 9215.0), (5741, 23510.0), 5742),
+    (NEWER, "val_bpb", 1, (0, 3.16909), (5742, 0.76207), 24),
+    (NEWER, "core_metric", 1, (2000, 0.1816), (5742, 0.233), 3),
+    # chat_sft of March 2026: "step 00001 (0.17%) | loss: 1.084291 | lrm: 1.00 | dt: 93382.51ms | ..." ... step 502
+    (NEWER, "loss", 2, (1, 1.084291), (502, 0.89942), 502),
+    # "step 00000/21400 (0.00%) | loss: 11.090355 | grad norm: 0.4282 | lrm: 1.00 | dt: 46222.92ms | ..."
+    (RELAUNCHED, "loss", 2, (0, 11.090355), (2369, 3.205507), 2370),
+    (RELAUNCHED, "grad_norm", 2, (0, 0.4282), (2369, 0.1101), 2370),
 ])
 def test_nanochat_values(path: Path, metric: str, attempt: int, first: tuple, last: tuple, n: int) -> None:
     assert [src.format for src in load_run(path).sources] == ["nanochat"]
@@ -106,3 +119,36 @@ def test_autoresearch_summary() -> None:
     assert [(a.start_step, a.end_step, a.end_reason.value) for a in findings.attempts] == [(0, 36, "completed")]
     text = render_markdown(forensics.analyze(run))
     assert "also print epoch, lrm, mfu, remaining: not read" in text
+
+
+def test_newer_base_train_and_chat_sft() -> None:
+    """March 2026's nanochat: "Parameter counts:" with its "total" row, the planned length printed and on every step
+    line, saves "Saved model parameters to: .../model_005742.pt"; each stage ended by "Total training time"."""
+    run = load_run(NEWER)
+    assert run.attempts == [1, 2, 3]
+    assert run.configs.select("attempt", "key", "value").rows() == [(1, "train_iters", "5742")]
+    assert run.events.filter(kind="planned_steps")["value"].to_list() == [5742.0]  # "...param ratio: 5,742"
+    assert run.events.filter(kind="parameter_count")["value"].to_list() == [1384124976.0]  # "total : 1,384,124,976"
+    assert run.events.filter(kind="checkpoint_save").select("attempt", "value").rows() == [(1, 5742.0), (2, 502.0)]
+    findings = forensics.analyze(run).runs[0]
+    assert [(a.index, a.start_step, a.end_step, a.end_reason.value) for a in findings.attempts[:2]] == [
+        (1, 0, 5742, "completed"), (2, 0, 502, "completed")]
+    text = render_markdown(forensics.analyze(run))
+    assert "did not fall" not in text  # (the SFT's loss, from step 1, is not set beside the pretraining's end)
+    assert "also print bf16\\_mfu, epoch, eta, lrm, mfu, total time: not read" in text
+
+
+def test_failed_launches_then_a_run_the_log_cuts_off() -> None:
+    """torchrun launches that died on "CUDA error: invalid device ordinal", two Ctrl-C, then a one-GPU launch whose
+    log ends at step 2369 of 21400 with its last save at step 2000."""
+    run = load_run(RELAUNCHED)
+    assert run.attempts == [1, 2]
+    assert run.events.filter(kind="keyboard_interrupt", attempt=1).height == 2
+    assert run.events.filter(kind="checkpoint_save")["value"].to_list() == [500.0, 1000.0, 1500.0, 2000.0]
+    findings = forensics.analyze(run).runs[0]
+    first, second = findings.attempts
+    assert (first.start_step, first.end_reason.value) == (None, "crashed")
+    assert "invalid device ordinal" in first.end_detail
+    assert (second.start_step, second.end_step, second.target_step) == (0, 2369, 21400)
+    text = render_markdown(forensics.analyze(run))
+    assert "attempt 2 at step 2369 of 21400" in text and "the last checkpoint saved in the logs is at step 2000" in text

@@ -40,7 +40,8 @@ SPEC = LineFormat(
     detect=re.compile(rb"(?:^|[\r\n])\s*step \d+(?:/\d+)? \(\s*[\d.]+%\)\s*\|\s*loss: [-+\w.]+\s*\|\s*(?:lrm|dt): "
                       rb"|(?:^|[\r\n])Step \d+ \| Validation bpb: [\d.]+\s*[\r\n]"),
     rules=(
-        Rule(_STEP, {s.LOSS: rf"\|\s*loss: ({NUMBER})", s.ITERATION_TIME_MS: rf"\|\s*dt: ({NUMBER})\s*ms",
+        Rule(_STEP, {s.LOSS: rf"\|\s*loss: ({NUMBER})", s.GRAD_NORM: rf"\|\s*grad norm: ({NUMBER})",  # (some versions)
+                     s.ITERATION_TIME_MS: rf"\|\s*dt: ({NUMBER})\s*ms",
                      TOKENS_PER_SECOND: rf"\|\s*tok/sec: ({NUMBER})",
                      PLANNED_STEPS: _LEAD + r"step \d+/(\d+) \("}),
         Rule(r"^\s*Step (\d+) \| Validation bpb: ", {VAL_BPB: rf"Validation bpb: ({NUMBER})"}, per_step=False),
@@ -57,7 +58,7 @@ SPEC = LineFormat(
         (s.EV_STARTUP, r"\bnanochat\.common - INFO - Distributed world size: \d"),
         (s.EV_PARAMETER_COUNT, r"^\W*Number of parameters: ([\d,]+)\s*$"),  # the older base_train.py
         (s.EV_PARAMETER_COUNT, r"^\s*total\s+: ([\d,]+)\s*$"),  # the "total" row of "Parameter counts:"
-        (s.EV_PLANNED_STEPS, r"^\W*(?:Calculated number of iterations from [^:]*|Using user-provided number of "
+        (s.EV_PLANNED_STEPS, r"^\W*(?:Calculated number of iterations from .*?|Using user-provided number of "
                              r"iterations): ([\d,]+)\s*$"),
         (s.EV_CHECKPOINT_SAVE, r"\bnanochat\.checkpoint_manager - INFO - Saved model (?:file|parameters) to: "
                                r"\S*?model_0*(\d+)\.pt"),
@@ -77,6 +78,6 @@ SPEC = LineFormat(
     # every "| name: value" field (lrm, mfu, bf16_mfu, epoch, total time, eta, remaining, num_tokens): those not read
     # are said to be not read
     printed=(r"\|\s*([A-Za-z_][\w/]*(?: [a-z]+)?):\s*-?\d",
-             frozenset({"loss", "dt", "tok/sec", "Validation bpb", "CORE metric", "Training loss", "Validation loss"})),
+             frozenset({"loss", "grad norm", "dt", "tok/sec", "Validation bpb", "CORE metric", "Training loss", "Validation loss"})),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
