@@ -43,7 +43,11 @@ SPEC = LineFormat(
         Rule(_STEP, {s.LOSS: rf"\|\s*loss: ({NUMBER})", s.GRAD_NORM: rf"\|\s*grad norm: ({NUMBER})",  # (some versions)
                      s.ITERATION_TIME_MS: rf"\|\s*dt: ({NUMBER})\s*ms",
                      TOKENS_PER_SECOND: rf"\|\s*tok/sec: ({NUMBER})",
-                     PLANNED_STEPS: _LEAD + r"step \d+/(\d+) \("}),
+                     PLANNED_STEPS: _LEAD + r"step \d+/(\d+) \("},
+             # (the usual line read in one pass: a million lines 7.4 s field by field)
+             layout=r"step (?P<step>\d+)(?:/(?P<train_iters>\d+))? \(\s*[\d.]+%\)\s*\|\s*loss: (?P<loss>[^\s|]+)"
+                    r"(?:\s*\|\s*grad norm: (?P<grad_norm>[^\s|]+))?\s*\|\s*lrm: [^\s|]+\s*\|\s*"
+                    r"dt: (?P<iteration_time_ms>[\d.]+)\s*ms\s*\|\s*tok/sec: (?P<tokens_per_second>[\d,]+)"),
         Rule(r"^\s*Step (\d+) \| Validation bpb: ", {VAL_BPB: rf"Validation bpb: ({NUMBER})"}, per_step=False),
         Rule(r"^\s*Step (\d+) \| CORE metric: ", {CORE_METRIC: rf"CORE metric: ({NUMBER})"}, per_step=False),
         # the older chat_sft.py: the loss of one step, and its validation loss (its "/00651" is not read as a planned
