@@ -82,6 +82,7 @@ SPEC = LineFormat(
     # every "| name: value" field (lrm, mfu, bf16_mfu, epoch, total time, eta, remaining, num_tokens): those not read
     # are said to be not read
     printed=(r"\|\s*([A-Za-z_][\w/]*(?: [a-z]+)?):\s*-?\d",
-             frozenset({"loss", "grad norm", "dt", "tok/sec", "Validation bpb", "CORE metric", "Training loss", "Validation loss"})),
+             frozenset({"loss", "grad norm", "dt", "tok/sec", "Validation bpb", "CORE metric", "Training loss",
+                        "Validation loss"})),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
