@@ -37,7 +37,7 @@ _STEP = _LEAD + r"step (\d+)(?:/\d+)? \(\s*[\d.]+%\)\s*\|\s*loss: "
 
 SPEC = LineFormat(
     FORMAT="nanochat",
-    detect=re.compile(rb"(?:^|[\r\n])\s*step \d+(?:/\d+)? \(\s*[\d.]+%\)\s*\|\s*loss: [-+\w.]+\s*\|\s*(?:lrm|dt): "
+    detect=re.compile(rb"(?:^|[\r\n])\s*step \d+(?:/\d+)? \(\s*[\d.]+%\)\s*\|\s*loss: [-+\w.]+\s*\|\s*(?:lrm|dt|grad norm): "
                       rb"|(?:^|[\r\n])Step \d+ \| Validation bpb: [\d.]+\s*[\r\n]"),
     rules=(
         Rule(_STEP, {s.LOSS: rf"\|\s*loss: ({NUMBER})", s.GRAD_NORM: rf"\|\s*grad norm: ({NUMBER})",  # (some versions)
