@@ -206,8 +206,8 @@ def test_compare_runs_with_nothing_readable(tmp_path):
     assert str(exc.value) == (f"no readable runs: {tmp_path / 'a'}: no readable training logs (empty.log: empty file); "
                               f"{tmp_path / 'b'}: no readable training logs (notes.txt: no metrics lines of a text format "
                               "it knows (megatron, nanogpt, modded-nanogpt, nanochat, litgpt, llm.c, torchtitan, "
-                              "nanotron, olmo, fairseq, mlx-lm, mmengine, mmcv, detectron2, keras, metric-logger, nemo, maxtext, "
-                              "torchtune, colossalai, composer, hf-trainer))")
+                              "nanotron, olmo, fairseq, mlx-lm, mmengine, mmcv, detectron2, keras, metric-logger, "
+                              "nemo, maxtext, torchtune, colossalai, composer, hf-trainer))")
 
 
 # --- reports.write ---------------------------------------------------------------------------------------------
