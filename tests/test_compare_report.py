@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -94,7 +95,13 @@ def unrelated_keys(tmp_path_factory) -> Path:
 
 
 def _rows(path: Path) -> list[RunRow]:
-    return [summarize(analyze_run(run), run.metrics) for run in load_runs(path)]
+    """Fresh rows (compare_rows fills their diffs in place) from findings analysed once per test process."""
+    return [summarize(findings, run.metrics) for run, findings in _analysed(path)]
+
+
+@cache
+def _analysed(path: Path) -> list[tuple]:
+    return [(run, analyze_run(run)) for run in load_runs(path)]
 
 
 # --- the stability keys ---------------------------------------------------------------------------------------------

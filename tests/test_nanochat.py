@@ -4,12 +4,14 @@ from public repositories (see fixtures/real/SOURCES.md), values pinned from thei
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 import forensics
-from parsers import load_run
+from parsers import Run
+from parsers import load_run as _load_run
 from reports import render_markdown
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "nanochat"
@@ -17,6 +19,13 @@ SPEEDRUN = REAL / "dwarkeshsp_nanochat_speedrun_excerpt.log"
 AUTORESEARCH = REAL / "alexmorleyfinch_autoresearch-win-rtx_run.log"
 NEWER = REAL / "c-ding-math_nanochat_speedrun.log"  # base_train's "| bf16_mfu: ... | epoch: 1 | ... | eta: ..." lines
 RELAUNCHED = REAL / "jonhenshaw_nanochat_speedrun.log"  # launches that failed, then one that ran to step 2369
+
+
+@cache
+def load_run(path: Path) -> Run:
+    """Each log read once per test process (the frames are not changed by the tests; the whole speedrun logs take a
+    second each)."""
+    return _load_run(path)
 
 
 def points(path: Path, metric: str, attempt: int | None = None) -> list[tuple]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 
 import polars as pl
@@ -23,8 +24,16 @@ HP_METRIC_PLACEHOLDER = ("hp_metric -1 at step 0 (1 record): Lightning's placeho
 
 
 def _chronicle(path: Path) -> tuple[forensics.RunFindings, list[str]]:
+    # (a fixture's chronicle is made once per test process; a test's own files each time)
+    return _fixture_chronicle(path) if REAL in path.parents else _made(path)
+
+
+def _made(path: Path) -> tuple[forensics.RunFindings, list[str]]:
     analysis = forensics.analyze_path(path)
     return analysis.findings.runs[0], reports.render(analysis.findings, "markdown").splitlines()
+
+
+_fixture_chronicle = cache(_made)
 
 
 def test_a_console_that_prints_no_step_beside_its_trainer_state_is_not_put_before_it() -> None:
