@@ -264,3 +264,22 @@ def test_a_cumulative_time_that_starts_again_is_a_relaunch(tmp_path: Path) -> No
     assert [w.split(": ", 1)[1] for w in run.warnings] == ["its elapsed_min starts again at line 10: a relaunch"]
     assert value_at(run, "elapsed_min", 80, 2) == 0.0  # read under its own name, not as wall time
     assert run.metrics["wall_time"].null_count() == run.metrics.height
+
+
+def test_a_table_cut_inside_its_last_line_does_not_read_that_line(tmp_path: Path) -> None:
+    """MoshiHead's train_log.csv ends "925,P4_polish,0.90588,2.13801,...,0,6.0"; the same table cut while it was being
+    written ends inside that line ("925,P4_polish,0.9"): its ce_raw, lr and grad_norm were read as empty and its total
+    as 0.9 (not 0.90588). A table whose last line has no line end has it dropped, with a warning."""
+    data = MOSHI.read_bytes()
+    cut = data[:data.rindex(b"925,P4_polish,0.9") + len(b"925,P4_polish,0.9")]
+    (tmp_path / "train_log.csv").write_bytes(cut)
+    run = load_run(tmp_path / "train_log.csv")
+    assert run.metrics.filter(metric="total")["step"].max() == 920
+    assert value_at(run, "total", 920, 3) == 0.94864
+    assert any(w.endswith("train_log.csv: its last line has no line end: cut short by the end of the file (a table "
+                          "still being written, or a cut copy), so its values may be cut too: not read")
+               for w in run.warnings)
+    # the whole file ends its last line: nothing is dropped
+    whole = load_run(MOSHI)
+    assert whole.metrics.filter(metric="total")["step"].max() == 925
+    assert not any("no line end" in w for w in whole.warnings)
