@@ -50,7 +50,7 @@ from parsers import schema as s
 from parsers.console.engine import UNREAD_FIELDS_NOTE
 from parsers.metric_names import VALIDATION_FOLDERS, canonical
 from parsers.reader import NotThisFormat, Piece, ReadContext
-from parsers.textfile import InputError, json_value
+from parsers.textfile import CUT_LAST_ROW, InputError, ends_its_last_line, json_value
 from parsers.wandb_history import (
     HISTORY_META,
     empty_cells_note,
@@ -170,15 +170,6 @@ def sniff(head: bytes, name: str) -> bool:
     return axis is not None and _stepped(records, axis)
 
 
-def _ends_its_last_line(path: Path) -> bool:
-    with path.open("rb") as f:
-        f.seek(0, 2)
-        if f.tell() == 0:
-            return True
-        f.seek(-1, 2)
-        return f.read(1) == b"\n"
-
-
 def read(path: Path, context: ReadContext) -> list[Piece]:
     shown = context.shown
     head = context.head or path.read_bytes()[:65536]
@@ -192,12 +183,11 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     axis = _layout(columns)
     if axis is None:
         raise NotThisFormat(f"{shown}: no step column and training metric in the table")
-    if not lines and wide.height and not _ends_its_last_line(path):
+    if not lines and wide.height and not ends_its_last_line(path):
         # a table still being written, or copied cut: its last line may end inside a value ("2,2." of "2,2.1456",
         # read as 2.0); W&B's own exports end without a line end, but they are not step tables
         wide = wide.slice(0, wide.height - 1)
-        notes.append("its last line has no line end: cut short by the end of the file (a table still being written, "
-                     "or a cut copy), so its values may be cut too: not read")
+        notes.append(CUT_LAST_ROW)
     if wide.height == 0:
         raise NotThisFormat(f"{shown}: a step table's header with no rows", empty=True)
     step = wide[axis].cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)

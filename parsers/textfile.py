@@ -146,6 +146,21 @@ def _tolerant_loader() -> type:
     return Tolerant
 
 
+CUT_LAST_ROW = ("its last line has no line end: cut short by the end of the file (a table still being written, or a "
+                "cut copy), so its values may be cut too: not read")
+
+
+def ends_its_last_line(path: Path) -> bool:
+    """Whether the file is empty or ends with a line end (a table written row by row, or by pandas, does; one cut
+    while it was written, or copied cut, may end inside a value)."""
+    with path.open("rb") as f:
+        f.seek(0, 2)
+        if f.tell() == 0:
+            return True
+        f.seek(-1, 2)
+        return f.read(1) == b"\n"
+
+
 def json_value(text: str | bytes) -> Any:
     """``json.loads``, with nesting too deep for Python's decoder a ``ValueError`` like any other bad JSON.
 

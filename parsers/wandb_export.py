@@ -8,6 +8,7 @@ from pathlib import Path
 from parsers import schema as s
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
+from parsers.textfile import CUT_LAST_ROW, ends_its_last_line
 from parsers.wandb_csv import CHART, HISTORY, RUNS_TABLE, csv_kind, header_of, read_chart_export, read_runs_table
 from parsers.wandb_history import (
     config_frame,
@@ -58,6 +59,10 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         return [Piece(path, RUNS_TABLE, ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA), configs),
                       run, config_only=True) for run, configs in read_runs_table(path, shown, context.warnings)]
     wide = read_history_file(path, shown, context.warnings)
+    if path.suffix.lower() == ".csv" and wide.height and not ends_its_last_line(path):
+        # (pandas ends a history dump's last line; the W&B UI's chart exports and runs tables, read above, do not)
+        wide = wide.slice(0, wide.height - 1)
+        context.warnings.append(f"{shown}: {CUT_LAST_ROW}")
     long, steps = wide_to_long(wide, shown)
     # dumps of run.history() come in no particular order; JSON lines are written as logged (a step going back
     # there is a restart)

@@ -340,7 +340,7 @@ def test_history_step_going_back_is_a_restart(tmp_path: Path) -> None:
 
 def test_sampled_api_dump_is_flagged(tmp_path: Path) -> None:
     steps = sorted({(i * i * 37) % 120000 for i in range(700)})[:500]
-    (tmp_path / "metrics.csv").write_text("_step,loss\n" + "\n".join(f"{s},2.0" for s in steps))
+    (tmp_path / "metrics.csv").write_text("_step,loss\n" + "".join(f"{s},2.0\n" for s in steps))  # (as pandas ends it)
     run = load_run(tmp_path / "metrics.csv")
     assert run.sources[0].sampled
     span = steps[-1] - steps[0]
@@ -662,3 +662,16 @@ def test_a_copy_of_the_latest_run_folder_without_its_wandb_log_is_not_read_again
                            "the same as wandb/run-20221125_150848-28b1fgqy's: a copy, not read"]
     interrupts = run.events.filter(pl.col("kind") == "keyboard_interrupt")
     assert interrupts["source"].cast(pl.String).to_list() == ["wandb/run-20221125_150848-28b1fgqy/files/output.log"]
+
+
+def test_a_history_dump_cut_inside_its_last_line_does_not_read_that_line(tmp_path: Path) -> None:
+    """pandas ends a history dump's last line; one cut while it was copied ends inside a value ("...,2.4" of
+    "...,2.4375") and was read as it stood. It is left out with a warning; a whole dump keeps every row."""
+    whole = "_step,train/loss\n" + "".join(f"{s},{2.5 - s / 1000:.4f}\n" for s in range(1, 101))
+    (tmp_path / "history.csv").write_text(whole[:-3])  # "100,2.4" of "100,2.4000"
+    run = load_run(tmp_path / "history.csv")
+    assert run.metrics.filter(metric="loss")["step"].max() == 99
+    assert f"{tmp_path / 'history.csv'}: its last line has no line end: cut short by the end of the file (a table still " \
+           "being written, or a cut copy), so its values may be cut too: not read" in run.warnings
+    (tmp_path / "whole.csv").write_text(whole)
+    assert load_run(tmp_path / "whole.csv").metrics.filter(metric="loss")["step"].max() == 100
