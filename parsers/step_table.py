@@ -13,15 +13,16 @@ steps**, as the Keras console reader does, and said in a warning; an epoch colum
 no axis (the table is not read).
 
 The rows go through the W&B history machinery (:func:`parsers.wandb_history.wide_to_long`,
-:func:`~parsers.wandb_history.history_log`): a step that goes back starts a new attempt, and so do a step logged
-again with a training metric the row before it at that step logged too (a relaunch that logged that step again; an
-evaluation's row at a training row's step logs other keys; where a fifth of the rows or more do so, they are several
-rows a step, said, not relaunches) and the header written again (a relaunch appending to the file). A step column
-that counts again in each epoch (``epoch,step,loss``; ``epoch,batch,loss``) gives derived steps, said; a negative
-step (``-1`` at an epoch's end) is not read. Wall time: a ``timestamp`` / ``time`` / ``datetime`` column of clock times
-(ISO text, Unix seconds or milliseconds); an elapsed-time column (``elapsed_min``, ``runtime``) counts from a launch,
-not the clock: it is read as a scalar under its own name, not as wall time (that would print 1970 dates), and where it
-goes back the program was relaunched (said).
+:func:`~parsers.wandb_history.history_log`): a step that goes back starts a new attempt, and so do a step logged again
+with the training metrics the row before it at that step logged (a relaunch that logged that step again; an
+evaluation's row at a training row's step logs other keys, an LR beside them at most; where a fifth of the rows or
+more do so, they are several rows a step, said, not relaunches) and the header written again (a relaunch appending to
+the file). A step column that counts again in each epoch (``epoch,step,loss``; ``epoch,batch,loss``) gives derived
+steps, said; a negative step (``-1`` at an epoch's end) is not read. Wall time: a ``timestamp`` / ``time`` /
+``datetime`` column of clock times (ISO text, Unix seconds or milliseconds); an elapsed-time column (``elapsed_min``,
+``runtime``) counts from a launch, not the clock: it is read as a scalar under its own name, not as wall time (that
+would print 1970 dates), and where it goes back the program was relaunched (said), if it rises on most rows (else it
+is a duration per interval).
 
 What is read as what: canonical names where :func:`~parsers.metric_names.canonical` knows the column (the chronicle
 says which column a metric came from), else the column's own name (listed among the other scalars); a ``val_loss``
@@ -247,6 +248,11 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     if (elapsed := _first(keys, ELAPSED_COLUMNS)) is not None:
         since = wide[elapsed].cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
         again = (since < since.forward_fill().shift(1)).fill_null(False)  # (a cumulative time never goes back)
+        # (only a column that rises on most rows is a cumulative time: one that goes back on a fifth of them or more,
+        # or mostly stays where it was, is a duration per interval or per step, whose going back is no relaunch)
+        moves = since.drop_nulls().diff().drop_nulls()
+        if moves.len() and ((moves < 0).mean() >= 0.2 or (moves > 0).mean() < 0.5):  # type: ignore[operator]
+            again = again.clear().extend_constant(False, wide.height)
         if again.any():
             at = [n + (1 if lines else 2) for n in again.arg_true().to_list()]
             notes.append(f"its {elapsed} starts again at line{'s' if len(at) != 1 else ''} "
@@ -351,12 +357,14 @@ def _text_columns(wide: pl.DataFrame, keys: list[str]) -> dict[str, list[str]]:
 
 
 def _relaunched(table: pl.DataFrame, trained: list[str]) -> pl.Series:
-    """Per row: the step of the row before it logged again, with a training metric that row logged too (a relaunch
+    """Per row: the step of the row before it logged again, with the training metrics that row logged (a relaunch
     that logged that step again; an evaluation's row at a training row's step logs other keys)."""
     if not trained:
         return pl.Series("restart", [False] * table.height)
     held = [pl.col(c).is_not_null() for c in trained]
     again = (pl.col("_step") == pl.col("_step").shift(1)).fill_null(False)
-    shared = pl.any_horizontal([h & h.shift(1).fill_null(False) for h in held])
+    # (the same training columns as the row before, not one of them: an evaluation's row that carries the LR beside
+    # its validation loss shares the LR column with the training row before it, and is no relaunch)
+    shared = pl.any_horizontal(held) & pl.all_horizontal([h == h.shift(1).fill_null(False) for h in held])
     return table.select((again & shared).alias("restart")).to_series()
 

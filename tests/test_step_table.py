@@ -283,3 +283,33 @@ def test_a_table_cut_inside_its_last_line_does_not_read_that_line(tmp_path: Path
     whole = load_run(MOSHI)
     assert whole.metrics.filter(metric="total")["step"].max() == 925
     assert not any("no line end" in w for w in whole.warnings)
+
+
+def test_an_elapsed_column_of_per_interval_durations_is_no_relaunch(tmp_path: Path) -> None:
+    """`elapsed` written as the seconds since the previous line (a timing per log interval, jittered): it goes back
+    on about half its rows, which is no cumulative time starting again (review s39: 97 attempts of 1-4 rows)."""
+    rows = [line.split(",") for line in MOSHI.read_text().splitlines()[1:41]]
+    jitter = [4.1, 3.9, 4.3, 4.0, 3.8, 4.2, 4.4, 3.7]
+    path = tmp_path / "train_log.csv"
+    path.write_text("step,loss,lr,elapsed\n" + "".join(
+        f"{r[0]},{r[2]},{r[9]},{jitter[n % len(jitter)]}\n" for n, r in enumerate(rows)))
+    run = load_run(path)
+    assert run.attempts == [1]
+    assert not any("a relaunch" in w for w in run.warnings)
+
+
+def test_evaluation_rows_that_carry_the_lr_are_no_relaunch(tmp_path: Path) -> None:
+    """A loop that writes `{"step", "loss", "lr"}` each interval and, at each evaluation, `{"step", "val_loss", "lr"}`
+    at the same step: the evaluation row shares the lr column with the training row before it, not its metrics
+    (review s39: an attempt per evaluation, 'the run was restarted' 20 times)."""
+    rows = [line.split(",") for line in MOSHI.read_text().splitlines()[1:41]]
+    lines = []
+    for n, r in enumerate(rows):
+        lines.append(f'{{"step": {r[0]}, "loss": {r[2]}, "lr": {r[9]}}}')
+        if n % 10 == 9:
+            lines.append(f'{{"step": {r[0]}, "val_loss": {float(r[2]) + 0.1}, "lr": {r[9]}}}')
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    run = load_run(path)
+    assert run.attempts == [1]
+    assert run.events.height == 0
