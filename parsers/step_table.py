@@ -266,7 +266,10 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
                              row=(pl.col("row") + first_line) if exact else pl.lit(None, dtype=pl.Int64))
     # a file named for an evaluation (eval_loss.csv, valid_log.jsonl): its loss is the validation loss
     evaluated: dict[str, str] = {}
-    if set(re.split(r"[\W_]+", path.stem.lower())) & VALIDATION_FOLDERS:
+    # (not one named for training too, "train_val_log.csv", nor a table with a validation loss of its own)
+    words = set(re.split(r"[\W_]+", path.stem.lower()))
+    if words & VALIDATION_FOLDERS and not words & {"train", "training"} \
+            and not any(canonical(c)[0] == s.VAL_LOSS for c in keys if c not in heads):
         evaluated = {c: s.VAL_LOSS for c in keys if c not in heads and canonical(c)[0] == s.LOSS}
         if evaluated:
             notes.append(f"its name says it is an evaluation's: {', '.join(evaluated)} read as the validation loss")

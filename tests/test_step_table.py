@@ -313,3 +313,17 @@ def test_evaluation_rows_that_carry_the_lr_are_no_relaunch(tmp_path: Path) -> No
     run = load_run(path)
     assert run.attempts == [1]
     assert run.events.height == 0
+
+
+def test_a_training_table_named_for_training_and_validation_keeps_its_loss(tmp_path: Path) -> None:
+    """`train_val_log.csv` with `step,loss,val_loss,lr`: its name holds "val", but also "train", and the table has a
+    validation loss of its own; its loss is the training loss (review s39: read as the validation loss beside the
+    real one, and the chronicle said 'no loss metric recognised')."""
+    rows = [line.split(",") for line in MOSHI.read_text().splitlines()[1:41]]
+    path = tmp_path / "train_val_log.csv"
+    path.write_text("step,loss,val_loss,lr\n" + "".join(
+        f"{r[0]},{r[2]},{float(r[2]) + 0.1 if n % 10 == 9 else ''},{r[9]}\n" for n, r in enumerate(rows)))
+    run = load_run(path)
+    assert run.metrics.filter(metric="loss").height == 40
+    assert run.metrics.filter(metric="val_loss").height == 4
+    assert not any("evaluation's" in w for w in run.warnings)
