@@ -278,3 +278,21 @@ def test_colossalai_nan_loss_on_its_progress_bar_is_found() -> None:
     assert loss["step"].to_list() == [431, 432] and loss["value"].is_nan().all()
     lines = reports.render(forensics.analyze_path(path).findings).splitlines()
     assert "- **What went wrong:** attempt 1 ended in NaN: NaN from step 431 to the end of its log (step 432)." in lines
+
+
+def test_colossalai_bar_printed_twice_an_iteration_is_one_attempt(tmp_path: Path) -> None:
+    """The legacy Trainer calls `progress.set_postfix(**step_metrics)` in its loop body (a print at the count so far,
+    with this iteration's loss), then tqdm's own update prints the count one higher with the same postfix: in a log
+    written to a file (tqdm's '\\r's kept) each count is printed twice with two losses. Review s39: 60 iterations
+    were 60 attempts, each 'restarted'."""
+    losses = [3 - k * 0.01 + (k % 7) * 0.003 for k in range(60)]
+    bars = "".join(f"\r[Epoch 0 / Train]:   0%|          | {n}/788222 [00:{i:02d}<796:09:33,  3.64s/it, "
+                   f"loss={losses[i]:.5f}, lr=2.5e-5, throughput=0.2{i:02d} sample_per_sec, 2.3376 Tflops]"
+                   for i in range(60) for n in (i, i + 1))
+    path = tmp_path / "train.log"
+    path.write_text(bars + "\n")
+    run = load_run(path)
+    assert run.attempts == [1]
+    loss = run.metrics.filter(metric="loss").sort("step")
+    assert loss["step"].to_list() == list(range(60))
+    assert loss["value"].to_list() == [round(v, 5) for v in losses]
