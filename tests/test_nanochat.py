@@ -161,3 +161,24 @@ def test_failed_launches_then_a_run_the_log_cuts_off() -> None:
     assert (second.start_step, second.end_step, second.target_step) == (0, 2369, 21400)
     text = render_markdown(forensics.analyze(run))
     assert "attempt 2 at step 2369 of 21400" in text and "the last checkpoint saved in the logs is at step 2000" in text
+
+
+def test_chat_rls_periodic_save_is_no_end_of_training(tmp_path: Path) -> None:
+    """karpathy/nanochat scripts/chat_rl.py prints "Saved model checkpoint to .../chatrl_checkpoints/d20" every
+    save_every steps, not only at its last: an RL run that ran out of memory at step 100 of 181, after its save at step
+    60, was "completed ... then the program failed after its training" (review s39). Only the older chat_sft.py's
+    save to chatsft_checkpoints is its last line."""
+    lines = [f"step {n:05d}/00020 ({n * 5:.2f}%) | loss: {9 - n * 0.1:.6f} | lrm: 1.00 | dt: 1338.63ms | "
+             f"tok/sec: 12,239 | mfu: 48.52 | total time: {n / 60:.2f}m" for n in range(20)]
+    lines += ["Total training time: 0.33m",
+              "2025-10-16 14:00:00,000 - nanochat.common - INFO - Distributed world size: 8"]
+    for step in range(101):
+        lines.append(f"Step {step}/181 | Average reward: 0.1 | Average sequence length: 200.00")
+        if step and step % 60 == 0:
+            lines.append("Saved model checkpoint to /x/chatrl_checkpoints/d20")
+    lines += ["Traceback (most recent call last):", "torch.OutOfMemoryError: CUDA out of memory."]
+    path = tmp_path / "rl.log"
+    path.write_text("\n".join(lines) + "\n")
+    run = load_run(path)
+    assert [src.format for src in run.sources] == ["nanochat"]
+    assert run.events.filter(kind="training_done")["text"].to_list() == ["Total training time: 0.33m"]

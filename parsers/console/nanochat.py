@@ -73,7 +73,10 @@ SPEC = LineFormat(
         (s.EV_CHECKPOINT_LOAD, r"\bnanochat\.checkpoint_manager - INFO - Loading model from \S"),
         (s.EV_TRAINING_DONE, r"^\W*Total training time: [\d.]+m\s*$"),  # (minutes: no value in seconds)
         (s.EV_TRAINING_DONE, r"^training_seconds:\s+(\d+(?:\.\d*)?)\s*$"),  # autoresearch's summary
-        (s.EV_TRAINING_DONE, r"^\W*Saved model checkpoint to \S"),  # the older chat_sft.py's last line
+        # the older chat_sft.py's last line (to chatsft_checkpoints); chat_rl.py prints the same words every save_every
+        # steps (to chatrl_checkpoints): a save, not an end
+        (s.EV_TRAINING_DONE, r"^\W*Saved model checkpoint to \S*chatsft_checkpoints\b"),
+        (s.EV_CHECKPOINT_SAVE, r"^\W*Saved model checkpoint to \S"),
     ),
     # the older chat_sft.py's accuracies ("Step 00650 | mmlu_acc: 0.310547, arc_easy_acc: 0.393555")
     unread=((r"^\s*Step \d+ \| (?P<name>[A-Za-z_]\w*): [-\d.]", "of other evaluations"),),
