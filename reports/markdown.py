@@ -136,6 +136,9 @@ def _trouble(run: RunFindings, a: Attempt) -> str:
     return f"; {what} in the {metric} from step {first.step}"
 
 
+MAX_UNKNOWN_ENDS = 3  # attempts with no end in their log named in the summary; the rest counted
+
+
 def _unknown_end(run: RunFindings, a: Attempt) -> str:
     """'how attempt 1 ended is not in the log (attempt 2 started next, back at step 3000)': an attempt with no end in
     its log and the one that followed it."""
@@ -162,8 +165,11 @@ def _summary(run: RunFindings) -> list[str]:
                      + ("no attempt ended on an error." if run.attempts else "no attempt found."))
     elif unknown := [a for a in run.attempts if a.end_reason == EndReason.UNKNOWN]:
         # an attempt whose log shows no end before the next one began may have crashed: not an all-clear
-        lines.append("- **What went wrong:** no attempt's log ends in NaN, divergence, a crash "
-                     "or a hang, but " + "; ".join(_unknown_end(run, a) for a in unknown) + ".")
+        said = "; ".join(_unknown_end(run, a) for a in unknown[:MAX_UNKNOWN_ENDS])
+        more = len(unknown) - MAX_UNKNOWN_ENDS
+        lines.append("- **What went wrong:** no attempt's log ends in NaN, divergence, a crash or a hang, but " + said
+                     + (f"; nor how {more} more attempt{'s' if more > 1 else ''} ended (see *Timeline*)" if more > 0
+                        else "") + ".")
     else:
         lines.append("- **What went wrong:** no attempt ended in NaN, divergence, a crash or a hang.")
     stopped = [a for a in run.attempts if a.end_reason in STOPPED_ENDINGS and a.index not in {b.index for b in bad}]

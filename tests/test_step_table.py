@@ -327,3 +327,14 @@ def test_a_training_table_named_for_training_and_validation_keeps_its_loss(tmp_p
     assert run.metrics.filter(metric="loss").height == 40
     assert run.metrics.filter(metric="val_loss").height == 4
     assert not any("evaluation's" in w for w in run.warnings)
+
+
+def test_the_summary_names_three_attempts_with_no_end_and_counts_the_rest() -> None:
+    """slm_training's five launches: the first four have no end in the log, each followed by the next; the summary
+    named every one (a table of a hundred relaunches made a 12 kB line, review s39 #8): three are named, the rest
+    counted."""
+    _, lines = chronicle(load_run(SLM))
+    assert ("- **What went wrong:** no attempt's log ends in NaN, divergence, a crash or a hang, but how attempt 1 "
+            "ended is not in the log (attempt 2 started next); how attempt 2 ended is not in the log (attempt 3 "
+            "started next); how attempt 3 ended is not in the log (attempt 4 started next, back at step 7500); nor "
+            "how 1 more attempt ended (see *Timeline*).") in lines
