@@ -34,15 +34,16 @@ RISING_BY = 0.05   # ... and by this much in all, while the training loss fell
 
 
 def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
-    """``{"steps": [first, last], "start", "end", "fell", "val_start", "val_end", "val_rising"}`` of a run's loss
-    (``fell``: True, False, or None when too noisy to say; ``val_rising``: :func:`val_rising` when the loss fell), or
-    None with fewer than :data:`MIN_POINTS` finite points.
+    """``{"steps": [first, last], "start", "end", "fell", "val_start", "val_end", "val_rising"}`` of a run's loss, and
+    ``from_attempt`` where an attempt after the first counted its steps from the start again (the loss is judged from
+    that one on); ``fell``: True, False, or None when too noisy to say; ``val_rising``: :func:`val_rising` when the
+    loss fell. None with fewer than :data:`MIN_POINTS` finite points.
 
     >>> flat = pl.DataFrame({"attempt": 1, "step": range(1, 41), "metric": "loss", "value": [1.386] * 40})
     >>> learning(flat)
     {'steps': [1, 40], 'start': 1.386, 'end': 1.386, 'fell': False, 'val_start': None, 'val_end': None, 'val_rising': None}
     """
-    metrics = _since_last_fresh_start(metrics)
+    metrics, fresh = _since_last_fresh_start(metrics)
     loss = by_step(metrics, s.LOSS, finite=True)
     if loss.height < SHORT_POINTS:
         return None
@@ -70,28 +71,30 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
             up = None
     return {"steps": [int(loss["step"][0]), int(loss["step"][-1])], "start": start, "end": end, "fell": fell,
             "val_start": float(values[0]) if values.len() else None,
-            "val_end": float(values[-1]) if values.len() else None, "val_rising": up}
+            "val_end": float(values[-1]) if values.len() else None, "val_rising": up,
+            **({"from_attempt": fresh} if fresh is not None else {})}
 
 
-def _since_last_fresh_start(metrics: pl.DataFrame) -> pl.DataFrame:
+def _since_last_fresh_start(metrics: pl.DataFrame) -> tuple[pl.DataFrame, int | None]:
     """The metrics from the last attempt whose loss starts again at the first step of the run's loss (or the one
-    after it) on: a later training counted from the start (a new run, or the next stage of one: nanochat's
-    mid-training and SFT after its pretraining) is not the path the earlier one took, and a loss pooled over both by
-    step would put the one's start beside the other's end.
+    after it) on, and that attempt when it is not the first: a later training counted from the start (a new run, or
+    the next stage of one: nanochat's mid-training and SFT after its pretraining) is not the path the earlier one
+    took, and a loss pooled over both by step would put the one's start beside the other's end.
 
     >>> m = pl.DataFrame({"attempt": [1, 1, 2, 2], "step": [0, 100, 0, 10], "metric": "loss", "value": [9.0, 3, 1, 1]})
-    >>> _since_last_fresh_start(m)["attempt"].to_list()
-    [2, 2]
+    >>> since, fresh = _since_last_fresh_start(m)
+    >>> since["attempt"].to_list(), fresh
+    ([2, 2], 2)
     """
     if "attempt" not in metrics.columns:
-        return metrics
+        return metrics, None
     firsts = metrics.filter((pl.col("metric") == s.LOSS) & pl.col("value").is_finite()).group_by("attempt").agg(
         first=pl.col("step").min())
     if firsts.height < 2:
-        return metrics
-    # (one step of slack: nanochat's mid-training logs its first loss at step 1, its pretraining at 0)
+        return metrics, None
+    # (one step of slack: a stage may log its first loss at step 1, the one before it at 0)
     fresh = firsts.filter(pl.col("first") <= pl.col("first").min() + 1)["attempt"].max()
-    return metrics.filter(pl.col("attempt") >= fresh)
+    return metrics.filter(pl.col("attempt") >= fresh), (int(fresh) if fresh > firsts["attempt"].min() else None)
 
 
 def val_rising(steps: list[int], values: list[float]) -> dict[str, Any] | None:

@@ -227,7 +227,9 @@ def _summary(run: RunFindings) -> list[str]:
     if (seen := run.learning) and seen["fell"] is False:
         val = (f"; the validation loss went from {shown(round(seen['val_start'], 6))} to "
                f"{shown(round(seen['val_end'], 6))}" if seen["val_start"] is not None else "")
-        lines.append(f"- **The loss did not fall** over steps {seen['steps'][0]}–{seen['steps'][1]} "
+        since = (f" of attempt {seen['from_attempt']} on (the last to count its steps from the start again)"
+                 if seen.get("from_attempt") else "")
+        lines.append(f"- **The loss did not fall** over steps {seen['steps'][0]}–{seen['steps'][1]}{since} "
                      f"(median {shown(round(seen['start'], 6))} over its first tenth of points, "
                      f"{shown(round(seen['end'], 6))} over its last){val}.")
     if (seen := run.learning) and (up := seen.get("val_rising")):

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -338,3 +340,17 @@ def test_the_summary_names_three_attempts_with_no_end_and_counts_the_rest() -> N
             "ended is not in the log (attempt 2 started next); how attempt 2 ended is not in the log (attempt 3 "
             "started next); how attempt 3 ended is not in the log (attempt 4 started next, back at step 7500); nor "
             "how 1 more attempt ended (see *Timeline*).") in lines
+
+
+def test_a_loss_that_did_not_fall_is_said_of_the_stage_it_was_judged_on(tmp_path: Path) -> None:
+    """A second training counted from step 0 again (the next stage of a pipeline) is judged alone: the summary said
+    "The loss did not fall over steps 0-99" of a run whose first stage fell from 10 to 3 (review s39 #5)."""
+    rng = np.random.default_rng(0)
+    first = [{"step": k, "loss": round(10 * 0.988 ** k + 0.01 * rng.standard_normal(), 4)} for k in range(100)]
+    second = [{"step": k, "loss": round(2.0 + 0.01 * rng.standard_normal(), 4)} for k in range(100)]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in first + second))
+    run, lines = chronicle(load_run(tmp_path / "metrics.jsonl"))
+    assert run.learning["from_attempt"] == 2
+    [said] = [line for line in lines if line.startswith("- **The loss did not fall**")]
+    assert said.startswith("- **The loss did not fall** over steps 0–99 of attempt 2 on (the last to count its steps "
+                           "from the start again) (median 2")
