@@ -271,12 +271,21 @@ def _prefix_pattern(pdsh_cmd: re.Match[bytes] | None) -> str:
     return f"^(?:{alternatives})*"
 
 
+_IN_MEMORY_BYTES = 1 << 20  # logs up to this size are parsed without the streaming engine (see _blocks)
+
+
 def _blocks(text: TextFile, prefix: str, query: Callable[[pl.LazyFrame], pl.LazyFrame]) -> Iterator[pl.DataFrame]:
     """``query`` run on each block of classified lines, in line order (an empty file gives one empty result)."""
     empty = True
+    # Polars' streaming engine bounds the memory of a block's query, at a start-up cost of tens of milliseconds each
+    # time: a log of less than a megabyte (a block's query holds a few times its bytes) is read in memory
+    try:
+        engine = "streaming" if text.path.stat().st_size > _IN_MEMORY_BYTES else "in-memory"
+    except OSError:
+        engine = "streaming"
     for block in scan_blocks(text):
         empty = False
-        yield query(_classify(block, prefix)).collect(engine="streaming")
+        yield query(_classify(block, prefix)).collect(engine=engine)  # type: ignore[arg-type]
     if empty:
         yield query(_classify(pl.LazyFrame(schema=_LINES_SCHEMA), prefix)).collect()
 
@@ -497,7 +506,7 @@ def _read_odd_lines(iters: pl.DataFrame, prefix: str, rounds: int = 3) -> pl.Dat
         layout = common_layout(odd["text"].head(_SAMPLE_LINES).to_list(), prefix)
         if layout is None:
             break
-        again = _split_rows(_line_rows(_classify(odd.lazy(), prefix), prefix, layout).collect(engine="streaming"))[0]
+        again = _split_rows(_line_rows(_classify(odd.lazy(), prefix), prefix, layout).collect())[0]  # (a few lines)
         read.append(again.filter(~pl.col("odd")).select("line", "step", "total", pl.col(f"^{_VALUE}.*$")))
         odd = again.filter("odd").select("line", "text")
         if odd.height == 0:
