@@ -141,10 +141,10 @@ class RunRow:
         return bool(self.config.keys() - INFERRED_KEYS)
 
 
-# W&B's run states (a runs-table export's State column) as outcomes: "finished" exited 0, "failed" exited non-zero,
-# "crashed" stopped sending heartbeats (the machine or the process died), "killed" stopped by a person
-WANDB_STATES: dict[str, Outcome] = {"finished": Outcome.COMPLETED, "failed": Outcome.CRASHED,
-                                    "crashed": Outcome.CRASHED, "killed": Outcome.STOPPED, "running": Outcome.RUNNING}
+# the states W&B records for a run (parsers.schema.RunState) as outcomes
+RUN_STATES: dict[s.RunState, Outcome] = {
+    s.RunState.FINISHED: Outcome.COMPLETED, s.RunState.FAILED: Outcome.CRASHED, s.RunState.CRASHED: Outcome.CRASHED,
+    s.RunState.KILLED: Outcome.STOPPED, s.RunState.RUNNING: Outcome.RUNNING}
 
 
 def _summary_loss(summary: dict[str, Any]) -> float | None:
@@ -160,11 +160,14 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
     :func:`compare_rows`)."""
     last = run.attempts[-1] if run.attempts else None
     # a run whose log shows no training (a W&B runs-table row): the state W&B recorded for it, where there is one
-    state, ended = (run.summary.get(f"{s.RUN_INFO_PREFIX}{k}") for k in ("State", "End Time"))
+    state, ended = run.summary.get(s.RUN_STATE_KEY), run.summary.get(s.RUN_END_KEY)
     told = (state is not None or ended is not None) and not any(a.end_reason != EndReason.NO_TRAINING
                                                                 for a in run.attempts)
-    outcome = ((WANDB_STATES.get(str(state).lower(), Outcome.RUNNING) if state is not None else Outcome.EXITED)
-               if told else OUTCOMES.get(last.end_reason, Outcome.RUNNING) if last else Outcome.RUNNING)
+    # (a state W&B added since, "preempted" say, is an end the table names but this does not know: exited)
+    known = str(state).lower() in set(s.RunState)
+    outcome = ((RUN_STATES[s.RunState(str(state).lower())] if known else Outcome.EXITED) if state is not None
+               else Outcome.EXITED) if told else OUTCOMES.get(last.end_reason, Outcome.RUNNING) if last \
+        else Outcome.RUNNING
     if outcome == Outcome.COMPLETED and last and any(a.attempt == last.index and a.kind == Kind.DIVERGENCE
                                                      for a in run.anomalies):
         outcome = Outcome.DIVERGED  # it ran its steps with its loss diverged: that is the state it ended in

@@ -15,6 +15,7 @@ Attempts are numbered from 1 in the order the run made them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import polars as pl
 
@@ -209,6 +210,18 @@ START_KINDS: frozenset[str] = STARTUP_KINDS | {EV_PROCESS_START, EV_WANDB_RUN_ST
 # --- config keys that describe a run rather than configure it (left out of config changes) ------------------------
 SUMMARY_PREFIX = "summary/"   # a W&B run's final summary values
 RUN_INFO_PREFIX = "wandb/"    # W&B runs-table system columns (State, Created, Runtime, ...)
+RUN_STATE_KEY = f"{RUN_INFO_PREFIX}State"        # the state W&B recorded for a run (see RunState)
+RUN_END_KEY = f"{RUN_INFO_PREFIX}End Time"       # when W&B recorded its end
+
+
+class RunState(StrEnum):
+    """W&B's run states (a runs-table export's State column)."""
+
+    FINISHED = "finished"  # the program exited 0
+    FAILED = "failed"      # it exited non-zero
+    CRASHED = "crashed"    # it stopped sending heartbeats: the machine or the process died
+    KILLED = "killed"      # stopped by a person
+    RUNNING = "running"    # still running when the table was exported
 
 # --- frame schemas ------------------------------------------------------------------------------------------------
 METRICS_SCHEMA: dict[str, pl.DataType] = {

@@ -4,6 +4,7 @@ logged losses with their logged digits, computed numbers named as computed, one 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -351,3 +352,12 @@ def test_a_runs_table_row_has_the_state_wandb_recorded_and_its_summary_loss():
     first = _rows(TEXT_AUG_TABLE)[0]
     assert (first.name, first.outcome) == ("bert_substitute_02", "exited")
     assert cells(first, compare_rows([first]))[3] == "exited (W&B end time: 2022-06-10T05:52:35.000Z)"
+
+
+def test_a_wandb_state_this_does_not_know_is_an_end_said_as_wandb_said_it():
+    """The table's State column may hold a state added since ("preempted"): the run ended, how is W&B's word."""
+    [row] = [r for r in _rows(NANOGPT_TABLE) if r.name == "G1_ternary_weights (seed=6242)"]
+    findings = _analysed(NANOGPT_TABLE)[0][1]
+    preempted = dataclasses.replace(findings, summary={**findings.summary, "wandb/State": "preempted"})
+    moved = summarize(preempted, _analysed(NANOGPT_TABLE)[0][0].metrics)
+    assert (row.outcome, moved.outcome, moved.outcome_said) == ("completed", "exited", "W&B state: preempted")
