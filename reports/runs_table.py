@@ -48,7 +48,7 @@ def runs_table_section(runs: list[RunFindings]) -> list[str]:
            + "final summary |", "|---|---|---|" + "---|" * len(columns) + "---|"]
     for r in runs:
         info = r.summary
-        state = info.get(f"{s.RUN_INFO_PREFIX}State", "–")
+        state = info.get(s.RUN_STATE_KEY, "–")
         runtime = info.get(f"{s.RUN_INFO_PREFIX}Runtime", "–")
         cells = ["–" if diffs[k][r.name] is None else _value(diffs[k][r.name]) for k in columns]
         out.append(f"| {md(r.name)} | {md(state)} | {md(runtime)} | " + " | ".join(cells) + (" | " if cells else "")
