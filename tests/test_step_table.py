@@ -354,3 +354,29 @@ def test_a_loss_that_did_not_fall_is_said_of_the_stage_it_was_judged_on(tmp_path
     [said] = [line for line in lines if line.startswith("- **The loss did not fall**")]
     assert said.startswith("- **The loss did not fall** over steps 0–99 of attempt 2 on (the last to count its steps "
                            "from the start again) (median 2")
+
+
+def test_flat_json_lines_read_at_once_give_the_run_the_line_by_line_reader_gives(monkeypatch) -> None:
+    """slm_training's metrics.jsonl (flat records of numbers) is read by Polars in one pass; the same file read line
+    by line gives the same frames and warnings. A damaged line sends a file to the line-by-line reader, which says
+    what it skipped."""
+    from parsers import wandb_history
+
+    assert wandb_history._flat_json_lines(SLM) is not None
+    fast = load_run(SLM)
+    monkeypatch.setattr(wandb_history, "_flat_json_lines", lambda path: None)
+    slow = load_run(SLM)
+    assert fast.metrics.equals(slow.metrics) and fast.events.equals(slow.events) and fast.warnings == slow.warnings
+    monkeypatch.undo()
+    assert fast.metrics.height == 1592
+
+
+def test_a_json_lines_table_with_a_damaged_line_is_read_line_by_line(tmp_path: Path) -> None:
+    from parsers import wandb_history
+
+    lines = SLM.read_text().splitlines()
+    (tmp_path / "metrics.jsonl").write_text("\n".join([*lines[:10], '{"step": 220, "lo', *lines[10:]]) + "\n")
+    assert wandb_history._flat_json_lines(tmp_path / "metrics.jsonl") is None
+    run = load_run(tmp_path / "metrics.jsonl")
+    assert any(w.endswith("metrics.jsonl: 1 line(s) that are not JSON were skipped (first: line 11)") for w in run.warnings)
+    assert run.metrics.height == 1592
