@@ -1,6 +1,7 @@
-"""Benchmark: reading a 1M-line nanoGPT stdout and a 200k-entry Hugging Face ``trainer_state.json`` with
-``parsers.load_run`` against a plain reader written here (a compiled ``re`` loop over the lines; ``json.load`` and
-a loop over ``log_history``). Each is timed in a fresh process, best of ``--repeat``; target: 4x the plain reader.
+"""Benchmark: reading a 1M-line nanoGPT stdout, a 200k-entry Hugging Face ``trainer_state.json`` and a 1M-line
+step table of JSON lines (``metrics.jsonl``) with ``parsers.load_run`` against a plain reader written here (a compiled
+``re`` loop over the lines; ``json.load`` and a loop over ``log_history``; ``json.loads`` per line). Each is timed
+in a fresh process, best of ``--repeat``; target: 4x the plain reader.
 
     python benchmarks/read_formats.py [--lines 1000000] [--entries 200000]
 """
@@ -43,6 +44,15 @@ def trainer_state(path: Path, entries: int) -> None:
     path.write_text(json.dumps({"global_step": entries * 10, "log_history": history, "max_steps": entries * 10}))
 
 
+def metrics_jsonl(path: Path, lines: int) -> None:
+    rnd = random.Random(0)
+    with path.open("w", encoding="utf-8") as f:
+        for step in range(lines):
+            loss = 2.8 + 8 * (1 + step / 2000) ** -0.5 + rnd.gauss(0, 0.02)
+            f.write(json.dumps({"step": step, "loss": round(loss, 6), "lr": 3e-4, "grad_norm": round(rnd.random(), 4),
+                                "tokens": step * 524288, "elapsed": round(0.25 + rnd.random() / 100, 4)}) + "\n")
+
+
 PLAIN_NANOGPT = r'''
 import re, sys, time
 ITER = re.compile(r"^iter (\d+): loss ([-+\w.]+), time ([\d.]+)ms")
@@ -76,6 +86,20 @@ for entry in state["log_history"]:
 print(time.perf_counter() - t, len(rows))
 '''
 
+PLAIN_JSONL = r'''
+import json, sys, time
+t = time.perf_counter()
+rows = []
+with open(sys.argv[1], encoding="utf-8") as f:
+    for line in f:
+        record = json.loads(line)
+        step = record["step"]
+        for key, value in record.items():
+            if key != "step" and isinstance(value, (int, float)):
+                rows.append((step, key, float(value)))
+print(time.perf_counter() - t, len(rows))
+'''
+
 OURS = r'''
 import sys, time
 from parsers import load_run
@@ -101,7 +125,8 @@ def main() -> None:
     data.mkdir(exist_ok=True)
     cases = [("nanoGPT stdout", data / f"nanogpt_{args.lines}.log", nanogpt, args.lines, PLAIN_NANOGPT),
              ("trainer_state.json", data / f"trainer_state_{args.entries}" / "trainer_state.json", trainer_state,
-              args.entries, PLAIN_STATE)]
+              args.entries, PLAIN_STATE),
+             ("step table, JSON lines", data / f"metrics_{args.lines}.jsonl", metrics_jsonl, args.lines, PLAIN_JSONL)]
     print(f"best of {args.repeat}, each in a fresh process")
     print("| input | size | plain reader s | forensics s | speed-up | rows (plain / forensics) |")
     print("|---|---:|---:|---:|---:|---:|")
