@@ -136,6 +136,23 @@ def _trouble(run: RunFindings, a: Attempt) -> str:
     return f"; {what} in the {metric} from step {first.step}"
 
 
+def _skipping_at_the_end(run: RunFindings) -> list[str]:
+    """Each attempt whose log ends with no end printed while it was skipping its iterations (a burst of skipped
+    iterations that reaches its last logged step: an fp16 overflow storm), said with its burst and loss scale."""
+    said = []
+    for a in run.attempts:
+        if a.end_reason not in (EndReason.RUNNING, EndReason.UNKNOWN) or a.end_step is None:
+            continue
+        mine = [x for x in run.anomalies if x.attempt == a.index and x.end_step == a.end_step]
+        burst = next((x for x in mine if x.kind == Kind.SKIPPED_ITERATIONS), None)
+        if burst is None:
+            continue
+        scale = next((x for x in mine if x.kind == Kind.LOSS_SCALE_COLLAPSE and x.value is not None), None)
+        said.append(f"attempt {a.index} was still skipping its iterations where its log ends: {md(burst.detail)}"
+                    + (f", its loss scale down to {shown(scale.value)}" if scale else ""))
+    return said
+
+
 MAX_UNKNOWN_ENDS = 3  # attempts with no end in their log named in the summary; the rest counted
 
 
@@ -163,6 +180,9 @@ def _summary(run: RunFindings) -> list[str]:
         lines.append(f"- **What went wrong:** not checked: {'no metric logged' if nothing else 'no loss metric recognised'}"
                      " (see *What was read and checked*); "
                      + ("no attempt ended on an error." if run.attempts else "no attempt found."))
+    elif skipping := _skipping_at_the_end(run):
+        lines.append("- **What went wrong:** no attempt ended in NaN, divergence, a crash or a hang, but "
+                     + "; ".join(skipping) + ".")
     elif unknown := [a for a in run.attempts if a.end_reason == EndReason.UNKNOWN]:
         # an attempt whose log shows no end before the next one began may have crashed: not an all-clear
         said = "; ".join(_unknown_end(run, a) for a in unknown[:MAX_UNKNOWN_ENDS])

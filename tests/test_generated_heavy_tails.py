@@ -176,3 +176,12 @@ def test_a_replay_says_how_many_steps_were_logged_again(tmp_path: Path):
     [replay] = [line for line in lines if "when logged again" in line]
     assert replay.startswith("- **step 610 gave a different loss when logged again:** ")
     assert replay.endswith(" (attempt 2) (the first of 20 logged steps, 610–800, logged again)")
+
+
+def test_an_attempt_still_skipping_its_iterations_where_its_log_ends_is_not_cleared():
+    """The same log stops at 10500 of 20000, its last 435 iterations skipped at loss scale 1 (audit s39 D #3): the
+    summary said "no attempt ended in NaN, divergence, a crash or a hang" and nothing of the storm it ended in."""
+    lines = chronicle(GENERATED / "megatron_k100_overflow_storm_to_the_end.log")
+    assert ("- **What went wrong:** no attempt ended in NaN, divergence, a crash or a hang, but attempt 1 was still "
+            "skipping its iterations where its log ends: 435 iterations skipped (fp16 overflow) between steps 10100 "
+            "and 10500, its loss scale down to 1.") in lines
