@@ -42,6 +42,7 @@ TRAINER_DONE_KEYS: frozenset[str] = frozenset({"train_runtime", "train/train_run
 TFLOPS_PER_GPU = "tflops_per_gpu"
 SAMPLES_PER_SECOND = "samples_per_second"
 TOKENS_PER_GPU_PER_SECOND = "tokens_per_gpu_per_second"
+TOKENS_PER_SECOND = "tokens_per_second"  # the whole job's (nanoGPT forks' "tok/sec", nanochat's, torchtitan's "tps")
 SKIPPED_SAMPLES = "skipped_samples"
 EPOCH = "epoch"  # the fraction of the data seen (Hugging Face Trainer, Lightning, fairseq)
 

@@ -57,6 +57,7 @@ from parsers.wandb_history import (
     empty_cells_note,
     flatten,
     history_log,
+    number,
     read_history_file,
     wide_to_long,
 )
@@ -191,7 +192,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         notes.append(CUT_LAST_ROW)
     if wide.height == 0:
         raise NotThisFormat(f"{shown}: a step table's header with no rows", empty=True)
-    step = wide[axis].cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    step = _numbers(wide, axis)
     # the header written again by a relaunch that opened the file to append (its rows are no values)
     headers = wide.select(pl.all_horizontal([pl.col(c).cast(pl.String) == c for c in columns]).fill_null(False)
                           .alias("header")).to_series() if not lines else pl.Series("header", [False] * wide.height)
@@ -246,7 +247,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     if repeats:  # (the first row after a header written again: a header at the end starts nothing)
         restart = restart | headers.shift(1, fill_value=False)
     if (elapsed := _first(keys, ELAPSED_COLUMNS)) is not None:
-        since = wide[elapsed].cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+        since = _numbers(wide, elapsed)
         again = (since < since.forward_fill().shift(1)).fill_null(False)  # (a cumulative time never goes back)
         # (only a column that rises on most rows is a cumulative time: one that goes back on a fifth of them or more,
         # or mostly stays where it was, is a duration per interval or per step, whose going back is no relaunch)
@@ -280,6 +281,10 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     return [Piece(path, FORMAT, log)]
 
 
+def _numbers(wide: pl.DataFrame, column: str) -> pl.Series:
+    return wide.select(number(column)).to_series()
+
+
 def _listed(names: list[str], most: int = 8) -> str:
     return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
@@ -297,9 +302,8 @@ def _per_epoch(wide: pl.DataFrame, axis: str, columns: list[str], step: pl.Serie
         epoch, inner = _first([c for c in columns if c != axis], EPOCH_COLUMNS), axis
     if epoch is None or inner is None:
         return step, None
-    counter = step if inner == axis else wide[inner].cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
-    frame = pl.DataFrame({"e": wide[epoch].cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False),
-                          "i": counter})
+    counter = step if inner == axis else _numbers(wide, inner)
+    frame = pl.DataFrame({"e": _numbers(wide, epoch), "i": counter})
     held = frame.drop_nulls()  # (the rows with both: a row without a step is not read)
     whole = held.select(pl.all().mod(1).eq(0).all()).row(0)
     rises = (pl.col("e") > pl.col("e").shift(1)).fill_null(False)

@@ -285,8 +285,9 @@ def _is_index(column: str) -> bool:
 
 
 def number(column: str) -> pl.Expr:
-    """A text column as floats: numbers and the ``NaN`` / ``Infinity`` / ``inf`` tokens; anything else is null."""
-    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+    """A column's cells as floats, read as text: numbers and the ``NaN`` / ``Infinity`` / ``inf`` tokens; anything else
+    is null."""
+    return pl.col(column).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
 
 
 def _as_float(wide: pl.DataFrame, column: str) -> pl.Expr:

@@ -24,10 +24,9 @@ _BAR = r"\[Epoch (\d+) / Train\]:\s*\d+%[^\d]*(\d+)/(\d+) \["
 
 def epoch_step(text: pl.Expr) -> pl.Expr:
     """``[Epoch 2 / Train]: 10% 5/50 [`` is iteration 2 × 50 + 5."""
-    def part(n: int) -> pl.Expr:
-        return text.str.extract(_BAR, n).cast(pl.Int64, strict=False)
-
-    return part(1) * part(3) + part(2)
+    epoch, count, total = (text.str.extract_groups(_BAR).struct.field(str(n)).cast(pl.Int64, strict=False)
+                           for n in (1, 2, 3))  # (one pass of the regex)
+    return epoch * total + count
 
 
 def _set_postfix_print(text: pl.Expr) -> pl.Expr:

@@ -29,7 +29,6 @@ from parsers.console.engine import NUMBER, PLANNED_STEPS, LineFormat, Rule
 
 VAL_BPB = "val_bpb"  # validation bits per byte (nanochat's and autoresearch's evaluation)
 CORE_METRIC = "core_metric"  # nanochat's CORE score (DCLM's mean centered accuracy over its tasks)
-TOKENS_PER_SECOND = "tokens_per_second"
 
 # (a key pressed in the terminal while it printed is echoed in front of the line: "^[[B^[[Bstep 04354/21400 ...")
 _LEAD = r"^(?:\s|\^\[\[[A-D])*"
@@ -42,7 +41,7 @@ SPEC = LineFormat(
     rules=(
         Rule(_STEP, {s.LOSS: rf"\|\s*loss: ({NUMBER})", s.GRAD_NORM: rf"\|\s*grad norm: ({NUMBER})",  # (some versions)
                      s.ITERATION_TIME_MS: rf"\|\s*dt: ({NUMBER})\s*ms",
-                     TOKENS_PER_SECOND: rf"\|\s*tok/sec: ({NUMBER})",
+                     s.TOKENS_PER_SECOND: rf"\|\s*tok/sec: ({NUMBER})",
                      PLANNED_STEPS: _LEAD + r"step \d+/(\d+) \("},
              # (the usual line read in one pass: a million lines 7.4 s field by field)
              layout=r"step (?P<step>\d+)(?:/(?P<train_iters>\d+))? \(\s*[\d.]+%\)\s*\|\s*loss: (?P<loss>[^\s|]+)"

@@ -41,7 +41,7 @@ SPEC = LineFormat(
         Rule(r"(?:^|\s)step\s+(\d+)\s*[|,]\s*loss:\s", {  # build-nanogpt (its forks: commas for bars)
             s.LOSS: rf"[|,]\s*loss:\s*({NUMBER})", s.LR: rf"[|,]\s*lr:?\s*({NUMBER})",
             s.GRAD_NORM: rf"[|,]\s*norm:\s*({NUMBER})", s.ITERATION_TIME_MS: rf"[|,]\s*(?:dt|time):\s*({NUMBER})\s*ms",
-            "tokens_per_second": rf"[|,]\s*(?:tok/sec|tokens/sec):\s*({NUMBER})"}),
+            s.TOKENS_PER_SECOND: rf"[|,]\s*(?:tok/sec|tokens/sec):\s*({NUMBER})"}),
         Rule(r"^\s*validation loss:", {s.VAL_LOSS: rf"^\s*validation loss:\s*({NUMBER})"}, step=False, per_step=False,
              step_after=True),
         Rule(r"^\s*HellaSwag accuracy:", {HELLASWAG: rf"HellaSwag accuracy:\s*\d+\s*/\s*\d+\s*=\s*({NUMBER})"},

@@ -25,7 +25,7 @@ SPEC = LineFormat(
         # (a fork prints "step: 640/644 = 99.3789%": the run's planned length)
         Rule(r"\bstep:\s*(\d+)(?:/\d+ = [\d.]+%)?\s+loss:", {
             s.LOSS: rf"\bloss:\s*({NUMBER})", s.GRAD_NORM: rf"\bgrad_norm:\s*({NUMBER})",
-            "tokens_per_second": rf"\btps:\s*({NUMBER})", PLANNED_STEPS: r"\bstep:\s*\d+/(\d+) = "}),
+            s.TOKENS_PER_SECOND: rf"\btps:\s*({NUMBER})", PLANNED_STEPS: r"\bstep:\s*\d+/(\d+) = "}),
     ),
     placeholders=((s.LOSS, -1.0, "torchtitan's placeholder on a pipeline stage that does not compute the loss (only "
                                  "the last stage does)"),),
