@@ -182,3 +182,16 @@ def test_chat_rls_periodic_save_is_no_end_of_training(tmp_path: Path) -> None:
     run = load_run(path)
     assert [src.format for src in run.sources] == ["nanochat"]
     assert run.events.filter(kind="training_done")["text"].to_list() == ["Total training time: 0.33m"]
+
+
+def test_a_step_line_printed_twice_is_not_said_to_come_from_several_ranks(tmp_path: Path) -> None:
+    """A pasted Windows console of a single-process base_train ("Distributed world size: 1") keeps some step lines
+    twice, as the console redrew them; the warning said "one line printed by several ranks". Here the real
+    c-ding-math log with its step 10 line printed again right after it."""
+    lines = NEWER.read_text(encoding="utf-8").splitlines(keepends=True)
+    at = next(n for n, line in enumerate(lines) if line.startswith("step 00010/05742"))
+    (tmp_path / "speedrun.log").write_text("".join([*lines[:at + 1], lines[at], *lines[at + 1:]]), encoding="utf-8")
+    [said] = [w for w in _load_run(tmp_path / "speedrun.log").warnings if "repeat the step" in w]
+    assert said.endswith("the same line printed again as it was (a console's redraw kept in a paste, or several "
+                         "ranks), each step read once")
+    assert f"(first: step 10, line {at + 1})" in said  # (the line it repeats)

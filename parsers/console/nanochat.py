@@ -79,6 +79,8 @@ SPEC = LineFormat(
     ),
     # the older chat_sft.py's accuracies ("Step 00650 | mmlu_acc: 0.310547, arc_easy_acc: 0.393555")
     unread=((r"^\s*Step \d+ \| (?P<name>[A-Za-z_]\w*): [-\d.]", "of other evaluations"),),
+    # (a single process prints them too: a Windows console's redraws pasted, "Distributed world size: 1")
+    repeats="the same line printed again as it was (a console's redraw kept in a paste, or several ranks)",
     note="the loss of its \"step N (x%) | loss:\" lines is a debiased exponential moving average of the step losses "
          "(ema_beta 0.9), not one step's loss: a one-step spike shows damped and spread over the steps after it",
     # every "| name: value" field (lrm, mfu, bf16_mfu, epoch, total time, eta, remaining, num_tokens): those not read
