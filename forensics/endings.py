@@ -267,7 +267,9 @@ def _unnumbered(events: pl.DataFrame, next_index: int | None) -> Ending | None:
             nearest = np.minimum(np.abs(lines - at[np.clip(np.searchsorted(at, lines), 0, at.size - 1)]),
                                  np.abs(lines - at[np.clip(np.searchsorted(at, lines) - 1, 0, at.size - 1)]))
             rest = rest.filter(pl.Series(nearest > 6))
-        paired = (rest["value"].is_null() & ~rest["text"].str.contains("Skipping step")
+        # (a line without a scale is the first of two, its scale on the next: not one that kept the scale, such as
+        # DeepSpeed's "Skipping step. Attempted loss scale: 65536, but hysteresis is 2", a skip of its own)
+        paired = (rest["value"].is_null() & (rest["kind"] != s.EV_OVERFLOW_SCALE_KEPT)
                   & rest["value"].shift(-1).is_not_null()
                   & ((rest["line"].shift(-1) - rest["line"]) <= 3)).fill_null(False)
         n = named["it"].n_unique() + rest.height - int(paired.sum())

@@ -1096,9 +1096,11 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
     # a file that failed in the shared memory: the DataLoader workers' /dev/shm, not a disk
     in_shm = (pl.col("kind") == s.EV_STORAGE_ERROR) & pl.col("body").str.contains(p.SHARED_MEMORY)
     ev = ev.with_columns(kind=pl.when(in_shm).then(pl.lit(s.EV_SHARED_MEMORY_ERROR)).otherwise("kind"))
-    # an overflow that did not lower the scale (at its minimum, or held by DeepSpeed's hysteresis)
+    # an overflow that did not lower the scale (at its minimum, or held by DeepSpeed's hysteresis, which may say so
+    # instead of printing the scale it set: no value then)
     tried, to = (pl.col("body").str.extract(p.ATTEMPTED_SCALE, n).cast(pl.Float64, strict=False) for n in (1, 2))
-    ev = ev.with_columns(kind=pl.when((pl.col("kind") == s.EV_OVERFLOW) & (tried == to).fill_null(False))
+    kept = (tried == to).fill_null(False) | pl.col("body").str.contains(p.HYSTERESIS_HELD)
+    ev = ev.with_columns(kind=pl.when((pl.col("kind") == s.EV_OVERFLOW) & kept)
                          .then(pl.lit(s.EV_OVERFLOW_SCALE_KEPT)).otherwise("kind"))
     # a traceback logged as one list is quoted by the error it ends with
     listed = pl.coalesce(pl.col("body").str.extract(p.LISTED_ERROR, 1), pl.col("body").str.extract(p.LISTED_ERROR, 2))

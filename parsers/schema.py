@@ -119,7 +119,9 @@ EV_PADDED_VOCAB = "padded_vocab"            # value = padded vocabulary size
 EV_OVERFLOW = "overflow"                    # fp16 loss-scale overflow, value = new loss scale
 EV_OVERFLOW_SCALE_KEPT = "overflow_scale_kept"  # an overflow that left the scale as it was ("Attempted loss scale:
                                             # 1, reducing to 1"): at its minimum, or DeepSpeed's hysteresis holding
-                                            # it for an overflow or more; value = the scale
+                                            # it for an overflow or more; value = the scale (none where the
+                                            # line says only that hysteresis held it: "Attempted loss scale:
+                                            # 65536, but hysteresis is 2. Reducing hysteresis to 1")
 OVERFLOW_KINDS = frozenset({EV_OVERFLOW, EV_OVERFLOW_SCALE_KEPT})  # every fp16 overflow line (a skipped step)
 EV_OVERFLOW_STOP = "overflow_stop"          # the program stops on fp16 overflows (too many in a row, the scale
                                             # at its minimum): an error, whose cause the line names

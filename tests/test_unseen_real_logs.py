@@ -14,6 +14,7 @@ import pytest
 import forensics
 import parsers
 import reports
+from parsers import schema
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 GENERATED = Path(__file__).parent / "fixtures" / "generated"
@@ -839,6 +840,17 @@ def test_a_run_that_logged_nothing_before_its_summary_completed_at_its_step() ->
     assert "- **No metric logged** by any source: nothing could be checked, NaN/Inf included." in lines
     assert lines.count("- **What went wrong:** not checked: no metric logged (see *What was read and checked*); no "
                        "attempt ended on an error.") == 1
+
+
+def test_deepspeeds_hysteresis_line_is_read_as_a_kept_scale() -> None:
+    """DeepSpeed #931's first overflow line, "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, but
+    hysteresis is 2. Reducing hysteresis to 1", is a skip that kept the scale (the reader's overflow_scale_kept, with
+    no scale set), the three after it skips that halved it: forensics counts them by kind, never by the words
+    "Skipping step" (issue 17)."""
+    events = parsers.load_run(REAL / "console_errors" / "deepspeed_issue931_overflow_cascade_excerpt.txt").events
+    assert events.select("line", "kind", "value").rows() == [
+        (2, schema.EV_OVERFLOW_SCALE_KEPT, None), (3, schema.EV_OVERFLOW, 32768.0), (4, schema.EV_OVERFLOW, 16384.0),
+        (5, schema.EV_OVERFLOW, 8192.0)]
 
 
 def test_a_deepspeed_console_of_overflow_lines_only_is_read_for_them() -> None:
