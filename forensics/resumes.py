@@ -3,7 +3,6 @@ batches are skipped, and optimizer state lost on resume."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import polars as pl
@@ -15,9 +14,6 @@ from parsers import schema as s
 # settings that start a resumed run without the saved optimizer state (Megatron, DeepSpeed, HF)
 NO_OPTIMIZER_KEYS: tuple[str, ...] = ("no_load_optim", "finetune", "reset_optimizer", "load_module_only",
                                       "no_load_optimizer_state")
-_NO_OPTIMIZER_TEXT = re.compile(
-    r"(?i)(not|without|skip\w*|no)\s+(loading\s+)?(the\s+)?optimi[sz]er(\s+state)?|optimi[sz]er state (not|was not)"
-)
 SOON_AFTER_RESUME = 200   # steps (or 20 log intervals, if longer) after a resume that count as "right after"
 SCALE_RESET = 8.0         # fp16 loss scale this many times above the pre-resume scale: the scaler was not restored
 
@@ -126,8 +122,8 @@ def optimizer_state_lost(
         evidence: list[str] = []
         cfg = table.get(att.index, {})
         evidence += [f"attempt {att.index} ran with {k}={cfg[k]}" for k in NO_OPTIMIZER_KEYS if cfg.get(k) is True]
-        said = events.filter((pl.col("attempt") == att.index) & pl.col("text").is_not_null()
-                             & pl.col("text").str.contains(_NO_OPTIMIZER_TEXT.pattern))
+        said = events.filter((pl.col("attempt") == att.index) & (pl.col("kind") == s.EV_OPTIMIZER_NOT_LOADED)
+                             & pl.col("text").is_not_null())
         evidence += [f"attempt {att.index} logged: {t.strip()[:140]}" for t in said["text"].head(2).to_list()]
         mine = scales.filter(pl.col("attempt") == att.index).sort("step")
         before = scales.filter((pl.col("attempt") < att.index) & (pl.col("step") <= att.resumed_from_step)).sort(

@@ -1105,6 +1105,10 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
     # a traceback logged as one list is quoted by the error it ends with
     listed = pl.coalesce(pl.col("body").str.extract(p.LISTED_ERROR, 1), pl.col("body").str.extract(p.LISTED_ERROR, 2))
     ev = ev.with_columns(text=pl.when(pl.col("kind") == s.EV_ERROR).then(pl.coalesce(listed, "text")).otherwise("text"))
+    # a line that says the optimizer state was not loaded is that event too, beside its own kind
+    unloaded = ev.filter(pl.col("text").str.contains(p.NO_OPTIMIZER_STATE)).with_columns(
+        kind=pl.lit(s.EV_OPTIMIZER_NOT_LOADED), value=pl.lit(None, pl.Float64))
+    ev = pl.concat([ev, unloaded], how="vertical_relaxed") if unloaded.height else ev
     return ev.select("line", "attempt", "step", "kind", "value", "wall_time", "text").pipe(_shard_totals)
 
 

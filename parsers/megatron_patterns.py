@@ -272,6 +272,9 @@ STEP_VALUED = frozenset({s.EV_CHECKPOINT_LOAD, s.EV_CHECKPOINT_SAVE, s.EV_CHECKP
 SHARED_MEMORY = r"</torch_|/dev/shm|shared memory"
 # DeepSpeed's overflow line: the scale it tried and the one it set (the same: parsers.schema.EV_OVERFLOW_SCALE_KEPT)
 ATTEMPTED_SCALE = r"Attempted loss scale: ([\d.]+(?:[eE][-+]?\d+)?), reducing to ([\d.]+(?:[eE][-+]?\d+)?)"
+# a line that says a resume did not load the optimizer state (parsers.schema.EV_OPTIMIZER_NOT_LOADED)
+NO_OPTIMIZER_STATE = (r"(?i)(not|without|skip\w*|no)\s+(loading\s+)?(the\s+)?optimi[sz]er(\s+state)?"
+                      r"|optimi[sz]er state (not|was not)")
 # DeepSpeed's hysteresis holding the scale for an overflow ("OVERFLOW! Rank 0 Skipping step. Attempted loss scale:
 # 65536, but hysteresis is 2. Reducing hysteresis to 1"): the scale kept, a step skipped, no scale it was reduced to
 HYSTERESIS_HELD = r"Attempted loss scale: [\d.]+(?:[eE][-+]?\d+)?, but hysteresis is \d+"

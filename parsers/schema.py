@@ -131,6 +131,9 @@ EV_NAN_CHECK = "nan_check"                  # NaN/Inf check or rerun-machine mes
 EV_LOSS_MISSING = "loss_missing"            # iteration line without a loss: NaN/Inf or a fully skipped interval
 EV_STALE_GRAD_NORM = "stale_grad_norm"      # grad norm repeated exactly while steps were skipped
 EV_SKIP_RANGE = "skip_range"                # iterations skipped on purpose (--skip-train-iteration-range)
+EV_OPTIMIZER_NOT_LOADED = "optimizer_not_loaded"  # a line that says the optimizer state was not loaded ("not
+                                            # loading optimizer", "optimizer state not ..."): a second event of that
+                                            # line, beside the one of its own kind (a checkpoint load, a warning)
 EV_TRACEBACK = "traceback"
 EV_SURVIVED_EXCEPTION = "survived_exception"  # "Exception ignored in: ...", "Exception in thread ...", "Error in
                                             # atexit._run_exitfuncs:": an exception

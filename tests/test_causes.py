@@ -134,6 +134,29 @@ def test_optimizer_state_lost_from_the_config_without_trouble_is_weaker():
         "optimizer state lost on resume", 0.3, ["attempt 2 ran with no_load_optim=True"])
 
 
+def test_a_line_that_says_the_optimizer_state_was_not_loaded_is_an_event_of_its_own_kind(tmp_path):
+    """The reader gives a line that says the optimizer state was not loaded a second event, optimizer_not_loaded,
+    beside its own kind, and the cause reads that kind, not the words (issue 17). No real log found prints it on a
+    line the reader takes: the line is liguodongiot/llm-action's real checkpoint load line with a clause added."""
+    lines = real("llm-train_megatron_gpt2_model_train").read_text(
+        encoding="utf-8").splitlines()
+    assert lines[286] == "  successfully loaded checkpoint from /workspace/model/megatron-models/345m at iteration 5000"
+    lines[286] += " (not loading optimizer state)"
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    events = load_run(log).events.filter(pl.col("line") == 287)
+    assert sorted(events["kind"].to_list()) == [s.EV_CHECKPOINT_LOAD, s.EV_OPTIMIZER_NOT_LOADED]
+    said = events.filter(pl.col("kind") == s.EV_OPTIMIZER_NOT_LOADED).select("step", "value", "text").row(0)
+    assert said == (5000, None, lines[286])
+    m = metrics({s.LOSS: [(1, 1000, 3.0), (2, 1010, 3.0)]})
+    atts = [attempt(1, 10, 1000, None), attempt(2, 1010, 5000, 1000)]
+    line = s.conform(pl.DataFrame({"attempt": [2], "step": [1010], "kind": [s.EV_CHECKPOINT_LOAD],
+                                   "text": ["loaded checkpoint (not loading optimizer state)"]}), s.EVENTS_SCHEMA)
+    assert optimizer_state_lost(atts, [], m, line, {2: {}}) == []  # its words alone are not read here
+    [c] = optimizer_state_lost(atts, [], m, line.with_columns(kind=pl.lit(s.EV_OPTIMIZER_NOT_LOADED)), {2: {}})
+    assert c.evidence == ["attempt 2 logged: loaded checkpoint (not loading optimizer state)"]
+
+
 def test_a_long_silence_is_a_hang_but_not_evidence_of_hardware():
     steps = list(range(10, 210, 10))
     wall = {st: 20.0 * st for st in steps} | {st: 20.0 * st + 7200 for st in steps if st > 100}
