@@ -22,6 +22,7 @@ import polars as pl
 from forensics.findings import Anomaly, EndReason, Kind, shown
 from forensics.saves import saved_steps
 from parsers import schema as s
+from parsers.ranks import without_ranks_or_times
 
 DECISIVE: dict[str, EndReason] = {
     s.EV_TRAINING_DONE: EndReason.COMPLETED,
@@ -253,7 +254,7 @@ def _unnumbered(events: pl.DataFrame, next_index: int | None) -> Ending | None:
         # (one skip can print two lines: "Grad overflow on iteration: 0", then "... reducing to 32768.0")
         # (each rank prints its copy of one skip, one after the other: "Rank 6 Skipping step", "Rank 4 ...")
         # (or prints them apart: "Grad overflow on iteration 8" three times between other lines names one iteration)
-        same = pl.col("text").fill_null("").str.replace_all(r"\b[Rr]ank \d+|\d{2}:\d{2}:\d{2}[.,]?\d*", "")
+        same = without_ranks_or_times(pl.col("text"))
         ordered = over.sort("line", nulls_last=True).with_columns(same=same).filter(
             ~((pl.col("same") == pl.col("same").shift(1)) & (pl.col("line") - pl.col("line").shift(1) <= 1))
             .fill_null(False))

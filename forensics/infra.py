@@ -10,9 +10,9 @@ import polars as pl
 
 from forensics.endings import quote
 from forensics.findings import Anomaly, Attempt, Cause, CauseKind, EndReason, Kind
-from forensics.log_entries import same_line
 from forensics.saves import saved_steps, saves_said
 from parsers import schema as s
+from parsers.ranks import same_line
 
 NO_STEP_READ = "with no step read from its logs"  # (not "before any step": a log may show steps in a form no reader takes)
 

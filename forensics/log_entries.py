@@ -8,22 +8,15 @@ import polars as pl
 from forensics.endings import quote
 from forensics.findings import LogEntry
 from parsers import schema as s
+from parsers.ranks import same_line
 
 LISTED = s.ERROR_KINDS | s.STOP_KINDS | {s.EV_KILLED, s.EV_SCHEDULER, s.EV_NAN_CHECK, s.EV_EXIT_CODE,
                                          s.EV_TRAINING_DONE, s.EV_OOM_RECOVERED, s.EV_SHUTDOWN, s.EV_EVALUATION_PASS}
-_RANK_PREFIX = r"^\s*(?:\d+: |\[[A-Za-z_]+\d+\]: ?|\[rank\d+\]: ?)*"
-# NCCL's own prefix, "host:pid:tid [device] ", behind a time the launcher may print: every rank's copy of a warning
-_NCCL_PREFIX = r"^(?:\[\d{4}-\d{2}-\d{2}[ T][\d:.,]+\]\s*)?[\w.-]+:\d+:\d+ \[\d+\] "
-
-
-def same_line(text: pl.Expr) -> pl.Expr:
-    """A log line without what differs between the ranks that print it (launcher, rank and NCCL prefixes): the lines
-    of one error printed by every rank are the same."""
-    return text.fill_null("").str.replace(_RANK_PREFIX, "").str.replace(_NCCL_PREFIX, "").str.strip_chars()
 
 
 def log_entries(events: pl.DataFrame, limit: int = 200) -> list[LogEntry]:
-    """Listed events (see ``LISTED``), one per attempt and distinct text (launcher and rank prefixes ignored)."""
+    """Listed events (see ``LISTED``), one per attempt and distinct text (launcher, rank and NCCL prefixes ignored:
+    :func:`parsers.ranks.same_line`)."""
     rows = (
         events.filter(pl.col("kind").is_in(list(LISTED)))
         .with_columns(same=same_line(pl.col("text")))

@@ -2154,6 +2154,21 @@ def test_a_stderr_capture_that_holds_a_run_s_end_is_not_skipped_in_silence() -> 
     assert (attempt.end_step, attempt.end_reason) == (270, "running")
 
 
+def test_rank_zeros_copy_of_a_line_and_the_launchers_are_one_entry() -> None:
+    """zainsarwar865/gpt-neox's stderr: rank 0's ``[rank0]: KeyboardInterrupt`` (L62) and the launcher's bare
+    ``KeyboardInterrupt`` (L79) are one line without torch's rank prefix, which the parsers strip
+    (:func:`parsers.ranks.same_line`; it was forensics.log_entries' own regex, issue 17): one entry, counted twice."""
+    from parsers.ranks import same_line
+
+    stderr = NEOX_EXPERTS2 / "gpub019.delta.ncsa.illinois.edu_gpub019.delta.ncsa.illinois.edu_stderr.txt"
+    lines = stderr.read_text(encoding="utf-8").splitlines()
+    said = pl.DataFrame({"text": [lines[61], lines[78]]}).select(same_line(pl.col("text"))).to_series().to_list()
+    assert said == ["KeyboardInterrupt", "KeyboardInterrupt"] and lines[61] == "[rank0]: KeyboardInterrupt"
+    run, _ = _chronicle(stderr)
+    assert [(e.kind, e.line, e.count, e.text) for e in run.log_entries if e.kind == "keyboard_interrupt"] == [
+        ("keyboard_interrupt", 62, 2, "[rank0]: KeyboardInterrupt")]
+
+
 def test_argonne_megatron_deepspeed_key_value_iteration_lines_are_read() -> None:
     """saforem2/personal_site's AuroraGPT page (audit s38 A4): argonne-lcf's Megatron-DeepSpeed prints its iteration
     line as key=value behind its logger's tags (``[2024-09-16 22:59:19.287338][INFO][training_log:661] -
