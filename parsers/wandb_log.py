@@ -21,10 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from google.protobuf.message import DecodeError
 
 from parsers.textfile import InputError, json_value
-from parsers.wandb_proto import Record
 from parsers.wandb_wire import _ITEMS, _ROWS, _bulk, _chunks, _frame, _laid, _read, is_wandb_log
 
 
@@ -81,8 +79,13 @@ class _Records:
     leaves to the runtime."""
 
     def __init__(self, shown: str, warnings: list[str], log: WandbLog) -> None:
+        # (the protobuf runtime loads here, when a .wandb file is read: not on every start)
+        from google.protobuf.message import DecodeError
+
+        from parsers.wandb_proto import Record
+
         self.shown, self.warnings, self.log = shown, warnings, log
-        self.record = Record()
+        self.record, self.decode_error = Record(), DecodeError
         self.keys: list[str] = []
         self.values: list[str] = []
         self.rows: list[int] = []  # per item: its history row (among the rows read here)
@@ -96,7 +99,7 @@ class _Records:
         record, log, shown = self.record, self.log, self.shown
         try:
             record.ParseFromString(payload)
-        except DecodeError:
+        except self.decode_error:
             self.warnings.append(f"{shown}: a record that is not a valid W&B protobuf was skipped")
             return
         if record.HasField("history"):

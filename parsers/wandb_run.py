@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import yaml
 
 from parsers import schema as s
 from parsers.megatron import DETECT, PDSH_CMD, parse_megatron
@@ -191,6 +190,8 @@ def attach_configs(runs: list[WandbRun]) -> None:
 
 def read_config_yaml(path: Path, shown: str) -> dict[str, Any]:
     """``config.yaml`` of a W&B run (safe YAML), values unwrapped from ``{value: ..., desc: ...}``."""
+    import yaml  # (loaded by the readers of YAML files, not on every start)
+
     try:
         data = safe_yaml(path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, yaml.YAMLError, RecursionError) as exc:

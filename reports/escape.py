@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.text import Text
 
 _SPECIAL = str.maketrans({
     "\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]", "|": "\\|", "#": "\\#",
@@ -53,4 +55,6 @@ def terminal(text: object, style: str = "") -> Text:
     >>> terminal("run [/x] [bold]a\\x1b[0m").plain
     'run [/x] [bold]a\\\\x1b[0m'
     """
+    from rich.text import Text  # (rich loads for the terminal summary, not for every report)
+
     return Text(visible(capped(str(text))).replace("\t", " "), style=style)

@@ -7,6 +7,9 @@ from pathlib import Path
 # in each worker only makes them contend (about a sixth of the suite's CPU time). Set before any frame is computed;
 # subprocesses of the tests inherit it.
 os.environ.setdefault("POLARS_MAX_THREADS", "1")
+# and one OpenBLAS thread, as the command line has (forensics/cli.py): the noise fits' tiny L-BFGS-B problems spent
+# most of their time starting and waking a pool of BLAS threads
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import pytest
 
