@@ -113,6 +113,8 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
             "text": ["training finished: the Trainer's summary (" + ", ".join(
                 f"{key} {done[key]}{' s' if key == 'train_runtime' else ''}" for key in ("train_runtime", "train_loss")
                 if done.get(key) is not None) + ")"]}), s.EVENTS_SCHEMA)])
+    else:
+        events = pl.concat([events, _at_its_last_step(state, int(history["step"].max()), launches, context)])
     logged = set(long["key"].unique())  # (once: in the comprehension's condition it was computed for every key)
     log = ParsedLog(frame, events, configs, n_attempts=launches, tags={k: v for k, v in names.items() if k in logged})
     return [Piece(path, FORMAT, log)]
@@ -191,6 +193,29 @@ def _early_stop(state: dict[str, Any], attempt: int, context: ReadContext) -> pl
         "kind": [s.EV_EXIT], "step": [step], "attempt": [attempt], "run": [context.run], "source": [context.shown],
         "text": [f"stopped early by its EarlyStoppingCallback at step {step} of max_steps {last}: {counter} "
                  f"evaluations in a row without improvement (patience {patience}){best}"]}), s.EVENTS_SCHEMA)
+
+
+def _at_its_last_step(state: dict[str, Any], logged: int, attempt: int, context: ReadContext) -> pl.DataFrame:
+    """The end of training where a state without the closing summary says it: the Trainer saves its state with each
+    checkpoint, the last one when its loop has reached ``max_steps`` (``global_step`` = ``max_steps``, its control set
+    to stop training); its summary entry is logged after that save, so this copy lacks it. Said where its history's
+    last entry (``logged``, the last logging step) is before ``global_step``: a history that reaches ``max_steps``
+    shows the end itself."""
+    step, last = state.get("global_step"), state.get("max_steps")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (step, last)) or not step >= last > 0 \
+            or logged >= step:
+        return s.empty(s.EVENTS_SCHEMA)
+    callbacks = state.get("stateful_callbacks")
+    control = callbacks.get("TrainerControl") if isinstance(callbacks, dict) else None
+    args = control.get("args") if isinstance(control, dict) else None
+    if isinstance(args, dict) and args.get("should_training_stop") is False:
+        return s.empty(s.EVENTS_SCHEMA)
+    told = ", its control set to stop training" if isinstance(args, dict) else ""
+    return s.conform(pl.DataFrame({
+        "kind": [s.EV_TRAINING_DONE], "step": [step], "attempt": [attempt], "run": [context.run],
+        "source": [context.shown],
+        "text": [f"its state saved at its last step: global_step {step} of max_steps {last}{told} (the Trainer's "
+                 "closing summary, logged after that save, is not in this copy)"]}), s.EVENTS_SCHEMA)
 
 
 def _checkpoint(folder: Path) -> bool:

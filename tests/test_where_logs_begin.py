@@ -177,6 +177,20 @@ def test_a_checkpoints_trainer_state_ends_at_its_save_not_stopped_short() -> Non
     assert not any("Stopped short" in line for line in lines)
 
 
+def test_a_trainer_state_saved_at_its_last_step_is_the_end_of_training() -> None:
+    """Ray-Cheng-11/Tau-Bench-Model-Training: '"global_step": 12', '"max_steps": 12', '"should_training_stop": true',
+    one log entry at step 10 and no summary entry: the state the Trainer saved with its last checkpoint, once its loop
+    had reached max_steps. It read "ends at step 10 of 12 ... steps after it, if any ran, are not in it" and "the log
+    ends with no end printed: still running, cut off, or stopped without a word"."""
+    run, lines = _chronicle(REAL / "hf_trainer_state" / "Ray-Cheng-11_Tau-Bench-Model-Training")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_step) == ("completed", 10)
+    assert ("| 1 | 10 | – | – | – | – | completed after step 12 (as its log printed; its metrics end at step 10): “its "
+            "state saved at its last step: global\\_step 12 of max\\_steps 12, its control set to stop training (the "
+            "Trainer's closing summary, logged after that save, is not in this copy)” |") in lines
+    assert not any("History ends at a checkpoint" in line or "still running" in line for line in lines)
+
+
 def test_a_validation_loss_rising_at_every_evaluation_while_training_falls_is_said() -> None:
     """eval_loss 0.3210 (step 1000), 0.3585, 0.3937, 0.4123, 0.4200 (step 5000) while the training loss falls to
     0.0001: the usual sign of overfitting."""
