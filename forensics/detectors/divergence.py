@@ -51,8 +51,14 @@ class DivergenceDetector:
                 continue
             own = losses.filter(pl.col("attempt") == inc.attempt)
             later_nan = nans.filter((pl.col("attempt") == inc.attempt) & (pl.col("step") >= inc.onset))
-            if later_nan.height:
+            # the grad norm's NaN with the loss still finite at and after it is not a loss that ends in NaN (the
+            # loss's own NaN, Megatron's NaN count or check, or its loss left out, is)
+            grad = later_nan.filter(pl.col("why").str.starts_with(f"{s.GRAD_NORM} "))
+            if later_nan.height > grad.height:
                 how = f"ends in NaN at step {later_nan['step'][0]}"
+            elif grad.height:
+                how = (f"its grad norm {grad['why'][0].split(' ', 1)[1]} at step {grad['step'][0]}, the loss itself "
+                       "still finite at its last point")
             elif int(own["step"][-1]) - inc.onset >= self.min_points_up * inc.interval:
                 how = f"still {shown(own['value'][-1])} at step {own['step'][-1]}, " + last_said(
                     frames, s.LOSS, inc.attempt, int(own["step"][-1]), "the end of the attempt")
