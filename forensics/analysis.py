@@ -12,7 +12,13 @@ from forensics.attempts import build_attempts, replay_differences
 from forensics.causes import suspect
 from forensics.config_effects import link_config_changes
 from forensics.configs import config_table, differing_keys, settings
-from forensics.coverage import assign_roles, coverage, with_evaluation_passes, with_overflow_scales
+from forensics.coverage import (
+    assign_roles,
+    coverage,
+    with_evaluation_passes,
+    with_overflow_scales,
+    with_unprinted_loss,
+)
 from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames, SpikeDetector
 from forensics.detectors.chance import LossAboveChanceDetector
 from forensics.detectors.clipping import ClippingDetector, fold_into_divergences, thresholds
@@ -97,10 +103,11 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         schedule=timing,
         config=settings(config),
         config_diffs=differing_keys({str(n): cfg for n, cfg in sorted(table.items())}) if len(table) > 1 else {},
-        coverage=with_evaluation_passes(with_overflow_scales(layer_coverage(coverage(
+        coverage=with_unprinted_loss(with_evaluation_passes(with_overflow_scales(layer_coverage(coverage(
             metrics, getattr(run, "tags", []), roles, [src.path for src in run.sources],
             checks={m: spike_checks(SpikeDetector(m), frames) for m in (s.LOSS, s.GRAD_NORM)},
-            short_holes=short_holes(frames.steps(), frames.spacing())), frames), run.events), run.events)
+            short_holes=short_holes(frames.steps(), frames.spacing())), frames), run.events), run.events),
+            run.events, metrics)
         | _lone_skips(frames, detectors),
         blips=blips(frames, detectors),
         learning=None if attempts and attempts[0].begins_mid_run else learning(metrics),

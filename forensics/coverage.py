@@ -196,3 +196,21 @@ def with_overflow_scales(record: dict[str, Any], events: pl.DataFrame) -> dict[s
     if not scales.len():
         return record
     return {**record, "overflow_scales": {"lines": scales.len(), "first": float(scales[0]), "last": float(scales[-1])}}
+
+
+def with_unprinted_loss(record: dict[str, Any], events: pl.DataFrame, metrics: pl.DataFrame) -> dict[str, Any]:
+    """A coverage record with ``loss_unprinted`` when no loss was read but the log's iteration lines leave it out
+    (Megatron prints no loss for an interval whose iterations were all skipped, nor for a NaN/Inf one): ``lines``,
+    ``first_step``, ``last_step`` and ``all_skipped`` (the lines whose skipped count is their whole interval), so the
+    report does not say a loss was not recognised where the log printed none."""
+    if s.LOSS not in record.get("missing", []) or not events.height:
+        return record
+    missing = events.filter((pl.col("kind") == s.EV_LOSS_MISSING) & pl.col("step").is_not_null())
+    if not missing.height:
+        return record
+    interval = metrics.filter(pl.col("metric") == s.LOG_INTERVAL).select("attempt", "step", interval=pl.col("value"))
+    lines = missing.join(interval, on=["attempt", "step"], how="left").with_columns(
+        skipped=pl.col("value").is_not_null() & (pl.col("value") >= pl.col("interval").fill_null(1)))
+    return {**record, "loss_unprinted": {
+        "lines": lines.height, "first_step": int(lines["step"].min()), "last_step": int(lines["step"].max()),  # type: ignore[arg-type]
+        "all_skipped": int(lines["skipped"].sum())}}

@@ -177,7 +177,10 @@ def _summary(run: RunFindings) -> list[str]:
         lines.append(f"- **What went wrong:** {went}.")
     elif no_loss:
         nothing = not run.coverage.get("metrics") and not run.coverage.get("other_scalars")
-        lines.append(f"- **What went wrong:** not checked: {'no metric logged' if nothing else 'no loss metric recognised'}"
+        unprinted = run.coverage.get("loss_unprinted")
+        said = ("no metric logged" if nothing else "no loss printed in its iteration lines" if unprinted
+                else "no loss metric recognised")
+        lines.append(f"- **What went wrong:** not checked: {said}"
                      " (see *What was read and checked*); "
                      + ("no attempt ended on an error." if run.attempts else "no attempt found."))
     elif skipping := _skipping_at_the_end(run):

@@ -169,6 +169,18 @@ def coverage_section(run: RunFindings) -> list[str]:
         out.append(f"- **Not found:** {name.replace('_', ' ')}{seen}, so {NEEDED[name]} could not be checked.")
     if "loss" in cov.get("missing", []) and not cov.get("metrics") and not others:
         out.append("- **No metric logged** by any source: nothing could be checked, NaN/Inf included.")
+    elif "loss" in cov.get("missing", []) and (unprinted := cov.get("loss_unprinted")):
+        n, skipped = unprinted["lines"], unprinted["all_skipped"]
+        steps = (f"step {unprinted['first_step']}" if unprinted["first_step"] == unprinted["last_step"]
+                 else f"steps {unprinted['first_step']}–{unprinted['last_step']}")
+        why = ("every one of them counts all the iterations of its interval as skipped (fp16 overflow), and Megatron "
+               "prints no loss for such an interval" if skipped == n else
+               f"{skipped} of them count all the iterations of their interval as skipped (fp16 overflow); Megatron "
+               "prints no loss for such an interval, nor for one whose loss is NaN/Inf" if skipped else
+               "Megatron leaves out a loss that is NaN/Inf")
+        out.append(f"- **No loss printed:** {'none of its' if n > 1 else 'its'} {n} iteration line"
+                   f"{'s' if n > 1 else ''} ({steps}) print{'s' if n == 1 else ''} a loss: {why}. Still checked: "
+                   "NaN/Inf in every scalar" + (", grad-norm spikes" if "grad_norm" not in cov["missing"] else "") + ".")
     elif "loss" in cov.get("missing", []):
         tags = sorted({t for m in cov.get("metrics", {}).values() for t in m.get("source_tags", [])} | set(others))
         listed = ", ".join(md(t) for t in tags[:15]) or "none"

@@ -2476,3 +2476,19 @@ def test_a_divergence_with_the_grad_norm_nan_does_not_say_the_loss_ended_in_nan(
     [div] = [a for a in run.anomalies if a.kind == "divergence"]
     assert div.detail == ("loss left 14.3597 at step 3 and was not back at any later logged point; its grad norm NaN at "
                           "step 3, the loss itself still finite at its last point")
+
+
+def test_a_megatron_log_whose_every_iteration_was_skipped_says_no_loss_was_printed() -> None:
+    """okoge-kaz/megatron-deepspeed-turing-techblog's 13B fp16 benchmark: its 10 iteration lines each count
+    "number of skipped iterations:   1" (the loss scale halving from 4294967296 down to 8388608) and print no lm loss,
+    as Megatron does for a skipped interval. The chronicle said "not checked: no loss metric recognised" and "No loss
+    metric recognised; scalar tags present: ...", as if the tool could not read a loss the log printed."""
+    run, lines = _chronicle(REAL / "megatron" / ("okoge-kaz+megatron-deepspeed-turing-techblog__logs_20230712_gpt2_13b_"
+                                                 "pp8_141406_iterations.log"))
+    assert run.coverage["loss_unprinted"] == {"lines": 10, "first_step": 1, "last_step": 10, "all_skipped": 10}
+    assert ("- **What went wrong:** not checked: no loss printed in its iteration lines (see *What was read and "
+            "checked*); no attempt ended on an error.") in lines
+    assert ("- **No loss printed:** none of its 10 iteration lines (steps 1–10) print a loss: every one of them counts "
+            "all the iterations of its interval as skipped (fp16 overflow), and Megatron prints no loss for such an "
+            "interval. Still checked: NaN/Inf in every scalar.") in lines
+    assert not any("No loss metric recognised" in line or "no loss metric recognised" in line for line in lines)
