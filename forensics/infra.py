@@ -17,6 +17,18 @@ from parsers.ranks import same_line
 NO_STEP_READ = "with no step read from its logs"  # (not "before any step": a log may show steps in a form no reader takes)
 
 
+def error_aftermath(events: pl.DataFrame) -> pl.DataFrame:
+    """The NCCL errors printed after an error of the program or its set-up in the same log and attempt, at its step
+    (or both before any): NCCL failing on what the error said (NCCL's "Duplicate GPU detected", two ranks on one GPU,
+    then its "internal error"), or ranks seeing the failed one go. Consequences of that error, not evidence of a
+    fault of the hardware."""
+    first = (events.filter(pl.col("kind") == s.EV_ERROR).sort("line").group_by("attempt", "source")
+             .agg(pl.col("line").first().alias("first_error"), pl.col("step").first().alias("error_step")))
+    same_step = (pl.col("step").is_null() & pl.col("error_step").is_null()) | (pl.col("step") == pl.col("error_step"))
+    return events.filter(pl.col("kind") == s.EV_NCCL_ERROR).join(first, on=["attempt", "source"]).filter(
+        (pl.col("line") > pl.col("first_error")) & same_step).drop("first_error", "error_step")
+
+
 def _where(attempt: int | None, step: int | None, source: str | None = None, attempts: list[Attempt] | None = None,
            stepped: frozenset[str] = frozenset()) -> str:
     """Where a line was printed: its attempt and the last step before it. A line with no step in a log no metric was
@@ -66,7 +78,8 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     others waiting until the timeout). The NCCL and CUDA errors that follow an out-of-memory are not among its
     evidence (:func:`oom_aftermath`)."""
     infra = events.filter(pl.col("kind").is_in(list(s.INFRA_KINDS))).join(
-        oom_aftermath(events), on=["attempt", "source", "line", "kind"], how="anti", nulls_equal=True)
+        pl.concat([oom_aftermath(events), error_aftermath(events)]),
+        on=["attempt", "source", "line", "kind"], how="anti", nulls_equal=True)
     waiting = set(events.filter(pl.col("kind") == s.EV_COLLECTIVE_WAIT)["attempt"].to_list())
     stuck = [a for a in anomalies if a.kind == Kind.HANG and a.attempt in waiting]  # its dumps wait in a collective
     if not infra.height and not stuck:

@@ -207,8 +207,10 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     # a C++ frame's "c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(...)")
     (s.EV_COLLECTIVE_TIMEOUT, r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*\b[Tt]imed? ?out"
                               r"|NCCL operations have failed or timed out|watchdog got stuck for \d+ seconds"),
-    # NCCL's "invalid usage" is the program calling it wrongly (mismatched collectives, a bad communicator)
-    (s.EV_ERROR, r"ncclInvalidUsage|NCCL error.*invalid usage"),
+    # NCCL's "invalid usage" is the program calling it wrongly (mismatched collectives, a bad communicator); its
+    # "NCCL WARN Duplicate GPU detected : rank 0 and rank 7 both on CUDA device 3000" is the launch putting two ranks
+    # on one GPU (each rank's device not set from its local rank), which NCCL then fails on ("internal error")
+    (s.EV_ERROR, r"ncclInvalidUsage|NCCL error.*invalid usage|NCCL WARN Duplicate GPU detected"),
     (s.EV_NCCL_ERROR, r"NCCL error|nccl(?:Internal|System|UnhandledCuda)Error|NCCL communicator was aborted"),
     # a cuBLAS / cuDNN status error is a library call failing (bad shapes, NaN inputs, memory), not evidence of
     # the hardware

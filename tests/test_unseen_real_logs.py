@@ -2492,3 +2492,17 @@ def test_a_megatron_log_whose_every_iteration_was_skipped_says_no_loss_was_print
             "all the iterations of its interval as skipped (fp16 overflow), and Megatron prints no loss for such an "
             "interval. Still checked: NaN/Inf in every scalar.") in lines
     assert not any("No loss metric recognised" in line or "no loss metric recognised" in line for line in lines)
+
+
+def test_nccls_duplicate_gpu_is_the_setup_error_that_ended_the_launch_not_hardware() -> None:
+    """okoge-kaz/megatron-deepspeed-turing-techblog, a 13B launch by mpirun: "NCCL WARN Duplicate GPU detected : rank 0
+    and rank 7 both on CUDA device 3000", then every rank's "DistBackendError: NCCL error in: ... internal error" with
+    NCCL's "Last error: Duplicate GPU detected ...". It read "hardware or infrastructure failure" (check "node health
+    (ECC, Xid, NCCL timeouts)"), of two ranks the launch put on one GPU."""
+    run, _ = _chronicle(REAL / "console_errors" / ("okoge-kaz+megatron-deepspeed-turing-techblog__logs_20230712_gpt2_"
+                                                   "13b_pp8_134628_duplicate_gpu.log"))
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind) == ("crashed", "error")
+    assert attempt.end_detail == ("hpc-work0-gpu8:9647:10879 [0] init.cc:525 NCCL WARN Duplicate GPU detected : rank 0 "
+                                  "and rank 7 both on CUDA device 3000")
+    assert [c.kind for c in run.suspected_causes] == ["program_error"]
