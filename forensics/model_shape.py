@@ -135,7 +135,8 @@ def parameters_from_shape(cfg: dict[str, Any], vocab: int | None) -> tuple[float
     shape = {
         "num_layers": layers, "hidden_size": h, "ffn_hidden_size": ffn,
         "num_attention_heads": heads if _int(cfg, "num_attention_heads") else None, "assumed": assumed,
-        "num_query_groups": groups if groups != heads else None, "vocab_size": vocab,
+        "num_query_groups": groups if groups != heads else None,
+        "kv_channels": kv_ch if kv_ch != h // heads else None, "vocab_size": vocab,
         "max_position_embeddings": positions or None, "gated_mlp": glu,
         "tied_embeddings": tied_embeddings(cfg), "parameters_unique": float(total),
     }

@@ -36,6 +36,9 @@ ALIASES: dict[str, str] = {
     "num_heads": "num_attention_heads", "nhead": "num_attention_heads",
     "num_key_value_heads": "num_key_value_heads", "n_kv_heads": "num_key_value_heads", "num_kv_heads": "num_key_value_heads",
     "num_query_groups": "num_query_groups", "multi_query_group_num": "num_query_groups",  # ChatGLM2's
+    # the width of one attention head: Megatron's kv_channels, a Hugging Face config's head_dim (Gemma's 256 with a
+    # hidden size of 2304 and 8 heads, not 2304 / 8)
+    "kv_channels": "kv_channels", "head_dim": "kv_channels",
     "vocab_size": "vocab_size", "padded_vocab_size": "padded_vocab_size",
     "max_position_embeddings": "max_position_embeddings", "n_positions": "max_position_embeddings",
     "seq_length": "seq_length", "seq_len": "seq_length", "block_size": "seq_length", "max_seq_len": "seq_length",

@@ -2506,3 +2506,12 @@ def test_nccls_duplicate_gpu_is_the_setup_error_that_ended_the_launch_not_hardwa
     assert attempt.end_detail == ("hpc-work0-gpu8:9647:10879 [0] init.cc:525 NCCL WARN Duplicate GPU detected : rank 0 "
                                   "and rank 7 both on CUDA device 3000")
     assert [c.kind for c in run.suspected_causes] == ["program_error"]
+
+
+def test_a_hugging_face_configs_head_dim_is_the_width_of_its_attention_heads() -> None:
+    """YYT-t/xyzo's W&B run of google/gemma-2-2b-it: "head_dim: 256" with "hidden_size: 2304" and 8 heads. The size
+    from its shape took each head as 2304 / 8 = 288 wide: 2.66B ("this is a ~2.7B model"); Google's count is
+    2,614,341,888."""
+    run, _ = _chronicle(REAL / "wandb" / "YYT-t__xyzo" / "wandb" / "run-20241122_131234-lmk9uhbu")
+    assert run.model.shape["kv_channels"] == 256
+    assert round(run.model.parameters_from_shape / 1e6) == 2614
