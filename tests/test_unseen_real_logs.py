@@ -2471,11 +2471,12 @@ def test_a_cpp_frame_of_the_watchdogs_backtrace_is_no_collective_timeout() -> No
 
 def test_a_divergence_with_the_grad_norm_nan_does_not_say_the_loss_ended_in_nan() -> None:
     """VG-LLM #45: "{'loss': 8195.7664, 'grad_norm': nan, ...}" after 14.3597: the loss is finite, its grad norm NaN.
-    The divergence read "loss left 14.3597 at step 3 ...; ends in NaN at step 3"."""
+    The divergence read "loss left 14.3597 at step 3 ...; ends in NaN at step 3", and "was not back at any later logged
+    point" of the log's last point, with no later one."""
     run, _ = _chronicle(REAL / "hf_trainer" / "vgllm_issue45_loss_spike_gradnorm_nan.txt")
     [div] = [a for a in run.anomalies if a.kind == "divergence"]
-    assert div.detail == ("loss left 14.3597 at step 3 and was not back at any later logged point; its grad norm NaN at "
-                          "step 3, the loss itself still finite at its last point")
+    assert div.detail == ("loss left 14.3597 at step 3 and no loss was logged after it to show whether it came back; "
+                          "its grad norm NaN at step 3, the loss itself still finite at its last point")
 
 
 def test_a_megatron_log_whose_every_iteration_was_skipped_says_no_loss_was_printed() -> None:
