@@ -273,11 +273,12 @@ def test_colossalai_nan_loss_on_its_progress_bar_is_found() -> None:
     path = REAL / "console_errors" / "colossalai_issue1375_found_inf_loss_nan_excerpt.txt"
     run = load_run(path)
     assert [src.format for src in run.sources] == ["colossalai"]
-    assert run.metrics.filter(metric="lr").select("step", "value").rows() == [(431, 2.5e-05), (432, 2.5e-05)]
+    # (the bar at count 431 is printed by set_postfix in the body of iteration 432: its values are iteration 432's)
+    assert run.metrics.filter(metric="lr").select("step", "value").rows() == [(432, 2.5e-05), (433, 2.5e-05)]
     loss = run.metrics.filter(metric="loss")
-    assert loss["step"].to_list() == [431, 432] and loss["value"].is_nan().all()
+    assert loss["step"].to_list() == [432, 433] and loss["value"].is_nan().all()
     lines = reports.render(forensics.analyze_path(path).findings).splitlines()
-    assert "- **What went wrong:** attempt 1 ended in NaN: NaN from step 431 to the end of its log (step 432)." in lines
+    assert "- **What went wrong:** attempt 1 ended in NaN: NaN from step 432 to the end of its log (step 433)." in lines
 
 
 def test_colossalai_bar_printed_twice_an_iteration_is_one_attempt(tmp_path: Path) -> None:
@@ -294,5 +295,6 @@ def test_colossalai_bar_printed_twice_an_iteration_is_one_attempt(tmp_path: Path
     run = load_run(path)
     assert run.attempts == [1]
     loss = run.metrics.filter(metric="loss").sort("step")
-    assert loss["step"].to_list() == list(range(60))
+    # (each iteration's loss at the count its update prints: iteration 1's loss at 1)
+    assert loss["step"].to_list() == list(range(1, 61))
     assert loss["value"].to_list() == [round(v, 5) for v in losses]

@@ -1,13 +1,18 @@
 """ColossalAI's legacy Trainer: its progress bar per epoch, ``[Epoch 0 / Train]:   0% 431/788222 [29:28<796:09:33,
 3.64s/it, loss=nan, lr=2.5e-5, throughput=0.28555 sample_per_sec, 2.3376 Tflops]`` (epochs from 0; the count is
-the iterations done in that epoch, so the step is epoch × the bar's total + the count), often with a rich-logger
-line glued after it.
+the iterations of that epoch done before the one whose values it shows, so the step is epoch × the bar's total + the
+count + 1), often with a rich-logger line glued after it.
+
+The loss and LR on the bar are the iteration just done: the Trainer's loop body (``_train_epoch``) runs iteration
+``i`` (from 0), counts it (``_cur_step += 1``) and then calls ``progress.set_postfix(...)``, which prints the bar at
+tqdm's count so far, ``i``; tqdm counts the iteration only when the body returns. The values printed at count N are
+iteration N + 1's (the count that the bar's next print shows with the same postfix).
 
 >>> from pathlib import Path
 >>> from parsers.reader import ReadContext
 >>> path = Path("tests/fixtures/real/console_errors/colossalai_issue1375_found_inf_loss_nan_excerpt.txt")
 >>> read(path, ReadContext("issue1375.txt", "r"))[0].log.metrics.filter(metric="lr").select("step", "value").row(0)
-(431, 2.5e-05)
+(432, 2.5e-05)
 """
 
 from __future__ import annotations
@@ -23,10 +28,11 @@ _BAR = r"\[Epoch (\d+) / Train\]:\s*\d+%[^\d]*(\d+)/(\d+) \["
 
 
 def epoch_step(text: pl.Expr) -> pl.Expr:
-    """``[Epoch 2 / Train]: 10% 5/50 [`` is iteration 2 × 50 + 5."""
+    """``[Epoch 2 / Train]: 10% 5/50 [`` printed by ``set_postfix`` is iteration 2 × 50 + 5 + 1: the count is the
+    iterations before the one whose values it shows."""
     epoch, count, total = (text.str.extract_groups(_BAR).struct.field(str(n)).cast(pl.Int64, strict=False)
                            for n in (1, 2, 3))  # (one pass of the regex)
-    return epoch * total + count
+    return epoch * total + count + 1
 
 
 def _set_postfix_print(text: pl.Expr) -> pl.Expr:
