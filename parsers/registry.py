@@ -31,6 +31,7 @@ from parsers import (
 from parsers.console import (
     colossalai,
     composer,
+    deepspeed_chat,
     detectron2,
     fairseq,
     hf_trainer,
@@ -58,7 +59,8 @@ ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
     wandb_run, mlflow_store, tensorboard, hf_trainer_state, llamafactory_log, lightning, wandb_export, step_table,
     nanogpt, modded_nanogpt, nanochat, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, mmcv,
-    detectron2, keras, metric_logger, nemo, maxtext, torchtune, colossalai, composer, hf_trainer, megatron,
+    detectron2, keras, metric_logger, nemo, maxtext, torchtune, colossalai, composer, deepspeed_chat, hf_trainer,
+    megatron,
 )  # type: ignore[assignment]
 
 

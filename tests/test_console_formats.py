@@ -298,3 +298,24 @@ def test_colossalai_bar_printed_twice_an_iteration_is_one_attempt(tmp_path: Path
     # (each iteration's loss at the count its update prints: iteration 1's loss at 1)
     assert loss["step"].to_list() == list(range(1, 61))
     assert loss["value"].to_list() == [round(v, 5) for v in losses]
+
+
+def test_deepspeed_chat_step3_ppo_losses_are_read_under_their_own_names() -> None:
+    """yuguo-Jack/ChatGLM-6B-in-DeepSpeed-Chat's step-3 log (`epoch: 0|step: 0|ppo_ep: 1|act_loss: 0.3017578125|
+    cri_loss: 2.357421875|unsuper_loss: 0.0`, then `average reward score: -3.4609375`) was read for DeepSpeed's LR
+    lines only, "no loss metric recognised". Its step counts prompt batches from 0 and is printed after the batch's
+    optimizer step (DeepSpeed's `step=1` line before `step: 0`): read as step + 1; `Total Generation Batches 113` of
+    its one epoch is the plan, and the file ends at batch 111 of 113 with no end printed."""
+    path = REAL / "deepspeed_chat" / "yuguo-Jack_chatglm6b_step3_excerpt.log"
+    run = load_run(path)
+    assert [src.format for src in run.sources] == ["deepspeed-chat"]
+    series = {m: run.metrics.filter(metric=m).sort("step").select("step", "value").rows()
+              for m in ("actor_loss", "critic_loss", "unsupervised_loss", "reward")}
+    assert series["actor_loss"][0] == (1, 0.3017578125) and series["actor_loss"][-1] == (111, 0.01403045654296875)
+    assert series["critic_loss"][0] == (1, 2.357421875) and series["critic_loss"][-1] == (111, 0.01100921630859375)
+    assert series["reward"][0] == (1, -3.4609375) and series["reward"][-1] == (111, 5.01171875)
+    assert [step for step, _ in series["unsupervised_loss"]] == [1, 2, 3, 4, 5, 6, 108, 109, 110, 111]
+    assert run.configs.filter(key="train_iters")["value"].to_list() == ["113"]
+    assert any("19 lines of DeepSpeed's" in w and "not read" in w for w in run.warnings)
+    lines = reports.render(forensics.analyze_path(path).findings).splitlines()
+    assert "- **Stopped short, with no end in the log:** attempt 1 at step 111 of 113." in lines
