@@ -217,3 +217,24 @@ def test_a_run_planned_in_tokens_takes_its_steps_from_time_batch(tmp_path: Path)
     assert run.configs.filter(key="train_iters").height == 0
     assert ("2 lines of headers counting tokens, samples or time, not batches (a run planned in those; the steps are "
             "its blocks' time/batch + 1): not read (token)") in _said(run)
+
+
+def test_llm_foundry_config_block_is_read_as_the_runs_config() -> None:
+    """The NUS PBS job's console prints Composer's `Config:` block (L71-183: `model:` with `d_model: 1024`,
+    `n_heads: 16`, `n_layers: 1`, `vocab_size: 50368`, `attn_type: multiquery_attention`, `max_seq_len: 32768`;
+    `optimizer:` with `lr: 0.0003` and `betas: [0.9, 0.95]`; `n_params: 95761536`). It was not read: the model's
+    shape was unknown ("from its shape: n/a"). Read with llm-foundry's MPT defaults (learned positions over
+    max_seq_len, biases, LayerNorm, tied embeddings, one key-value head), its shape counts 95,761,536 parameters,
+    exactly the printed n_params."""
+    path = REAL / "mosaicml+llm-foundry__pbs_scripts_out.txt_batches_1-2_27-29.txt"
+    run = load_run(path)
+    config = dict(run.configs.filter(attempt=1).select("key", "value").rows())
+    assert {k: config[k] for k in ("hidden_size", "num_layers", "num_attention_heads", "vocab_size", "lr",
+                                   "adam_beta1", "adam_beta2", "seed", "train_iters")} == {
+        "hidden_size": "1024", "num_layers": "1", "num_attention_heads": "16", "vocab_size": "50368",
+        "lr": "0.0003", "adam_beta1": "0.9", "adam_beta2": "0.95", "seed": "17", "train_iters": "30"}
+    assert config["model.attn_config.attn_type"] == "multiquery_attention"
+    model = forensics.analyze(run).runs[0].model
+    assert model.parameters_logged == 95_761_536
+    assert model.parameters_from_shape == 95_761_536
+    assert model.shape["num_query_groups"] == 1 and model.shape["max_position_embeddings"] == 32768

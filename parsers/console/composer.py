@@ -54,6 +54,48 @@ def _batches_before(text: pl.Expr) -> pl.Expr:
     return text.str.extract(r"(?:time/batch|trainer/global_step):\s*(\d+)\s*$", 1).cast(pl.Int64, strict=False) + 1
 
 
+def mpt_shape(config: dict) -> dict:
+    """The shape settings, in Megatron's names, that an llm-foundry config of an MPT model (``model.name:
+    mpt_causal_lm``) implies with llm-foundry's defaults (``MPTConfig``): the FFN is ``expansion_ratio`` (4) x
+    d_model wide; multi-query attention has one key-value head, grouped-query ``attn_config.kv_n_heads``; positions
+    are learned over ``max_seq_len`` unless ALiBi or RoPE replace them (``learned_pos_emb``); ``no_bias`` drops every
+    bias; ``norm_type: rmsnorm`` is RMSNorm. Nothing for another model.
+
+    >>> mpt_shape({"model": {"name": "mpt_causal_lm", "d_model": 1024, "max_seq_len": 32768,
+    ...            "attn_config": {"attn_type": "multiquery_attention"}}})  # doctest: +NORMALIZE_WHITESPACE
+    {'ffn_hidden_size': 4096, 'multi_query_attention': True, 'num_query_groups': 1, 'max_position_embeddings': 32768}
+    """
+    model = config.get("model")
+    if not isinstance(model, dict) or model.get("name") != "mpt_causal_lm":
+        return {}
+    attn = model.get("attn_config") if isinstance(model.get("attn_config"), dict) else {}
+    ffn = model.get("ffn_config") if isinstance(model.get("ffn_config"), dict) else {}
+    implied: dict = {}
+    d_model, ratio = model.get("d_model", 2048), model.get("expansion_ratio", 4)
+    if "ffn_hidden_size" in ffn:
+        implied["ffn_hidden_size"] = ffn["ffn_hidden_size"]
+    elif isinstance(d_model, int) and isinstance(ratio, (int, float)) and not isinstance(ratio, bool):
+        implied["ffn_hidden_size"] = int(d_model * ratio)
+    kind = attn.get("attn_type", "multihead_attention")
+    if kind == "multiquery_attention":
+        implied |= {"multi_query_attention": True, "num_query_groups": 1}
+    elif kind == "grouped_query_attention" and isinstance(attn.get("kv_n_heads"), int):
+        implied |= {"group_query_attention": True, "num_query_groups": attn["kv_n_heads"]}
+    if attn.get("alibi"):
+        implied["position_embedding_type"] = "alibi"
+    elif attn.get("rope"):
+        implied["position_embedding_type"] = "rope"
+    elif model.get("learned_pos_emb", True) is False:
+        implied["position_embedding_type"] = "none"
+    elif isinstance(model.get("max_seq_len", 2048), int):
+        implied["max_position_embeddings"] = model.get("max_seq_len", 2048)
+    if model.get("no_bias"):
+        implied["add_bias_linear"] = False
+    if str(model.get("norm_type", "")).lower().endswith("rmsnorm"):
+        implied["normalization"] = "RMSNorm"
+    return implied
+
+
 def _metric(prefix: str, names: str, metric: str) -> Rule:
     """One metric's line: ``\\t Train <name>: <value>`` (``prefix`` Train or Eval), its step the header's before it.
     (Not anchored at the line's start: a regex that begins with its words is searched for them, a third faster.)"""
@@ -104,6 +146,10 @@ SPEC = LineFormat(
         # llm-foundry's count of the model's parameters, in the config it logs ("n_params: 95761536")
         (s.EV_PARAMETER_COUNT, r"^n_params: (\d+)\s*$"),
     ),
+    # the ConsoleLogger's hyperparameters as training begins (llm-foundry's whole run config: its model's d_model,
+    # n_layers, n_heads, the optimizer's lr and betas, max_seq_len, ...): "*" * 30, "Config:", the YAML, "*" * 30
+    config_block=(r"^Config:\s*$", r"^\*{30}\s*$"),
+    config_implies=mpt_shape,
     note="Composer prints every value to four decimal places",
     read_notes=((s.GRAD_NORM, "its grad norm (the OptimizerMonitor's l2_norm/grad/global) is taken after the "
                               "optimizer step, from the gradients as any clipping left them: under gradient clipping "

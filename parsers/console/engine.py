@@ -122,6 +122,12 @@ class LineFormat:
     # "train_time:41ms"); a printed name not in ``names`` (the fields the rules read, or deliberately leave) is
     # listed in a reading warning: the chronicle says which printed values it did not check
     printed: tuple[str, frozenset[str]] | None = None
+    # (regex of the line that begins it, regex of the line that ends it): a YAML mapping of the run's settings the
+    # program prints between them (Composer's "Config:" ... "*****"), read as the config of the attempt it is in
+    config_block: tuple[str, str] | None = None
+    # the settings a printed config implies in Megatron's names, where its own keys do not say them (llm-foundry's
+    # MPT: its expansion_ratio is the FFN's width, its learned positions span max_seq_len): added to it
+    config_implies: Callable[[dict], dict] | None = None
 
     def sniff(self, head: bytes, name: str) -> bool:
         return b"\x00" not in head[:8192] and search(self.detect, head) is not None
@@ -141,8 +147,11 @@ class LineFormat:
         unread = [0] * len(self.unread)
         printed: set[str] = set()
         unread_names: list[dict[str, None]] = [{} for _ in self.unread]
+        inside, settings = False, []
         for block in scan_blocks(text):
-            last, other, missed, names = self._block(block)
+            last, other, missed, names, config_lines, inside = self._block(block, inside)
+            if config_lines.height:
+                settings.append(config_lines)
             printed |= names
             rows.append(self._numeric(last))  # numbers per block: the text of the lines is not kept
             others.append(other)
@@ -195,6 +204,12 @@ class LineFormat:
         # (not where the steps count printed lines: a plan in steps is on another axis)
         if not counted and "kind" in others_frame.columns and (others_frame["kind"] == s.EV_PLANNED_STEPS).any():
             configs = _with_planned(configs, others_frame)
+        if settings:
+            printed_configs, config_notes = _config_blocks(pl.concat(settings), iters, others_frame,
+                                                          self.config_implies)
+            configs = pl.concat([printed_configs.join(configs.select("attempt", "key"), on=["attempt", "key"],
+                                                      how="anti"), configs], how="vertical_relaxed")
+            warnings += [f"{source}: {note}" for note in config_notes]
         # every metrics line's step, one row a line, where an event may need it (a million-line console has few)
         wanted = others_frame.height and "kind" in others_frame.columns and others_frame["kind"].is_not_null().any()
         # (a line's metrics rows have its iteration row's step: only the lines that are not iteration lines are added)
@@ -221,16 +236,19 @@ class LineFormat:
         )
 
     # --- per block --------------------------------------------------------------------------------------------------
-    def _block(self, block: pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataFrame, list[tuple[int, list[str]]], set[str]]:
+    def _block(self, block: pl.LazyFrame, inside: bool = False
+               ) -> tuple[pl.DataFrame, pl.DataFrame, list[tuple[int, list[str]]], set[str], pl.DataFrame, bool]:
         """The block's metrics lines (which rule, its step and fields as text: ``s:<rule>``, ``f:<rule>:<metric>``),
         its other lines that may be events (with their text), how many lines match each of ``unread`` (with the
-        names its group ``name`` captures, where it has one), and the names of the fields its metrics lines print
-        (:attr:`LineFormat.printed`). Only the
+        names its group ``name`` captures, where it has one), the names of the fields its metrics lines print
+        (:attr:`LineFormat.printed`), the lines of its :attr:`LineFormat.config_block` (``inside``: the block begins
+        inside one) and whether it ends inside one. Only the
         lines a regex can concern are searched with it: ANSI codes where an escape byte is, event patterns on lines
         that are not metrics lines."""
         lines = block.with_columns(clean=pl.col("text").fill_null("")).collect()
         if lines.select(pl.col("clean").str.contains("\x1b", literal=True).any()).item():  # coloured output
             lines = lines.with_columns(clean=pl.col("clean").str.replace_all(_ANSI, ""))
+        config_lines, inside = self._config_lines(lines, inside)
         stamped = _has_stamps(lines)
         fitted, lines = self._first_layout(lines)
         which: pl.Expr = pl.lit(None, dtype=pl.Int32)
@@ -272,7 +290,18 @@ class LineFormat:
         rest = rest.with_columns(wall_time=_stamp(stamped), bar=bar, text=pl.when(pl.col("text").str.len_chars()
                                                                                 > _LONG_LINE)
                                  .then(pl.coalesce(said, pl.col("text"))).otherwise(pl.col("text")) + "").drop("clean")
-        return mine, rest, missed, names
+        return mine, rest, missed, names, config_lines, inside
+
+    def _config_lines(self, lines: pl.DataFrame, inside: bool) -> tuple[pl.DataFrame, bool]:
+        """The lines of the block's printed configs (``line``, ``text``, ``first``: the line that begins one), and
+        whether the block ends inside one."""
+        if not self.config_block:
+            return pl.DataFrame(), False
+        begins, ends = (pl.col("clean").str.contains(rx) for rx in self.config_block)
+        state = pl.when(begins).then(pl.lit(True)).when(ends).then(pl.lit(False)).otherwise(None).forward_fill()
+        marked = lines.select(pl.col("line").cast(pl.Int64), text=pl.col("clean"), first=begins,
+                              inside=state.fill_null(inside))
+        return marked.filter("inside").drop("inside"), bool(marked["inside"][-1]) if marked.height else inside
 
     def _first_layout(self, lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         """The lines that start with the first rule's usual layout, read in one anchored pass, and the other lines
@@ -422,6 +451,52 @@ class LineFormat:
                 .otherwise("raw"),
             )
         return frame
+
+
+_MOST_CONFIG_LINES = 5_000  # lines of a printed config beyond which it is taken to have no end line (not read)
+
+
+def _config_blocks(lines: pl.DataFrame, iters: pl.DataFrame, others: pl.DataFrame,
+                   implies: Callable[[dict], dict] | None = None) -> tuple[pl.DataFrame, list[str]]:
+    """Config rows (attempt, key, value, typed) of the YAML mappings a log printed between the lines of its
+    :attr:`LineFormat.config_block`, each the config of the attempt it was printed in (a launch prints it as it
+    starts: before its first step, so it is the attempt of the next line that has one), and a note for each that
+    could not be read. (A few printed configs, of a few hundred lines each: read in Python.)"""
+    import yaml
+
+    from parsers.textfile import safe_yaml
+    from parsers.wandb_history import config_frame
+
+    blocks = lines.with_columns(block=pl.col("first").cum_sum()).filter(pl.col("block") > 0)
+    placed = pl.concat([frame.select(pl.col("line").cast(pl.Int64), pl.col("attempt").cast(pl.Int64))
+                        for frame in (iters, others) if "attempt" in frame.columns and frame.height]
+                       or [pl.DataFrame(schema={"line": pl.Int64, "attempt": pl.Int64})]).sort("line")
+    frames, notes = [], []
+    for (_,), block in blocks.group_by("block", maintain_order=True):
+        start = int(block["line"][0])
+        if block.height > _MOST_CONFIG_LINES:
+            notes.append(f"the config printed at line {start} has no end line within {_MOST_CONFIG_LINES:,} lines: "
+                         f"not read")
+            continue
+        try:
+            values = safe_yaml("\n".join(block["text"].slice(1).to_list()))
+        except (yaml.YAMLError, RecursionError, ValueError) as exc:  # a config cut, or not YAML: said, not read
+            notes.append(f"the config printed at line {start} could not be read as YAML "
+                         f"({(str(exc).splitlines() or [type(exc).__name__])[0]}): not read")
+            continue
+        if not isinstance(values, dict) or not values:
+            continue
+        if implies:
+            values = {**values, **implies(values)}
+        after = placed.filter(pl.col("line") > start).head(1)
+        before = placed.filter(pl.col("line") < start).tail(1)
+        attempt = int((after if after.height else before)["attempt"][0]) if (after.height or before.height) else 1
+        frames.append(config_frame(values, run="", source="", attempt=attempt).select("attempt", "key", "value",
+                                                                                        "typed"))
+    if not frames:
+        return pl.DataFrame(schema={"attempt": pl.Int32, "key": pl.String, "value": pl.String, "typed": pl.String}), notes
+    # (a launch that printed its config twice keeps the first)
+    return pl.concat(frames).unique(["attempt", "key"], keep="first", maintain_order=True), notes
 
 
 UNREAD_FIELDS_NOTE = "not read, so nothing here checks them or rests on them"
