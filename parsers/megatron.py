@@ -759,7 +759,10 @@ def attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
     lines = iters["line"].cast(pl.Int64).to_numpy()
     steps = iters["step"].to_numpy()
     # only the lines that can start or end a launch (not overflows or checkpoint saves: many, and they change nothing)
-    deciding = list(s.STARTUP_KINDS | s.ENDING_KINDS | s.FATAL_KINDS | {s.EV_TRACEBACK, s.EV_CHECKPOINT_LOAD})
+    # (a console format's line printed once as each launch of its program begins is a process start, as an arguments
+    # block is: nanochat's "Autodetected device type: cuda")
+    deciding = list(s.STARTUP_KINDS | s.ENDING_KINDS | s.FATAL_KINDS
+                    | {s.EV_TRACEBACK, s.EV_CHECKPOINT_LOAD, s.EV_PROCESS_START})
     marks = others.filter(pl.col("is_args_start") | pl.col("kind").is_in(deciding)).select(
         pl.col("line").cast(pl.Int64), kind=pl.when("is_args_start").then(pl.lit(s.EV_PROCESS_START)).otherwise("kind")
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import forensics
@@ -62,10 +63,12 @@ def points(path: Path, metric: str, attempt: int | None = None) -> list[tuple]:
     (NEWER, "val_bpb", 1, (0, 3.16909), (5742, 0.76207), 24),
     (NEWER, "core_metric", 1, (2000, 0.1816), (5742, 0.233), 3),
     # chat_sft of March 2026: "step 00001 (0.17%) | loss: 1.084291 | lrm: 1.00 | dt: 93382.51ms | ..." ... step 502
-    (NEWER, "loss", 2, (1, 1.084291), (502, 0.89942), 502),
+    # (attempt 3: base_eval, launched between them, is attempt 2)
+    (NEWER, "loss", 3, (1, 1.084291), (502, 0.89942), 502),
     # "step 00000/21400 (0.00%) | loss: 11.090355 | grad norm: 0.4282 | lrm: 1.00 | dt: 46222.92ms | ..."
-    (RELAUNCHED, "loss", 2, (0, 11.090355), (2369, 3.205507), 2370),
-    (RELAUNCHED, "grad_norm", 2, (0, 0.4282), (2369, 0.1101), 2370),
+    # (attempt 4: three torchrun launches failed before it)
+    (RELAUNCHED, "loss", 4, (0, 11.090355), (2369, 3.205507), 2370),
+    (RELAUNCHED, "grad_norm", 4, (0, 0.4282), (2369, 0.1101), 2370),
 ])
 def test_nanochat_values(path: Path, metric: str, attempt: int, first: tuple, last: tuple, n: int) -> None:
     assert [src.format for src in load_run(path).sources] == ["nanochat"]
@@ -132,16 +135,19 @@ def test_autoresearch_summary() -> None:
 
 def test_newer_base_train_and_chat_sft() -> None:
     """March 2026's nanochat: "Parameter counts:" with its "total" row, the planned length printed and on every step
-    line, saves "Saved model parameters to: .../model_005742.pt"; each stage ended by "Total training time"."""
+    line, saves "Saved model parameters to: .../model_005742.pt"; each stage ended by "Total training time"; each
+    script a launch of its own ("Autodetected device type: cuda" as it starts: base_eval's between base_train and
+    chat_sft, with no training step, and chat_eval's after it)."""
     run = load_run(NEWER)
-    assert run.attempts == [1, 2, 3]
+    assert run.attempts == [1, 2, 3, 4]
     assert run.configs.select("attempt", "key", "value").rows() == [(1, "train_iters", "5742")]
     assert run.events.filter(kind="planned_steps")["value"].to_list() == [5742.0]  # "...param ratio: 5,742"
     assert run.events.filter(kind="parameter_count")["value"].to_list() == [1384124976.0]  # "total : 1,384,124,976"
-    assert run.events.filter(kind="checkpoint_save").select("attempt", "value").rows() == [(1, 5742.0), (2, 502.0)]
+    assert run.events.filter(kind="checkpoint_save").select("attempt", "value").rows() == [(1, 5742.0), (3, 502.0)]
     findings = forensics.analyze(run).runs[0]
-    assert [(a.index, a.start_step, a.end_step, a.end_reason.value) for a in findings.attempts[:2]] == [
-        (1, 0, 5742, "completed"), (2, 0, 502, "completed")]
+    assert [(a.index, a.start_step, a.end_step, a.end_reason.value) for a in findings.attempts] == [
+        (1, 0, 5742, "completed"), (2, None, None, "no_training"), (3, 0, 502, "completed"),
+        (4, None, None, "no_training")]
     text = render_markdown(forensics.analyze(run))
     assert "did not fall" not in text  # (the SFT's loss, from step 1, is not set beside the pretraining's end)
     assert "also print bf16\\_mfu, epoch, eta, lrm, mfu, total time: not read" in text
@@ -149,18 +155,23 @@ def test_newer_base_train_and_chat_sft() -> None:
 
 def test_failed_launches_then_a_run_the_log_cuts_off() -> None:
     """torchrun launches that died on "CUDA error: invalid device ordinal", two Ctrl-C, then a one-GPU launch whose
-    log ends at step 2369 of 21400 with its last save at step 2000."""
+    log ends at step 2369 of 21400 with its last save at step 2000. The three torchrun launches (base_train,
+    base_loss, base_eval: each "Autodetected device type: cuda", its ranks' tracebacks, then torchrun's
+    "ChildFailedError" and "scripts.base_train FAILED") were one attempt, "crashed": each is one now, with its own
+    ending (their errors were taken for start-up warnings, iterations following much later)."""
     run = load_run(RELAUNCHED)
-    assert run.attempts == [1, 2]
-    assert run.events.filter(kind="keyboard_interrupt", attempt=1).height == 2
+    assert run.attempts == [1, 2, 3, 4]
+    assert run.events.filter(kind="keyboard_interrupt", attempt=3).height == 2
     assert run.events.filter(kind="checkpoint_save")["value"].to_list() == [500.0, 1000.0, 1500.0, 2000.0]
+    failed = run.events.filter(pl.col("text").str.contains("ChildFailedError: ", literal=True))
+    assert failed["attempt"].to_list() == [1, 2, 3]
     findings = forensics.analyze(run).runs[0]
-    first, second = findings.attempts
-    assert (first.start_step, first.end_reason.value) == (None, "crashed")
-    assert "invalid device ordinal" in first.end_detail
-    assert (second.start_step, second.end_step, second.target_step) == (0, 2369, 21400)
+    *launches, last = findings.attempts
+    assert [(a.start_step, a.end_reason.value) for a in launches] == [(None, "failed_startup")] * 3
+    assert all("invalid device ordinal" in a.end_detail for a in launches)
+    assert (last.start_step, last.end_step, last.target_step) == (0, 2369, 21400)
     text = render_markdown(forensics.analyze(run))
-    assert "attempt 2 at step 2369 of 21400" in text and "the last checkpoint saved in the logs is at step 2000" in text
+    assert "attempt 4 at step 2369 of 21400" in text and "the last checkpoint saved in the logs is at step 2000" in text
 
 
 def test_chat_rls_periodic_save_is_no_end_of_training(tmp_path: Path) -> None:

@@ -59,6 +59,10 @@ SPEC = LineFormat(
     events=(
         # every nanochat script's first line of its own (the evaluations' between the training stages too)
         (s.EV_STARTUP, r"\bnanochat\.common - INFO - Distributed world size: \d"),
+        # ... and, before it, nanochat.common's autodetect_device_type() (rank 0 prints it once as each script starts:
+        # a launch of its own, the evaluations' too): a launch that dies before its distributed set-up ("CUDA error:
+        # invalid device ordinal" in set_device, then torchrun's ChildFailedError) shows only this line of itself
+        (s.EV_PROCESS_START, r"^\W*Autodetected device type: \w+\s*$"),
         (s.EV_PARAMETER_COUNT, r"^\W*Number of parameters: ([\d,]+)\s*$"),  # the older base_train.py
         (s.EV_PARAMETER_COUNT, r"^\s*total\s+: ([\d,]+)\s*$"),  # the "total" row of "Parameter counts:"
         (s.EV_PLANNED_STEPS, r"^\W*(?:Calculated number of iterations from .*?|Using user-provided number of "
