@@ -147,17 +147,18 @@ def without_points(minima: dict[int, np.ndarray], left_out: np.ndarray) -> dict[
 
 
 def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = ALPHA,
-               minima: dict[int, np.ndarray] | None = None, judged: dict[int, int] | None = None) -> NoiseTail:
+               minima: dict[int, np.ndarray] | None = None, judged: dict[int, int] | None = None,
+               least_xi: float = 0.0) -> NoiseTail:
     """The thresholds for one attempt's z-scores (see the module docstring); ``minima``: their run minima when not
     :func:`all_run_minima` of ``z`` (e.g. :func:`held_run_minima`); ``judged``: per run length, how many windows the
     thresholds will judge, when more than the fit has (points left out of the fit are judged all the same: the
     family-wise rate is over all of them, so a short attempt whose points are all left out is not judged as one
-    point)."""
+    point); ``least_xi``: the lightest tail shape the fits may report."""
     z = np.asarray(z, dtype=float)
     thresholds = []
     fitted = True
     finite = z[np.isfinite(z)]
-    single = _Tail.of(finite)
+    single = _Tail.of(finite, least_xi)
     body: tuple[float, float, float] | None = None
     correlated: bool | None = None
     for k, lows in (minima or all_run_minima(z, groups)).items():
@@ -182,7 +183,7 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
                 # never below what k independent points of the single-point tail reach together (when that is
                 # already the cap, the k-point minima's own fit cannot change the threshold and is not made)
                 least = single.quantile(p ** (1.0 / k))
-                limit = cap if least >= cap else min(max(_Tail.of(lows).quantile(p), least), cap)
+                limit = cap if least >= cap else min(max(_Tail.of(lows, least_xi).quantile(p), least), cap)
         thresholds.append(float(max(floor, limit)))
     return NoiseTail(tuple(thresholds), int(np.isfinite(z).sum()), fitted, body[0] if body else 3.0)
 
@@ -303,17 +304,18 @@ class _Tail:
     share: float
     u0: float
     excesses: int
+    least_xi: float = 0.0
 
     @classmethod
-    def of(cls, x: np.ndarray) -> _Tail:
+    def of(cls, x: np.ndarray, least_xi: float = 0.0) -> _Tail:
         share = min(TAIL_SHARE, MAX_EXCESSES / max(x.size, 1))
         u0 = float(np.quantile(x, 1.0 - share)) if x.size else math.nan
-        return cls(x, share, u0, int((x > u0).sum()))
+        return cls(x, share, u0, int((x > u0).sum()), least_xi)
 
     @functools.cached_property
     def fit(self) -> tuple[float, float]:
         """(xi, sigma) of the excesses over ``u0``."""
-        return _fit(self.x[self.x > self.u0] - self.u0)
+        return _fit(self.x[self.x > self.u0] - self.u0, self.least_xi)
 
     def quantile(self, p: float) -> float:
         """The value exceeded with probability ``p``: empirical inside the sample's body, extrapolated beyond."""
@@ -324,8 +326,8 @@ class _Tail:
         return self.u0 + (sigma * math.log(ratio) if xi < 1e-6 else sigma / xi * (ratio**xi - 1.0))
 
 
-def _fit(excess: np.ndarray) -> tuple[float, float]:
-    """Maximum-likelihood (xi, sigma) of a generalized Pareto distribution with xi in [0, MAX_XI]."""
+def _fit(excess: np.ndarray, least_xi: float = 0.0) -> tuple[float, float]:
+    """Maximum-likelihood (xi, sigma) of a generalized Pareto distribution with xi in [``least_xi``, MAX_XI]."""
     from scipy import optimize
 
     scale0 = math.log(max(float(excess.mean()), 1e-6))
@@ -337,6 +339,7 @@ def _fit(excess: np.ndarray) -> tuple[float, float]:
             return float(excess.size * log_sigma + excess.sum() / sigma)
         return float(excess.size * log_sigma + (1.0 / xi + 1.0) * np.log1p(xi * excess / sigma).sum())
 
-    best = optimize.minimize(nll, x0=np.array([0.1, scale0]), method="L-BFGS-B",
-                             bounds=[(0.0, MAX_XI), (scale0 - 5, scale0 + 5)])
+    least = min(max(least_xi, 0.0), MAX_XI)
+    best = optimize.minimize(nll, x0=np.array([max(0.1, least), scale0]), method="L-BFGS-B",
+                             bounds=[(least, MAX_XI), (scale0 - 5, scale0 + 5)])
     return float(best.x[0]), float(math.exp(best.x[1]))

@@ -16,10 +16,11 @@ against the run's own noise tail.
   consecutive points in it (k = 1, 2, 3, 5, 8, running on past its last candidate point) all reach the threshold
   for k that the attempt's own noise would reach with probability 2% over the whole attempt (tail fitted to the
   attempt's residuals, censored at the screen, so longer and noisier runs need larger or longer excursions); a
-  lone point inside that tail is a *blip*: counted (:meth:`SpikeDetector.blips`; the OLMo spike score reads every point), not
-  an incident. Significance is read on the z-score against the noise itself (no floor), materiality on the floored
-  one; a grad-norm blip at a loss incident or up to 20 points before it is part of that incident (two series at once
-  are not one hard batch);
+  lone point inside that tail is a *blip* (judged again against the tail fitted without its own points, which a
+  spike in the sample lifts above itself: :meth:`SpikeDetector._unmasked`): counted (:meth:`SpikeDetector.blips`;
+  the OLMo spike score reads every point), not an incident. Significance is read on the z-score against the
+  noise itself (no floor), materiality on the floored one; a grad-norm blip at a loss incident or up to 20 points
+  before it is part of that incident (two series at once are not one hard batch);
 * **absolute checks**: Megatron's spiky-loss rule (a loss 10x the largest of the first 100 values) everywhere;
   where a point has too little history to know the noise (fewer than 10 points before it in its stretch: an
   excerpt, a short log, a run logged every few hundred steps), a loss at least 2x the lowest of the 8 points before
@@ -60,6 +61,7 @@ from forensics.detectors.noise_tail import (
     fixed_tail,
     held_run_minima,
     noise_tail,
+    student_body,
     without_points,
 )
 from forensics.findings import Anomaly, Gap, Kind, shown, step_count, times
@@ -70,6 +72,7 @@ _DEFAULTS = {"loss": (100, 0.003, 6.0), "grad_norm": (100, 0.25, 6.0)}
 _AVERAGED = frozenset({"loss"})  # logged as a mean over the interval (grad norm is the logged iteration's own)
 _SETTLED = 50  # points into a stretch before its residuals enter the noise-tail fit
 _FEW_RESIDUALS = 30  # points into a stretch before its own noise estimate is trusted alone
+_MASKING = 10  # blips judged again against a tail fitted without their own points
 _RESOLUTION = 1e-4  # log units: the noise is never taken as calmer than the printed digits of a value
 _FLOOR_WITHOUT_HISTORY = {"loss": 0.02, "grad_norm": 0.25}  # fewer than 10 points before: noise unknown
 
@@ -251,9 +254,8 @@ class SpikeDetector:
             left_out = series.inside(first) | (series.position < _SETTLED)
             sample = np.where(left_out, np.nan, series.zn)
             windows = {k: int(np.isfinite(lows).sum()) for k, lows in series.minima.items()}
-            tail = tails[attempt] = noise_tail(sample, series.stretch, minima=without_points(series.minima, left_out),
-                                               judged=windows)
-            judged = self._candidates(series, tail)
+            tail = noise_tail(sample, series.stretch, minima=without_points(series.minima, left_out), judged=windows)
+            judged, tails[attempt] = self._unmasked(series, self._candidates(series, tail), tail, left_out, windows)
             incidents = _through_recovery([inc for inc, decisive in judged if decisive], series)
             mine = below.filter(pl.col("attempt") == attempt) if incidents and below.height else below
             found += [_recovery_over(inc, points.slice(lo, hi - lo), gaps, mine) for inc in incidents]
@@ -405,6 +407,45 @@ class SpikeDetector:
                 None if top is None else (float(np.exp(rise[top])), int(steps[top]), float(values[top])),
                 calm_enough[lo:hi],
             ), int(lo), int(hi)
+
+    def _unmasked(self, sc: _Scored, judged: list[tuple[SpikeIncident, bool]], tail: NoiseTail, left_out: np.ndarray,
+                  windows: dict[int, int]) -> tuple[list[tuple[SpikeIncident, bool]], NoiseTail]:
+        """The blips judged again, each against the tail fitted without its own points (leave-one-out): a spike in
+        the sample it is judged against lifts the fitted tail above itself (a 7.9-sigma point in a calm run of 2,100
+        made the lone-point threshold 15 sigma, 6.8 without it). Only the blip's own points leave the fit: other blips
+        of its size stay in, so a run whose hard batches recur keeps them as its noise. The ``_MASKING`` strongest
+        blips (by peak z) are judged again. Returns the candidates and the tail to report: the original one, or the
+        one the first blip made an incident was judged against."""
+        lone = [inc for inc, decisive in judged if not decisive]
+        if not lone:
+            return judged, tail
+        at = [(int(np.searchsorted(sc.steps, inc.onset)), int(np.searchsorted(sc.steps, inc.end))) for inc in lone]
+        peaks = [float(np.nanmax(sc.zn[a:b + 1])) if np.isfinite(sc.zn[a:b + 1]).any() else -math.inf for a, b in at]
+        order = [lone[i] for i in np.argsort(peaks)[::-1][:_MASKING]]
+        # a few points left out of a fit of a few dozen excesses can make its tail look lighter than the noise is:
+        # the refits' tails are never lighter than the body of the residuals (the heaviest Student-t it allows,
+        # its 1% at each end censored, so the blips do not decide it)
+        shape = 1.0 / student_body(sc.zn[np.isfinite(sc.zn) & ~left_out])[0]
+
+        def without(top: list[SpikeIncident]) -> tuple[NoiseTail, list[tuple[SpikeIncident, bool]]]:
+            out = left_out | sc.inside(top)
+            refit = noise_tail(np.where(out, np.nan, sc.zn), sc.stretch, minima=without_points(sc.minima, out),
+                               judged=windows, least_xi=shape)
+            return refit, self._candidates(sc, refit)
+
+        def passes(inc: SpikeIncident, again: list[tuple[SpikeIncident, bool]]) -> bool:
+            return any(decisive and other.onset <= inc.end and inc.onset <= other.end for other, decisive in again)
+
+        # a tail fitted without all of them is the lowest any one of them meets: a blip that fails it fails its own
+        _, again = without(order)
+        promoted: set[int] = set()
+        reported = tail
+        for inc in (inc for inc in order if passes(inc, again)):
+            refit, own = without([inc])
+            if passes(inc, own):
+                promoted.add(id(inc))
+                reported = refit if reported is tail else reported
+        return [(inc, decisive or id(inc) in promoted) for inc, decisive in judged], reported
 
     def _candidates(self, sc: _Scored, tail: NoiseTail) -> list[tuple[SpikeIncident, bool]]:
         """Every candidate of the attempt, and whether it is an incident against ``tail``."""
