@@ -64,6 +64,18 @@ def test_a_spike_several_points_wide_is_read_against_the_level_it_left() -> None
     assert [a.step for a in found if 13900 <= a.step <= 13940] == [13923]
 
 
+def test_a_spike_is_not_judged_against_a_tail_it_lifts_itself() -> None:
+    """Generated t(6) run logged every 10 steps (seed 3): three faint spikes among 4,300 points made the fitted
+    lone-point threshold 31 sigma, so the one at step 29810 (18.9 sigma) was a blip; judged against the tail fitted
+    without its own points, it is the incident it was injected as, and the tail quoted is that one."""
+    curve = generate("spikes", 3, 10, noise="t6")
+    frames = RunFrames(curve.metrics, curve.events)
+    found = [(a.step, a.end_step) for a in detect(frames) if a.kind == "loss_spike"]
+    assert (29810, 29820) in found
+    assert 29810 not in [b.step for b in SpikeDetector("loss").blips(frames)]
+    assert SpikeDetector("loss").tails(frames)[1].thresholds[0] < 20
+
+
 def test_a_spike_spans_its_points_until_it_is_back() -> None:
     """t(3) noise: the loss at 2x for steps 12001-12020 is flagged for its first points only (the trailing median
     catches up), and was "steps 12001-12006 ... back to its level by step 12021 (20 steps)": the span ends at 12020,
