@@ -1,7 +1,10 @@
 """Detector quality on labelled curves, per noise family: precision and recall per kind, false incidents on clean
 runs, and warning lead times before divergences.
 
-    python benchmarks/detection.py [--seeds 4] [--clean-seeds 40]
+    python benchmarks/detection.py [--seeds 4] [--clean-seeds 40] [--families t3,ar1] [--only warnings]
+
+``--only`` runs one section (``scores``: precision and recall per family; ``clean``: the 100k-step t(3) clean runs;
+``warnings``: the warning lead before divergences, a minute or two for every family against the full run's 6-12).
 
 Families (``forensics.evaluation.datasets.NOISES``): Gaussian, Student-t with 3, 4 and 6 degrees of freedom, AR(1)
 correlated noise, benign single-batch outliers, benign wiggles and warm-up bumps; runs of 1k-200k steps logged every
@@ -32,6 +35,7 @@ except ImportError:  # pragma: no cover
     blips = warning_before = None
 
 INTERVALS = (1, 10, 100)
+SECTIONS = ("scores", "clean", "warnings")
 SPIKES = ("loss_spike", "grad_norm_spike")
 
 
@@ -51,19 +55,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=4, help="curves per (family, scenario, interval)")
     parser.add_argument("--clean-seeds", type=int, default=40, help="clean 100k-step t(3) runs")
-    parser.add_argument("--families", default=",".join(("mixed", *NOISES)))
+    parser.add_argument("--families", default=",".join(("mixed", *NOISES)), help="comma-separated noise families")
+    parser.add_argument("--only", choices=SECTIONS, help="run one section of the benchmark")
+    parser.add_argument("--verbose", action="store_true", help="list the divergences not warned ahead, and the "
+                        "false warnings")
     args = parser.parse_args()
     families = args.families.split(",")
+    unknown = [f for f in families if f != "mixed" and f not in NOISES]
+    if unknown:
+        sys.exit(f"benchmarks/detection.py: unknown famil{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)}; "
+                 f"choose from mixed, {', '.join(NOISES)}")
+    sections = (args.only,) if args.only else SECTIONS
     start = time.perf_counter()
 
-    print(f"## Precision and recall per noise family ({args.seeds} curves per family, scenario and log interval "
+    if "scores" in sections:
+        scores(families, args.seeds)
+    if args.clean_seeds > 0 and "clean" in sections:
+        clean_runs(args.clean_seeds)
+    if warning_before is not None and "warnings" in sections:
+        warnings(families, args.seeds, args.verbose)
+    print(f"\n{time.perf_counter() - start:.0f} s")
+
+
+def scores(families: list[str], seeds: int) -> None:
+    """Precision and recall per kind and family, and false anomalies on the clean curves."""
+    print(f"## Precision and recall per noise family ({seeds} curves per family, scenario and log interval "
           f"{'/'.join(map(str, INTERVALS))}; {len(SCENARIOS)} scenarios)\n")
     print("| family | loss spikes P | loss spikes R | grad-norm spikes P | grad-norm spikes R | divergence R "
           "| NaN R | loss-scale collapse R | changepoint R | all kinds P | clean runs with an anomaly "
           "| false anomalies per 100k clean steps |")
     print("|---|" + "---:|" * 11)
     for family in families:
-        rows = evaluate(SCENARIOS, seeds=range(args.seeds), intervals=INTERVALS if family != "mixed" else (1, 10),
+        rows = evaluate(SCENARIOS, seeds=range(seeds), intervals=INTERVALS if family != "mixed" else (1, 10),
                         noise=family)
         tot = {k: Score(k) for k in KINDS}
         every = Score("all kinds")   # precision over the detections of every kind
@@ -90,56 +113,70 @@ def main() -> None:
               f"| {rc('divergence')} | {rc('nan')} | {rc('loss_scale_collapse')} | {rc('changepoint')} "
               f"| {every.precision:.3f} | {clean_bad}/{clean_runs} | {rate} |")
 
-    if args.clean_seeds > 0:
-        print(f"\n## Clean runs of 100k steps with t(3) noise, logged every step ({args.clean_seeds} seeds)\n")
-        bad = 0
-        for seed in range(args.clean_seeds):
-            curve = generate("clean", 1000 + seed, 1, noise="t3", steps=100_000)
-            bad += bool(detect(RunFrames(curve.metrics, curve.events)))
-        print(f"runs without any anomaly: {args.clean_seeds - bad}/{args.clean_seeds} "
-              f"({(args.clean_seeds - bad) / args.clean_seeds:.0%}; target at least 95%)")
 
-    if warning_before is not None:
-        print(f"\n## Warning before the blow-up ({args.seeds} curves per family, divergence scenarios, intervals "
-              f"{'/'.join(map(str, INTERVALS))})\n")
-        print("| family | divergences found | with a warning | warned at least 100 steps ahead | median lead (steps) "
-              "| clean runs with a false warning |")
-        print("|---|---:|---:|---:|---:|---:|")
-        all_found = all_ahead = all_clean = all_false = 0
-        for family in [f for f in families if f != "mixed"]:
-            found = warned = ahead = 0
-            leads = []
-            for scenario in ("divergence", "divergence_nan", "fp16_collapse"):
-                for k in INTERVALS:
-                    for seed in range(args.seeds):
-                        curve = generate(scenario, seed, k, noise=family)
-                        divs = [a for a in detect(RunFrames(curve.metrics, curve.events)) if a.kind == "divergence"]
-                        if not divs:
-                            continue
-                        found += 1
-                        w = divs[0].warning
-                        if w:
-                            warned += 1
-                            leads.append(w["lead_steps"])
-                            ahead += w["lead_steps"] >= 100
-            clean = false = 0
+def clean_runs(seeds: int) -> None:
+    """Clean 100k-step runs with t(3) noise: how many raise no anomaly at all."""
+    print(f"\n## Clean runs of 100k steps with t(3) noise, logged every step ({seeds} seeds)\n")
+    bad = 0
+    for seed in range(seeds):
+        curve = generate("clean", 1000 + seed, 1, noise="t3", steps=100_000)
+        bad += bool(detect(RunFrames(curve.metrics, curve.events)))
+    print(f"runs without any anomaly: {seeds - bad}/{seeds} ({(seeds - bad) / seeds:.0%}; target at least 95%)")
+
+
+def warnings(families: list[str], seeds: int, verbose: bool = False) -> None:
+    """Per family, over the divergence scenarios: how many divergences had a warning at least 100 steps ahead, the
+    median lead, and the clean runs given a warning as if they blew up at their last step. ``verbose``: one line per
+    divergence not warned 100 steps ahead, and per false warning."""
+    print(f"\n## Warning before the blow-up ({seeds} curves per family, divergence scenarios, intervals "
+          f"{'/'.join(map(str, INTERVALS))})\n")
+    print("| family | divergences found | with a warning | warned at least 100 steps ahead | median lead (steps) "
+          "| clean runs with a false warning |")
+    print("|---|---:|---:|---:|---:|---:|")
+    all_found = all_ahead = all_clean = all_false = 0
+    notes = []
+    for family in [f for f in families if f != "mixed"]:
+        found = warned = ahead = 0
+        leads = []
+        for scenario in ("divergence", "divergence_nan", "fp16_collapse"):
             for k in INTERVALS:
-                for seed in range(args.seeds):
-                    curve = generate("clean", seed, k, noise=family)
-                    frames = RunFrames(curve.metrics, curve.events)
-                    anomalies = detect(frames)
-                    last = int(curve.metrics["step"].max())
-                    pseudo = Anomaly("divergence", "loss", 1, last, last, None, None)  # as if it blew up at its end
-                    clean += 1
-                    false += warning_before(pseudo, anomalies, frames, blips(frames)) is not None
-            all_found, all_ahead, all_clean, all_false = (all_found + found, all_ahead + ahead, all_clean + clean,
-                                                          all_false + false)
-            median = f"{statistics.median(leads):.0f}" if leads else "-"
-            print(f"| {family} | {found} | {warned} | {ahead}/{found} ({pct(ahead, found)}) | {median} "
-                  f"| {false}/{clean} |")
-        print(f"| all | {all_found} | | {all_ahead}/{all_found} ({pct(all_ahead, all_found)}) | "
-              f"| {all_false}/{all_clean} ({pct(all_false, all_clean)}) |")
-    print(f"\n{time.perf_counter() - start:.0f} s")
+                for seed in range(seeds):
+                    curve = generate(scenario, seed, k, noise=family)
+                    divs = [a for a in detect(RunFrames(curve.metrics, curve.events)) if a.kind == "divergence"]
+                    if not divs:
+                        continue
+                    found += 1
+                    w = divs[0].warning
+                    if w:
+                        warned += 1
+                        leads.append(w["lead_steps"])
+                        ahead += w["lead_steps"] >= 100
+                    if verbose and not (w and w["lead_steps"] >= 100):
+                        notes.append(f"not warned ahead: {family} {scenario} seed {seed} k {k}: divergence at "
+                                     f"{divs[0].step}, warning {w and (w['step'], [x['kind'] for x in w['signals']])}")
+        clean = false = 0
+        for k in INTERVALS:
+            for seed in range(seeds):
+                curve = generate("clean", seed, k, noise=family)
+                frames = RunFrames(curve.metrics, curve.events)
+                anomalies = detect(frames)
+                last = int(curve.metrics["step"].max())
+                pseudo = Anomaly("divergence", "loss", 1, last, last, None, None)  # as if it blew up at its end
+                clean += 1
+                w = warning_before(pseudo, anomalies, frames, blips(frames))
+                false += w is not None
+                if verbose and w is not None:
+                    notes.append(f"false warning: {family} clean seed {seed} k {k}: "
+                                 f"{[x['detail'] for x in w['signals']]}")
+        all_found, all_ahead, all_clean, all_false = (all_found + found, all_ahead + ahead, all_clean + clean,
+                                                      all_false + false)
+        median = f"{statistics.median(leads):.0f}" if leads else "-"
+        print(f"| {family} | {found} | {warned} | {ahead}/{found} ({pct(ahead, found)}) | {median} "
+              f"| {false}/{clean} |")
+    print(f"| all | {all_found} | | {all_ahead}/{all_found} ({pct(all_ahead, all_found)}) | "
+          f"| {all_false}/{all_clean} ({pct(all_false, all_clean)}) |")
+    if notes:
+        print("", *notes, sep="\n")
 
 
 if __name__ == "__main__":
