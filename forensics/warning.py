@@ -7,10 +7,15 @@ after the last hole in the log before it (what lies across a gap is never a warn
   grad norm (over ``SMOOTH`` (15) points, or a twentieth of the look-back's points when fewer, at least 5) stands
   at least ``RISE`` (1.8x) above its lowest value in the look-back just
   before the blow-up; the signal begins at the last point where it was still within 10% of that low (less half
-  the median's window, by which it lags);
+  the median's window, by which it lags); on a look-back of fewer than 10 points, too few to smooth, the grad norm
+  higher at each of its last ``CLIMB`` (3) points or more than at the one before, and at least ``RISE`` times the
+  point it climbed from (the signal begins at the first point of the climb);
 * **loss-scale overflows** (GLM-130B, OPT: the loss scale crashing before the loss): a skipped-iteration burst or a
   loss-scale collapse in the look-back;
-* **spikes not back to their level**: a loss spike in the look-back that never came back before the blow-up;
+* **spikes not back to their level**: a loss or grad-norm spike in the look-back (an incident, beyond what the
+  attempt's own noise reaches: :mod:`forensics.detectors.spikes`) that had not come back before the blow-up; on a
+  log every few hundred steps the grad norm's rise before a blow-up spans too few points for a rolling median, and
+  the spike detector's calibrated run test is what sees it;
 * **a rising spike rate**: at least three loss or grad-norm spikes or blips in the look-back, and more than twice as
   many in its second half as in its first;
 * **a layer group's grad-norm share rising** (GLM-130B: the embedding's abnormal gradients before its collapses): a
@@ -56,6 +61,7 @@ LOOKBACK_STEPS = 3000
 MAX_POINTS = 5000
 SMOOTH = 15      # points in the grad norm's rolling median
 RISE = 1.8       # how far the smoothed grad norm must stand above its low (benign drifts stay within ~1.5x)
+CLIMB = 3        # a look-back too short to smooth: rises in a row at its end
 
 
 def warning_before(blowup: Anomaly, anomalies: list[Anomaly], frames: RunFrames,
@@ -71,7 +77,7 @@ def warning_before(blowup: Anomaly, anomalies: list[Anomaly], frames: RunFrames,
     points = points.filter(pl.col("step") >= start).tail(MAX_POINTS)
     start = int(points["step"][0]) if points.height else start
     signals = []
-    rise = _grad_rise(points)
+    rise = _grad_rise(points) or _grad_climb(points)
     if rise:
         signals.append(rise)
     for a in anomalies:
@@ -89,9 +95,11 @@ def warning_before(blowup: Anomaly, anomalies: list[Anomaly], frames: RunFrames,
             signals.append({"kind": "sustained_clipping", "step": a.step, "detail": a.detail})
         elif a.kind == Kind.LOGIT_GROWTH:
             signals.append({"kind": "logit_growth", "step": a.step, "detail": a.detail})
-        elif a.kind == Kind.LOSS_SPIKE and a.recovered_step is None:
+        elif a.kind == Kind.LOSS_SPIKE and not _back_before(a, at):
             signals.append({"kind": "unrecovered_spike", "step": a.step,
                             "detail": f"a loss spike at step {a.step} that was not back to its level before it"})
+        elif a.kind == Kind.GRAD_NORM_SPIKE and not _back_before(a, at):
+            signals.append(_grad_spike(a, at, points))
     rate = _spike_rate(attempt, start, at, anomalies, blips or [])
     if rate:
         signals.append(rate)
@@ -100,6 +108,25 @@ def warning_before(blowup: Anomaly, anomalies: list[Anomaly], frames: RunFrames,
     signals.sort(key=lambda x: x["step"])
     first = signals[0]
     return {"step": first["step"], "lead_steps": at - first["step"], "signals": signals}
+
+
+def _back_before(spike: Anomaly, at: int) -> bool:
+    """Whether a spike came back to its level before step ``at``."""
+    return spike.recovered_step is not None and spike.recovered_step < at
+
+
+def _grad_spike(spike: Anomaly, at: int, points: pl.DataFrame) -> dict[str, Any]:
+    """A grad-norm spike (an incident beyond the attempt's own noise) still above its level at the blow-up, quoted
+    by its logged values: at its onset, and the last before the blow-up."""
+    last = points.filter(pl.col("step") >= spike.step).tail(1)
+    onset = points.filter(pl.col("step") == spike.step)
+    level = f", from {shown(spike.baseline)}" if spike.baseline else ""
+    detail = (f"a grad-norm spike at step {spike.step} ({shown(onset['value'][0])}{level}) not back to its level "
+              f"before the blow-up" if onset.height else f"a grad-norm spike at step {spike.step} not back to its level "
+              "before the blow-up")
+    if last.height and int(last["step"][0]) > spike.step:
+        detail += f" ({shown(last['value'][0])} at step {int(last['step'][0])})"
+    return {"kind": "unrecovered_grad_norm_spike", "step": spike.step, "detail": detail}
 
 
 def _grad_rise(points: pl.DataFrame) -> dict[str, Any] | None:
@@ -119,6 +146,25 @@ def _grad_rise(points: pl.DataFrame) -> dict[str, Any] | None:
     return {"kind": "grad_norm_rise", "step": int(steps[began]),
             "detail": f"grad norm began rising at step {int(steps[began])} ({end / low:.1f}x its low by step "
                       f"{int(steps[-1])}, rolling median of {width} points)"}
+
+
+def _grad_climb(points: pl.DataFrame) -> dict[str, Any] | None:
+    """On a look-back too short for the rolling median (fewer than ``2 * 5`` points: an excerpt, a run logged every
+    few hundred steps), the grad norm higher at each of its last ``CLIMB`` or more points than at the one before,
+    ending at least ``RISE`` times the point it climbed from; the signal begins at the first point above it."""
+    v = points["value"].to_numpy()
+    if points.height >= 10 or points.height < CLIMB + 1:
+        return None
+    up = np.diff(v) > 0
+    first = up.size - (np.argmin(up[::-1]) if not up.all() else up.size)  # the first move of the final climb
+    if up.size - first < CLIMB or not v[-1] >= RISE * v[first]:
+        return None
+    steps = points["step"].to_numpy()
+    began = int(steps[first + 1])
+    return {"kind": "grad_norm_rise", "step": began,
+            "detail": f"grad norm rose at each of its last {up.size - first} logged points before the blow-up, from "
+                      f"{shown(float(v[first]))} at step {int(steps[first])} to {shown(float(v[-1]))} at step "
+                      f"{int(steps[-1])} ({v[-1] / v[first]:.1f}x)"}
 
 
 def _spike_rate(attempt: int, start: int, at: int, anomalies: list[Anomaly], blips: list[Any]) -> dict[str, Any] | None:

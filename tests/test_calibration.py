@@ -17,7 +17,8 @@ from forensics.detectors import DEFAULT_DETECTORS, EXPERIMENTAL_DETECTORS, RunFr
 from forensics.detectors.chance import LossAboveChanceDetector
 from forensics.detectors.noise_tail import noise_tail
 from forensics.evaluation import KINDS, Score, generate, margin_for, score
-from forensics.findings import ANOMALY_KINDS
+from forensics.findings import ANOMALY_KINDS, Anomaly
+from forensics.warning import warning_before
 from parsers import load_run
 from parsers import schema as s
 from tests.conftest import real
@@ -202,6 +203,53 @@ def test_divergence_with_its_warning_lead_time() -> None:
     assert div.warning["signals"][0]["detail"].startswith("grad norm began rising at step 32940 (")
     line = reports.markdown._anomaly_line(div)
     assert "  - **warning 2080 steps ahead:** grad norm began rising at step 32940" in line
+
+
+def _grad_norm(curve, lo: int, hi: int) -> dict[int, float]:
+    rows = curve.metrics.filter((pl.col("metric") == s.GRAD_NORM) & pl.col("step").is_between(lo, hi))
+    return dict(zip(rows["step"].to_list(), rows["value"].to_list(), strict=True))
+
+
+def test_warning_from_a_grad_norm_spike_not_back_before_the_blow_up() -> None:
+    """Logged every 100 steps, the grad norm's rise before the blow-up (4.5x over ~250 steps) spans two points, too
+    few for the rolling median; the spike detector's run test finds it beyond the run's noise at step 56400, and it
+    is still up when the loss diverges at 56600: a warning 200 steps ahead (none before the fix)."""
+    curve = generate("divergence_nan", 3, 100, noise="t4")
+    found = detect(RunFrames(curve.metrics, curve.events))
+    [div] = [a for a in found if a.kind == "divergence"]
+    assert div.step == 56600 and div.warning is not None
+    assert (div.warning["step"], div.warning["lead_steps"]) == (56400, 200)
+    [signal] = div.warning["signals"]
+    assert signal["kind"] == "unrecovered_grad_norm_spike"
+    assert signal["detail"] == ("a grad-norm spike at step 56400 (2.567307307771254, from 1.1439584265371392) not back "
+                                "to its level before the blow-up (3.85234238087222 at step 56500)")
+    # true of the data: the logged values quoted, the level (the lower median of the 8 points before) well below
+    grad = _grad_norm(curve, 55600, 56500)
+    assert (grad[56400], grad[56500]) == (2.567307307771254, 3.85234238087222)
+    assert sorted(grad[x] for x in range(55600, 56400, 100))[3] == 1.1439584265371392
+
+
+def test_warning_from_a_short_log_whose_grad_norm_climbs() -> None:
+    """Seven points before the blow-up (logged every 100 steps): too few for the rolling median, but the grad norm
+    rose at each of the last three, 1.8x from its low at step 400 (none before the fix)."""
+    curve = generate("divergence", 2, 100, noise="t3")
+    found = detect(RunFrames(curve.metrics, curve.events))
+    [div] = [a for a in found if a.kind == "divergence"]
+    assert div.step == 800 and div.warning is not None
+    assert (div.warning["step"], div.warning["lead_steps"]) == (500, 300)
+    [signal] = div.warning["signals"]
+    assert signal == {"kind": "grad_norm_rise", "step": 500, "detail": (
+        "grad norm rose at each of its last 3 logged points before the blow-up, from 0.24039208882002294 at step 400 "
+        "to 0.4350613410457054 at step 700 (1.8x)")}
+    grad = _grad_norm(curve, 100, 700)
+    assert [round(grad[x], 3) for x in range(100, 800, 100)] == [0.755, 0.443, 0.313, 0.24, 0.302, 0.367, 0.435]
+    # and not from two rises in a row, nor from three that end below 1.8x the low
+    steps = np.arange(100, 800, 100)
+    blowup = Anomaly("divergence", "loss", 1, 800, 800, 9.0, 2.0)
+    for values in ([0.9, 0.7, 0.5, 0.4, 0.3, 0.5, 0.9],      # two rises in a row, 3x
+                   [0.9, 0.7, 0.5, 0.4, 0.45, 0.5, 0.6]):    # three rises, 1.5x
+        frames = frames_of({s.GRAD_NORM: np.array(values), s.LOSS: np.linspace(6.0, 4.0, 7)}, steps)
+        assert warning_before(blowup, [blowup], frames) is None
 
 
 # --- the contract every detector keeps -----------------------------------------------------------------------------
