@@ -105,6 +105,19 @@ BLOWUP_KINDS: frozenset[Kind] = frozenset({Kind.DIVERGENCE, Kind.NAN})  # what e
 NOT_FIRST_ANOMALY: frozenset[Kind] = frozenset({Kind.SKIPPED_ITERATIONS, Kind.CHANGEPOINT, Kind.NON_FINITE})
 
 
+class Signal(StrEnum):
+    """A warning sign before a blow-up (``Anomaly.warning["signals"][i]["kind"]``, :mod:`forensics.warning`)."""
+
+    GRAD_NORM_RISE = "grad_norm_rise"                  # the grad norm rising (its rolling median, or a short climb)
+    LOSS_SCALE_OVERFLOWS = "loss_scale_overflows"      # a skipped-iteration burst or a loss-scale collapse
+    UNRECOVERED_SPIKE = "unrecovered_spike"            # a loss spike not back to its level before the blow-up
+    UNRECOVERED_GRAD_NORM_SPIKE = "unrecovered_grad_norm_spike"  # the same, of the grad norm
+    RISING_SPIKE_RATE = "rising_spike_rate"            # spikes and blips coming faster
+    GRAD_NORM_RATIO = "grad_norm_ratio"                # a layer group's share of the grad norm rising
+    SUSTAINED_CLIPPING = "sustained_clipping"          # the grad norm above the clip threshold at most steps
+    LOGIT_GROWTH = "logit_growth"                      # attention logits or the z-loss growing log-linearly
+
+
 class Outcome(StrEnum):
     """A compared run's final state (:attr:`forensics.comparison.RunRow.outcome`), from how its last attempt ended."""
 

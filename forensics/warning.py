@@ -40,7 +40,7 @@ blow-up: one at the same step would be no warning at all).
 >>> from forensics.detectors import RunFrames
 >>> blowup = Anomaly("divergence", "loss", 1, 400, 400, 9.0, 2.0)
 >>> w = warning_before(blowup, [blowup], RunFrames(m, s.empty(s.EVENTS_SCHEMA)))
->>> (w["step"], w["lead_steps"], w["signals"][0]["kind"])
+>>> (w["step"], w["lead_steps"], str(w["signals"][0]["kind"]))
 (206, 194, 'grad_norm_rise')
 """
 
@@ -52,7 +52,7 @@ import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
-from forensics.findings import Anomaly, Kind, shown, step_count
+from forensics.findings import Anomaly, Kind, Signal, shown, step_count
 from forensics.gaps import since_last_gap
 from parsers import schema as s
 
@@ -67,7 +67,8 @@ CLIMB = 3        # a look-back too short to smooth: rises in a row at its end
 def warning_before(blowup: Anomaly, anomalies: list[Anomaly], frames: RunFrames,
                    blips: list[Any] | None = None) -> dict[str, Any] | None:
     """``{"step", "lead_steps", "signals": [{"kind", "step", "detail"}, ...]}`` for the earliest warning sign before
-    ``blowup`` (signals in step order), or None when nothing warned."""
+    ``blowup`` (signals in step order, each kind a :class:`~forensics.findings.Signal`), or None when nothing
+    warned."""
     attempt, at = blowup.attempt, blowup.step
     points = frames.points(s.GRAD_NORM).filter(
         (pl.col("attempt") == attempt) & (pl.col("step") < at) & pl.col("value").is_finite() & (pl.col("value") > 0))
@@ -84,19 +85,19 @@ def warning_before(blowup: Anomaly, anomalies: list[Anomaly], frames: RunFrames,
         if a.attempt != attempt or not start <= a.step < at or a is blowup:
             continue
         if a.kind == Kind.SKIPPED_ITERATIONS:
-            signals.append({"kind": "loss_scale_overflows", "step": a.step,
+            signals.append({"kind": Signal.LOSS_SCALE_OVERFLOWS, "step": a.step,
                             "detail": f"loss-scale overflows from step {a.step} ({shown(a.value or 0)} iterations skipped)"})
         elif a.kind == Kind.LOSS_SCALE_COLLAPSE:
-            signals.append({"kind": "loss_scale_overflows", "step": a.step,
+            signals.append({"kind": Signal.LOSS_SCALE_OVERFLOWS, "step": a.step,
                             "detail": f"the loss scale fell to {shown(a.value or 0)} from step {a.step}"})
         elif a.kind == Kind.GRAD_NORM_RATIO:
-            signals.append({"kind": "grad_norm_ratio", "step": a.step, "detail": a.detail})
+            signals.append({"kind": Signal.GRAD_NORM_RATIO, "step": a.step, "detail": a.detail})
         elif a.kind == Kind.CLIPPING and a.metric == s.CLIPPED_SHARE:
-            signals.append({"kind": "sustained_clipping", "step": a.step, "detail": a.detail})
+            signals.append({"kind": Signal.SUSTAINED_CLIPPING, "step": a.step, "detail": a.detail})
         elif a.kind == Kind.LOGIT_GROWTH:
-            signals.append({"kind": "logit_growth", "step": a.step, "detail": a.detail})
+            signals.append({"kind": Signal.LOGIT_GROWTH, "step": a.step, "detail": a.detail})
         elif a.kind == Kind.LOSS_SPIKE and not _back_before(a, at):
-            signals.append({"kind": "unrecovered_spike", "step": a.step,
+            signals.append({"kind": Signal.UNRECOVERED_SPIKE, "step": a.step,
                             "detail": f"a loss spike at step {a.step} that was not back to its level before it"})
         elif a.kind == Kind.GRAD_NORM_SPIKE and not _back_before(a, at):
             signals.append(_grad_spike(a, at, points))
@@ -126,7 +127,7 @@ def _grad_spike(spike: Anomaly, at: int, points: pl.DataFrame) -> dict[str, Any]
               "before the blow-up")
     if last.height and int(last["step"][0]) > spike.step:
         detail += f" ({shown(last['value'][0])} at step {int(last['step'][0])})"
-    return {"kind": "unrecovered_grad_norm_spike", "step": spike.step, "detail": detail}
+    return {"kind": Signal.UNRECOVERED_GRAD_NORM_SPIKE, "step": spike.step, "detail": detail}
 
 
 def _grad_rise(points: pl.DataFrame) -> dict[str, Any] | None:
@@ -143,7 +144,7 @@ def _grad_rise(points: pl.DataFrame) -> dict[str, Any] | None:
     near = np.flatnonzero(ok & (np.arange(len(smooth)) >= low_at) & (smooth <= 1.1 * low))
     began = int(near[-1]) - width // 2 if near.size else low_at  # the median lags by half its window
     began = max(began, 0)
-    return {"kind": "grad_norm_rise", "step": int(steps[began]),
+    return {"kind": Signal.GRAD_NORM_RISE, "step": int(steps[began]),
             "detail": f"grad norm began rising at step {int(steps[began])} ({end / low:.1f}x its low by step "
                       f"{int(steps[-1])}, rolling median of {width} points)"}
 
@@ -161,7 +162,7 @@ def _grad_climb(points: pl.DataFrame) -> dict[str, Any] | None:
         return None
     steps = points["step"].to_numpy()
     began = int(steps[first + 1])
-    return {"kind": "grad_norm_rise", "step": began,
+    return {"kind": Signal.GRAD_NORM_RISE, "step": began,
             "detail": f"grad norm rose at each of its last {up.size - first} logged points before the blow-up, from "
                       f"{shown(float(v[first]))} at step {int(steps[first])} to {shown(float(v[-1]))} at step "
                       f"{int(steps[-1])} ({v[-1] / v[first]:.1f}x)"}
@@ -178,6 +179,6 @@ def _spike_rate(attempt: int, start: int, at: int, anomalies: list[Anomaly], bli
     if late <= 2 * early:
         return None
     first_late = next(h for h in hits if h >= middle)
-    return {"kind": "rising_spike_rate", "step": first_late,
+    return {"kind": Signal.RISING_SPIKE_RATE, "step": first_late,
             "detail": f"spikes came faster: {late} from step {first_late} against {early} in the "
                       f"{step_count(int(middle - start))} before"}
