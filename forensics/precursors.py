@@ -77,7 +77,7 @@ def annotate(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
         lead = None
         near = [b for b in anomalies if not across_gap(gaps, a.attempt, b.step, a.step)]
         if a.kind == Kind.LOSS_SPIKE:
-            lead, note = _grad_lead(a, near, interval)
+            lead, note = _grad_lead(a, near, interval, frames)
             if note:
                 notes.append(note)
         if a.kind == Kind.DIVERGENCE:
@@ -93,7 +93,10 @@ def annotate(anomalies: list[Anomaly], frames: RunFrames) -> list[Anomaly]:
     return out
 
 
-def _grad_lead(spike: Anomaly, anomalies: list[Anomaly], interval: int) -> tuple[int | None, str | None]:
+def _grad_lead(spike: Anomaly, anomalies: list[Anomaly], interval: int,
+               frames: RunFrames) -> tuple[int | None, str | None]:
+    """The grad-norm spike that led ``spike``, quoted by its logged value at its onset (its peak, a spike's
+    ``value``, may come later: tr8-104B's 1490753.218 at 8740, then 3273877.676 at 8741)."""
     window = LEAD_WINDOW * interval
     leaders = [g for g in anomalies if g.kind == Kind.GRAD_NORM_SPIKE and g.attempt == spike.attempt
                and spike.step - window <= g.step <= spike.step]
@@ -101,10 +104,13 @@ def _grad_lead(spike: Anomaly, anomalies: list[Anomaly], interval: int) -> tuple
         return None, None
     g = leaders[0]
     lead = spike.step - g.step
+    at = frames.points(s.GRAD_NORM).filter((pl.col("attempt") == g.attempt) & (pl.col("step") == g.step))["value"]
+    onset = float(at[0]) if at.len() else g.value
+    peak = f"; its peak {shown(g.value)}" if g.value is not None and onset is not None and g.value > onset else ""
     if lead == 0:
-        return 0, f"grad norm spiked at the same step ({shown(g.value)}, from {shown(g.baseline)})"
-    return lead, (f"a grad-norm spike led it by {lead} step{'s' if lead != 1 else ''} "
-                  f"(step {g.step}: {shown(g.value)}, from {shown(g.baseline)})")
+        return 0, f"grad norm spiked at the same step ({shown(onset)}, from {shown(g.baseline)}{peak})"
+    return lead, (f"a grad-norm spike led it by {step_count(lead)} "
+                  f"(step {g.step}: {shown(onset)}, from {shown(g.baseline)}{peak})")
 
 
 def _before_divergence(div: Anomaly, anomalies: list[Anomaly], interval: int) -> list[str]:

@@ -24,6 +24,7 @@ from forensics.findings import (
     RunFindings,
     first_anomaly,
     shown,
+    step_count,
     times,
 )
 from parsers import schema as s
@@ -104,7 +105,8 @@ def _anomaly_line(a: Anomaly) -> str:
     lines = [line, *(f"  - before it: {md(p)}" for p in a.precursors)]
     if a.warning:
         w = a.warning
-        lines.append(f"  - **warning {w['lead_steps']} steps ahead:** " + "; ".join(md(x["detail"]) for x in w["signals"]))
+        lines.append(f"  - **warning {step_count(w['lead_steps'])} ahead:** "
+                     + "; ".join(md(x["detail"]) for x in w["signals"]))
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ import pytest
 from conftest import SAMPLES, real
 
 import forensics
+import reports
 from forensics.detectors import RunFrames, SpikeDetector
 from forensics.model_shape import parameters_from_shape, stated_parameters
 from parsers import load_run
@@ -85,6 +86,22 @@ def test_tr8_experiment_12_grad_norm_spike_leads_the_loss():
     loss = {a.step: a.value for a in SpikeDetector("loss").detect(frames) if a.attempt == 3}
     assert gn == {8740: pytest.approx(3273877.676)}  # onset 8740, peak 8741
     assert min(loss) == 8741
+
+
+def test_tr8_experiment_12_lead_and_warning_quote_the_logged_grad_norm():
+    """Iteration 8740 logs "grad norm: 1490753.218", 8741 "lm loss: 7.267764E+00 | ... | grad norm: 3273877.676": the
+    grad norm's lead quoted the peak (8741's) as step 8740's value, and the warning was missing (the spike still up
+    at the blow-up) or read "1 steps ahead"."""
+    run = forensics.analyze(load_run(real("tr8-104B-wide_chronicles"))).runs[0]
+    [spike] = [a for a in run.anomalies if a.attempt == 3 and a.kind == "loss_spike"]
+    assert "a grad-norm spike led it by 1 step (step 8740: 1490753.218, from 89608.482; its peak 3273877.676)" in (
+        spike.precursors)
+    [div] = [a for a in run.anomalies if a.attempt == 3 and a.kind == "divergence"]
+    assert div.step == 8741 and (div.warning["step"], div.warning["lead_steps"]) == (8740, 1)
+    assert div.warning["signals"] == [{"kind": "unrecovered_grad_norm_spike", "step": 8740, "detail": (
+        "a grad-norm spike at step 8740 (1490753.218, from 89608.482) not back to its level before the blow-up")}]
+    assert ("  - **warning 1 step ahead:** a grad-norm spike at step 8740 (1490753.218, from 89608.482) not back to "
+            "its level before the blow-up") in reports.markdown._anomaly_line(div)
 
 
 def test_tr1_13b_spike_and_loss_scale_collapse():
