@@ -16,8 +16,10 @@ after the last hole in the log before it (what lies across a gap is never a warn
   attempt's own noise reaches: :mod:`forensics.detectors.spikes`) that had not come back before the blow-up; on a
   log every few hundred steps the grad norm's rise before a blow-up spans too few points for a rolling median, and
   the spike detector's calibrated run test is what sees it;
-* **a rising spike rate**: at least three loss or grad-norm spikes or blips in the look-back, and more than twice as
-  many in its second half as in its first;
+* **a rising spike rate**: at least three loss or grad-norm spikes or blips in the look-back, more than twice as
+  many in its second half as in its first, and more than the stretch's own rate before that half makes likely
+  (Poisson, chance below ``RATE_CHANCE``, 1%): a long run with heavy-tailed noise has a blip every few hundred
+  steps, and three in 1,500 steps against one before is what its noise does;
 * **a layer group's grad-norm share rising** (GLM-130B: the embedding's abnormal gradients before its collapses): a
   :attr:`~forensics.findings.Kind.GRAD_NORM_RATIO` finding (:mod:`forensics.detectors.layer_grads`) that began in the
   look-back, when the run logs per-layer grad norms;
@@ -46,6 +48,7 @@ blow-up: one at the same step would be no warning at all).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -61,6 +64,7 @@ LOOKBACK_STEPS = 3000
 MAX_POINTS = 5000
 SMOOTH = 15      # points in the grad norm's rolling median
 RISE = 1.8       # how far the smoothed grad norm must stand above its low (benign drifts stay within ~1.5x)
+RATE_CHANCE = 0.01  # how unlikely the second half's spikes must be at the stretch's own rate before it
 CLIMB = 3        # a look-back too short to smooth: rises in a row at its end
 
 
@@ -101,7 +105,8 @@ def warning_before(blowup: Anomaly, anomalies: list[Anomaly], frames: RunFrames,
                             "detail": f"a loss spike at step {a.step} that was not back to its level before it"})
         elif a.kind == Kind.GRAD_NORM_SPIKE and not _back_before(a, at):
             signals.append(_grad_spike(a, at, points))
-    rate = _spike_rate(attempt, start, at, anomalies, blips or [])
+    seen = frames.metrics.filter((pl.col("attempt") == attempt) & (pl.col("step") >= since))["step"].min()
+    rate = _spike_rate(attempt, start, at, anomalies, blips or [], None if seen is None else int(seen))
     if rate:
         signals.append(rate)
     if not signals:
@@ -168,15 +173,35 @@ def _grad_climb(points: pl.DataFrame) -> dict[str, Any] | None:
                       f"{int(steps[-1])} ({v[-1] / v[first]:.1f}x)"}
 
 
-def _spike_rate(attempt: int, start: int, at: int, anomalies: list[Anomaly], blips: list[Any]) -> dict[str, Any] | None:
-    hits = sorted([a.step for a in anomalies if a.attempt == attempt and start <= a.step < at
-                   and a.kind in (Kind.LOSS_SPIKE, Kind.GRAD_NORM_SPIKE)]
-                  + [b for x in blips if x.attempt == attempt for b in x.steps if start <= b < at])
+def _at_least(k: int, mean: float) -> float:
+    """P(X >= k) for X Poisson with ``mean`` (scipy.stats is not imported for it: 0.2-0.5 s on a short log).
+
+    >>> round(_at_least(3, 1.0), 4), _at_least(0, 2.0)
+    (0.0803, 1.0)
+    """
+    below = sum(math.exp(-mean + i * math.log(mean) - math.lgamma(i + 1)) for i in range(k))
+    return max(0.0, 1.0 - below)
+
+
+def _spike_rate(attempt: int, start: int, at: int, anomalies: list[Anomaly], blips: list[Any],
+                first: int | None = None) -> dict[str, Any] | None:
+    """More spikes and blips in the look-back's second half than twice its first, and more than the stretch's own
+    rate before that half allows (Poisson, below ``RATE_CHANCE``): a long run's blips come in clusters of three now
+    and then by chance."""
+    since = start if first is None else min(first, start)
+    every = sorted([a.step for a in anomalies if a.attempt == attempt and since <= a.step < at
+                    and a.kind in (Kind.LOSS_SPIKE, Kind.GRAD_NORM_SPIKE)]
+                   + [b for x in blips if x.attempt == attempt for b in x.steps if since <= b < at])
+    hits = [h for h in every if h >= start]
     if len(hits) < 3:
         return None
     middle = (start + at) / 2
     early, late = sum(h < middle for h in hits), sum(h >= middle for h in hits)
     if late <= 2 * early:
+        return None
+    before = sum(h < middle for h in every)
+    expected = before / (middle - since) * (at - middle) if middle > since else 0.0
+    if expected > 0 and _at_least(late, expected) >= RATE_CHANCE:
         return None
     first_late = next(h for h in hits if h >= middle)
     return {"kind": Signal.RISING_SPIKE_RATE, "step": first_late,
