@@ -2516,3 +2516,15 @@ def test_a_hugging_face_configs_head_dim_is_the_width_of_its_attention_heads() -
     run, _ = _chronicle(REAL / "wandb" / "YYT-t__xyzo" / "wandb" / "run-20241122_131234-lmk9uhbu")
     assert run.model.shape["kv_channels"] == 256
     assert round(run.model.parameters_from_shape / 1e6) == 2614
+
+
+def test_a_spike_back_within_its_noise_is_not_said_to_be_back_at_its_level():
+    """druidowm/nanoGPT's W&B export, run gpt2_char_to_token1729491541: the loss spike of steps 37-47 (7.381 over
+    the trailing median 3.789) was "back to its level by step 48", where the export's loss is 4.906114 (1.29x): inside
+    3 sigmas of that noisy run's level, not at it. It is now said as it is."""
+    runs = parsers.load_runs(REAL / "wandb" / "druidowm__nanoGPT" / "wandb_export.csv")
+    run = next(r for r in runs if r.name.startswith("gpt2_char_to_token1729491541"))
+    spike = next(a for a in forensics.analyze(run).runs[0].anomalies if a.kind == "loss_spike" and a.step == 37)
+    assert spike.recovered_step == 48
+    assert "back within its noise of its level by step 48 (11 steps; 4.906114101409912 there, 1.3x the baseline)" in (
+        spike.detail)

@@ -98,6 +98,7 @@ class SpikeIncident:
     zero_after: int | None = None      # not back, but logged as 0 (or below) from this later step: what it fell to is
                                        # the zero-loss finding's, not a level it stayed above
     baseline_points: int = 8           # the logged points before the onset that the baseline is the lower median of
+    recovered_value: float | None = None  # the value at ``recovered_step``: within 3 sigmas of the level, maybe not 5%
 
     def rise_said(self) -> str:
         """The peak over the baseline, and what the baseline is, as the chronicle says it: "1.6x the trailing median
@@ -530,6 +531,7 @@ class SpikeDetector:
                     peak=float(values[start:end + 1].max()),
                     baseline=float(before[(before.size - 1) // 2]) if before.size else float(np.exp(base)),
                     recovered_step=int(steps[end + 1 + back]) if back is not None else None,
+                    recovered_value=float(values[end + 1 + back]) if back is not None else None,
                     points_after=len(x) - end - 1,
                     scale=float(scale[start]),
                     interval=sc.interval,
@@ -569,6 +571,11 @@ class SpikeDetector:
                 after = f"not back before a gap ({hole}); at its level again from step {inc.back_after_gap}"
             elif inc.recovered_step is not None:
                 after = f"back to its level by step {inc.recovered_step} ({step_count(inc.recovered_step - inc.onset)})"
+                there = (inc.recovered_value or 0.0) / inc.baseline if inc.baseline > 0 else 0.0
+                if there > 1.05:  # back inside 3 sigmas of a noisy series' level, not at it: said as it is
+                    after = (f"back within its noise of its level by step {inc.recovered_step} "
+                             f"({step_count(inc.recovered_step - inc.onset)}; {shown(inc.recovered_value)} there, "
+                             f"{times(there)} the baseline)")
             elif inc.zero_after is not None:
                 after = f"then logged as 0 from step {inc.zero_after}"
             elif inc.points_after:
