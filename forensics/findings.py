@@ -157,6 +157,15 @@ class CauseKind(StrEnum):
     INTERRUPTED = "interrupted"              # interrupted by hand
 
 
+class SizeBasis(StrEnum):
+    """Which of the model's counts the size in its name is (:attr:`ModelCheck.name_matches`): the total, or the count
+    without the word embedding (and an untied output layer, and learned positions) that some families name their
+    models by (Gemma-2-2B has 2.61B parameters, 2.02B of them outside its 256,000 x 2,304 embedding)."""
+
+    TOTAL = "total"
+    NON_EMBEDDING = "non_embedding"
+
+
 # cause families that say how a run was stopped, not why it failed (never "the top cause")
 NOT_WHY_CAUSES: frozenset[CauseKind] = frozenset({CauseKind.STOPPED, CauseKind.PLANNED_EXIT, CauseKind.INTERRUPTED})
 
@@ -354,18 +363,33 @@ class ModelCheck:
     shape: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)     # what is off in the setup, most telling first
     caveats: list[str] = field(default_factory=list)   # what the check could not see
+    parameters_non_embedding: float | None = None      # from the shape, without word/position embeddings and head
+    name_matches: SizeBasis | str = ""                 # which count the size in the name is within 25% of, if any
     size_ratio: float | None = None                    # parameters from the shape / parameters in the name
+    size_ratio_non_embedding: float | None = None      # the count without the embeddings / parameters in the name
     ffn_ratio: float | None = None                     # ffn_hidden_size / hidden_size, when outside the usual range
 
     @property
     def size_mismatch(self) -> bool:
-        """Whether the shape gives a size more than 25% off the one in the run's name (the headline's case)."""
-        return self.size_ratio is not None and not 0.8 <= self.size_ratio <= 1.25
+        """Whether the shape gives a size more than 25% off the one in the run's name, counted with its embeddings or
+        without them (the headline's case).
+
+        >>> gemma_2_2b = ModelCheck(size_ratio=1.31, size_ratio_non_embedding=1.01)
+        >>> ModelCheck(size_ratio=0.553).size_mismatch, gemma_2_2b.size_mismatch
+        (True, False)
+        """
+        return (self.size_ratio is not None and not size_within(self.size_ratio)
+                and not (self.size_ratio_non_embedding is not None and size_within(self.size_ratio_non_embedding)))
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        del out["size_ratio"], out["ffn_ratio"]  # the JSON contract says these in the notes and the headline
+        del out["size_ratio"], out["ffn_ratio"], out["size_ratio_non_embedding"]  # said in the notes and headline
         return out
+
+
+def size_within(ratio: float) -> bool:
+    """Whether a size from the shape is the size in the name (within 25% either way)."""
+    return 0.8 <= ratio <= 1.25
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.findings import ModelCheck
+from forensics.findings import ModelCheck, SizeBasis, size_within
 from parsers import schema as s
 
 INIT_STD_FACTOR = 2.5  # an init std beyond 2.5x (or below 1/2.5 of) the small-init value is noted
@@ -230,8 +230,18 @@ def check_model(
             f"a mixture of experts ({experts} experts" + (f", {parallel}-way expert parallel" if parallel > 1 else "")
             + "): the count from its shape is the dense model without the experts"
             + (", and a count printed per model-parallel rank holds only that rank's experts" if parallel > 1 else ""))
+    check.parameters_non_embedding = non_embedding_parameters(shape)
     if from_shape and check.parameters_stated and experts == 1:  # (a MoE's shape count leaves its experts out)
         ratio = check.size_ratio = from_shape / check.parameters_stated
+        if check.parameters_non_embedding:
+            check.size_ratio_non_embedding = check.parameters_non_embedding / check.parameters_stated
+        # the name is the total or (Gemma's "2B", Qwen's non-embedding counts) the count without the embeddings:
+        # whichever is within 25% of it, the nearer if both are
+        within = {basis: r for basis, r in ((SizeBasis.TOTAL, ratio),
+                                            (SizeBasis.NON_EMBEDDING, check.size_ratio_non_embedding))
+                  if r is not None and size_within(r)}
+        if within:
+            check.name_matches = min(within, key=lambda basis: abs(math.log(within[basis])))
         if check.size_mismatch:
             headline = f"this is a ~{size_label(from_shape)} model, not {size_label(check.parameters_stated)}"
             if ffn_note:
@@ -242,6 +252,21 @@ def check_model(
             check.notes.insert(0, headline)
             check.size_headline = headline
     return check
+
+
+def non_embedding_parameters(shape: dict[str, Any]) -> float | None:
+    """The distinct parameters outside the word embedding, an untied output layer and learned position embeddings
+    (the count Gemma and Qwen name their models by); None when the vocabulary is unknown.
+
+    >>> round(non_embedding_parameters({"parameters_unique": 2614341888.0, "vocab_size": 256000, "hidden_size": 2304,
+    ...     "tied_embeddings": True, "max_position_embeddings": None}) / 1e9, 3)
+    2.025
+    """
+    vocab, h, unique = shape.get("vocab_size"), shape.get("hidden_size"), shape.get("parameters_unique")
+    if not vocab or not h or not unique:
+        return None
+    embedding = vocab * h * (1 if shape.get("tied_embeddings") else 2) + (shape.get("max_position_embeddings") or 0) * h
+    return float(unique - embedding)
 
 
 def _experts(cfg: dict[str, Any]) -> int:

@@ -21,7 +21,9 @@ from forensics.findings import (
     EndReason,
     Findings,
     Kind,
+    ModelCheck,
     RunFindings,
+    SizeBasis,
     first_anomaly,
     shown,
     step_count,
@@ -456,6 +458,21 @@ def _setup_findings(run: RunFindings) -> list[str]:
             "", *[f"- {md(n)}." for n in run.setup], ""]
 
 
+def _name_matches(m: ModelCheck) -> str:
+    """Which count the size in the name is: the total, or the count without the embeddings (Gemma's "2B")."""
+    if m.name_matches == SizeBasis.TOTAL:
+        return " (its total count)"
+    if m.name_matches != SizeBasis.NON_EMBEDDING or m.parameters_non_embedding is None:
+        return ""
+    vocab, h = m.shape["vocab_size"], m.shape["hidden_size"]
+    what = (f"its {vocab:,} x {h:,} word embedding" if m.shape.get("tied_embeddings")
+            else f"its {vocab:,} x {h:,} word embedding and output layer")
+    if m.shape.get("max_position_embeddings"):
+        what += " and learned positions"
+    return (f" (its count without the embeddings, {_params(m.parameters_non_embedding)}: without the "
+            f"{_params(m.shape['parameters_unique'] - m.parameters_non_embedding)} of {what})")
+
+
 def _setup(run: RunFindings) -> list[str]:
     m, sched = run.model, run.schedule
     out = [
@@ -466,7 +483,7 @@ def _setup(run: RunFindings) -> list[str]:
            (None, m.parameters_from_shape) else "")
         + f"; printed by the program: {_params(m.parameters_logged)}"
         + (f" ({md(m.parameters_logged_how)})" if m.parameters_logged_how else "")
-        + f"; stated in its name: {_params(m.parameters_stated)}.",
+        + f"; stated in its name: {_params(m.parameters_stated)}{_name_matches(m)}.",
     ]
     if m.shape:
         known = {k: v for k, v in m.shape.items() if v is not None and k not in ("parameters_unique", "assumed")}

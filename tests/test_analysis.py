@@ -47,6 +47,9 @@ def test_sample_model_is_called_out(tr8_sample):
     assert m.parameters_from_shape == pytest.approx(57_534_480_384)
     assert m.shape["parameters_unique"] == pytest.approx(56_704_008_192)
     assert m.notes[0] == ("this is a ~58B model, not 104B: ffn_hidden_size 20480 is 1.25x hidden (expected 65536)")
+    # without its word and position embeddings it is 55.84B: the name matches neither count
+    assert m.parameters_non_embedding == 56_704_008_192 - (50688 + 2048) * 16384
+    assert (m.size_mismatch, m.name_matches) == (True, "")
     assert m.notes[1] == ("init_method_std 0.02 is 4.0x the small-init value sqrt(2/(5·hidden)) = 0.0049 for hidden 16384")
     # a setup finding with its own section and headline, never ranked as the cause of a NaN
     assert tr8_sample.setup[0] == m.notes[0]

@@ -499,7 +499,8 @@ def test_the_setup_says_what_the_logs_do_not_show():
             "last pipeline stage); stated in its name: n/a.") in tutorial
     ctrl_c = chronicle(real("MoE_log_gpt3"))
     # one rank printed its count (125262336): no sum to explain; "125M" is in the file name
-    assert "- **Parameters** from its shape: 125.3M; printed by the program: 125.3M; stated in its name: 125.0M." in ctrl_c
+    assert ("- **Parameters** from its shape: 125.3M; printed by the program: 125.3M; stated in its name: 125.0M (its "
+            "total count).") in ctrl_c
     assert ("- **Schedule:** LR reaches 0.0001256 (step 2130); still rising at the last logged point: the logs end "
             "during the warm-up.") in ctrl_c
 

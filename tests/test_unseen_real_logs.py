@@ -2528,3 +2528,18 @@ def test_a_spike_back_within_its_noise_is_not_said_to_be_back_at_its_level():
     assert spike.recovered_step == 48
     assert "back within its noise of its level by step 48 (11 steps; 4.906114101409912 there, 1.3x the baseline)" in (
         spike.detail)
+
+
+def test_a_name_that_counts_the_model_without_its_embedding_is_not_a_setup_finding() -> None:
+    """YYT-t/xyzo's W&B run of google/gemma-2-2b-it: 2.61B from its shape against 2B in its name read as the Summary's
+    first line, "Model (setup finding): this is a ~2.6B model, not 2.0B". Google names Gemma by its parameters outside
+    the 256,000 x 2,304 word embedding: 2.02B."""
+    run, lines = _chronicle(REAL / "wandb" / "YYT-t__xyzo" / "wandb" / "run-20241122_131234-lmk9uhbu")
+    model = run.model
+    assert (model.size_mismatch, model.size_headline, model.notes, model.name_matches) == (
+        False, "", [], "non_embedding")
+    # (its shape gives 2,614,222,080: Gemma 2's extra norms around each MLP, 119,808, are not counted)
+    assert model.parameters_non_embedding == 2614222080 - 256000 * 2304
+    assert not any("Model (setup finding)" in line or "model, not" in line for line in lines)
+    assert ("- **Parameters** from its shape: 2.61B; printed by the program: n/a; stated in its name: 2.00B (its count "
+            "without the embeddings, 2.02B: without the 589.8M of its 256,000 x 2,304 word embedding).") in lines
