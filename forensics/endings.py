@@ -38,6 +38,8 @@ DECISIVE: dict[str, EndReason] = {
     s.EV_COLLECTIVE_WAIT: EndReason.HUNG,
     **{kind: EndReason.CRASHED for kind in s.ERROR_KINDS},
 }
+# a stop printed after training was done or a planned exit: the program was stopped in what it did next
+AFTER_TRAINING_STOPS: frozenset[str] = frozenset({s.EV_INTERRUPT, s.EV_SIGTERM, s.EV_KILLED, *s.SCHEDULER_STOP_KINDS})
 QUOTE = 240  # characters of the deciding line kept
 
 
@@ -51,6 +53,8 @@ class Ending:
     wall_time: float | None = None  # when the deciding line was printed
     step: int | None = None         # the last step logged before the deciding line (None: not known)
     failed_after: str | None = None  # completed, then the program failed on its way out: the error it printed
+    stopped_after: str | None = None  # completed, then the program was stopped (by hand, the scheduler): its line
+    stopped_after_how: EndReason | None = None  # how: interrupted, stopped, killed
 
 
 _PROGRESS = re.compile(r"\d+/\d+ \[\d[^\]]*\]")  # a tqdm bar ("2905/25120 [2:12:37<17:37:09, 2.86s/it, loss=3.2]")
@@ -124,7 +128,7 @@ def end_of(
             # checkpoint save, an evaluation), after its training
             return Ending(EndReason.COMPLETED, f"reached its last step ({end_step} of {target})", None, when,
                           first["step"], quote(first["text"]))
-        failed = None
+        failed, stopped = None, (None, None)
         if reason in (EndReason.COMPLETED, EndReason.EXITED):  # training done or stopped as planned (Keras's early
             # stopping), then the program failed on its way out (a next stage): an error after it, and for a completed
             # run the exit code a wrapper recorded not 0 (a shutdown's "Exception ignored" is printed by programs that
@@ -135,12 +139,20 @@ def end_of(
             # (an exit code 0 a wrapper recorded says the errors did not end it)
             raised = not codes.height or (codes["value"] != 0).any()
             failed = quote(after["text"][0]) if after.height and raised else None
+            # or stopped in what it did next (a later stage interrupted by hand, the job cancelled): not a failure,
+            # but not the end its training line says either
+            stops = printed.filter(pl.col("kind").is_in(list(AFTER_TRAINING_STOPS))
+                                   & (pl.col("line").fill_null(0) > (first["line"] or 0)))
+            if failed is None and stops.height:
+                stop = stops.row(0, named=True)
+                stopped = (quote(stop["text"]), DECISIVE[stop["kind"]])
         at = first["step"]
         if at is None and end_step is None:  # no metric logged: DeepSpeed's own count says how far it got
             counted = events.filter((pl.col("kind") == s.EV_SKIPPED_COUNT) & (pl.col("step") > 0)
                                     & (pl.col("line") < (first["line"] or 0)))
             at = int(counted["step"].max()) if counted.height else None  # type: ignore[arg-type]
-        return Ending(reason, _with_trouble(quote(first["text"]), reason, anomalies), first["kind"], when, at, failed)
+        return Ending(reason, _with_trouble(quote(first["text"]), reason, anomalies), first["kind"], when, at, failed,
+                      *stopped)
     if block.height and block.filter(pl.col("kind") == s.EV_TRACEBACK).height:
         first = block.filter(pl.col("kind") == s.EV_TRACEBACK).row(0, named=True)
         reason = EndReason.FAILED_STARTUP if end_step is None and shows_start else EndReason.CRASHED

@@ -274,6 +274,9 @@ class Attempt:
                                       # training from out"): a resume point inferred from its first step is not
                                       # inferred for want of a load line
     failed_after_training: str | None = None  # it completed, then the program failed: the error line it printed
+    stopped_after_training: str | None = None  # it completed, then the program was stopped (a later stage
+                                               # interrupted by hand, the job cancelled): the line that says so
+    stopped_after_how: EndReason | None = None  # how it was stopped then: interrupted, stopped, killed
     warmup_logs_before: int | None = None  # points a linear warm-up from 0 would have logged before its first (a
                                            # console that prints no step, whose first LR is N rises up)
     exit_code: int | None = None      # the exit status its log printed last, after every error (a wrapper's "RC=1")

@@ -199,10 +199,14 @@ def _summary(run: RunFindings) -> list[str]:
                         else "") + ".")
     else:
         lines.append("- **What went wrong:** no attempt ended in NaN, divergence, a crash or a hang.")
-    stopped = [a for a in run.attempts if a.end_reason in STOPPED_ENDINGS and a.index not in {b.index for b in bad}]
+    # (an attempt that completed, then was stopped in what its program did next, says both)
+    stopped = [a for a in run.attempts if (a.end_reason in STOPPED_ENDINGS or a.stopped_after_how is not None)
+               and a.index not in {b.index for b in bad}]
     if stopped:
         lines.append("- **Stopped on purpose or from outside:** " + "; ".join(
-            f"attempt {a.index} {ENDINGS[a.end_reason]}" for a in stopped) + ".")
+            f"attempt {a.index} {ENDINGS[a.end_reason]}" + (
+                f" its training, then was {ENDINGS[a.stopped_after_how]} in what the program did next: "
+                f"“{md(a.stopped_after_training)}”" if a.stopped_after_how is not None else "") for a in stopped) + ".")
     # (an attempt whose log ends inside a divergence or a NaN, with no line that ended it, stopped short too)
     short_of = [a for a in run.attempts if (a.end_reason in (EndReason.RUNNING, EndReason.UNKNOWN) or (
                     a.end_reason in (EndReason.DIVERGED, EndReason.NAN) and a.end_kind is None))

@@ -82,6 +82,9 @@ def ending(a: Attempt) -> str:
         detail += f" (step {a.end_step} of {a.target_step})"
     after = (f"; then the program failed after its training: “{md(a.failed_after_training)}”"
              if a.failed_after_training else "")
+    if a.stopped_after_training and a.stopped_after_how is not None:
+        after += (f"; then the program was {ENDINGS[a.stopped_after_how]} after its training: "
+                  f"“{md(a.stopped_after_training)}”")
     code = f"; exit code {a.exit_code}, the last status its log printed" if a.exit_code is not None else ""
     return f"{ENDINGS.get(a.end_reason, a.end_reason.value)}{where}{detail}{after}{code}"
 

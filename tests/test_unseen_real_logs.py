@@ -2543,3 +2543,20 @@ def test_a_name_that_counts_the_model_without_its_embedding_is_not_a_setup_findi
     assert not any("Model (setup finding)" in line or "model, not" in line for line in lines)
     assert ("- **Parameters** from its shape: 2.61B; printed by the program: n/a; stated in its name: 2.00B (its count "
             "without the embeddings, 2.02B: without the 589.8M of its 256,000 x 2,304 word embedding).") in lines
+
+
+def test_a_run_stopped_by_hand_after_its_training_says_both() -> None:
+    """YYT-t/xyzo's W&B run of google/gemma-1.1-7b-it: the Trainer's summary ({'train_runtime': 1055.5406, ...}),
+    its checkpoint list, then a traceback in the script's next stage (subprocess.run) ending in KeyboardInterrupt, and
+    W&B's exit code 255. The chronicle said only "completed", the interrupt among the notices."""
+    run, lines = _chronicle(REAL / "wandb" / "YYT-t__xyzo" / "wandb" / "run-20241124_210928-rgmypxh4")
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.failed_after_training) == ("completed", None)
+    assert (attempt.stopped_after_how, attempt.stopped_after_training) == ("interrupted", "KeyboardInterrupt")
+    assert ("- **Stopped on purpose or from outside:** attempt 1 completed its training, then was interrupted by hand "
+            "in what the program did next: “KeyboardInterrupt”.") in lines
+    [row] = [line for line in lines if line.startswith("| 1 | 3 |")]
+    assert row.endswith("'epoch': 3.0}”; then the program was interrupted by hand after its training: "
+                        "“KeyboardInterrupt” |")
+    # Gemma 7B: 8.54B from its shape, 7.75B without its 256,000 x 3,072 embedding: "7b" is nearer the second
+    assert (run.model.size_mismatch, run.model.name_matches) == (False, "non_embedding")
