@@ -205,7 +205,8 @@ def _summary(run: RunFindings) -> list[str]:
     if stopped:
         lines.append("- **Stopped on purpose or from outside:** " + "; ".join(
             f"attempt {a.index} {ENDINGS[a.end_reason]}" + (
-                f" its training, then was {ENDINGS[a.stopped_after_how]} in what the program did next: "
+                f"{' its training' if a.end_reason == EndReason.COMPLETED else ''}, then was "
+                f"{ENDINGS[a.stopped_after_how]} in what the program did next: "
                 f"“{md(a.stopped_after_training)}”" if a.stopped_after_how is not None else "") for a in stopped) + ".")
     # (an attempt whose log ends inside a divergence or a NaN, with no line that ended it, stopped short too)
     short_of = [a for a in run.attempts if (a.end_reason in (EndReason.RUNNING, EndReason.UNKNOWN) or (
