@@ -24,7 +24,7 @@ from forensics.detectors.chance import LossAboveChanceDetector
 from forensics.detectors.clipping import ClippingDetector, fold_into_divergences, thresholds
 from forensics.detectors.layer_grads import LayerGradDetector, layer_coverage, layer_grad_metrics, spike_origins
 from forensics.detectors.loss_scale import startup_searches
-from forensics.detectors.skipped import SkippedIterationsDetector
+from forensics.detectors.skipped import SkippedIterationsDetector, untrained
 from forensics.findings import BLOWUP_KINDS, Anomaly, Blips, Findings, RunFindings
 from forensics.gaps import SETTINGS, discontinuities, short_holes
 from forensics.log_entries import log_entries
@@ -82,6 +82,10 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     counted = frozenset(src.path for src in run.sources if getattr(src, "counted", False))
     attempts = build_attempts(metrics, run.events, table, anomalies, frames.steps(), frames.spacing(), counted)
     link_config_changes(attempts, anomalies, frames, table)
+    for attempt in attempts:  # no logged iteration changed the weights: every one of them skipped
+        if (skipped := untrained(frames).get(attempt.index)) is not None:
+            attempt.all_skipped = {"iterations": skipped[0], "first_step": skipped[1], "last_step": skipped[2],
+                                   "overflow": skipped[3]}
     model = check_model(config, run.events, run.name, run.path)
     # the settings' curves, read once from the (possibly millions of) points for the schedule and the discontinuities
     curves = metrics.filter(pl.col("metric").is_in([*SETTINGS, s.CONSUMED_SAMPLES, s.SKIPPED_ITERATIONS]))

@@ -200,6 +200,9 @@ def _summary(run: RunFindings) -> list[str]:
     else:
         lines.append("- **What went wrong:** no attempt ended in NaN, divergence, a crash or a hang.")
     # (an attempt that completed, then was stopped in what its program did next, says both)
+    if untrained := [a for a in run.attempts if a.all_skipped]:
+        lines.append("- **No step taken:** " + "; ".join(f"attempt {a.index}: {_no_step(a)}" for a in untrained)
+                     + ".")
     stopped = [a for a in run.attempts if (a.end_reason in STOPPED_ENDINGS or a.stopped_after_how is not None)
                and a.index not in {b.index for b in bad}]
     if stopped:
@@ -356,6 +359,17 @@ def _far_logged(attempt: Attempt) -> str:
     return f"step {attempt.end_step}"
 
 
+def _no_step(a: Attempt) -> str:
+    """'all 10 of its iterations (steps 1–10) were skipped (fp16 overflow), so none changed the weights'."""
+    n, first, last = a.all_skipped["iterations"], a.all_skipped["first_step"], a.all_skipped["last_step"]  # type: ignore[index]
+    span = f"step {last}" if first == last else f"steps {first}–{last}"
+    which = (f"its one iteration ({span}) was skipped" if n == 1 else
+             f"both of its iterations ({span}) were skipped" if n == 2 else
+             f"all {n} of its iterations ({span}) were skipped")
+    why = "fp16 overflow" if a.all_skipped["overflow"] else "no overflow line or loss scale says why"  # type: ignore[index]
+    return f"{which} ({why}), so no step changed the weights"
+
+
 def _attempt_entry(run: RunFindings, a: Attempt) -> list[str]:
     out = [f"## Attempt {a.index}: steps {steps(a)}", "", f"- **Start:** {_start(a)}."]
     if a.index > 1:
@@ -364,10 +378,13 @@ def _attempt_entry(run: RunFindings, a: Attempt) -> list[str]:
         out.append("- **What followed the change:**")
         out += [f"  - {md(b)}" for b in a.behaviour]
     mine = [x for x in run.anomalies if x.attempt == a.index and x.kind not in LAYER_KINDS]
+    if a.all_skipped:  # (no step taken is what happened, before any anomaly)
+        out.append(f"- **What happened:** {_no_step(a)}" + ("; nothing else found." if not mine else "; and:"))
     if mine:
-        out.append("- **What happened:**")
+        if not a.all_skipped:
+            out.append("- **What happened:**")
         out += ["\n".join("  " + part for part in _anomaly_line(x).split("\n")) for x in mine]
-    elif a.start_step is not None:
+    elif a.start_step is not None and not a.all_skipped:
         layered = any(x.attempt == a.index and x.kind in LAYER_KINDS for x in run.anomalies)
         out.append("- **What happened:** no anomalies" + (" in the loss and the global grad norm (see *Layer "
                                                           "gradients and clipping*)." if layered else "."))

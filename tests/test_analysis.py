@@ -30,6 +30,8 @@ def test_sample_attempts_rollbacks_and_config_changes(tr8_sample):
     assert a[1].config_changes == {"seed": [42, 43]}
     assert a[2].config_changes == {"adam_beta2": [0.999, 0.95]}
     assert [x.end_reason for x in a] == ["nan", "nan", "diverged"]
+    # their overflows skipped some iterations, not every one: each took steps
+    assert [x.all_skipped for x in a] == [None, None, None]
 
 
 def test_sample_anomalies_at_the_right_steps(tr8_sample):

@@ -2560,3 +2560,17 @@ def test_a_run_stopped_by_hand_after_its_training_says_both() -> None:
                         "“KeyboardInterrupt” |")
     # Gemma 7B: 8.54B from its shape, 7.75B without its 256,000 x 3,072 embedding: "7b" is nearer the second
     assert (run.model.size_mismatch, run.model.name_matches) == (False, "non_embedding")
+
+
+def test_a_run_whose_every_iteration_was_skipped_does_not_read_as_all_clear() -> None:
+    """okoge-kaz/megatron-deepspeed-turing-techblog's 13B fp16 benchmark: each of its 10 iteration lines says
+    "number of skipped iterations:   1" (log interval 1), the loss scale halving from 4294967296 to 8388608 and the LR
+    0: no step changed the weights. The attempt read "What happened: no anomalies"."""
+    run, lines = _chronicle(REAL / "megatron" / ("okoge-kaz+megatron-deepspeed-turing-techblog__logs_20230712_gpt2_13b_"
+                                                 "pp8_141406_iterations.log"))
+    [attempt] = run.attempts
+    assert attempt.all_skipped == {"iterations": 10, "first_step": 1, "last_step": 10, "overflow": True}
+    said = "all 10 of its iterations (steps 1–10) were skipped (fp16 overflow), so no step changed the weights"
+    assert f"- **No step taken:** attempt 1: {said}." in lines
+    assert f"- **What happened:** {said}; nothing else found." in lines
+    assert "- **What happened:** no anomalies." not in lines

@@ -140,3 +140,31 @@ def _running_counts(events: pl.DataFrame) -> pl.DataFrame:
                       .otherwise(count - pl.col("before")),
                       since=pl.when(count < pl.col("before")).then(None).otherwise("since"))
     )
+
+
+def untrained(frames: RunFrames) -> dict[int, tuple[int, int, int, bool]]:
+    """Per attempt in which no logged iteration changed the weights: every step it logged has a skipped count that is
+    its whole interval (Megatron's ``number of skipped iterations:   1`` on each line of a log every iteration, an fp16
+    loss-scale search that never settled): (iterations skipped, first step, last step, whether an overflow line or a
+    loss scale says they were fp16 overflows). An attempt with a line that skipped less, or none counted, is not one.
+    """
+    def compute() -> dict[int, tuple[int, int, int, bool]]:
+        counts = frames.points(s.SKIPPED_ITERATIONS)
+        if not counts.height:
+            return {}
+        usual = frames.intervals()
+        intervals = frames.points(s.LOG_INTERVAL).select("attempt", "step", interval=pl.col("value"))
+        lines = (frames.steps().filter(pl.col("attempt").is_in(counts["attempt"].unique().implode()))
+                 .join(counts.select("attempt", "step", skipped=pl.col("value")), on=["attempt", "step"], how="left")
+                 .join(intervals, on=["attempt", "step"], how="left")
+                 .with_columns(interval=pl.col("interval").fill_null(pl.col("attempt").replace_strict(
+                     {int(a): int(v) for a, v in usual.items()}, default=1, return_dtype=pl.Float64))))
+        per = lines.group_by("attempt").agg(
+            every=(pl.col("skipped") >= pl.col("interval")).fill_null(False).all(), total=pl.col("skipped").sum(),
+            first=pl.col("step").min(), last=pl.col("step").max())
+        overflowed = set(frames.events.filter(pl.col("kind").is_in(list(s.OVERFLOW_KINDS)))["attempt"].to_list()) \
+            | set(frames.points(s.LOSS_SCALE)["attempt"].unique().to_list())
+        return {int(a): (int(total), int(first), int(last), a in overflowed)
+                for a, every, total, first, last in per.select("attempt", "every", "total", "first", "last").iter_rows()
+                if every and total > 0}
+    return frames.remember("untrained", compute)
