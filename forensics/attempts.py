@@ -303,6 +303,7 @@ def build_attempts(
                 index=int(n), start_step=start, end_step=end, resumed_from_step=resumed,
                 resumed_from_inferred=inferred, rollback=bool(rollback), config_changes=changes,
                 end_reason=ending.reason, end_detail=ending.detail, end_kind=ending.kind,
+                steps_counted=stepless,
                 failed_after_training=ending.failed_after, stopped_after_training=ending.stopped_after,
                 stopped_after_how=ending.stopped_after_how,
                 end_at_step=ending.step if ending.kind is not None else end,

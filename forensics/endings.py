@@ -181,6 +181,11 @@ def end_of(
     if div is not None and completed:  # it ran its course: the divergence is what happened in it, not its end
         return Ending(EndReason.COMPLETED, f"reached the last iteration; its loss had diverged from step {div.step} "
                                            "and was not back by then")
+    if div is not None and div.step == end_step:  # it rests on the log's last point: nothing after it to say more
+        grad_nan = any(a.kind == Kind.NAN and a.metric == s.GRAD_NORM and a.step == end_step for a in anomalies)
+        return Ending(EndReason.DIVERGED, f"at its last logged point (step {end_step}), with no point after it to show "
+                      "whether the loss came back" + ("; its grad norm NaN there" if grad_nan else "")
+                      + _saved_before(events, div.step))
     if div is not None:
         return Ending(EndReason.DIVERGED, f"from step {div.step}, not back by the end of its log (step {end_step})"
                       + _saved_before(events, div.step))

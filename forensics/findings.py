@@ -279,6 +279,7 @@ class Attempt:
     stopped_after_how: EndReason | None = None  # how it was stopped then: interrupted, stopped, killed
     warmup_logs_before: int | None = None  # points a linear warm-up from 0 would have logged before its first (a
                                            # console that prints no step, whose first LR is N rises up)
+    steps_counted: bool = False       # its steps count the metrics lines a console printed (it prints no step)
     all_skipped: dict[str, Any] | None = None  # every iteration its lines count was skipped, so no step changed the
                                       # weights: ``iterations``, ``first_step``, ``last_step``, ``overflow`` (fp16's)
     exit_code: int | None = None      # the exit status its log printed last, after every error (a wrapper's "RC=1")

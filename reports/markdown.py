@@ -345,7 +345,8 @@ def _summary(run: RunFindings) -> list[str]:
 
 
 def _far(attempt: Attempt) -> str:
-    bar = "" if attempt.bar_step is None else f" (its progress bar at {attempt.bar_step} of {attempt.bar_total})"
+    bar = "" if attempt.bar_step is None else f" (its progress bar at {attempt.bar_step} of {attempt.bar_total}" + (
+        ", in training steps; its steps here count its printed metrics lines)" if attempt.steps_counted else ")")
     if not bar and attempt.target_from_bar:
         bar = f" of {attempt.target_step} (its progress bar's total)"
     return _far_logged(attempt) + bar

@@ -74,7 +74,8 @@ def ending(a: Attempt) -> str:
     else:
         where = f" after step {a.end_at_step}"
     if a.bar_step is not None:  # (a progress bar printed past its last logged step, or where none was read)
-        where += f" (its progress bar at {a.bar_step} of {a.bar_total})"
+        where += (f" (its progress bar at {a.bar_step} of {a.bar_total}" + (
+            ", in training steps; its steps here count its printed metrics lines)" if a.steps_counted else ")"))
     detail = (f": “{md(a.end_detail)}”" if quoted else f": {md(a.end_detail)}") if a.end_detail else ""
     if detail and not quoted and a.end_reason == EndReason.COMPLETED and a.target_step is not None \
             and a.end_step is not None and a.end_step >= a.target_step \

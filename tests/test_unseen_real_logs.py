@@ -2479,6 +2479,21 @@ def test_a_divergence_with_the_grad_norm_nan_does_not_say_the_loss_ended_in_nan(
                           "its grad norm NaN at step 3, the loss itself still finite at its last point")
 
 
+def test_a_divergence_on_the_last_point_of_a_console_that_prints_no_step_says_what_its_steps_are() -> None:
+    """VG-LLM #45: its three Trainer dicts are counted steps 1-3 (the console prints no step), and its progress bar
+    reached 70 of 4967 before the last. The ending read "diverged (its progress bar at 70 of 4967): from step 3, not
+    back by the end of its log (step 3)": steps of two counts in one sentence, and "not back" of the last point."""
+    run, lines = _chronicle(REAL / "hf_trainer" / "vgllm_issue45_loss_spike_gradnorm_nan.txt")
+    [attempt] = run.attempts
+    assert (attempt.steps_counted, attempt.bar_step, attempt.bar_total) == (True, 70, 4967)
+    said = ("diverged (its progress bar at 70 of 4967, in training steps; its steps here count its printed metrics "
+            "lines): at its last logged point (step 3), with no point after it to show whether the loss came back; its "
+            "grad norm NaN there")
+    assert f"- **What went wrong:** attempt 1 {said}." in lines
+    assert f"- **How it ended:** {said}." in lines
+    assert not any("not back by the end of its log" in line for line in lines)
+
+
 def test_a_megatron_log_whose_every_iteration_was_skipped_says_no_loss_was_printed() -> None:
     """okoge-kaz/megatron-deepspeed-turing-techblog's 13B fp16 benchmark: its 10 iteration lines each count
     "number of skipped iterations:   1" (the loss scale halving from 4294967296 down to 8388608) and print no lm loss,
