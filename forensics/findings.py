@@ -152,6 +152,7 @@ class CauseKind(StrEnum):
     RANK_STOPPED = "rank_stopped"            # ranks left waiting in a collective, with no error that says why
     MEMORY = "memory"                        # out of memory
     PROGRAM_ERROR = "program_error"          # an error in the program or its configuration
+    UNREACHABLE = "unreachable"              # a connection it could not make: a wrong address, or the network
     STOPPED = "stopped"                      # stopped by the scheduler or a person
     PLANNED_EXIT = "planned_exit"            # the program stopped itself as set up (exit interval, end of its data)
     INTERRUPTED = "interrupted"              # interrupted by hand

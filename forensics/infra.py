@@ -240,17 +240,34 @@ def program_errors(attempts: list[Attempt], anomalies: list[Anomaly], events: pl
                    ) -> list[Cause]:
     """Attempts that ended on an error of the program or its configuration (no hardware or memory evidence); what
     to check next says where the last checkpoint saved in the logs is."""
-    mine = [a for a in attempts if a.end_reason in (EndReason.CRASHED, EndReason.FAILED_STARTUP)
-            and a.end_kind == s.EV_ERROR]
-    if not mine:
-        return []
-    counter = [f"attempt {a.index} was already {'NaN' if t.kind == Kind.NAN else 'diverging'} from step {t.step}"
-               for a in mine if (t := _trouble_before(a, anomalies)) is not None]
-    return [Cause(
-        kind=CauseKind.PROGRAM_ERROR, cause="an error in the program or its configuration", confidence=0.5,
-        evidence=[f"attempt {a.index} ended " + (f"after step {a.end_step}" if a.end_step is not None
-                                                 else NO_STEP_READ) + f": {a.end_detail}"
-                  for a in mine][:6],
-        counter_evidence=counter,
-        check_next="the error's traceback and the arguments of the attempt that raised it" + saves_said(events),
-    )]
+    ended = [a for a in attempts if a.end_reason in (EndReason.CRASHED, EndReason.FAILED_STARTUP)
+             and a.end_kind == s.EV_ERROR]
+    # an error that says a connection could not be made: a wrong address or port, or the network (the other host
+    # down or unreachable); the log does not tell which
+    said = set() if events is None or not events.height else {
+        (a, quote(t)) for a, t in events.filter(pl.col("kind") == s.EV_UNREACHABLE).select("attempt", "text").rows()}
+    unreachable = [a for a in ended if (a.index, a.end_detail) in said]
+    out = []
+    for mine, kind, cause, check in (
+        ([a for a in ended if a not in unreachable], CauseKind.PROGRAM_ERROR,
+         "an error in the program or its configuration",
+         "the error's traceback and the arguments of the attempt that raised it"),
+        (unreachable, CauseKind.UNREACHABLE,
+         "a connection the program could not make: a wrong address or port in its configuration, or the network "
+         "(that host down, or no route to it); the log does not tell which",
+         "whether the address it could not reach is the one it should be (for the ranks' rendezvous, MASTER_ADDR "
+         "and MASTER_PORT), and whether that host was up and reachable from this one"),
+    ):
+        if not mine:
+            continue
+        counter = [f"attempt {a.index} was already {'NaN' if t.kind == Kind.NAN else 'diverging'} from step {t.step}"
+                   for a in mine if (t := _trouble_before(a, anomalies)) is not None]
+        out.append(Cause(
+            kind=kind, cause=cause, confidence=0.5,
+            evidence=[f"attempt {a.index} ended " + (f"after step {a.end_step}" if a.end_step is not None
+                                                     else NO_STEP_READ) + f": {a.end_detail}"
+                      for a in mine][:6],
+            counter_evidence=counter,
+            check_next=check + saves_said(events),
+        ))
+    return out

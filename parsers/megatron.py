@@ -1112,6 +1112,10 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
     unloaded = ev.filter(pl.col("text").str.contains(p.NO_OPTIMIZER_STATE)).with_columns(
         kind=pl.lit(s.EV_OPTIMIZER_NOT_LOADED), value=pl.lit(None, pl.Float64))
     ev = pl.concat([ev, unloaded], how="vertical_relaxed") if unloaded.height else ev
+    # an error that says a connection could not be made is that event too (a wrong address, or the network)
+    unreachable = ev.filter(pl.col("kind").is_in(list(s.ERROR_KINDS)) & pl.col("text").str.contains(p.UNREACHABLE)
+                            ).with_columns(kind=pl.lit(s.EV_UNREACHABLE), value=pl.lit(None, pl.Float64))
+    ev = pl.concat([ev, unreachable], how="vertical_relaxed") if unreachable.height else ev
     return ev.select("line", "attempt", "step", "kind", "value", "wall_time", "text").pipe(_shard_totals)
 
 

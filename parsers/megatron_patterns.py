@@ -277,6 +277,11 @@ ATTEMPTED_SCALE = r"Attempted loss scale: ([\d.]+(?:[eE][-+]?\d+)?), reducing to
 # a line that says a resume did not load the optimizer state (parsers.schema.EV_OPTIMIZER_NOT_LOADED)
 NO_OPTIMIZER_STATE = (r"(?i)(not|without|skip\w*|no)\s+(loading\s+)?(the\s+)?optimi[sz]er(\s+state)?"
                       r"|optimi[sz]er state (not|was not)")
+# a connection the program could not make (parsers.schema.EV_UNREACHABLE): torch's c10d store ("The client socket has
+# failed to connect to 10.2.76.66:16500 (errno: 113 - No route to host)"), a refused or timed-out connection, a host
+# name that does not resolve
+UNREACHABLE = (r"(?i)No route to host|Connection refused|Network is unreachable|failed to connect to any network "
+               r"address|Name or service not known|Temporary failure in name resolution")
 # DeepSpeed's hysteresis holding the scale for an overflow ("OVERFLOW! Rank 0 Skipping step. Attempted loss scale:
 # 65536, but hysteresis is 2. Reducing hysteresis to 1"): the scale kept, a step skipped, no scale it was reduced to
 HYSTERESIS_HELD = r"Attempted loss scale: [\d.]+(?:[eE][-+]?\d+)?, but hysteresis is \d+"

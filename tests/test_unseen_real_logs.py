@@ -2589,3 +2589,21 @@ def test_a_run_whose_every_iteration_was_skipped_does_not_read_as_all_clear() ->
     assert f"- **No step taken:** attempt 1: {said}." in lines
     assert f"- **What happened:** {said}; nothing else found." in lines
     assert "- **What happened:** no anomalies." not in lines
+
+
+def test_a_connection_the_rendezvous_could_not_make_names_the_network_as_well_as_the_configuration() -> None:
+    """okoge-kaz/megatron-deepspeed-turing-techblog, a 13B launch by mpirun: every rank's "The client socket has failed
+    to connect to 10.2.76.66:16500 (errno: 113 - No route to host)" in torch's TCP rendezvous, then its RuntimeError.
+    The chronicle blamed only "an error in the program or its configuration"; a host down or unreachable fits too."""
+    run, lines = _chronicle(REAL / "console_errors" / ("okoge-kaz+megatron-deepspeed-turing-techblog__logs_20230712_"
+                                                       "gpt2_13b_pp8_134251_no_route_to_host.log"))
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.end_kind) == ("failed_startup", "error")
+    [cause] = run.suspected_causes
+    assert (cause.kind, cause.confidence) == ("unreachable", 0.5)
+    assert cause.cause == ("a connection the program could not make: a wrong address or port in its configuration, or "
+                           "the network (that host down, or no route to it); the log does not tell which")
+    assert cause.evidence == ["attempt 1 ended with no step read from its logs: RuntimeError: The client socket has "
+                              "failed to connect to any network address of (10.2.76.66, 16500). The client socket has "
+                              "failed to connect to 10.2.76.66:16500 (errno: 113 - No route to host)."]
+    assert not any("an error in the program or its configuration" in line for line in lines)
