@@ -414,10 +414,13 @@ class SpikeDetector:
         """The blips judged again, each against the tail fitted without its own points (leave-one-out): a spike in
         the sample it is judged against lifts the fitted tail above itself (a 7.9-sigma point in a calm run of 2,100
         made the lone-point threshold 15 sigma, 6.8 without it). Only the blip's own points leave the fit: other blips
-        of its size stay in, so a run whose hard batches recur keeps them as its noise. The ``_MASKING`` strongest
-        blips (by peak z) are judged again. Returns the candidates and the tail to report: the original one, or the
-        one the first blip made an incident was judged against."""
-        lone = [inc for inc, decisive in judged if not decisive]
+        of its size stay in, so a run whose hard batches recur keeps them as its noise; a lone point logged for one
+        iteration (a grad norm is always the logged iteration's own) is not judged again (one hard batch, back at the
+        next point, is noise however rare). The
+        ``_MASKING`` strongest blips (by peak z) are judged again. Returns the candidates and the tail to report: the
+        original one, or the one the first blip made an incident was judged against."""
+        averaged = self.metric in _AVERAGED and sc.interval > 1  # a mean over the interval: one batch is diluted
+        lone = [inc for inc, decisive in judged if not decisive and (inc.points > 1 or averaged)]
         if not lone:
             return judged, tail
         at = [(int(np.searchsorted(sc.steps, inc.onset)), int(np.searchsorted(sc.steps, inc.end))) for inc in lone]
