@@ -66,16 +66,13 @@ except SystemExit as exc:
 ''' + USAGE + "\n"
 
 
-def wall(argv: list[str], repeat: int, tree: Path = ROOT) -> tuple[float, int, float]:
-    """Best wall time of ``repeat`` fresh processes (run in ``tree``, which is then first on the path), the peak RSS
-    (bytes) of the best, and the least CPU time (user + sys) of the ``repeat``."""
-    best, cpu = (float("inf"), 0), float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        done = subprocess.run(argv, check=True, capture_output=True, text=True, cwd=tree)
-        rss, used = json.loads(done.stdout.strip().splitlines()[-1])
-        best, cpu = min(best, (time.perf_counter() - start, int(rss))), min(cpu, used)
-    return (*best, cpu)
+def timed(argv: list[str], tree: Path = ROOT) -> tuple[float, int, float]:
+    """One fresh process (run in ``tree``, which is then first on the path): its wall time, peak RSS (bytes) and
+    CPU time (user + sys)."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, check=True, capture_output=True, text=True, cwd=tree)
+    rss, used = json.loads(done.stdout.strip().splitlines()[-1])
+    return time.perf_counter() - start, int(rss), float(used)
 
 
 def main() -> None:
@@ -89,13 +86,21 @@ def main() -> None:
     path = data / f"wandb_history_{args.steps}.csv"
     if not path.exists():
         history_csv(path, args.steps)
-    rows = []
     with tempfile.TemporaryDirectory() as out:
-        rows.append(("python -c 'polars.read_csv(f)'", *wall([sys.executable, "-c", READ_CSV, str(path)], args.repeat)))
         analyze = [sys.executable, "-c", RUN, "analyze", str(path), "-o", str(Path(out) / "report.md"), "--no-plots"]
-        for label, tree in (("other tree", args.tree), ("this tree", ROOT)):
-            if tree is not None:
-                rows.append((f"forensics analyze f -o report.md --no-plots ({label})", *wall(analyze, args.repeat, tree)))
+        commands = [("python -c 'polars.read_csv(f)'", [sys.executable, "-c", READ_CSV, str(path)], ROOT),
+                    *((f"forensics analyze f -o report.md --no-plots ({label})", analyze, tree)
+                      for label, tree in (("other tree", args.tree), ("this tree", ROOT)) if tree is not None)]
+        # the commands take turns, so that a change in the machine's load falls on each of them alike; per command,
+        # the best wall time with its peak RSS, and the least CPU time
+        best: dict[str, tuple[float, int]] = {}
+        cpu: dict[str, float] = {}
+        for _ in range(args.repeat):
+            for label, argv, tree in commands:
+                seconds, rss, used = timed(argv, tree)
+                best[label] = min(best.get(label, (float("inf"), 0)), (seconds, rss))
+                cpu[label] = min(cpu.get(label, float("inf")), used)
+    rows = [(label, *best[label], cpu[label]) for label, _, _ in commands]
     size = path.stat().st_size
     print(f"{args.steps:,}-step W&B history CSV ({size / 1e6:.0f} MB); best of {args.repeat}, each a fresh process\n")
     print("| command | wall s | x read_csv | CPU s | x read_csv | peak RSS | x file size |")
