@@ -76,9 +76,11 @@ def mid_run_epoch(metrics: pl.DataFrame, attempt: int) -> float | None:
     ...     value=pl.Series([1.0, 1.0])), 1)
     (0.46, None)
     """
-    mine = metrics.filter(pl.col("attempt") == attempt)
-    losses = mine.filter(pl.col("metric") == LOSS).select("step")
-    epochs = mine.filter((pl.col("metric") == EPOCH) & pl.col("value").is_finite())
+    # the epochs first, in one pass: most runs log none, and then their (possibly millions of) losses are not read
+    epochs = metrics.filter((pl.col("attempt") == attempt) & (pl.col("metric") == EPOCH) & pl.col("value").is_finite())
+    if epochs.height == 0:
+        return None
+    losses = metrics.filter((pl.col("attempt") == attempt) & (pl.col("metric") == LOSS)).select("step")
     if losses.height:  # the training points' epochs (an evaluation's entry has its own step and epoch)
         epochs = epochs.join(losses.unique(), on="step", how="semi")
     epochs = epochs.unique("step", keep="first").sort("step")["value"].head(2).to_list()  # (an evaluation's copy)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
@@ -36,6 +37,28 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
 
 
+def first_wall_times(metrics: pl.DataFrame) -> pl.DataFrame:
+    """(attempt, step, wall_time): each logged step's first wall time (the least; NaN only where all are), in
+    (attempt, step) order. Rows already in that order (most logs) are read in one pass, each step's rows a run.
+
+    >>> first_wall_times(pl.DataFrame({"attempt": [1, 1, 1, 2], "step": [5, 5, 7, 1],
+    ...                                "wall_time": [9.0, 8.0, None, 3.0]})).rows()
+    [(1, 5, 8.0), (2, 1, 3.0)]
+    """
+    timed = metrics.lazy().filter(pl.all_horizontal(pl.col("wall_time", "step", "attempt").is_not_null()))
+    if not packable(timed):
+        return timed.group_by("attempt", "step").agg(pl.col("wall_time").min()).sort("attempt", "step").collect()
+    packed = timed.select(STEP_KEY, "wall_time").collect()
+    key, wall = packed["key"].to_numpy(), packed["wall_time"].to_numpy()
+    if key.size and bool((key[1:] >= key[:-1]).all()):
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        # (polars' min leaves NaN out, as fmin does)
+        packed = pl.DataFrame({"key": key[starts], "wall_time": np.fmin.reduceat(wall, starts)})
+    else:
+        packed = packed.group_by("key").agg(pl.col("wall_time").min()).sort("key")
+    return packed.select(*unpacked(metrics), "wall_time")
+
+
 @dataclass
 class HangDetector:
     """``HangDetector().detect(frames)``."""
@@ -45,18 +68,15 @@ class HangDetector:
     min_seconds: float = 600.0
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
-        timed = frames.metrics.lazy().filter(pl.all_horizontal(pl.col("wall_time", "step", "attempt").is_not_null()))
-        if packable(timed):  # each logged step's first wall time
-            first = (timed.group_by(STEP_KEY).agg(pl.col("wall_time").min()).sort("key")
-                     .select(*unpacked(frames.metrics), "wall_time"))
-        else:
-            first = timed.group_by("attempt", "step").agg(pl.col("wall_time").min()).sort("attempt", "step")
+        first = first_wall_times(frames.metrics)
+        # (one attempt, the most common case: the same windows without grouping by it)
+        per = (lambda e: e.over("attempt")) if first["attempt"].n_unique() > 1 else (lambda e: e)
         times = (
-            first.with_columns(
-                next_step=pl.col("step").shift(-1).over("attempt"),
-                gap=pl.col("wall_time").diff().shift(-1).over("attempt"),
+            first.lazy().with_columns(
+                next_step=per(pl.col("step").shift(-1)),
+                gap=per(pl.col("wall_time").diff().shift(-1)),
             )
-            .with_columns(usual=pl.col("gap").median().over("attempt"))
+            .with_columns(usual=per(pl.col("gap").median()))
             .collect()
         )
         spacing = frames.spacing()
