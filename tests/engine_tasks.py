@@ -14,6 +14,15 @@ def square_after(x: int, delay: float) -> int:
     return x * x
 
 
+def square_when(x: int, marker: str | None = None) -> int:
+    """``x * x`` once the file ``marker`` exists (written by the caller when another item's result has reached it:
+    an order of finishing that no machine's load can change), or at once without one."""
+    deadline = time.monotonic() + 120
+    while marker and not os.path.exists(marker) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return x * x
+
+
 def die_first(x: int, attempts: str | None = None, deaths: int = 0) -> int:
     """``x``, but the worker process dies (``os._exit(1)``) on the first ``deaths`` attempts; each attempt leaves a
     line in the file ``attempts``."""

@@ -94,11 +94,16 @@ def test_ray_engine_starts_its_own_instance_and_shuts_it_down(monkeypatch, tmp_p
     assert (out, "(raylet)" in err) == ("", True)
 
 
-def test_results_keep_item_order_and_done_fires_as_each_finishes(engine):
+def test_results_keep_item_order_and_done_fires_as_each_finishes(engine, tmp_path):
     finished: list[tuple[int, int]] = []
-    items = [(1, 1.0), (2, 0.0)]   # the second finishes first
-    results = run_all(engine_tasks.square_after, items, engine=engine, jobs=2, failed=failed,
-                      done=lambda i, result: finished.append((i, result)))
+    marker = tmp_path / "second-done"
+    items = [(1, str(marker)), (2, None)]   # the first waits until the second's result has been taken
+
+    def done(i: int, result: int) -> None:
+        finished.append((i, result))
+        marker.touch()
+
+    results = run_all(engine_tasks.square_when, items, engine=engine, jobs=2, failed=failed, done=done)
     assert results == [1, 4]
     assert finished == [(1, 4), (0, 1)]
 
