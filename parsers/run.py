@@ -78,6 +78,10 @@ def _candidate_files(root: Path, warnings: list[str]) -> list[Path]:
     said in ``warnings``."""
     if root.is_file():
         return [root]
+    if root.exists() and not root.is_dir():  # read twice (its head, then the whole): a device or a pipe cannot be
+        warnings.append(f"{root}: not a file or a directory (a device, a pipe or a socket): not read; save it to a "
+                        "file first")
+        return []
     files: list[Path] = []
 
     def unreadable(exc: OSError) -> None:

@@ -212,6 +212,15 @@ def test_missing_path():
     assert (proc.returncode, proc.stderr) == (2, "forensics: error: /nonexistent/run: no such file or directory\n")
 
 
+@pytest.mark.skipif(not Path("/dev/null").exists(), reason="no /dev/null on this system")
+def test_a_device_or_a_pipe_is_refused_as_what_it_is():
+    """/dev/null was "directory not read (Not a directory)": it is neither, and a pipe cannot be read twice."""
+    proc = run_cli("analyze", "/dev/null")
+    assert (proc.returncode, proc.stderr) == (2, "forensics: error: /dev/null: no readable training logs (/dev/null: "
+                                              "not a file or a directory (a device, a pipe or a socket): not read; "
+                                              "save it to a file first)\n")
+
+
 def test_directory_with_nothing_readable(tmp_path):
     (tmp_path / "notes.txt").write_text("nothing here\n")
     (tmp_path / "empty.log").write_bytes(b"")
