@@ -48,10 +48,6 @@ def _trouble_before(attempt: Attempt, anomalies: list[Anomaly]) -> Anomaly | Non
         (a.kind == Kind.NAN and a.metric in (s.LOSS, s.GRAD_NORM)) or a.kind == Kind.DIVERGENCE)), None)
 
 
-# a CUDA error that names the hardware itself: never explained away by an out-of-memory before it
-_NAMES_HARDWARE = r"(?i)\bECC\b|\bXid\b"
-
-
 def oom_aftermath(events: pl.DataFrame) -> pl.DataFrame:
     """The NCCL and CUDA errors printed after an out-of-memory in the same log and attempt (not one that names the
     hardware: ECC, Xid): a process out of GPU memory fails its next CUDA calls (NCCL's "unhandled cuda error"), and the
@@ -61,8 +57,9 @@ def oom_aftermath(events: pl.DataFrame) -> pl.DataFrame:
              .agg(pl.col("line").first().alias("first_oom"), pl.col("step").first().alias("oom_step")))
     # (at the out-of-memory's step: an NCCL error iterations later, after the run went on, is not its consequence)
     same_step = pl.col("step").is_null() | pl.col("oom_step").is_null() | (pl.col("step") == pl.col("oom_step"))
-    return events.filter(pl.col("kind").is_in([s.EV_NCCL_ERROR, s.EV_CUDA_ERROR])
-                         & ~pl.col("text").fill_null("").str.contains(_NAMES_HARDWARE)).join(
+    named = events.filter(pl.col("kind") == s.EV_HARDWARE_NAMED).select("attempt", "source", "line")
+    return events.filter(pl.col("kind").is_in([s.EV_NCCL_ERROR, s.EV_CUDA_ERROR])).join(
+        named, on=["attempt", "source", "line"], how="anti", nulls_equal=True).join(
         first, on=["attempt", "source"]).filter((pl.col("line") > pl.col("first_oom")) & same_step).drop(
         "first_oom", "oom_step")
 

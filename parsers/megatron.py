@@ -1112,6 +1112,11 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
     unloaded = ev.filter(pl.col("text").str.contains(p.NO_OPTIMIZER_STATE)).with_columns(
         kind=pl.lit(s.EV_OPTIMIZER_NOT_LOADED), value=pl.lit(None, pl.Float64))
     ev = pl.concat([ev, unloaded], how="vertical_relaxed") if unloaded.height else ev
+    # a CUDA or NCCL error that names the hardware (ECC, Xid) is that event too
+    named = ev.filter(pl.col("kind").is_in([s.EV_CUDA_ERROR, s.EV_NCCL_ERROR])
+                      & pl.col("text").fill_null("").str.contains(p.NAMES_HARDWARE)).with_columns(
+        kind=pl.lit(s.EV_HARDWARE_NAMED), value=pl.lit(None, pl.Float64))
+    ev = pl.concat([ev, named], how="vertical_relaxed") if named.height else ev
     # an error that says a connection could not be made is that event too (a wrong address, or the network)
     unreachable = ev.filter(pl.col("kind").is_in(list(s.ERROR_KINDS)) & pl.col("text").str.contains(p.UNREACHABLE)
                             ).with_columns(kind=pl.lit(s.EV_UNREACHABLE), value=pl.lit(None, pl.Float64))

@@ -274,6 +274,8 @@ STEP_VALUED = frozenset({s.EV_CHECKPOINT_LOAD, s.EV_CHECKPOINT_SAVE, s.EV_CHECKP
 SHARED_MEMORY = r"</torch_|/dev/shm|shared memory"
 # DeepSpeed's overflow line: the scale it tried and the one it set (the same: parsers.schema.EV_OVERFLOW_SCALE_KEPT)
 ATTEMPTED_SCALE = r"Attempted loss scale: ([\d.]+(?:[eE][-+]?\d+)?), reducing to ([\d.]+(?:[eE][-+]?\d+)?)"
+# a CUDA or NCCL error that names the hardware itself (parsers.schema.EV_HARDWARE_NAMED)
+NAMES_HARDWARE = r"(?i)\bECC\b|\bXid\b"
 # a line that says a resume did not load the optimizer state (parsers.schema.EV_OPTIMIZER_NOT_LOADED)
 NO_OPTIMIZER_STATE = (r"(?i)(not|without|skip\w*|no)\s+(loading\s+)?(the\s+)?optimi[sz]er(\s+state)?"
                       r"|optimi[sz]er state (not|was not)")

@@ -134,6 +134,9 @@ EV_SKIP_RANGE = "skip_range"                # iterations skipped on purpose (--s
 EV_OPTIMIZER_NOT_LOADED = "optimizer_not_loaded"  # a line that says the optimizer state was not loaded ("not
                                             # loading optimizer", "optimizer state not ..."): a second event of that
                                             # line, beside the one of its own kind (a checkpoint load, a warning)
+EV_HARDWARE_NAMED = "hardware_named"        # a CUDA or NCCL error line that names the hardware itself (ECC, Xid): a
+                                            # second event of that line, beside its own kind; never explained away as
+                                            # what an out-of-memory before it brought on
 EV_UNREACHABLE = "unreachable"              # a line that says a connection could not be made ("No route to host",
                                             # "Connection refused", a host name not resolved): a second event of
                                             # that line, beside its own kind (an error): a wrong address or the network

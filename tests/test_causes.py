@@ -284,3 +284,22 @@ def test_every_cause_kind_is_of_the_one_vocabulary(tr8_sample):
     kinds = [c.kind for run in runs for c in run.suspected_causes]
     assert {"hardware", "memory", "planned_exit", "interrupted", "warmup", "state", "loss_scale"} <= set(kinds)
     assert all(isinstance(kind, CauseKind) for kind in kinds)
+
+
+def test_an_ecc_error_after_an_out_of_memory_stays_evidence_of_the_hardware(tmp_path):
+    """A CUDA error that names the hardware (ECC, Xid) is an event of its own kind beside its CUDA error
+    (parsers.schema.EV_HARDWARE_NAMED), given by the reader: the NCCL error an out-of-memory brings on is explained
+    away as its consequence, the ECC error at the same step is not (forensics/infra.py matched the line's words)."""
+    from forensics.infra import oom_aftermath
+
+    log = tmp_path / "train.log"
+    log.write_text(
+        " iteration       10/     100 | consumed samples:          160 | lm loss: 7.500000E+00 |\n"
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+        "NCCL error in: ProcessGroupNCCL.cpp:825, unhandled cuda error, NCCL version 2.10.3\n"
+        "RuntimeError: CUDA error: uncorrectable ECC error encountered\n")
+    events = load_run(log).events
+    named = events.filter(pl.col("kind") == s.EV_HARDWARE_NAMED)
+    assert named["line"].to_list() == [4]
+    after = oom_aftermath(events)
+    assert after.select("kind", "line").rows() == [(s.EV_NCCL_ERROR, 3)]

@@ -102,9 +102,8 @@ def test_the_evaluation_harness_speaks_kind() -> None:
 _TEXT_METHODS = {"contains", "extract", "extract_all", "extract_groups", "replace", "replace_all", "starts_with",
                  "ends_with", "count_matches", "find", "split"}
 # what forensics/ still reads out of a line's text, each a known debt (FINDINGS): a sweep job's label, quoted as
-# printed; the iteration an fp16 overflow line names; a CUDA error that names the hardware (ECC, Xid)
-_KNOWN_TEXT_READS = {("forensics/endings.py", "_next_sweep_job"), ("forensics/endings.py", "_unnumbered"),
-                     ("forensics/infra.py", "oom_aftermath")}
+# printed; the iteration an fp16 overflow line names
+_KNOWN_TEXT_READS = {("forensics/endings.py", "_next_sweep_job"), ("forensics/endings.py", "_unnumbered")}
 
 
 def text_reads(source: str) -> list[tuple[int, str]]:
