@@ -82,6 +82,18 @@ def usual_intervals(steps: pl.DataFrame) -> dict[int, int]:
     return {int(a): found.get(int(a), 1) for a in steps["attempt"].unique().to_list()}
 
 
+def apart(spacing: dict[int, int], least: int, cap: int | None = None) -> pl.Expr:
+    """Per row, how many steps apart two of its attempt's points may be and still be one stretch of an incident: at
+    least ``least``, else its attempt's usual spacing between logged points (``spacing``, at most ``cap``; 1 for an
+    attempt it does not name).
+
+    >>> pl.DataFrame({"attempt": [1, 2, 3]}).select(apart({1: 100, 2: 5000}, 10, cap=1000)).to_series().to_list()
+    [100, 1000, 10]
+    """
+    per = {int(a): int(v) if cap is None else min(int(v), cap) for a, v in spacing.items()}
+    return pl.max_horizontal(pl.lit(least), pl.col("attempt").replace_strict(per, default=1, return_dtype=pl.Int64))
+
+
 def is_gap(step_delta: np.ndarray | int, interval: int) -> np.ndarray | bool:
     """Whether a step delta between consecutive points is a hole in the data."""
     return step_delta > GAP_INTERVALS * max(interval, 1)

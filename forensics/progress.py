@@ -94,6 +94,8 @@ def _since_last_fresh_start(metrics: pl.DataFrame) -> tuple[pl.DataFrame, int | 
         return metrics, None
     # (one step of slack: a stage may log its first loss at step 1, the one before it at 0)
     fresh = firsts.filter(pl.col("first") <= pl.col("first").min() + 1)["attempt"].max()
+    if fresh == firsts["attempt"].min() and not metrics["attempt"].null_count():  # no fresh start: no copy
+        return metrics, None
     return metrics.filter(pl.col("attempt") >= fresh), (int(fresh) if fresh > firsts["attempt"].min() else None)
 
 

@@ -105,7 +105,7 @@ def warning_before(blowup: Anomaly, anomalies: list[Anomaly], frames: RunFrames,
                             "detail": f"a loss spike at step {a.step} that was not back to its level before it"})
         elif a.kind == Kind.GRAD_NORM_SPIKE and not _back_before(a, at):
             signals.append(_grad_spike(a, at, points))
-    seen = frames.metrics.filter((pl.col("attempt") == attempt) & (pl.col("step") >= since))["step"].min()
+    seen = frames.steps().filter((pl.col("attempt") == attempt) & (pl.col("step") >= since))["step"].min()
     rate = _spike_rate(attempt, start, at, anomalies, blips or [], None if seen is None else int(seen))
     if rate:
         signals.append(rate)

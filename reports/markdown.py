@@ -32,7 +32,7 @@ from forensics.findings import (
 from parsers import schema as s
 from reports.escape import md
 from reports.runs_table import runs_table_section, summary_only
-from reports.timeline import ENDINGS, clock, coverage_section, ending, steps, timeline_section
+from reports.timeline import ENDINGS, bar_said, clock, coverage_section, ending, steps, timeline_section
 
 
 def _num(value: float | None) -> str:
@@ -345,8 +345,7 @@ def _summary(run: RunFindings) -> list[str]:
 
 
 def _far(attempt: Attempt) -> str:
-    bar = "" if attempt.bar_step is None else f" (its progress bar at {attempt.bar_step} of {attempt.bar_total}" + (
-        ", in training steps; its steps here count its printed metrics lines)" if attempt.steps_counted else ")")
+    bar = bar_said(attempt)
     if not bar and attempt.target_from_bar:
         bar = f" of {attempt.target_step} (its progress bar's total)"
     return _far_logged(attempt) + bar

@@ -57,6 +57,15 @@ def steps(a: Attempt) -> str:
     return f"{a.start_step}" if a.start_step == a.end_step else f"{a.start_step}–{a.end_step}"
 
 
+def bar_said(a: Attempt) -> str:
+    """Where the attempt's progress bar was, when one was read: " (its progress bar at 70 of 4967)", and which
+    steps are which when the attempt's own are its counted metrics lines."""
+    if a.bar_step is None:
+        return ""
+    return f" (its progress bar at {a.bar_step} of {a.bar_total}" + (
+        ", in training steps; its steps here count its printed metrics lines)" if a.steps_counted else ")")
+
+
 def ending(a: Attempt) -> str:
     """How an attempt ended, with the line that decided it (escaped)."""
     # the line that decided it, as printed (else the detail says what the log shows)
@@ -74,8 +83,7 @@ def ending(a: Attempt) -> str:
     else:
         where = f" after step {a.end_at_step}"
     if a.bar_step is not None:  # (a progress bar printed past its last logged step, or where none was read)
-        where += (f" (its progress bar at {a.bar_step} of {a.bar_total}" + (
-            ", in training steps; its steps here count its printed metrics lines)" if a.steps_counted else ")"))
+        where += bar_said(a)
     detail = (f": “{md(a.end_detail)}”" if quoted else f": {md(a.end_detail)}") if a.end_detail else ""
     if detail and not quoted and a.end_reason == EndReason.COMPLETED and a.target_step is not None \
             and a.end_step is not None and a.end_step >= a.target_step \

@@ -18,6 +18,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind
+from forensics.gaps import apart
 from parsers import schema as s
 
 CORE = "core"  # the family of NaN evidence about the training itself
@@ -64,13 +65,11 @@ class NanDetector:
             return []
         # NaN points further apart than ``gap_steps`` are separate incidents, unless they are consecutive logged points
         # (a log every 100 steps whose loss stays NaN is one stretch of NaN, not one incident per line)
-        spacing = frames.spacing()
-        apart = pl.max_horizontal(pl.lit(self.gap_steps), pl.col("attempt").replace_strict(
-            {int(a): int(v) for a, v in spacing.items()}, default=1, return_dtype=pl.Int64))
+        far = apart(frames.spacing(), self.gap_steps)
         grouped = (
             steps.sort("family", "attempt", "step")
             .with_columns(
-                new=(pl.col("step") - pl.col("step").shift(1).over("family", "attempt") > apart).fill_null(True)
+                new=(pl.col("step") - pl.col("step").shift(1).over("family", "attempt") > far).fill_null(True)
             )
             .with_columns(group=pl.col("new").cast(pl.Int32).cum_sum())
             .group_by("family", "attempt", "group", maintain_order=True)

@@ -21,6 +21,7 @@ import polars as pl
 from forensics.detectors.base import RunFrames
 from forensics.detectors.loss_scale import startup_searches
 from forensics.findings import Anomaly, Kind
+from forensics.gaps import apart
 from parsers import schema as s
 
 
@@ -84,12 +85,10 @@ class SkippedIterationsDetector:
         )
         # (skips on consecutive logged lines up to ``line_steps`` apart are one burst: a storm in a log every 100 steps;
         # a log every 1,000 steps shows the scaler's usual overflow, one per 1,000 iterations, on many lines in a row)
-        apart = pl.max_horizontal(pl.lit(self.gap_steps), pl.col("attempt").replace_strict(
-            {int(a): min(int(v), self.line_steps) for a, v in frames.spacing().items()}, default=1,
-            return_dtype=pl.Int64))
+        far = apart(frames.spacing(), self.gap_steps, cap=self.line_steps)
         groups = (
             skips.with_columns(
-                new=(pl.col("step") - pl.col("step").shift(1).over("attempt") > apart).fill_null(True)
+                new=(pl.col("step") - pl.col("step").shift(1).over("attempt") > far).fill_null(True)
             )
             .with_columns(g=pl.col("new").cast(pl.Int32).cum_sum())
             .group_by("attempt", "g", maintain_order=True)
