@@ -32,6 +32,7 @@ from forensics.sweep import FAILED as FAILED_INSTABILITY
 from forensics.sweep import run_scaling, sweep
 from forensics.timeline import by_step
 from parsers import schema as s
+from parsers.config_names import normal_name
 from parsers.metric_names import canonical
 
 # the run's final state, from how its last attempt ended
@@ -83,7 +84,7 @@ def is_stability_key(key: str) -> bool:
     >>> is_stability_key("lr"), is_stability_key("Batch-Size"), is_stability_key("output_dir")
     (True, True, False)
     """
-    return re.sub(r"[\s-]+", "_", key.strip().lower()) in STABILITY_KEYS
+    return normal_name(key) in STABILITY_KEYS
 
 
 @dataclass

@@ -170,7 +170,7 @@ def _joined(folder: str, name: str) -> str:
 
 
 def _local_tree(root: Path) -> _Tree:
-    from parsers import registry
+    from parsers.reader import head_of
 
     subdirs: dict[str, list[str]] = {}
     files: dict[str, list[str]] = {}
@@ -187,7 +187,7 @@ def _local_tree(root: Path) -> _Tree:
         key = Path(folder).relative_to(root).as_posix().removeprefix(".")
         subdirs[key] = dirs
         files[key] = sorted(n for n in names if not n.startswith("."))
-    return _Tree(subdirs, files, lambda relative: registry.head_of(root / relative))
+    return _Tree(subdirs, files, lambda relative: head_of(root / relative))
 
 
 def _url_tree(url: str) -> _Tree:

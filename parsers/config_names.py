@@ -70,7 +70,12 @@ _SECTIONS = {"args", "config", "hparams", "model", "optimizer", "optim", "opt", 
 _SPLIT = re.compile(r"[./]")
 
 
-def _normal(key: str) -> str:
+def normal_name(key: str) -> str:
+    """A key or column name as the tables here list them: lower case, spaces and hyphens as underscores.
+
+    >>> normal_name(" Batch-Size "), normal_name("train loss")
+    ('batch_size', 'train_loss')
+    """
     return re.sub(r"[\s-]+", "_", key.strip().lower())
 
 
@@ -78,7 +83,7 @@ def _normal(key: str) -> str:
 def canonical_key(key: str) -> str:
     """The canonical name of a config key (``optimizer.lr`` -> ``lr``, ``n_embd`` -> ``hidden_size``); unknown keys
     are returned unchanged."""
-    norm = _normal(key)
+    norm = normal_name(key)
     if norm in ALIASES:
         return ALIASES[norm]
     parts = [p for p in _SPLIT.split(norm) if p]
@@ -114,7 +119,7 @@ def canonical_configs(configs: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
             key=pl.when(pl.col("both") & (pl.col("norm") == "hidden_dim")).then(pl.lit("ffn_hidden_size"))
             .when(pl.col("both") & (pl.col("norm") == "dim")).then(pl.lit("hidden_size"))
             .otherwise("key")).drop("norm", "parent", "both")
-    betas = [k for k in keys if ([p for p in _SPLIT.split(_normal(k)) if p] or [""])[-1] in _BETAS]
+    betas = [k for k in keys if ([p for p in _SPLIT.split(normal_name(k)) if p] or [""])[-1] in _BETAS]
     if betas:
         renamed = pl.concat([renamed.filter(~pl.col("raw_key").is_in(betas)), _split_betas(
             renamed.filter(pl.col("raw_key").is_in(betas)))])

@@ -1108,19 +1108,16 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
     # a traceback logged as one list is quoted by the error it ends with
     listed = pl.coalesce(pl.col("body").str.extract(p.LISTED_ERROR, 1), pl.col("body").str.extract(p.LISTED_ERROR, 2))
     ev = ev.with_columns(text=pl.when(pl.col("kind") == s.EV_ERROR).then(pl.coalesce(listed, "text")).otherwise("text"))
-    # a line that says the optimizer state was not loaded is that event too, beside its own kind
-    unloaded = ev.filter(pl.col("text").str.contains(p.NO_OPTIMIZER_STATE)).with_columns(
-        kind=pl.lit(s.EV_OPTIMIZER_NOT_LOADED), value=pl.lit(None, pl.Float64))
-    ev = pl.concat([ev, unloaded], how="vertical_relaxed") if unloaded.height else ev
-    # a CUDA or NCCL error that names the hardware (ECC, Xid) is that event too
-    named = ev.filter(pl.col("kind").is_in([s.EV_CUDA_ERROR, s.EV_NCCL_ERROR])
-                      & pl.col("text").fill_null("").str.contains(p.NAMES_HARDWARE)).with_columns(
-        kind=pl.lit(s.EV_HARDWARE_NAMED), value=pl.lit(None, pl.Float64))
-    ev = pl.concat([ev, named], how="vertical_relaxed") if named.height else ev
-    # an error that says a connection could not be made is that event too (a wrong address, or the network)
-    unreachable = ev.filter(pl.col("kind").is_in(list(s.ERROR_KINDS)) & pl.col("text").str.contains(p.UNREACHABLE)
-                            ).with_columns(kind=pl.lit(s.EV_UNREACHABLE), value=pl.lit(None, pl.Float64))
-    ev = pl.concat([ev, unreachable], how="vertical_relaxed") if unreachable.height else ev
+    # a line that is also an event of a second kind, beside its own: one that says the optimizer state was not
+    # loaded; a CUDA or NCCL error that names the hardware (ECC, Xid); an error that says a connection could not be
+    # made (a wrong address, or the network)
+    text = pl.col("text").fill_null("")
+    also = [ev.filter(when).with_columns(kind=pl.lit(kind), value=pl.lit(None, pl.Float64)) for kind, when in (
+        (s.EV_OPTIMIZER_NOT_LOADED, text.str.contains(p.NO_OPTIMIZER_STATE)),
+        (s.EV_HARDWARE_NAMED, pl.col("kind").is_in([s.EV_CUDA_ERROR, s.EV_NCCL_ERROR])
+         & text.str.contains(p.NAMES_HARDWARE)),
+        (s.EV_UNREACHABLE, pl.col("kind").is_in(list(s.ERROR_KINDS)) & text.str.contains(p.UNREACHABLE)))]
+    ev = pl.concat([ev, *(a for a in also if a.height)], how="vertical_relaxed")
     return ev.select("line", "attempt", "step", "kind", "value", "wall_time", "text").pipe(_shard_totals)
 
 

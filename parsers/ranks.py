@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 # launcher and rank prefixes, stacked in any order (Rust regex syntax, as Polars reads it)
-RANK_PREFIXES = r"^\s*(?:\d+: |\[[A-Za-z_]+\d+\]: ?|\[rank\d+\]: ?)*"
+RANK_PREFIXES = r"^\s*(?:\d+: |\[[A-Za-z_]+\d+\]: ?)*"  # ('[rank3]: ' is one of '[default3]: ' shape)
 # NCCL's own prefix, "host:pid:tid [device] ", behind a time the launcher may print: every rank's copy of a warning
 NCCL_PREFIX = r"^(?:\[\d{4}-\d{2}-\d{2}[ T][\d:.,]+\]\s*)?[\w.-]+:\d+:\d+ \[\d+\] "
 

@@ -30,6 +30,15 @@ from parsers.schema import ParsedLog
 HEAD_BYTES = 65536
 
 
+def head_of(path: Path) -> bytes:
+    """The file's first :data:`HEAD_BYTES` bytes (empty when it cannot be read)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(HEAD_BYTES)
+    except OSError:
+        return b""
+
+
 class NotThisFormat(Exception):
     """Raised by ``read`` when the file turns out not to be the reader's format; the message says what it is.
     ``empty``: the file holds nothing at all (worth a warning where a log was expected)."""

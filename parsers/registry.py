@@ -85,15 +85,6 @@ def console_formats() -> dict[str, LineFormat]:
     return {r.FORMAT: r.SPEC for r in readers() if isinstance(getattr(r, "SPEC", None), LineFormat)}
 
 
-def head_of(path: Path) -> bytes:
-    """The file's first :data:`parsers.reader.HEAD_BYTES` bytes (empty when it cannot be read)."""
-    try:
-        with path.open("rb") as handle:
-            return handle.read(HEAD_BYTES)
-    except OSError:
-        return b""
-
-
 def reader_for(head: bytes, name: str) -> Reader | None:
     """The first reader that takes the file (none takes a Git LFS pointer, whatever its name: the data is not there)."""
     if head.startswith(_LFS):

@@ -26,7 +26,7 @@ from parsers.config_names import canonical_configs
 from parsers.console.engine import BARRED_NOTE, COUNTED_NOTE, SAVED_NOTE
 from parsers.errors import shown_path
 from parsers.metric_names import VALIDATION_FOLDERS
-from parsers.reader import NotThisFormat, Piece, ReadContext, display_path
+from parsers.reader import NotThisFormat, Piece, ReadContext, display_path, head_of
 from parsers.schema import ParsedLog
 from parsers.textfile import InputError
 from parsers.wandb_csv import CHART, HISTORY, RUNS_TABLE
@@ -273,7 +273,7 @@ def _read_all(files: list[Path], context: ReadContext) -> list[Piece]:
     readers marked ``FIRST`` read before the others (they claim sidecar files and name their directory's run)."""
     chosen = []
     for file in files:
-        head = registry.head_of(file)
+        head = head_of(file)
         # a reader is shown the path inside the input (a Lightning hparams.yaml is known by its version_N folder)
         chosen.append((file, head, registry.reader_for(head, context.display(file))))
     pieces: list[Piece] = []

@@ -48,9 +48,10 @@ from pathlib import Path
 import polars as pl
 
 from parsers import schema as s
+from parsers.config_names import normal_name
 from parsers.console.engine import UNREAD_FIELDS_NOTE
 from parsers.metric_names import VALIDATION_FOLDERS, canonical
-from parsers.reader import NotThisFormat, Piece, ReadContext
+from parsers.reader import NotThisFormat, Piece, ReadContext, head_of
 from parsers.textfile import CUT_LAST_ROW, InputError, ends_its_last_line, json_value
 from parsers.wandb_history import (
     HISTORY_META,
@@ -92,20 +93,16 @@ _UNIX_S = (1e9, 1e10)    # Unix seconds: 2001-09-09 .. 2286
 _UNIX_MS = (1e12, 1e13)
 
 
-def _norm(column: str) -> str:
-    return re.sub(r"[\s-]+", "_", column.strip().lower())
-
-
 def _first(columns: list[str], names: tuple[str, ...]) -> str | None:
     """The column among ``columns`` whose name comes first in ``names``."""
-    found = {_norm(c): c for c in reversed(columns)}
+    found = {normal_name(c): c for c in reversed(columns)}
     return next((found[n] for n in names if n in found), None)
 
 
 def _value_head(columns: list[str]) -> list[str]:
     """The ``val_loss`` columns that are a value head's loss (a policy loss is logged beside them)."""
-    normed = {_norm(c) for c in columns}
-    return [c for c in columns if _norm(c) in _VALUE] if normed & _POLICY else []
+    normed = {normal_name(c) for c in columns}
+    return [c for c in columns if normal_name(c) in _VALUE] if normed & _POLICY else []
 
 
 def _trained(columns: list[str]) -> list[str]:
@@ -174,7 +171,7 @@ def sniff(head: bytes, name: str) -> bool:
 
 def read(path: Path, context: ReadContext) -> list[Piece]:
     shown = context.shown
-    head = context.head or path.read_bytes()[:65536]
+    head = context.head or head_of(path)
     _, lines, separator, _ = _head_columns(head)
     notes: list[str] = []
     try:
@@ -200,7 +197,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         at = [n + 2 for n in headers.arg_true().to_list()]
         notes.append(f"its header again at line{'s' if repeats != 1 else ''} {', '.join(map(str, at[:5]))}"
                      f"{', ...' if repeats > 5 else ''}: a relaunch wrote it; a new attempt starts after each")
-    epochs = _norm(axis) in EPOCH_COLUMNS
+    epochs = normal_name(axis) in EPOCH_COLUMNS
     fractions = (step.drop_nulls() % 1 != 0).sum()
     if fractions:
         raise NotThisFormat(f"{shown}: its {'epoch' if epochs else 'step'} column {axis} holds fractions "
@@ -219,7 +216,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         columns = [c for c in columns if c != inner]
     elif inner is not None:
         axis = inner
-    others = [c for c in columns if c != axis and _norm(c) in STEP_COLUMNS]
+    others = [c for c in columns if c != axis and normal_name(c) in STEP_COLUMNS]
     if others:
         notes.append(f"{', '.join(others)} (another step count beside {axis}): {UNREAD_FIELDS_NOTE}")
     clock, wall = _wall_time(wide, [c for c in columns if c not in others and c != axis], notes)
@@ -232,7 +229,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         said = "; ".join(f"{c} ({', '.join(v[:3])}{', ...' if len(v) > 3 else ''})" for c, v in texts.items())
         notes.append(f"column{'s' if len(texts) != 1 else ''} holding text, {said}: {UNREAD_FIELDS_NOTE}")
     # ("val_loss" is the validation loss's canonical name too: the value head's is read as "value_loss")
-    heads = {c: "value_loss" if _norm(c) == "val_loss" else c for c in _value_head(keys)}
+    heads = {c: "value_loss" if normal_name(c) == "val_loss" else c for c in _value_head(keys)}
     for column, name in heads.items():
         notes.append(f"{column} is the value head's loss beside its policy loss, not a validation loss: read as "
                      f"{name}, a scalar of its own")
@@ -296,7 +293,7 @@ def _per_epoch(wide: pl.DataFrame, axis: str, columns: list[str], step: pl.Serie
     with ``step`` from 0 in each epoch): the steps are then derived, ``(epoch - first) * span + counter``, the span
     one more than the most it counts in an epoch; said in a note. (Where it goes back while the epoch does not rise, or the
     epoch goes back too, the run was relaunched.)"""
-    if _norm(axis) in EPOCH_COLUMNS:
+    if normal_name(axis) in EPOCH_COLUMNS:
         epoch, inner = axis, _first([c for c in columns if c != axis], WITHIN_EPOCH)
     else:
         epoch, inner = _first([c for c in columns if c != axis], EPOCH_COLUMNS), axis
