@@ -84,8 +84,8 @@ def analyze(
 
 @app.command()
 def compare(
-    runs: list[str] = typer.Argument(..., metavar="RUNS", help="A directory whose subdirectories are runs, or several "
-                                     "run paths (local paths or URLs)."),
+    runs: list[str] = typer.Argument(..., metavar="RUNS", help="A directory of runs (each subdirectory and each log "
+                                     "in it is a run), or several run paths (local paths or URLs)."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the comparison here instead of stdout."),
     fmt: str = typer.Option("markdown", "--format", "-f", help="markdown or json."),
     baseline: str | None = typer.Option(None, "--baseline", "-b", help="The run others are diffed against "

@@ -11,9 +11,10 @@ run whose worker died twice is a row with that error, never a hang.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import polars as pl
@@ -23,6 +24,7 @@ from forensics.cache import cached_load_runs, default_cache_dir, input_signature
 from forensics.comparison import Comparison, RunRow, compare_rows, summarize
 from forensics.engines import Engine, checked, run_all
 from forensics.findings import Outcome
+from forensics.fleet import NOT_EVIDENCE
 from forensics.timeline import by_step, step_bins
 from parsers import InputError, load_runs
 from parsers import schema as s
@@ -121,11 +123,13 @@ def _where(path: str | Path) -> tuple[str | Path, bool, bool]:
 
 
 def discover(paths: Iterable[str | Path]) -> list[tuple[str, str | Path]]:
-    """The runs to compare, named by their directory: one path that holds run subdirectories gives one run per
-    subdirectory (hidden ones skipped); otherwise each path is a run. A path may be a URL (see
+    """The runs to compare, named by their directory: one path that holds runs gives one run per entry, each
+    subdirectory and each file beside them (hidden ones, code and notes skipped: :data:`forensics.fleet.NOT_EVIDENCE`;
+    a file named by its stem), or each file when it holds two or more and no subdirectory (a folder of logs is a
+    folder of runs, not one run of unrelated logs); otherwise each path is a run. A path may be a URL (see
     :mod:`parsers.remote`). Raises InputError for a missing path.
 
-    >>> discover(["sample_logs"])
+    >>> discover(["sample_logs"])  # (generate.py beside them is code, not a run)
     [('clean-1.3B', PosixPath('sample_logs/clean-1.3B')), ('tr8-104B-sample', PosixPath('sample_logs/tr8-104B-sample'))]
     >>> import fsspec
     >>> fsspec.filesystem("memory").pipe("/exp/lr-1e-3/train.log", b"iteration 1/10 | lm loss: 2.5 |\\n")
@@ -141,14 +145,20 @@ def discover(paths: Iterable[str | Path]) -> list[tuple[str, str | Path]]:
             raise remote.missing(str(given)) if remote.is_url(given) else InputError(f"{p}: no such file or directory")
     if len(found) == 1 and found[0][2]:
         root = found[0][0]
+        inside: list[tuple[str | Path, bool]]
         if isinstance(root, str):
-            subdirs = remote.subdirectories(root)
-            if subdirs:
-                return [(remote.run_name(d, directory=True), d) for d in subdirs]
+            inside = remote.entries(root)
         else:
-            local = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
-            if local:
-                return [(d.name, d) for d in local]
+            inside = [(e, e.is_dir()) for e in sorted(root.iterdir()) if not e.name.startswith(".")
+                      and (e.is_dir() or e.is_file())]
+        # code and notes beside the runs are not runs (a generator script, a README)
+        inside = [(e, d) for e, d in inside if d or PurePosixPath(str(e)).suffix.lower() not in NOT_EVIDENCE]
+        if any(d for _, d in inside) or len(inside) > 1:
+            names = [remote.run_name(e, directory=d) if isinstance(e, str) else e.name if d else e.stem
+                     for e, d in inside]
+            seen = Counter(names)  # a file whose stem is another entry's name (run1/, run1.log) keeps its suffix
+            return [(n if seen[n] == 1 or d else (e.rsplit("/", 1)[-1] if isinstance(e, str) else e.name), e)
+                    for n, (e, d) in zip(names, inside, strict=True)]
     names = [remote.run_name(p, directory=d) if isinstance(p, str) else p.name if d else p.stem for p, _, d in found]
     if len(set(names)) < len(names):  # same directory names under different parents: name by the parent too
         names = [f"{remote.parent_name(p) if isinstance(p, str) else p.parent.name}/{n}"

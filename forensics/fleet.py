@@ -111,7 +111,7 @@ class _Tree:
         from forensics.cache import input_signature, url_signature
         from parsers import remote
 
-        if self.listing is None:
+        if self.listing is None or run in self.files.get("", []):  # (a file at the root: a run of its own)
             return input_signature(url)
         if not run:
             return url_signature(url, self.listing)
@@ -133,14 +133,17 @@ class _Tree:
 
     def has_log(self, folder: str) -> bool:
         """Whether a reader takes a file directly in ``folder`` (code and notes aside)."""
+        return next(self.logs(folder), None) is not None
+
+    def logs(self, folder: str) -> Iterator[str]:
+        """The files directly in ``folder`` that a reader takes (code and notes aside), by name, judged as asked."""
         for name in self.files.get(folder, []):
             if Path(name).suffix.lower() not in NOT_EVIDENCE:
                 relative = _joined(folder, name)
                 if relative not in self.taken:
                     self.taken[relative] = _takes(self.head(relative), name)
                 if self.taken[relative]:
-                    return True
-        return False
+                    yield name
 
     def runs(self, folder: str = "") -> Iterator[str]:
         holds: dict[str, bool] = {}
@@ -151,7 +154,14 @@ class _Tree:
             return holds[d]
 
         holding = [s for s in self.subdirs.get(folder, []) if holds_log(_joined(folder, s))]
-        if self.has_log(folder) or (holding and all(RUN_PARTS.match(s) for s in holding)):
+        parts = bool(holding) and all(RUN_PARTS.match(s) for s in holding)
+        if not folder and ((holding and not parts and self.has_log(folder))
+                           or (not holding and len(list(self.logs(folder))) > 1)):
+            # the root holds runs, and logs beside them, or logs only: each log is a run of its own, not the root one
+            # run of everything under it (a stray notes.txt is an unreadable row, not the fleet merged into one run;
+            # a folder of logs is a folder of runs, as forensics.compare.discover reads it)
+            yield from self.logs(folder)
+        elif self.has_log(folder) or parts:
             yield folder
             return
         for s in holding:
@@ -235,8 +245,10 @@ def find_runs(root: str | Path) -> list[tuple[str, str | Path]]:
     """The runs in a tree (a local path or a URL, see :mod:`parsers.remote`), named by their path under ``root``: a
     directory is a run when a reader takes a file directly in it (code and notes aside: :data:`NOT_EVIDENCE`), or
     when every subdirectory with logs in it is a run-part folder (:data:`RUN_PARTS`: ``checkpoint-N/``, ``runs/``,
-    ``wandb/``, ``logs/``..., a Trainer's output dir); a run's subdirectories are part of it. Files are recognised
-    by their first 64 KiB only, and the tree is listed once. A single log file is one run. Raises
+    ``wandb/``, ``logs/``..., a Trainer's output dir); a run's subdirectories are part of it. The root itself is a
+    folder of runs when it holds runs and logs beside them, or two or more logs and no folder with logs: each of
+    its logs is then a run of its own (as :func:`forensics.compare.discover` reads it). Files are recognised by
+    their first 64 KiB only, and the tree is listed once. A single log file is one run. Raises
     :class:`parsers.InputError` for a missing root.
 
     >>> find_runs("sample_logs")

@@ -209,6 +209,20 @@ def subdirectories(url: str) -> list[str]:
     return [base + n for n in sorted(names) if n and not n.startswith(".")]
 
 
+def entries(url: str) -> list[tuple[str, bool]]:
+    """The URLs of the directories and files directly under ``url``, hidden ones left out, sorted by name, each
+    with whether it is a directory."""
+    fs, path = filesystem(url)
+    try:
+        listed = fs.ls(path, detail=True)
+    except Exception as exc:
+        error = failure(url, exc)
+        raise (missing(url) if str(error).endswith(": no such file or directory") else error) from None
+    kinds = {posixpath.basename(e["name"].rstrip("/")): e.get("type") == "directory" for e in listed}
+    base = url if url.endswith("/") else url + "/"
+    return [(base + n, kinds[n]) for n in sorted(kinds) if n and not n.startswith(".")]
+
+
 def _url_path(url: str) -> str:
     """The part of ``url`` after its scheme, without trailing slashes (``bucket/runs/tr8``)."""
     return url.split("://", 1)[-1].rstrip("/")

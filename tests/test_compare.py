@@ -271,3 +271,24 @@ def test_the_baseline_can_be_a_run_inside_a_path_that_holds_several():
     with pytest.raises(InputError) as exc:
         compare_runs([export], baseline="wandb_export", cache=False, jobs=1)
     assert str(exc.value).startswith("--baseline wandb_export: no such run (runs: wandb_export/gpt2_last_char_to_char")
+
+
+def test_a_folder_of_logs_is_compared_log_by_log_not_as_one_run(tmp_path):
+    # four unrelated logs in one folder used to be one run of four formats overlaid ("loss spike at step 1")
+    real = Path(__file__).parent / "fixtures" / "real"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(real / "nanogpt" / "ChenZihua-cn_nanoGPT_train.log", logs / "nanogpt.log")
+    shutil.copy(real / "torchtitan" / "NewComputeBench_completed_then_abort_in_teardown.txt", logs / "titan.txt")
+    (logs / "make_plots.py").write_text("print('code beside the logs is not a run')\n")
+    assert [n for n, _ in discover([logs])] == ["nanogpt", "titan"]
+    rows = {r.name: r for r in compare_runs([logs], cache=False, jobs=1).comparison.rows}
+    assert (rows["nanogpt"].outcome, rows["nanogpt"].outcome_step, rows["titan"].outcome, rows["titan"].outcome_step) \
+        == ("nan", 425, "completed", 640)
+    # beside run folders, a log is a run too, and a note that is no log says so in its row
+    (logs / "run-a").mkdir()
+    shutil.copy(Path(__file__).parent.parent / "sample_logs" / "clean-1.3B" / "train.log", logs / "run-a")
+    (logs / "notes.txt").write_text("Runs from March.\n")
+    assert [n for n, _ in discover([logs])] == ["nanogpt", "notes", "run-a", "titan"]
+    notes = next(r for r in compare_runs([logs], cache=False, jobs=1).comparison.rows if r.name == "notes")
+    assert notes.outcome == "unreadable" and "notes.txt: not a recognised training log" in notes.error

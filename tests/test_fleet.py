@@ -275,3 +275,20 @@ def test_the_rows_first_anomaly_is_the_chronicles_not_any_at_that_step(monkeypat
     monkeypatch.setattr(analysis, "analyze_run", with_changepoint)
     [row], _ = fleet.index_one("tr8", ROOT / "sample_logs" / "tr8-104B-sample", None, "sig", "code")
     assert (row["first_anomaly"], row["first_anomaly_step"]) == ("grad_norm_spike", 7010)
+
+
+def test_logs_at_the_root_beside_runs_are_runs_of_their_own_not_the_fleet_merged(tree: Path, tmp_path: Path) -> None:
+    # a stray log at the root used to make the root one run of everything under it (both projects merged)
+    shutil.copy(REAL / "nanogpt" / "ChenZihua-cn_nanoGPT_train.log", tree / "train.log")
+    (tree / "notes.txt").write_text("Runs from March; the 104B one was restarted twice.\n")
+    assert [name for name, _ in fleet.find_runs(tree)] == [
+        "notes.txt", "train.log", "hf/broken", "hf/qwen3", "megatron/clean", "megatron/tr8-104B"]
+    # a folder of logs only is a folder of runs, as compare reads it; one log with its config is one run
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(REAL / "nanogpt" / "ChenZihua-cn_nanoGPT_train.log", logs / "a.log")
+    shutil.copy(REAL / "torchtitan" / "NewComputeBench_completed_then_abort_in_teardown.txt", logs / "b.txt")
+    assert [name for name, _ in fleet.find_runs(logs)] == ["a.log", "b.txt"]
+    (logs / "b.txt").unlink()
+    (logs / "config.yaml").write_text("lr: 3e-4\n")
+    assert fleet.find_runs(logs) == [("logs", logs)]
