@@ -3,7 +3,8 @@
 Every file is recognised by its content: Megatron text logs, TensorBoard event files, and W&B exports (the
 ``.wandb`` log of a local run directory, API history dumps, chart and runs-table CSVs). A directory is one run,
 except that W&B files name their runs: when they name several (a chart export of three runs, a sweep's
-``wandb/`` folder), each named run is its own run. Within a run, full-resolution sources are preferred: TensorBoard
+``wandb/`` folder), each named run is its own run, and except that consoles of two or more formats (a nanoGPT log
+beside a torchtitan one) are as many runs, one per format. Within a run, full-resolution sources are preferred: TensorBoard
 and W&B history replace the text log's values at the same (metric, step), and a sampled W&B export contributes
 only metrics that no full-resolution source holds.
 """
@@ -188,6 +189,7 @@ def _load_local(root: Path, name: str | None, early: list[str] | None = None) ->
         reasons = "; ".join(warnings + skipped) or "no files"
         raise InputError(f"{shown}: no readable training logs ({reasons})")
     _split_launch_folders(pieces, root)
+    _split_programs(pieces, root)
     named = list(dict.fromkeys(p.run for p in pieces if p.run is not None))
     unnamed = [p for p in pieces if p.run is None]
     if len(named) == 1 and not unnamed and name is None:
@@ -249,6 +251,23 @@ def _split_launch_folders(pieces: list[Piece], root: Path) -> None:
         for piece in pieces:
             if id(piece) in runs:
                 piece.run = display_path(runs[id(piece)], root)
+
+
+def _split_programs(pieces: list[Piece], root: Path) -> None:
+    """Name the run of each console log when the directory holds consoles of two or more formats (a nanoGPT log
+    beside an llm.c one and a torchtitan one): one program prints one format, so these are as many runs, not one
+    run's sources overlaid step on step. A format's logs are one run (its launches), named by the file when it is
+    one, else by the format; the other files stay the directory's run."""
+    consoles = registry.console_formats()
+    mine = [p for p in pieces if p.run is None and p.fmt in consoles]
+    by_format: dict[str, list[Piece]] = {}
+    for piece in mine:
+        by_format.setdefault(piece.fmt, []).append(piece)
+    if len(by_format) > 1:
+        for fmt, group in by_format.items():
+            files = {p.file for p in group}
+            for piece in group:
+                piece.run = display_path(piece.file, root) if len(files) == 1 else fmt
 
 
 def load_run(path: str | Path, name: str | None = None) -> Run:

@@ -4,6 +4,7 @@ for a file no reader takes; and the readers of Lightning CSVLogger folders and M
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import forensics
+import parsers
 from parsers import load_run, load_runs, registry
 from parsers.reader import Reader
 from parsers.textfile import InputError
@@ -215,3 +217,16 @@ def test_a_search_skipped_for_want_of_its_literals_finds_what_a_search_finds(pat
     assert sum(rx.search(text) is not None for text in texts) > 0
     assert required_literals(re.compile(rb"(?i)abc|(?-i:DEFG)")) == ((b"abc", True), (b"DEFG", False))
     assert required_literals(re.compile(rb"abc|(?-i:DEF)g")) is None  # "g" alone: too short to gate on
+
+
+def test_consoles_of_different_programs_in_one_folder_are_runs_of_their_own(tmp_path) -> None:
+    # a nanoGPT log and a torchtitan log side by side used to be one run, the torchtitan loss overlaid on nanoGPT's steps
+    shutil.copy(REAL / "nanogpt" / "ChenZihua-cn_nanoGPT_train.log", tmp_path / "nanogpt.log")
+    shutil.copy(REAL / "torchtitan" / "NewComputeBench_completed_then_abort_in_teardown.txt", tmp_path / "titan.txt")
+    shutil.copy(REAL / "nanogpt" / "karpathy_nanoGPT_issue215_excerpt.txt", tmp_path / "more.txt")  # nanoGPT's too
+    findings = forensics.analyze(*parsers.load_runs(tmp_path))
+    runs = {r.name: r for r in findings.runs}
+    assert sorted(runs) == ["nanogpt", "titan.txt"]
+    assert [(str(a.end_reason), a.end_step) for a in runs["titan.txt"].attempts] == [("completed", 640)]
+    assert 425 in [a.step for a in runs["nanogpt"].anomalies if a.kind == "nan"]  # (its two logs: two launches)
+    assert len(runs["nanogpt"].attempts) == 2
