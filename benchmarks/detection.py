@@ -126,17 +126,20 @@ def clean_runs(seeds: int) -> None:
 
 def warnings(families: list[str], seeds: int, verbose: bool = False) -> None:
     """Per family, over the divergence scenarios: how many divergences had a warning at least 100 steps ahead, the
-    median lead, and the clean runs given a warning as if they blew up at their last step. ``verbose``: one line per
+    median lead, and the clean runs given a warning as if they blew up at their last step. The generator gives
+    ``PRECURSOR_SHARE`` (85%) of blow-ups a growing grad norm ahead; the rest come suddenly, with nothing to warn
+    from, so "of those, warned ahead" scores the detector against what the data held and the overall column against
+    the issue's target (80% of all divergences, which the sudden share caps near 85%). ``verbose``: one line per
     divergence not warned 100 steps ahead, and per false warning."""
     print(f"\n## Warning before the blow-up ({seeds} curves per family, divergence scenarios, intervals "
           f"{'/'.join(map(str, INTERVALS))})\n")
     print("| family | divergences found | with a warning | warned at least 100 steps ahead | median lead (steps) "
-          "| clean runs with a false warning |")
-    print("|---|---:|---:|---:|---:|---:|")
-    all_found = all_ahead = all_clean = all_false = 0
+          "| with a precursor in the data | of those, warned ahead | clean runs with a false warning |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    all_found = all_ahead = all_clean = all_false = all_pre = all_pre_ahead = 0
     notes = []
     for family in [f for f in families if f != "mixed"]:
-        found = warned = ahead = 0
+        found = warned = ahead = pre = pre_ahead = 0
         leads = []
         for scenario in ("divergence", "divergence_nan", "fp16_collapse"):
             for k in INTERVALS:
@@ -147,13 +150,18 @@ def warnings(families: list[str], seeds: int, verbose: bool = False) -> None:
                         continue
                     found += 1
                     w = divs[0].warning
+                    on_time = bool(w and w["lead_steps"] >= 100)
                     if w:
                         warned += 1
                         leads.append(w["lead_steps"])
-                        ahead += w["lead_steps"] >= 100
-                    if verbose and not (w and w["lead_steps"] >= 100):
+                    ahead += on_time
+                    if curve.precursor_from is not None:  # the generator grew the grad norm before this blow-up
+                        pre += 1
+                        pre_ahead += on_time
+                    if verbose and not on_time:
                         notes.append(f"not warned ahead: {family} {scenario} seed {seed} k {k}: divergence at "
-                                     f"{divs[0].step}, warning {w and (w['step'], [x['kind'] for x in w['signals']])}")
+                                     f"{divs[0].step}, precursor from {curve.precursor_from}, "
+                                     f"warning {w and (w['step'], [x['kind'] for x in w['signals']])}")
         clean = false = 0
         for k in INTERVALS:
             for seed in range(seeds):
@@ -170,11 +178,13 @@ def warnings(families: list[str], seeds: int, verbose: bool = False) -> None:
                                  f"{[x['detail'] for x in w['signals']]}")
         all_found, all_ahead, all_clean, all_false = (all_found + found, all_ahead + ahead, all_clean + clean,
                                                       all_false + false)
+        all_pre, all_pre_ahead = all_pre + pre, all_pre_ahead + pre_ahead
         median = f"{statistics.median(leads):.0f}" if leads else "-"
         print(f"| {family} | {found} | {warned} | {ahead}/{found} ({pct(ahead, found)}) | {median} "
-              f"| {false}/{clean} |")
-    print(f"| all | {all_found} | | {all_ahead}/{all_found} ({pct(all_ahead, all_found)}) | "
-          f"| {all_false}/{all_clean} ({pct(all_false, all_clean)}) |")
+              f"| {pre} | {pre_ahead}/{pre} ({pct(pre_ahead, pre)}) | {false}/{clean} |")
+    print(f"| all | {all_found} | | {all_ahead}/{all_found} ({pct(all_ahead, all_found)}) | | {all_pre} "
+          f"| {all_pre_ahead}/{all_pre} ({pct(all_pre_ahead, all_pre)}) | {all_false}/{all_clean} "
+          f"({pct(all_false, all_clean)}) |")
     if notes:
         print("", *notes, sep="\n")
 

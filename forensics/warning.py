@@ -6,8 +6,9 @@ after the last hole in the log before it (what lies across a gap is never a warn
 * **grad-norm rise** (OLMo 2: slow growth of the gradient norm before instabilities): the rolling median of the
   grad norm (over ``SMOOTH`` (15) points, or a twentieth of the look-back's points when fewer, at least 5) stands
   at least ``RISE`` (1.8x) above its lowest value in the look-back just
-  before the blow-up; the signal begins at the last point where it was still within 10% of that low (less half
-  the median's window, by which it lags); on a look-back of fewer than 10 points, too few to smooth, the grad norm
+  before the blow-up; the signal begins at the break of a level then a line rising from it, fitted by least
+  squares to the log grad norm up to where the median first stood ``RISE`` above its low, points beyond five MADs
+  of the median held in (:func:`_hinge`); on a look-back of fewer than 10 points, too few to smooth, the grad norm
   higher at each of its last ``CLIMB`` (3) points or more than at the one before, and at least ``RISE`` times the
   point it climbed from (the signal begins at the first point of the climb);
 * **loss-scale overflows** (GLM-130B, OPT: the loss scale crashing before the loss): a skipped-iteration burst or a
@@ -146,12 +147,46 @@ def _grad_rise(points: pl.DataFrame) -> dict[str, Any] | None:
     low, end = float(smooth[low_at]), float(smooth[-1])
     if not end >= RISE * low:
         return None
-    near = np.flatnonzero(ok & (np.arange(len(smooth)) >= low_at) & (smooth <= 1.1 * low))
-    began = int(near[-1]) - width // 2 if near.size else low_at  # the median lags by half its window
-    began = max(began, 0)
+    # the break of a level then a rise, fitted up to where the median first stands RISE above its low (the blow-up's
+    # own jump after that would pull the break late), each point held within five MADs of the median
+    up = np.flatnonzero(ok & (np.arange(smooth.size) >= low_at) & (smooth >= RISE * low))
+    log = np.log(points["value"].to_numpy()[: int(up[0]) + 1])
+    resid = log - np.log(smooth[: log.size])
+    mad = float(np.nanmedian(np.abs(resid - np.nanmedian(resid))))
+    held = np.where(np.isfinite(resid), log - resid + np.clip(resid, -5 * mad, 5 * mad), log)
+    if held.size >= 8:
+        began = _hinge(held)
+    else:  # too few points for a line and a break: the last point the median was near its low, less its lag
+        near = np.flatnonzero(ok & (np.arange(len(smooth)) >= low_at) & (smooth <= 1.1 * low))
+        began = max(int(near[-1]) - width // 2 if near.size else low_at, 0)
     return {"kind": Signal.GRAD_NORM_RISE, "step": int(steps[began]),
             "detail": f"grad norm began rising at step {int(steps[began])} ({end / low:.1f}x its low by step "
                       f"{int(steps[-1])}, rolling median of {width} points)"}
+
+
+def _hinge(y: np.ndarray) -> int:
+    """The index where ``y`` turns upward: least squares of a level, then a line rising from a break, over every
+    break from the third point to the fourth from the end, all at once from suffix sums. (Read off a rolling median,
+    a rise starts half a window late, or where noise last touched the median's low: on a long look-back, hundreds of
+    steps early.)
+
+    >>> _hinge(np.r_[np.zeros(30), np.linspace(0.0, 2.0, 21)[1:]])
+    29
+    """
+    n = y.size
+    x = np.arange(n) / n
+    c = np.arange(n, 0, -1, dtype=float)
+    s1, s2 = np.cumsum(x[::-1])[::-1], np.cumsum((x * x)[::-1])[::-1]
+    sy, sxy = np.cumsum(y[::-1])[::-1], np.cumsum((x * y)[::-1])[::-1]
+    m = np.empty((n, 2, 2))
+    m[:, 0, 0] = n
+    m[:, 0, 1] = m[:, 1, 0] = s1 - x * c          # sums of (x - x_b)+ and of its square, per break b
+    m[:, 1, 1] = s2 - 2 * x * s1 + x * x * c
+    v = np.stack([np.full(n, sy[0]), sxy - x * sy], axis=1)
+    breaks = np.arange(2, n - 3)
+    beta = np.linalg.solve(m[breaks], v[breaks][..., None])[..., 0]
+    sse = np.where(beta[:, 1] > 0, -(beta * v[breaks]).sum(axis=1), np.inf)  # the sum of y**2 is common to all
+    return int(breaks[np.argmin(sse)])
 
 
 def _grad_climb(points: pl.DataFrame) -> dict[str, Any] | None:

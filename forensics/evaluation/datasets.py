@@ -76,6 +76,7 @@ class Curve:
     metrics: pl.DataFrame
     events: pl.DataFrame
     truths: list[Truth] = field(default_factory=list)
+    precursor_from: int | None = None  # a blow-up's growing grad norm begins here (None: it comes suddenly)
 
 
 def _smooth_noise(rng: np.random.Generator, n: int, sigma: float, rho: float) -> np.ndarray:
@@ -278,6 +279,7 @@ def generate(scenario: str, seed: int, log_interval: int = 1, noise: str = "mixe
     elif scenario in {"divergence", "divergence_nan", "fp16_collapse"}:
         onset = int(rng.integers(max(warm * 2, n // 3), n - 300))
         collapse_at = None
+        precursor_from = None
         if scenario == "fp16_collapse":
             collapse_at = onset
             onset = onset + int(rng.integers(10, 60))
@@ -294,6 +296,7 @@ def generate(scenario: str, seed: int, log_interval: int = 1, noise: str = "mixe
             if lead > 0:
                 grow = np.clip((np.arange(n) - (onset - lead)) / lead, 0.0, 1.0)
                 log_grad += grow * math.log(rng.uniform(2.5, 6.0))
+                precursor_from = logged_step(onset - lead)
                 # a detector may rightly see the growing grad norm as a level shift or a spike: not required
                 truths += [Truth(kind, logged_step(onset - lead), logged_step(onset), optional=True)
                            for kind in (Kind.CHANGEPOINT, Kind.GRAD_NORM_SPIKE)]
@@ -333,6 +336,8 @@ def generate(scenario: str, seed: int, log_interval: int = 1, noise: str = "mixe
     loss = np.exp(log_loss[:end])
     grad = np.exp(log_grad[:end])
     curve = _log(scenario, seed, k, loss, grad, base["lr"][:end], scale[:end], skipped[:end], truths, iter_ms[:end])
+    if scenario in {"divergence", "divergence_nan", "fp16_collapse"}:
+        curve.precursor_from = precursor_from
     if spikes:
         plain = _log(scenario, seed, k, np.exp(clean_loss), np.exp(clean_grad), base["lr"], scale, skipped, [],
                      iter_ms)
