@@ -235,12 +235,15 @@ def _next_sweep_job(events: pl.DataFrame, printed: pl.DataFrame, end_step: int |
         jobs = jobs.filter((pl.col("source") == first["source"]) & (pl.col("line") < (first["line"] or 0)))
     if not jobs.height:
         return None
-    jobs = jobs.sort("line").with_columns(
-        label=pl.col("text").str.extract(r"#(\d+ : .*)$", 1).str.strip_chars().str.replace(r" : ", " (") + ")")
-    seen = ", ".join(f"#{j}" for j in jobs["label"].drop_nulls())
+    # each job by its number and its overrides (the parser's: parsers.schema.EV_SWEEP_JOB)
+    labels = [f"{number:.0f} ({overrides})" for number, overrides in jobs.sort("line").select("value", "text").rows()
+              if number is not None and overrides is not None]
+    if not labels:
+        return None
+    seen = ", ".join(f"#{label}" for label in labels)
     said = (f"its test evaluation at its last logged step ({end_step}) was done" if done
             else f"no end printed after its last logged step ({end_step})")
-    later = (f"; the “{quote(printed['text'][0])}” printed later came during #{jobs['label'][-1]}, not in this job"
+    later = (f"; the “{quote(printed['text'][0])}” printed later came during #{labels[-1]}, not in this job"
              if printed.height else "")
     return Ending(EndReason.COMPLETED if done else EndReason.UNKNOWN,
                   f"{said}; then the sweep launched its next job in the same process (Hydra's {seen}){later}")
@@ -275,9 +278,12 @@ def _unnumbered(events: pl.DataFrame, next_index: int | None) -> Ending | None:
         ordered = over.sort("line", nulls_last=True).with_columns(same=same).filter(
             ~((pl.col("same") == pl.col("same").shift(1)) & (pl.col("line") - pl.col("line").shift(1) <= 1))
             .fill_null(False))
-        # a line that names its iteration is that iteration's overflow, whoever printed it and wherever: one per
-        # iteration named; a skip line near one (before or after it) is that overflow's own
-        ordered = ordered.with_columns(it=pl.col("same").str.extract(r"\biteration:? (\d+)", 1))
+        # a line that names its iteration (the parser's second event of it: parsers.schema.EV_OVERFLOW_ITERATION) is
+        # that iteration's overflow, whoever printed it and wherever: one per iteration named; a skip line near one
+        # (before or after it) is that overflow's own
+        iterations = events.filter(pl.col("kind") == s.EV_OVERFLOW_ITERATION).select("source", "line", it="value") \
+            .unique(["source", "line"], keep="first")
+        ordered = ordered.join(iterations, on=["source", "line"], how="left", maintain_order="left")
         named = ordered.filter(pl.col("it").is_not_null())
         rest = ordered.filter(pl.col("it").is_null())
         if named.height and rest.height:

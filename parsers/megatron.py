@@ -1108,6 +1108,9 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
     # a traceback logged as one list is quoted by the error it ends with
     listed = pl.coalesce(pl.col("body").str.extract(p.LISTED_ERROR, 1), pl.col("body").str.extract(p.LISTED_ERROR, 2))
     ev = ev.with_columns(text=pl.when(pl.col("kind") == s.EV_ERROR).then(pl.coalesce(listed, "text")).otherwise("text"))
+    # a sweep's job is its number (the value) and its overrides as printed ("hidden_dim=1028")
+    ev = ev.with_columns(text=pl.when(pl.col("kind") == s.EV_SWEEP_JOB)
+                         .then(pl.coalesce(pl.col("body").str.extract(p.SWEEP_JOB, 2), "text")).otherwise("text"))
     # a line that is also an event of a second kind, beside its own: one that says the optimizer state was not
     # loaded; a CUDA or NCCL error that names the hardware (ECC, Xid); an error that says a connection could not be
     # made (a wrong address, or the network)
@@ -1117,7 +1120,11 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
         (s.EV_HARDWARE_NAMED, pl.col("kind").is_in([s.EV_CUDA_ERROR, s.EV_NCCL_ERROR])
          & text.str.contains(p.NAMES_HARDWARE)),
         (s.EV_UNREACHABLE, pl.col("kind").is_in(list(s.ERROR_KINDS)) & text.str.contains(p.UNREACHABLE)))]
-    ev = pl.concat([ev, *(a for a in also if a.height)], how="vertical_relaxed")
+    # an fp16 overflow line that names its iteration ("Grad overflow on iteration: 8"): that iteration, as a second event
+    named = ev.filter(pl.col("kind").is_in(list(s.OVERFLOW_KINDS)) & text.str.contains(p.OVERFLOW_ITERATION)).with_columns(
+        kind=pl.lit(s.EV_OVERFLOW_ITERATION),
+        value=pl.col("text").str.extract(p.OVERFLOW_ITERATION, 1).cast(pl.Float64, strict=False))
+    ev = pl.concat([ev, *(a for a in (*also, named) if a.height)], how="vertical_relaxed")
     return ev.select("line", "attempt", "step", "kind", "value", "wall_time", "text").pipe(_shard_totals)
 
 

@@ -274,6 +274,10 @@ STEP_VALUED = frozenset({s.EV_CHECKPOINT_LOAD, s.EV_CHECKPOINT_SAVE, s.EV_CHECKP
 SHARED_MEMORY = r"</torch_|/dev/shm|shared memory"
 # DeepSpeed's overflow line: the scale it tried and the one it set (the same: parsers.schema.EV_OVERFLOW_SCALE_KEPT)
 ATTEMPTED_SCALE = r"Attempted loss scale: ([\d.]+(?:[eE][-+]?\d+)?), reducing to ([\d.]+(?:[eE][-+]?\d+)?)"
+# the job a Hydra sweep launched: its number and its overrides (parsers.schema.EV_SWEEP_JOB)
+SWEEP_JOB = r"\[HYDRA\]\s+#(\d+) : (.*?)\s*$"
+# the iteration an fp16 overflow line names (parsers.schema.EV_OVERFLOW_ITERATION): "Grad overflow on iteration: 8"
+OVERFLOW_ITERATION = r"\biteration:? (\d+)"
 # a CUDA or NCCL error that names the hardware itself (parsers.schema.EV_HARDWARE_NAMED)
 NAMES_HARDWARE = r"(?i)\bECC\b|\bXid\b"
 # a line that says a resume did not load the optimizer state (parsers.schema.EV_OPTIMIZER_NOT_LOADED)

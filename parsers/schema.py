@@ -123,6 +123,9 @@ EV_OVERFLOW_SCALE_KEPT = "overflow_scale_kept"  # an overflow that left the scal
                                             # line says only that hysteresis held it: "Attempted loss scale:
                                             # 65536, but hysteresis is 2. Reducing hysteresis to 1")
 OVERFLOW_KINDS = frozenset({EV_OVERFLOW, EV_OVERFLOW_SCALE_KEPT})  # every fp16 overflow line (a skipped step)
+EV_OVERFLOW_ITERATION = "overflow_iteration"  # an fp16 overflow line that names the iteration it skipped (Apex's
+                                            # and Megatron's "Grad overflow on iteration: 8"): a second event of
+                                            # that line, beside its overflow kind; value = the iteration named
 EV_OVERFLOW_STOP = "overflow_stop"          # the program stops on fp16 overflows (too many in a row, the scale
                                             # at its minimum): an error, whose cause the line names
 EV_SKIPPED_COUNT = "skipped_count"          # DeepSpeed's running count of skipped steps ("step=N, skipped=M"):
@@ -190,8 +193,9 @@ EV_PROGRESS = "progress_bar"              # a tqdm progress bar with no label ("
 EV_LAST_TIMED_LINE = "last_timed_line"      # a text log's last line that prints a time: when its processes were
                                             # last heard from (a rank hanging on after another failed)
 EV_SWEEP_JOB = "sweep_job"                  # a sweep launched its next job in the same process (Hydra's multirun:
-                                            # "[HYDRA]        #3 : hidden_dim=1028"): value = its number; the job
-                                            # before it had returned
+                                            # "[HYDRA]        #3 : hidden_dim=1028"): value = its number (3), text =
+                                            # its overrides as printed ("hidden_dim=1028"); the job before it had
+                                            # returned
 
 # errors, as the chronicle lists them; the hardware / infrastructure evidence among them
 # formats whose logged loss is a mean over the iterations since the point before (Megatron's log interval, the

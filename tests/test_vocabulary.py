@@ -101,9 +101,6 @@ def test_the_evaluation_harness_speaks_kind() -> None:
 # string methods that read prose out of a log line
 _TEXT_METHODS = {"contains", "extract", "extract_all", "extract_groups", "replace", "replace_all", "starts_with",
                  "ends_with", "count_matches", "find", "split"}
-# what forensics/ still reads out of a line's text, each a known debt (FINDINGS): a sweep job's label, quoted as
-# printed; the iteration an fp16 overflow line names
-_KNOWN_TEXT_READS = {("forensics/endings.py", "_next_sweep_job"), ("forensics/endings.py", "_unnumbered")}
 
 
 def text_reads(source: str) -> list[tuple[int, str]]:
@@ -135,9 +132,27 @@ def text_reads(source: str) -> list[tuple[int, str]]:
 def test_forensics_reads_no_prose_from_log_lines() -> None:
     """Issue 17: the reader that sees a line gives it a typed event kind (parsers.schema); forensics/ works on kinds
     and fields, not on the words of the line ("Skipping step", "not loading optimizer", rank prefixes: all moved to
-    parsers). The reads still left are listed, by function, in ``_KNOWN_TEXT_READS``."""
-    reads = {(str(path.relative_to(ROOT)), fn): line for path in sorted((ROOT / "forensics").rglob("*.py"))
-             for line, fn in text_reads(path.read_text(encoding="utf-8"))}
-    new = sorted(f"{path}:{line} in {fn}" for (path, fn), line in reads.items() if (path, fn) not in _KNOWN_TEXT_READS)
-    assert not new, "let the parser give these lines an event kind (parsers/schema.py):\n" + "\n".join(new)
-    assert set(reads) == _KNOWN_TEXT_READS  # a debt paid comes off the list
+    parsers; a sweep job's number and overrides, the iteration an fp16 overflow line names: the parsers' too)."""
+    reads = sorted(f"{path.relative_to(ROOT)}:{line} in {fn}" for path in sorted((ROOT / "forensics").rglob("*.py"))
+                   for line, fn in text_reads(path.read_text(encoding="utf-8")))
+    assert not reads, "let the parser give these lines an event kind (parsers/schema.py):\n" + "\n".join(reads)
+
+
+def test_the_parsers_give_a_sweep_job_and_an_overflows_iteration_as_fields() -> None:
+    """What forensics.endings read out of lines' text, the parsers give: Tarun-AK/scaling's Hydra sweep
+    ("[HYDRA] \\t#3 : hidden_dim=1028", output.log L6/L14/L20) is a sweep_job event of value 3 whose text is its
+    overrides; DeepSpeed #697's "Grad overflow on iteration 8" (L7, L9, L13: three ranks' copies) is an overflow with
+    an overflow_iteration event of value 8 beside it; the skip line after them (L14) names none."""
+    import polars as pl
+
+    import parsers
+
+    real = ROOT / "tests" / "fixtures" / "real"
+    jobs = parsers.load_run(real / "wandb" / "Tarun-AK__scaling").events.filter(pl.col("kind") == schema.EV_SWEEP_JOB)
+    assert jobs.sort("line").select("line", "value", "text").rows() == [
+        (6, 1.0, "hidden_dim=256"), (14, 2.0, "hidden_dim=512"), (20, 3.0, "hidden_dim=1028")]
+    events = parsers.load_run(real / "console_errors" / "deepspeed_issue697_overflow_copies_excerpt.txt").events
+    named = events.filter(pl.col("kind") == schema.EV_OVERFLOW_ITERATION).sort("line")
+    assert named.select("line", "value").rows() == [(7, 8.0), (9, 8.0), (13, 8.0)]
+    overflows = events.filter(pl.col("kind").is_in(list(schema.OVERFLOW_KINDS))).sort("line")
+    assert overflows["line"].to_list() == [7, 9, 13, 14]
