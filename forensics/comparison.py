@@ -143,7 +143,7 @@ class RunRow:
 
 
 # the states W&B records for a run (parsers.schema.RunState) as outcomes
-RUN_STATES: dict[s.RunState, Outcome] = {
+RUN_STATES: dict[str, Outcome] = {
     s.RunState.FINISHED: Outcome.COMPLETED, s.RunState.FAILED: Outcome.CRASHED, s.RunState.CRASHED: Outcome.CRASHED,
     s.RunState.KILLED: Outcome.STOPPED, s.RunState.RUNNING: Outcome.RUNNING}
 
@@ -165,10 +165,8 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
     told = (state is not None or ended is not None) and not any(a.end_reason != EndReason.NO_TRAINING
                                                                 for a in run.attempts)
     # (a state W&B added since, "preempted" say, is an end the table names but this does not know: exited)
-    known = str(state).lower() in set(s.RunState)
-    outcome = ((RUN_STATES[s.RunState(str(state).lower())] if known else Outcome.EXITED) if state is not None
-               else Outcome.EXITED) if told else OUTCOMES.get(last.end_reason, Outcome.RUNNING) if last \
-        else Outcome.RUNNING
+    outcome = (RUN_STATES.get(str(state).lower(), Outcome.EXITED) if state is not None else Outcome.EXITED) if told \
+        else OUTCOMES.get(last.end_reason, Outcome.RUNNING) if last else Outcome.RUNNING
     if outcome == Outcome.COMPLETED and last and any(a.attempt == last.index and a.kind == Kind.DIVERGENCE
                                                      for a in run.anomalies):
         outcome = Outcome.DIVERGED  # it ran its steps with its loss diverged: that is the state it ended in

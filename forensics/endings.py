@@ -212,7 +212,7 @@ def end_of(
         said = cut["text"][0] or ""
         return Ending(EndReason.UNKNOWN if next_index is not None else EndReason.RUNNING,
                       "the log leaves out what followed its last step ("
-                      + (f"{said})" if said.startswith("its history") else "a “...” line)"), s.EV_ELISION,
+                      + (f"{said})" if cut["value"][0] is not None else "a “...” line)"), s.EV_ELISION,
                       cut["wall_time"][0], step=int(cut["value"][0] if cut["value"][0] is not None else cut["step"][0]))
     if end_step is None:
         return _unnumbered(events, next_index) or Ending(EndReason.NO_TRAINING, "")

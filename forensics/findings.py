@@ -385,8 +385,20 @@ class ModelCheck:
         >>> ModelCheck(size_ratio=0.553).size_mismatch, gemma_2_2b.size_mismatch
         (True, False)
         """
-        return (self.size_ratio is not None and not size_within(self.size_ratio)
-                and not (self.size_ratio_non_embedding is not None and size_within(self.size_ratio_non_embedding)))
+        return self.size_ratio is not None and not self.sizes_within()
+
+    def sizes_within(self) -> dict[SizeBasis, float]:
+        """The counts from the shape (the total, the count without the embeddings) within 25% of the size in the
+        run's name, each with its ratio to it.
+
+        >>> ModelCheck(size_ratio=1.31, size_ratio_non_embedding=1.01).sizes_within()
+        {<SizeBasis.NON_EMBEDDING: 'non_embedding'>: 1.01}
+        >>> ModelCheck(size_ratio=0.553).sizes_within(), ModelCheck().sizes_within()
+        ({}, {})
+        """
+        return {basis: ratio for basis, ratio in ((SizeBasis.TOTAL, self.size_ratio),
+                                                  (SizeBasis.NON_EMBEDDING, self.size_ratio_non_embedding))
+                if ratio is not None and size_within(ratio)}
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

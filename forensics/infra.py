@@ -17,16 +17,23 @@ from parsers.ranks import same_line
 NO_STEP_READ = "with no step read from its logs"  # (not "before any step": a log may show steps in a form no reader takes)
 
 
+def _after_first(events: pl.DataFrame, trigger: str, later: pl.DataFrame, same_step: pl.Expr) -> pl.DataFrame:
+    """The rows of ``later`` printed after the first event of kind ``trigger`` in the same log and attempt, where
+    ``same_step`` holds (an expression of their ``step`` and the trigger's, ``trigger_step``)."""
+    first = (events.filter(pl.col("kind") == trigger).sort("line").group_by("attempt", "source")
+             .agg(pl.col("line").first().alias("trigger_line"), pl.col("step").first().alias("trigger_step")))
+    return later.join(first, on=["attempt", "source"]).filter(
+        (pl.col("line") > pl.col("trigger_line")) & same_step).drop("trigger_line", "trigger_step")
+
+
 def error_aftermath(events: pl.DataFrame) -> pl.DataFrame:
     """The NCCL errors printed after an error of the program or its set-up in the same log and attempt, at its step
     (or both before any): NCCL failing on what the error said (NCCL's "Duplicate GPU detected", two ranks on one GPU,
     then its "internal error"), or ranks seeing the failed one go. Consequences of that error, not evidence of a
     fault of the hardware."""
-    first = (events.filter(pl.col("kind") == s.EV_ERROR).sort("line").group_by("attempt", "source")
-             .agg(pl.col("line").first().alias("first_error"), pl.col("step").first().alias("error_step")))
-    same_step = (pl.col("step").is_null() & pl.col("error_step").is_null()) | (pl.col("step") == pl.col("error_step"))
-    return events.filter(pl.col("kind") == s.EV_NCCL_ERROR).join(first, on=["attempt", "source"]).filter(
-        (pl.col("line") > pl.col("first_error")) & same_step).drop("first_error", "error_step")
+    same_step = ((pl.col("step").is_null() & pl.col("trigger_step").is_null())
+                 | (pl.col("step") == pl.col("trigger_step")))
+    return _after_first(events, s.EV_ERROR, events.filter(pl.col("kind") == s.EV_NCCL_ERROR), same_step)
 
 
 def _where(attempt: int | None, step: int | None, source: str | None = None, attempts: list[Attempt] | None = None,
@@ -53,15 +60,12 @@ def oom_aftermath(events: pl.DataFrame) -> pl.DataFrame:
     hardware: ECC, Xid): a process out of GPU memory fails its next CUDA calls (NCCL's "unhandled cuda error"), and the
     ranks it talked to see it exit ("remote process exited"). Consequences of the out-of-memory, not evidence of a
     fault of the hardware: those printed at its step (before the log shows a later one)."""
-    first = (events.filter(pl.col("kind") == s.EV_OOM).sort("line").group_by("attempt", "source")
-             .agg(pl.col("line").first().alias("first_oom"), pl.col("step").first().alias("oom_step")))
     # (at the out-of-memory's step: an NCCL error iterations later, after the run went on, is not its consequence)
-    same_step = pl.col("step").is_null() | pl.col("oom_step").is_null() | (pl.col("step") == pl.col("oom_step"))
+    same_step = pl.col("step").is_null() | pl.col("trigger_step").is_null() | (pl.col("step") == pl.col("trigger_step"))
     named = events.filter(pl.col("kind") == s.EV_HARDWARE_NAMED).select("attempt", "source", "line")
-    return events.filter(pl.col("kind").is_in([s.EV_NCCL_ERROR, s.EV_CUDA_ERROR])).join(
-        named, on=["attempt", "source", "line"], how="anti", nulls_equal=True).join(
-        first, on=["attempt", "source"]).filter((pl.col("line") > pl.col("first_oom")) & same_step).drop(
-        "first_oom", "oom_step")
+    errors = events.filter(pl.col("kind").is_in([s.EV_NCCL_ERROR, s.EV_CUDA_ERROR])).join(
+        named, on=["attempt", "source", "line"], how="anti", nulls_equal=True)
+    return _after_first(events, s.EV_OOM, errors, same_step)
 
 
 def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: list[Anomaly],
@@ -208,7 +212,7 @@ def stops(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFram
         counter = [f"attempt {a.index} was already {'NaN' if t.kind == Kind.NAN else 'diverging'} from step {t.step}"
                    for a in mine if (t := _trouble_before(a, anomalies)) is not None]
         # the scheduler said why: its time limit (slurm's "CANCELLED AT ... DUE TO TIME LIMIT")
-        timed_out = kind == CauseKind.STOPPED and all("DUE TO TIME LIMIT" in (a.end_detail or "") for a in mine)
+        timed_out = kind == CauseKind.STOPPED and all(a.end_kind == s.EV_TIME_LIMIT for a in mine)
         if timed_out:
             cause = "the job's time limit: the scheduler stopped it, as its own line says"
         out.append(Cause(

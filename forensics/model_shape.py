@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.findings import ModelCheck, SizeBasis, size_within
+from forensics.findings import ModelCheck
 from parsers import schema as s
 
 INIT_STD_FACTOR = 2.5  # an init std beyond 2.5x (or below 1/2.5 of) the small-init value is noted
@@ -237,9 +237,7 @@ def check_model(
             check.size_ratio_non_embedding = check.parameters_non_embedding / check.parameters_stated
         # the name is the total or (Gemma's "2B", Qwen's non-embedding counts) the count without the embeddings:
         # whichever is within 25% of it, the nearer if both are
-        within = {basis: r for basis, r in ((SizeBasis.TOTAL, ratio),
-                                            (SizeBasis.NON_EMBEDDING, check.size_ratio_non_embedding))
-                  if r is not None and size_within(r)}
+        within = check.sizes_within()
         if within:
             check.name_matches = min(within, key=lambda basis: abs(math.log(within[basis])))
         if check.size_mismatch:

@@ -303,3 +303,24 @@ def test_an_ecc_error_after_an_out_of_memory_stays_evidence_of_the_hardware(tmp_
     assert named["line"].to_list() == [4]
     after = oom_aftermath(events)
     assert after.select("kind", "line").rows() == [(s.EV_NCCL_ERROR, 3)]
+
+
+def test_the_time_limit_cause_is_decided_by_the_ending_kind_not_the_quoted_words():
+    """The time-limit cause reads the attempt's end kind (parsers.schema.EV_TIME_LIMIT), not the words "DUE TO TIME
+    LIMIT" in its quoted line: spyysalo/lumi-llm-scaling's slurm line with another rank's output glued in front of
+    it (constructed: ranks' output interleaves) is quoted cut at 240 characters, before those words."""
+    from forensics.endings import quote
+    from forensics.infra import stops
+
+    line = ("x" * 200 + "0: slurmstepd: error: *** STEP 3660463.0 ON nid005740 CANCELLED AT 2023-06-09T17:33:54 "
+            "DUE TO TIME LIMIT ***")
+    assert "DUE TO TIME LIMIT" not in quote(line)
+    ended = attempt(1, 10, 200, None, end_kind=s.EV_TIME_LIMIT, end_detail=quote(line))
+    ended.end_reason = EndReason.STOPPED
+    [cause] = stops([ended], [])
+    assert (cause.cause, cause.confidence) == ("the job's time limit: the scheduler stopped it, as its own line says",
+                                               0.9)
+    cancelled = attempt(1, 10, 200, None, end_kind=s.EV_CANCELLED,
+                        end_detail="srun: Job step aborted: Waiting up to 32 seconds for job step to finish.")
+    cancelled.end_reason = EndReason.STOPPED
+    assert stops([cancelled], [])[0].cause == "stopped by the scheduler or a person"
