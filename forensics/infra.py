@@ -184,7 +184,10 @@ def memory(events: pl.DataFrame, attempts: list[Attempt], stepped: frozenset[str
                  f"(first: {quote(t)}) follow from it, not from the hardware: a process out of memory fails its next "
                  "CUDA calls, and the ranks it talked to see it exit" for a, n, t in followed.rows()]
     check = "memory per GPU (micro-batch, activation checkpointing, sequence length) and other processes on the node"
-    if ended and all(a.end_step is None and "NCCL" in (a.end_detail or "") for a in ended):  # no batch had run yet
+    # (the out-of-memory lines NCCL printed, parsers.schema.EV_NCCL_OUT_OF_MEMORY)
+    nccl = {(a, quote(t)) for a, t in events.filter(pl.col("kind") == s.EV_NCCL_OUT_OF_MEMORY)
+            .select("attempt", "text").rows()}
+    if ended and all(a.end_step is None and (a.index, a.end_detail) in nccl for a in ended):  # no batch had run yet
         check = ("other processes on the node first (a previous launch still holding the GPUs: nvidia-smi): NCCL's own "
                  "allocation ran out of memory before any step was logged; then NCCL's buffers (NCCL_BUFFSIZE, for "
                  "each process group) and the model's size per GPU; micro-batch, activation checkpointing and "

@@ -1113,13 +1113,14 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
                          .then(pl.coalesce(pl.col("body").str.extract(p.SWEEP_JOB, 2), "text")).otherwise("text"))
     # a line that is also an event of a second kind, beside its own: one that says the optimizer state was not
     # loaded; a CUDA or NCCL error that names the hardware (ECC, Xid); an error that says a connection could not be
-    # made (a wrong address, or the network)
+    # made (a wrong address, or the network); an out-of-memory NCCL printed
     text = pl.col("text").fill_null("")
     also = [ev.filter(when).with_columns(kind=pl.lit(kind), value=pl.lit(None, pl.Float64)) for kind, when in (
         (s.EV_OPTIMIZER_NOT_LOADED, text.str.contains(p.NO_OPTIMIZER_STATE)),
         (s.EV_HARDWARE_NAMED, pl.col("kind").is_in([s.EV_CUDA_ERROR, s.EV_NCCL_ERROR])
          & text.str.contains(p.NAMES_HARDWARE)),
-        (s.EV_UNREACHABLE, pl.col("kind").is_in(list(s.ERROR_KINDS)) & text.str.contains(p.UNREACHABLE)))]
+        (s.EV_UNREACHABLE, pl.col("kind").is_in(list(s.ERROR_KINDS)) & text.str.contains(p.UNREACHABLE)),
+        (s.EV_NCCL_OUT_OF_MEMORY, (pl.col("kind") == s.EV_OOM) & text.str.contains(p.NCCL_NAMED)))]
     # an fp16 overflow line that names its iteration ("Grad overflow on iteration: 8"): that iteration, as a second event
     named = ev.filter(pl.col("kind").is_in(list(s.OVERFLOW_KINDS)) & text.str.contains(p.OVERFLOW_ITERATION)).with_columns(
         kind=pl.lit(s.EV_OVERFLOW_ITERATION),

@@ -152,6 +152,9 @@ EV_CUDA_ERROR = "cuda_error"                # CUDA errors, ECC, Xid
 EV_NCCL_ERROR = "nccl_error"                # NCCL errors (system, internal, unhandled CUDA, communicator aborted)
 EV_COLLECTIVE_TIMEOUT = "collective_timeout"  # a collective timed out (NCCL watchdog): some rank stopped answering
 EV_OOM = "out_of_memory"                    # GPU or host out of memory (CUDA OOM, the kernel's oom-killer)
+EV_NCCL_OUT_OF_MEMORY = "nccl_out_of_memory"  # an out-of-memory line NCCL printed ("NCCL WARN Cuda failure 2 'out of
+                                            # memory'": its own buffers could not be allocated): a second event of
+                                            # that line, beside its out_of_memory
 EV_OOM_RECOVERED = "out_of_memory_recovered"  # an out-of-memory the program caught: it skipped the batch, went on
 EV_HOST_ERROR = "host_error"                # the machine: bus error (shared memory), node failure
 EV_STORAGE_ERROR = "storage_error"          # a file could not be written or read: disk full, quota, I/O error, a

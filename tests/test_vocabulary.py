@@ -156,3 +156,19 @@ def test_the_parsers_give_a_sweep_job_and_an_overflows_iteration_as_fields() -> 
     assert named.select("line", "value").rows() == [(7, 8.0), (9, 8.0), (13, 8.0)]
     overflows = events.filter(pl.col("kind").is_in(list(schema.OVERFLOW_KINDS))).sort("line")
     assert overflows["line"].to_list() == [7, 9, 13, 14]
+
+
+def test_an_out_of_memory_nccl_printed_is_a_second_event_of_its_line() -> None:
+    """Megatron-Bridge #771: six ranks' "include/alloc.h:228 NCCL WARN Cuda failure 2 'out of memory'" (L10-20) are
+    out_of_memory events, each with a nccl_out_of_memory event beside it, which forensics.infra reads for "NCCL's own
+    allocation ran out of memory" instead of looking for the word NCCL in the quoted ending."""
+    import polars as pl
+
+    import parsers
+
+    log = ROOT / "tests" / "fixtures" / "real" / "console_errors" / "megatron_bridge_issue771_nccl_oom_six_ranks_excerpt.txt"
+    events = parsers.load_run(log).events
+    ooms = events.filter(pl.col("kind") == schema.EV_OOM).sort("line")
+    nccl = events.filter(pl.col("kind") == schema.EV_NCCL_OUT_OF_MEMORY).sort("line")
+    assert nccl["line"].to_list() == [10, 12, 14, 16, 18, 20]
+    assert set(nccl["line"]) <= set(ooms["line"])  # each beside its own out_of_memory
