@@ -167,6 +167,10 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     # step", "fp16 dynamic loss scale overflow! Skipping step"; Megatron, Apex
     (s.EV_OVERFLOW, r"(?:OVERFLOW!|loss scale overflow!|Grad overflow on iteration|Overflow detected\. Skipping step)"
                     r".*?(?:reducing to (\d+(?:\.\d*)?))?$"),
+    # Apex's amp: "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0" (its scaler's
+    # number, then the scale it set, down to 1e-205 when every step overflows)
+    (s.EV_OVERFLOW, r"Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to "
+                    r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"),
     # DeepSpeed's progress line every steps_per_print: "[Rank 0] step=2500, skipped=1586, lr=[...], mom=[...]"
     (s.EV_SKIPPED_COUNT, r"\bstep=\d+, skipped=(\d+)"),
     (s.EV_NAN_CHECK, r"found (?:NaN|Inf) in|Unexpected result|Bad grad_norm detected|Need to rerun step"

@@ -122,3 +122,29 @@ def test_trainer_state_cut_short_or_with_a_damaged_entry_keeps_its_sound_entries
     assert bad.metrics.filter(metric="loss")["step"].to_list() == [100, 200, 400, 500]
     assert bad.configs.filter(key="micro_batch_size")["value"].to_list() == ["16"]  # and those after it
     assert whole.metrics.filter(metric="loss")["step"].to_list() == [100, 200, 300, 400, 500]
+
+
+def test_printed_training_arguments_are_its_config_and_number_its_dicts() -> None:
+    """thai2transformers' run_mlm output prints 'TrainingArguments(output_dir=..., logging_steps=5, ...)' on one line
+    and its dicts without a step: they were numbered 1-8 and the arguments not read; they are its config, and its
+    logging_steps puts the dicts at steps 5, 10, ... (the bar after the second dict is at 10/100)."""
+    run = load_run(REAL / "hf_trainer" / "thai2transformers_mlm_one_line_arguments.log")
+    config = dict(run.configs.select("key", "value").rows())
+    assert (config["logging_steps"], config["train_iters"], config["lr"]) == ("5", "100", "0.0005")
+    assert run.metrics.filter(metric="loss").select("step", "value").rows()[:2] == [(5, 9.954816436767578),
+                                                                                     (10, 9.293991851806641)]
+    assert run.metrics.filter(metric="loss")["step"].max() == 40
+
+
+def test_a_dict_printed_after_the_bar_has_the_bars_step() -> None:
+    """thai2transformers' wisesight fine-tuning: '  1%|▏   | 20/1352 [02:11<51:39,  2.33s/it]{'loss': 1.3437...}';
+    dicts under a bar already redrawn have no bar (their epoch says their step: 1352 an epoch). They were numbered
+    1-130; Apex's 'Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0' lines were not
+    read at all."""
+    run = load_run(REAL / "hf_trainer" / "thai2transformers_wisesight_apex_fp16.log")
+    loss = run.metrics.filter(metric="loss").select("step", "value")
+    assert loss.rows()[:5] == [(20, 1.3437000274658204), (30, 1.2052518844604492), (40, 1.1024581909179687),
+                               (60, 1.047784423828125), (70, 1.0573417663574218)]
+    assert loss["step"].max() == 1350
+    overflows = run.events.filter(kind="overflow")
+    assert overflows["value"].to_list() == [32768.0, 16384.0, 8192.0]

@@ -128,6 +128,10 @@ class LineFormat:
     # the settings a printed config implies in Megatron's names, where its own keys do not say them (llm-foundry's
     # MPT: its expansion_ratio is the FFN's width, its learned positions span max_seq_len): added to it
     config_implies: Callable[[dict], dict] | None = None
+    # the settings of a printed config's text (its lines after the one that begins it, or that one line when it ends
+    # on it: the Hugging Face Trainer's one-line "TrainingArguments(output_dir=..., logging_steps=10, ...)"), where
+    # it is not YAML; its "logging_steps" numbers the metrics lines of a log that prints no step
+    config_reader: Callable[[str], dict] | None = None
 
     def sniff(self, head: bytes, name: str) -> bool:
         return b"\x00" not in head[:8192] and search(self.detect, head) is not None
@@ -169,7 +173,7 @@ class LineFormat:
                                else "its values were not used"))
         notes: list[str] = []
         others_frame = self._others(other)
-        metrics, iters, counted = self._metrics(lines, notes, others_frame)
+        metrics, iters, counted = self._metrics(lines, notes, others_frame, self._logging_interval(settings))
         for metric, value, why in self.placeholders:
             placeholder = (pl.col("metric") == metric) & (pl.col("value") == value)
             if (n := metrics.filter(placeholder).height):
@@ -206,7 +210,7 @@ class LineFormat:
             configs = _with_planned(configs, others_frame)
         if settings:
             printed_configs, config_notes = _config_blocks(pl.concat(settings), iters, others_frame,
-                                                          self.config_implies)
+                                                          self.config_implies, self.config_reader)
             configs = pl.concat([printed_configs.join(configs.select("attempt", "key"), on=["attempt", "key"],
                                                       how="anti"), configs], how="vertical_relaxed")
             warnings += [f"{source}: {note}" for note in config_notes]
@@ -232,7 +236,8 @@ class LineFormat:
             n_attempts=max(int(bounds["attempt"].max() or 0), 1),  # type: ignore[arg-type]
             tags={name: name for name in metrics["metric"].unique().to_list()},
             counted_steps=counted,
-            bar_steps=BARRED_NOTE in notes or any(n.startswith(SAVED_NOTE) for n in notes),
+            bar_steps=BARRED_NOTE in notes or any(n.startswith((SAVED_NOTE, ARGUMENTS_NOTE, GLUED_NOTE))
+                                                  for n in notes),
         )
 
     # --- per block --------------------------------------------------------------------------------------------------
@@ -292,16 +297,36 @@ class LineFormat:
                                  .then(pl.coalesce(said, pl.col("text"))).otherwise(pl.col("text")) + "").drop("clean")
         return mine, rest, missed, names, config_lines, inside
 
+    def _logging_interval(self, settings: list[pl.DataFrame]) -> int | None:
+        """The logging interval (over 1) that every config the log printed with a :attr:`config_reader` gives as
+        its "logging_steps", where none logs its first step too; else None."""
+        if not self.config_reader or not settings:
+            return None
+        lines = pl.concat(settings).with_columns(block=pl.col("first").cum_sum())
+        said = set()
+        for (_,), block in lines.filter(pl.col("block") > 0).group_by("block", maintain_order=True):
+            if block.height > _MOST_CONFIG_LINES:
+                continue
+            values = self.config_reader("\n".join(block["text"].to_list()))
+            every = values.get("logging_steps")
+            if values.get("logging_first_step") is True or not isinstance(every, int | float) or every != int(every):
+                return None
+            said.add(int(every))
+        return said.pop() if len(said) == 1 and min(said) > 1 else None
+
     def _config_lines(self, lines: pl.DataFrame, inside: bool) -> tuple[pl.DataFrame, bool]:
         """The lines of the block's printed configs (``line``, ``text``, ``first``: the line that begins one), and
         whether the block ends inside one."""
         if not self.config_block:
             return pl.DataFrame(), False
         begins, ends = (pl.col("clean").str.contains(rx) for rx in self.config_block)
-        state = pl.when(begins).then(pl.lit(True)).when(ends).then(pl.lit(False)).otherwise(None).forward_fill()
+        # (a line that begins one and ends it is the whole config: inside, and the lines after it are not)
+        state = pl.when(begins & ~ends).then(pl.lit(True)).when(ends).then(pl.lit(False)).otherwise(None)
         marked = lines.select(pl.col("line").cast(pl.Int64), text=pl.col("clean"), first=begins,
-                              inside=state.fill_null(inside))
-        return marked.filter("inside").drop("inside"), bool(marked["inside"][-1]) if marked.height else inside
+                              inside=begins | (state.forward_fill().shift(1).fill_null(inside) & ~ends),
+                              after=state.forward_fill().fill_null(inside))
+        return (marked.filter("inside").drop("inside", "after"),
+                bool(marked["after"][-1]) if marked.height else inside)
 
     def _first_layout(self, lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         """The lines that start with the first rule's usual layout, read in one anchored pass, and the other lines
@@ -364,8 +389,8 @@ class LineFormat:
                   for n, r in enumerate(self.rules) if n in present for m in r.fields}
         return out.with_columns(step=plain, **values).sort("line")
 
-    def _metrics(self, lines: pl.DataFrame, notes: list[str], others: pl.DataFrame | None = None
-                 ) -> tuple[pl.DataFrame, pl.DataFrame, bool]:
+    def _metrics(self, lines: pl.DataFrame, notes: list[str], others: pl.DataFrame | None = None,
+                 interval: int | None = None) -> tuple[pl.DataFrame, pl.DataFrame, bool]:
         """Long metrics rows (line, step, metric, value, wall_time), one row per step line (line, step), and whether
         the steps count printed lines (the log prints none). Lines that print no step take the count of the progress
         bar printed after each, before the next metrics line (the Trainer redraws its bar, at the step it logged,
@@ -373,6 +398,16 @@ class LineFormat:
         counted."""
         counted = [n for n, r in enumerate(self.rules) if r.ordinal]
         numbered = False
+        own = pl.col("rule").is_in(counted) & self._per_step()
+        if counted and lines.filter(own & pl.col("step").is_not_null()).height \
+                and lines.filter(own & pl.col("step").is_null()).height:
+            # some of them print a step (the Trainer's dict glued after the progress bar it redrew at that step), the
+            # others are placed from those
+            epochs = [f"v:{n}:{s.EPOCH}" for n in counted if s.EPOCH in self.rules[n].fields]
+            placed = _between_steps(lines, own, epochs, notes)
+            # (where they cannot all be placed so, the steps some print are not used: the lines are counted)
+            lines = placed if placed is not None else lines.with_columns(
+                step=pl.when(pl.col("rule").is_in(counted)).then(None).otherwise("step"))
         if counted and lines.filter(pl.col("rule").is_in(counted) & pl.col("step").is_not_null()).height == 0:
             mine = pl.col("rule").is_in(counted) & self._per_step()
             # a line that repeats every value of the counted line before it is another rank's print of it: same number
@@ -386,7 +421,10 @@ class LineFormat:
                 step=pl.when(mine).then(pl.col("_n")).otherwise("step")).drop("_n")
             barred = _bar_steps(lines, mine, others)
             saved = _saved_interval(lines, mine, others) if barred is None else None
-            if barred is not None:
+            if barred is None and saved is None and interval is not None and lines.filter(mine).height:
+                lines = lines.with_columns(step=pl.when(mine).then(pl.col("step") * interval).otherwise("step"))
+                notes.append(f"{ARGUMENTS_NOTE}: {interval}")
+            elif barred is not None:
                 lines = lines.with_columns(step=pl.when(mine).then(barred).otherwise("step"))
                 notes.append(BARRED_NOTE)
             elif saved is not None:
@@ -457,7 +495,8 @@ _MOST_CONFIG_LINES = 5_000  # lines of a printed config beyond which it is taken
 
 
 def _config_blocks(lines: pl.DataFrame, iters: pl.DataFrame, others: pl.DataFrame,
-                   implies: Callable[[dict], dict] | None = None) -> tuple[pl.DataFrame, list[str]]:
+                   implies: Callable[[dict], dict] | None = None, reader: Callable[[str], dict] | None = None
+                   ) -> tuple[pl.DataFrame, list[str]]:
     """Config rows (attempt, key, value, typed) of the YAML mappings a log printed between the lines of its
     :attr:`LineFormat.config_block`, each the config of the attempt it was printed in (a launch prints it as it
     starts: before its first step, so it is the attempt of the next line that has one), and a note for each that
@@ -479,7 +518,9 @@ def _config_blocks(lines: pl.DataFrame, iters: pl.DataFrame, others: pl.DataFram
                          f"not read")
             continue
         try:
-            values = safe_yaml("\n".join(block["text"].slice(1).to_list()))
+            # (a config that ends on the line that begins it is that line)
+            text = "\n".join(block["text"].slice(1 if block.height > 1 else 0).to_list())
+            values = reader(text) if reader else safe_yaml(text)
         except (yaml.YAMLError, RecursionError, ValueError) as exc:  # a config cut, or not YAML: said, not read
             notes.append(f"the config printed at line {start} could not be read as YAML "
                          f"({(str(exc).splitlines() or [type(exc).__name__])[0]}): not read")
@@ -508,6 +549,10 @@ COUNTED_NOTE = ("it prints no step: steps here count its printed metrics lines (
                 "the training steps)")
 BARRED_NOTE = ("it prints no step: each metrics line's step is the count of the progress bar printed after it "
                "(its N of N/M)")
+ARGUMENTS_NOTE = ("it prints no step: steps here are its printed metrics lines times the logging interval its printed "
+                  "arguments give (logging_steps)")
+GLUED_NOTE = ("it prints no step: a metrics line printed after its progress bar has the bar's count as its step (its N "
+              "of N/M); the others are placed from those")
 SAVED_NOTE = ("it prints no step: steps here are its printed metrics lines times the logging interval its step-named "
               "checkpoint saves show")
 
@@ -524,6 +569,43 @@ def _with_planned(configs: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
     rows = said.select("attempt", key=pl.lit("train_iters"), value=pl.col("steps").cast(pl.String),
                        typed=pl.col("steps").cast(pl.String))
     return pl.concat([configs, rows], how="vertical_relaxed") if rows.height else configs
+
+
+def _between_steps(lines: pl.DataFrame, own: pl.Expr, epochs: list[str], notes: list[str]) -> pl.DataFrame | None:
+    """The steps of the ``own`` lines that print none, where others do (the Trainer's dicts glued after its progress
+    bar have its count; those printed under a bar it had already moved past have none): the step their epoch gives,
+    at the steps an epoch that the lines with a step show, where every such line's epoch gives its step to half a
+    step (the older Trainer prints the epoch in full); else the step of the line before that has one plus the usual
+    step between those lines, per line between (the step of the line after, less as much, before the first), where
+    that step is the same between every two of them. None where the lines cannot be placed so (steps that do not
+    rise from 1 up)."""
+    mine = lines.filter(own).select("line", "step", epoch=pl.coalesce(epochs) if epochs else pl.lit(None,
+                                                                                                  pl.Float64))
+    mine = mine.with_columns(n=pl.int_range(pl.len()))
+    known = mine.filter(pl.col("step").is_not_null())
+    per_epoch = known.filter(pl.col("epoch") > 0).select((pl.col("step") / pl.col("epoch")).median()).item()
+    sure = per_epoch is not None and known.filter(pl.col("epoch") > 0).height >= 2 and known.select(
+        ((pl.col("epoch") * per_epoch - pl.col("step")).abs() <= 0.5).all()).item()
+    if sure:
+        filled = mine.select("line", _s=pl.coalesce("step", (pl.col("epoch") * per_epoch).round().cast(pl.Int64)))
+        said = f"the step their epoch gives, at the {per_epoch:.0f} steps an epoch those show"
+    else:
+        everies = known.select(pl.col("step").diff() / pl.col("n").diff()).to_series().drop_nulls()
+        if not everies.len() or everies.n_unique() > 1 or everies[0] < 1 or everies[0] != int(everies[0]):
+            return None
+        every = int(everies[0])
+        said = f"{every} steps after the line before, the usual step between those"
+        marks = known.select("n", _b="step", _bn="n")
+        filled = mine.sort("n").join_asof(marks, on="n", strategy="backward").join_asof(
+            marks.rename({"_b": "_a", "_bn": "_an"}), on="n", strategy="forward").select(
+            "line", _s=pl.coalesce("step", pl.col("_b") + (pl.col("n") - pl.col("_bn")) * every,
+                                   pl.col("_a") - (pl.col("_an") - pl.col("n")) * every))
+    steps = filled["_s"]
+    if steps.null_count() or steps.min() < 1 or (steps.diff().drop_nulls() <= 0).any():
+        return None
+    notes.append(f"{GLUED_NOTE} ({said})")
+    return lines.join(filled, on="line", how="left", maintain_order="left").with_columns(
+        step=pl.coalesce("step", "_s")).drop("_s")
 
 
 def _saved_interval(lines: pl.DataFrame, mine: pl.Expr, others: pl.DataFrame | None

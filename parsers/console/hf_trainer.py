@@ -28,6 +28,51 @@ def _key(name: str) -> str:
 # ms-swift's "'global_step/max_steps': '12/500'", its v1's "'global_step': 2900"
 _STEP = rf"{_Q}global_step/max_steps{_Q}:\s*{_Q}(\d+)/\d+{_Q}"
 _GLOBAL_STEP = rf"{_Q}global_step{_Q}:\s*(\d+)\b"
+# the progress bar the dict was printed after, on its line ("  1%|▏   | 20/1352 [02:11<51:39,  2.33s/it]{'loss': ..."):
+# the Trainer redraws it at the step it logs, so its count is the dict's step
+_BAR = r"\|\s*(\d+)/\d+ \[[^\]]*\]\s*\{"
+
+# the Trainer's settings as its scripts print them: "TrainingArguments(" on a line of its own, one "name=value," a line,
+# ")" (transformers 4.x), or all on one line ("Training/evaluation parameters TrainingArguments(output_dir='/w', ...,
+# logging_steps=10, ...)", transformers 3.x); a value is quoted, an enum's repr, a list, or a bare word
+_ARGUMENT = re.compile(r"(?:^|[,(])\s*([A-Za-z_]\w*)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|<[^>]*>|\[[^\]]*\]"
+                       r"|\{[^}]*\}|[^,()\s][^,()]*?)\s*(?=,|\)|$)", re.M)
+_ENUM = re.compile(r"^<\w+(?:\.\w+)*: '([^']*)'>$")  # <EvaluationStrategy.EPOCH: 'epoch'>
+
+
+def _value(raw: str) -> object:
+    """One printed argument's value: a number, a bool, None, an enum's value, else its text unquoted."""
+    if raw[:1] in "'\"" and raw[-1:] == raw[:1]:
+        return raw[1:-1]
+    if (enum := _ENUM.match(raw)) is not None:
+        return enum.group(1)
+    words: dict[str, object] = {"None": None, "True": True, "False": False}
+    if raw in words:
+        return words[raw]
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+def training_arguments(text: str) -> dict:
+    r"""The settings of a printed ``TrainingArguments(...)`` (one line or one a line).
+
+    >>> args = training_arguments("parameters TrainingArguments(output_dir='/w', evaluation_strategy=<Evaluation"
+    ...                           "Strategy.EPOCH: 'epoch'>, learning_rate=3e-05, max_steps=-1, logging_steps=10, "
+    ...                           "fp16=True, label_names=None)")
+    >>> args["evaluation_strategy"], args["learning_rate"], args["logging_steps"], args["fp16"], "label_names" in args
+    ('epoch', 3e-05, 10, True, False)
+    >>> training_arguments("_n_gpu=1,\nadam_beta2=0.999,\nlogging_steps=500,\nreport_to=['wandb'],")
+    {'_n_gpu': 1, 'adam_beta2': 0.999, 'logging_steps': 500, 'report_to': "['wandb']"}
+    """
+    body = text.split("TrainingArguments(", 1)[-1]
+    # (an argument printed None is not set: the Trainer fills it as it starts, eval_steps from logging_steps)
+    values = {name: _value(raw.strip()) for name, raw in _ARGUMENT.findall(body)}
+    return {name: value for name, value in values.items() if value is not None}
+
 
 SPEC = LineFormat(
     FORMAT="hf-trainer",
@@ -36,7 +81,7 @@ SPEC = LineFormat(
     rules=(
         Rule(rf"^[^{{]*\{{{_Q}(?:loss|grad_norm){_Q}:", {
             s.LOSS: _key("loss"), s.GRAD_NORM: _key("grad_norm"), s.LR: _key("learning_rate"), s.EPOCH: _key("epoch")},
-            step_at=(_STEP, _GLOBAL_STEP), ordinal=True),
+            step_at=(_STEP, _GLOBAL_STEP, _BAR), ordinal=True),
         Rule(rf"^[^{{]*\{{{_Q}eval_loss{_Q}:", {s.VAL_LOSS: _key("eval_loss")}, step_at=(_STEP, _GLOBAL_STEP),
              per_step=False),
     ),
@@ -48,5 +93,8 @@ SPEC = LineFormat(
     printed=(rf"{_Q}([A-Za-z_][\w/.()\-]*){_Q}:\s*{_Q}?{NUMBER}%?{_Q}?\s*[,}}]",
              frozenset({"loss", "grad_norm", "learning_rate", "epoch", "eval_loss", "global_step/max_steps",
                         "global_step"})),
+    # (a line that ends with the call's ")" is the whole of it)
+    config_block=(r"TrainingArguments\(", r"^\s*\)\s*$|TrainingArguments\(.*\)\s*$"),
+    config_reader=training_arguments,
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
