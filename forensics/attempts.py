@@ -4,6 +4,7 @@ how it ended, when it ran by the wall clock, and which were only short replays o
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
@@ -38,6 +39,12 @@ def _resume_point(events: pl.DataFrame, start: int | None, interval: int,
         return None, False
     if start - max(interval, 1) < 2:  # its first logged step is the first or second of training
         return None, True
+    # a training bar (of a total past its first logged step) that counted a step before that one, within an interval
+    # of the start: the loop ran from the start in this log, its first point lost (a paste cut the line), no resume
+    early = events.filter((pl.col("kind") == s.EV_PROGRESS) & pl.col("step").is_between(1, start - 1)
+                          & (pl.col("value") >= start)) if events.height else events
+    if early.height and int(early["step"].min()) <= max(interval, 1):
+        return None, False
     if interval > 1 and start % interval and after and all(step % interval == 0 for step in after):
         return start - 1, True
     return start - max(interval, 1), True
@@ -258,6 +265,11 @@ def build_attempts(
         past = max((step for step in (end, ending.step) if step is not None), default=None)
         bar = _last_bar(ev, ending, end, frozenset(span.get("sources") or []), past, configured)
         ahead = bar is not None and (past is None or bar[0] > past)
+        if bar is not None and bar[0] == bar[1] and ending.reason in (EndReason.RUNNING, EndReason.UNKNOWN) and (
+                bar[1] == configured or not (counted & set(span.get("sources") or []))):
+            # its training bar reached its total and nothing ended it before: its loop ran to its last step
+            ending = replace(ending, reason=EndReason.COMPLETED,
+                             detail="its training loop reached its last step; no end printed after it")
         # (a bar's total is a length of steps only where the steps are steps, not a count of printed lines)
         from_bar = bar is not None and not (counted & set(span.get("sources") or []))
         # (a log that restarts at every few lines has thousands of attempts, most with no events: no queries then)

@@ -148,3 +148,13 @@ def test_a_dict_printed_after_the_bar_has_the_bars_step() -> None:
     assert loss["step"].max() == 1350
     overflows = run.events.filter(kind="overflow")
     assert overflows["value"].to_list() == [32768.0, 16384.0, 8192.0]
+
+
+def test_a_training_bar_at_its_total_completed_and_a_bar_before_the_first_point_is_no_resume() -> None:
+    """thai2transformers' wisesight fine-tuning: its bar reached 1352/1352, then the test set's evaluation and W&B's
+    summary; the chronicle said 'Stopped short, with no end in the log: attempt 1 at step 1350 of 1352' and, its first
+    dict cut by the paste (bar 10/1352 before a line of half a dict), 'the log begins mid-run, at step 20'."""
+    findings = forensics.analyze_path(REAL / "hf_trainer" / "thai2transformers_wisesight_apex_fp16.log").findings
+    [attempt] = findings.runs[0].attempts
+    assert (attempt.end_reason, attempt.bar_step, attempt.bar_total) == ("completed", 1352, 1352)
+    assert (attempt.resumed_from_step, attempt.begins_mid_run) == (None, False)
