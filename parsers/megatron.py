@@ -1050,12 +1050,14 @@ _CAUGHT_WITHIN = 3  # lines from an out-of-memory error within which the program
 
 
 def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = True,
-                placed: pl.DataFrame | None = None) -> pl.DataFrame:
+                placed: pl.DataFrame | None = None, bar_counts: bool = False) -> pl.DataFrame:
     """The events of the lines that are not metrics lines, each at its step. ``own_steps``: the metrics lines print
     their step (a console whose lines are counted does not: a step printed on an event line, such as DeepSpeed's
     ``step=N``, is on another axis, and the event gets the counted step before it). ``placed``: every metrics line
     with its step (an evaluation printed at a later step than the last iteration line: an event after it is after
-    that step), where not only ``iters`` place an event."""
+    that step), where not only ``iters`` place an event. ``bar_counts``: the steps are the counts of the progress bar
+    (the Trainer's dicts): an overflow printed after a bar is in the step after its count (Apex's "Gradient
+    overflow" glued to "  0%|  | 4/1000 [...]": step 5)."""
     candidates = others.filter(pl.col("kind").is_not_null())
     if candidates.height == 0:
         return pl.DataFrame()
@@ -1077,9 +1079,13 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
         later = pl.DataFrame({"a": last, "b": _last_step(ev, placed)}).select(pl.max_horizontal("a", "b")).to_series()
         saves = ev["kind"].is_in([s.EV_CHECKPOINT_SAVE, s.EV_CHECKPOINT_SAVING])
         last = pl.select(pl.when(after.is_null() | saves).then(later).otherwise(last)).to_series()
-    ev = ev.with_columns(last=last, next=after).with_columns(
+    bar = (pl.col("bar").str.extract(p.PROGRESS_BAR, 1).cast(pl.Int64, strict=False) if "bar" in ev.columns
+           else pl.lit(None, dtype=pl.Int64))
+    ev = ev.with_columns(last=last, next=after, _bar=bar).with_columns(
         step=pl.when(pl.col("kind").is_in(list(p.STEP_VALUED)) & pl.col("value").is_not_null())
         .then(pl.coalesce(pl.col("value").cast(pl.Int64, strict=False), "last"))  # an iteration beyond int64: unknown
+        .when((pl.col("kind") == s.EV_OVERFLOW) & pl.lit(bar_counts) & pl.col("_bar").is_not_null())
+        .then(pl.col("_bar") + 1)
         .when(pl.col("kind") == s.EV_OVERFLOW)
         .then(pl.coalesce("next", pl.col("last") + 1))
         .when((pl.col("kind") == s.EV_SKIPPED_COUNT) & own_steps)  # DeepSpeed's own step (it counts skipped ones)

@@ -158,3 +158,17 @@ def test_a_training_bar_at_its_total_completed_and_a_bar_before_the_first_point_
     [attempt] = findings.runs[0].attempts
     assert (attempt.end_reason, attempt.bar_step, attempt.bar_total) == ("completed", 1352, 1352)
     assert (attempt.resumed_from_step, attempt.begins_mid_run) == (None, False)
+
+
+def test_apex_overflows_before_the_first_dict_are_its_start_up_search() -> None:
+    """thai2transformers' ThaiNER fine-tuning: five Apex 'Gradient overflow.  Skipping step, loss scaler 0 reducing
+    loss scale to 32768.0' ... 2048.0 glued to its bar at 1, 4, 8, 25 and 44 of 1000, before its first dict (step
+    50), then none. The chronicle made them one 'skipped iterations' anomaly at step 50 and blamed an 'fp16
+    loss-scale collapse / overflow storm'; they are the scaler's search for its first scale, at the steps after the
+    bar's counts."""
+    path = REAL / "hf_trainer" / "thai2transformers_thainer_apex_overflows.log"
+    assert load_run(path).events.filter(kind="overflow")["step"].to_list() == [2, 5, 9, 26, 45]
+    run = forensics.analyze_path(path).findings.runs[0]
+    assert run.anomalies == [] and run.suspected_causes == []
+    assert ("attempt 1: fp16 start-up loss-scale search, the scale fell from 65536 to 2048 over steps 2–45 with 5 "
+            "iterations skipped, then nothing more skipped") in " ".join(run.setup)

@@ -67,7 +67,7 @@ def startup_searches(frames: RunFrames) -> dict[int, StartupSearch]:
 def _searches(frames: RunFrames) -> dict[int, StartupSearch]:
     scales = frames.points(s.LOSS_SCALE)
     if scales.height == 0:
-        return {}
+        return _searches_of_lines(frames)
     skips = frames.points(s.SKIPPED_ITERATIONS).select("attempt", "step", pl.col("value").alias(s.SKIPPED_ITERATIONS))
     wide = (scales.select("attempt", "step", pl.col("value").alias(s.LOSS_SCALE))
             .join(skips, on=["attempt", "step"], how="left").sort("attempt", "step"))
@@ -94,6 +94,36 @@ def _searches(frames: RunFrames) -> dict[int, StartupSearch]:
             uncounted=int(uncounted[:stop].sum()),
             skipped_after=int(skipped[stop:].sum()), first_skip_after=int(steps[stop + after[0]]) if after.size else None,
         )
+    return out
+
+
+def _searches_of_lines(frames: RunFrames) -> dict[int, StartupSearch]:
+    """Per attempt, the start-up search its overflow lines show where no series of the scale is logged (Apex's
+    "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0" under a Trainer's bar): the
+    overflows from its first logging interval before its first logged loss, each setting half the scale the one
+    before set (from twice the first's), settled when a loss was logged after them; the overflows after it are said as
+    skipped later."""
+    lines = frames.events.filter((pl.col("kind") == s.EV_OVERFLOW) & (pl.col("value") > 0)
+                                 & pl.col("step").is_not_null())
+    if lines.height == 0:
+        return {}
+    first_loss = dict(frames.points(s.LOSS).group_by("attempt").agg(pl.col("step").min()).iter_rows())
+    spacing = frames.spacing()
+    out = {}
+    for (attempt,), own in lines.sort("step", "line").group_by("attempt", maintain_order=True):
+        steps, scale = own["step"].to_numpy(), own["value"].to_numpy()
+        first = first_loss.get(attempt)
+        # (from the first logging interval of training: overflows before the first point of an excerpt that begins
+        # mid-run are no start-up)
+        if first is None or steps[0] >= first or steps[0] > max(spacing.get(attempt, 1), 1):
+            continue
+        halving = np.r_[True, np.isclose(scale[1:], scale[:-1] / 2)] & (steps < first)
+        stop = int(np.argmin(halving)) if not halving.all() else len(halving)
+        after = steps[stop:]
+        out[int(attempt)] = StartupSearch(
+            attempt=int(attempt), first_step=int(steps[0]), last_step=int(steps[stop - 1]),
+            from_scale=float(scale[0] * 2), to_scale=float(scale[stop - 1]), skipped=stop, settled=True,
+            skipped_after=int(after.size), first_skip_after=int(after[0]) if after.size else None)
     return out
 
 

@@ -220,7 +220,9 @@ class LineFormat:
         placed = pl.concat([iters.select("line", "attempt", "step"), metrics.filter(
             ~pl.col("line").is_in(iters["line"].implode())).select("line", "attempt", "step").unique("line")],
             how="vertical_relaxed") if wanted else None
-        events = pl.concat([line_events(others_frame, iters, own_steps=not counted, placed=placed),
+        barred = any(note == BARRED_NOTE or note.startswith(GLUED_NOTE) for note in notes)
+        events = pl.concat([line_events(others_frame, iters, own_steps=not counted, placed=placed,
+                                        bar_counts=barred),
                             progress_events(others_frame)], how="diagonal_relaxed")
 
         def finish(frame: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
