@@ -172,3 +172,13 @@ def test_apex_overflows_before_the_first_dict_are_its_start_up_search() -> None:
     assert run.anomalies == [] and run.suspected_causes == []
     assert ("attempt 1: fp16 start-up loss-scale search, the scale fell from 65536 to 2048 over steps 2–45 with 5 "
             "iterations skipped, then nothing more skipped") in " ".join(run.setup)
+
+
+def test_a_trainer_console_with_only_its_summary_is_read_as_a_completed_run() -> None:
+    """sv-v5/train-roberta-ua's example output: 312 steps, fewer than its logging_steps, so no dict but the summary
+    '{'train_runtime': 160.7356, ...}'; 'forensics analyze' refused it ('no metrics lines of a text format it knows (...,
+    hf-trainer)', exit 2). It is a Trainer's console: completed, its bar at 312 of 312, with nothing to check."""
+    run = forensics.analyze_path(REAL / "hf_trainer" / "train-roberta-ua_summary_only.log").findings.runs[0]
+    [attempt] = run.attempts
+    assert (attempt.end_reason, attempt.bar_step, attempt.bar_total) == ("completed", 312, 312)
+    assert run.anomalies == [] and [src["format"] for src in run.sources] == ["hf-trainer"]

@@ -77,7 +77,9 @@ def training_arguments(text: str) -> dict:
 SPEC = LineFormat(
     FORMAT="hf-trainer",
     detect=re.compile(rb"\{(?:'|\xe2\x80\x98)(?:loss|eval_loss)(?:'|\xe2\x80\x99): "
-                      rb"|['\"]global_step/max_steps['\"]: ['\"]\d+/\d+['\"]"),
+                      rb"|['\"]global_step/max_steps['\"]: ['\"]\d+/\d+['\"]"
+                      # (its summary: a run whose logging_steps were more than its steps prints no other dict)
+                      rb"|\{'train_runtime': \d"),
     rules=(
         Rule(rf"^[^{{]*\{{{_Q}(?:loss|grad_norm){_Q}:", {
             s.LOSS: _key("loss"), s.GRAD_NORM: _key("grad_norm"), s.LR: _key("learning_rate"), s.EPOCH: _key("epoch")},
