@@ -319,3 +319,15 @@ def test_deepspeed_chat_step3_ppo_losses_are_read_under_their_own_names() -> Non
     assert any("19 lines of DeepSpeed's" in w and "not read" in w for w in run.warnings)
     lines = reports.render(forensics.analyze_path(path).findings).splitlines()
     assert "- **Stopped short, with no end in the log:** attempt 1 at step 111 of 113." in lines
+
+
+def test_a_metric_loggers_loss_scale_is_read_and_its_other_fields_named() -> None:
+    """935963004/LaBraM #4: BEiT-style MetricLogger lines print 'loss_scale: 65536.0000 (65536.0000)', then 32768 (an
+    fp16 overflow in its first ten iterations), beside class_acc, min_lr and weight_decay; the chronicle said 'Not
+    found: loss scale, so fp16 loss-scale collapse ... could not be checked' and named none of the fields it left."""
+
+    run = load_run(Path(__file__).parent / "fixtures" / "real" / "metric_logger" / "labram_issue4_loss_scale_excerpt.txt")
+    assert run.metrics.filter(metric="loss_scale").select("step", "value").rows() == [
+        (0, 65536.0), (10, 32768.0), (20, 32768.0), (30, 32768.0)]
+    assert any(w.endswith("its metrics lines also print class_acc, min_lr, weight_decay: not read, so nothing here "
+                          "checks them or rests on them") for w in run.warnings)

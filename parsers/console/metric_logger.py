@@ -41,7 +41,12 @@ SPEC = LineFormat(
     rules=(
         Rule(r"Epoch:\s*\[\s*\d+\s*\]\s+\[\s*\d+\s*/\s*\d+\s*\]\s+eta:", {
             s.LOSS: _field("loss"), s.LR: _field("lr"), s.GRAD_NORM: _field("grad_norm"),
-            s.ITERATION_TIME_MS: _field("time")}, scale={s.ITERATION_TIME_MS: 1000.0}, step_of=_step),
+            s.LOSS_SCALE: _field("loss_scale"), s.ITERATION_TIME_MS: _field("time")},
+            scale={s.ITERATION_TIME_MS: 1000.0}, step_of=_step),
     ),
+    # every "name: value" of its lines (BEiT's and LaBraM's "class_acc: 0.52 (0.51)  loss_scale: 32768.0000 ...
+    # weight_decay: 0.0500"): those not read are said to be not read
+    printed=(rf"(?:^|\s)([A-Za-z_]\w*):\s*{NUMBER}",
+             frozenset({"loss", "lr", "grad_norm", "loss_scale", "time", "eta", "data", "mem", "Epoch"})),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
