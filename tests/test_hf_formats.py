@@ -182,3 +182,10 @@ def test_a_trainer_console_with_only_its_summary_is_read_as_a_completed_run() ->
     [attempt] = run.attempts
     assert (attempt.end_reason, attempt.bar_step, attempt.bar_total) == ("completed", 312, 312)
     assert run.anomalies == [] and [src["format"] for src in run.sources] == ["hf-trainer"]
+
+
+def test_peft_printed_parameter_count_is_read() -> None:
+    """JonOlsenCa/LLaMA-Factory's DPO console prints PEFT's 'trainable params: 645,922,816 || all params:
+    8,261,539,328 || trainable%: 7.8184'; the chronicle's Setup said 'printed by the program: n/a'."""
+    run = load_run(REAL / "hf_trainer" / "jonolsenca_llamafactory_dpo_results.md.log")
+    assert run.events.filter(kind="parameter_count")["value"].to_list() == [8_261_539_328.0]

@@ -89,7 +89,10 @@ SPEC = LineFormat(
     ),
     # its header's planned length, read as the attempt's train_iters where no line says it ("[INFO|...] trainer.py:2321
     # >>   Total optimization steps = 17,000": its max_steps, on the steps its dicts log)
-    events=((s.EV_PLANNED_STEPS, r"\bTotal optimization steps = (\d[\d,]*)\s*$"),),
+    events=((s.EV_PLANNED_STEPS, r"\bTotal optimization steps = (\d[\d,]*)\s*$"),
+            # PEFT's count, as LLaMA-Factory and the scripts that call print_trainable_parameters print it:
+            # "trainable params: 645,922,816 || all params: 8,261,539,328 || trainable%: 7.8184"
+            (s.EV_PARAMETER_COUNT, r"\btrainable params: [\d,]+ \|\| all params: (\d[\d,]*)")),
     # every key of its dicts whose value is a number ('num_input_tokens_seen': 196608, 'eval_accuracy': 0.51, ms-swift's
     # 'train_speed(s/it)': '2.546'): those not read are said to be not read
     printed=(rf"{_Q}([A-Za-z_][\w/.()\-]*){_Q}:\s*{_Q}?{NUMBER}%?{_Q}?\s*[,}}]",
