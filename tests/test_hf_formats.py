@@ -189,3 +189,12 @@ def test_peft_printed_parameter_count_is_read() -> None:
     8,261,539,328 || trainable%: 7.8184'; the chronicle's Setup said 'printed by the program: n/a'."""
     run = load_run(REAL / "hf_trainer" / "jonolsenca_llamafactory_dpo_results.md.log")
     assert run.events.filter(kind="parameter_count")["value"].to_list() == [8_261_539_328.0]
+
+
+def test_a_completed_trainer_console_without_steps_is_put_on_its_planned_steps() -> None:
+    """JonOlsenCa/LLaMA-Factory's DPO console: 'Total optimization steps = 170', 17 dicts (no step; epochs 0.12 ...
+    2.0), 'Training completed.': its steps were counted 1-17; a Trainer that logs every k steps prints floor(170 / k)
+    dicts, 17 only at k = 10, and the epochs agree: steps 10-170."""
+    run = load_run(REAL / "hf_trainer" / "jonolsenca_llamafactory_dpo_results.md.log")
+    loss = run.metrics.filter(metric="loss").select("step", "value")
+    assert loss.rows()[:2] == [(10, 0.0017), (20, 0.0004)] and loss["step"].max() == 170

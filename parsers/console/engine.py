@@ -238,7 +238,7 @@ class LineFormat:
             n_attempts=max(int(bounds["attempt"].max() or 0), 1),  # type: ignore[arg-type]
             tags={name: name for name in metrics["metric"].unique().to_list()},
             counted_steps=counted,
-            bar_steps=BARRED_NOTE in notes or any(n.startswith((SAVED_NOTE, ARGUMENTS_NOTE, GLUED_NOTE))
+            bar_steps=BARRED_NOTE in notes or any(n.startswith((SAVED_NOTE, ARGUMENTS_NOTE, GLUED_NOTE, PLANNED_NOTE))
                                                   for n in notes),
         )
 
@@ -423,9 +423,16 @@ class LineFormat:
                 step=pl.when(mine).then(pl.col("_n")).otherwise("step")).drop("_n")
             barred = _bar_steps(lines, mine, others)
             saved = _saved_interval(lines, mine, others) if barred is None else None
+            epochs = [f"v:{n}:{s.EPOCH}" for n in counted if s.EPOCH in self.rules[n].fields]
+            planned = (_planned_interval(lines, mine, others, epochs)
+                       if barred is None and saved is None and interval is None else None)
             if barred is None and saved is None and interval is not None and lines.filter(mine).height:
                 lines = lines.with_columns(step=pl.when(mine).then(pl.col("step") * interval).otherwise("step"))
                 notes.append(f"{ARGUMENTS_NOTE}: {interval}")
+            elif planned is not None:
+                lines = lines.with_columns(step=pl.when(mine).then(pl.col("step") * planned[0]).otherwise("step"))
+                notes.append(f"{PLANNED_NOTE}: {planned[0]} ({planned[1]} lines over the {planned[2]} steps it "
+                             "planned and completed, their epochs in step)")
             elif barred is not None:
                 lines = lines.with_columns(step=pl.when(mine).then(barred).otherwise("step"))
                 notes.append(BARRED_NOTE)
@@ -553,6 +560,8 @@ BARRED_NOTE = ("it prints no step: each metrics line's step is the count of the 
                "(its N of N/M)")
 ARGUMENTS_NOTE = ("it prints no step: steps here are its printed metrics lines times the logging interval its printed "
                   "arguments give (logging_steps)")
+PLANNED_NOTE = ("it prints no step: steps here are its printed metrics lines times the logging interval that their "
+                "count over its planned steps gives")
 GLUED_NOTE = ("it prints no step: a metrics line printed after its progress bar has the bar's count as its step (its N "
               "of N/M); the others are placed from those")
 SAVED_NOTE = ("it prints no step: steps here are its printed metrics lines times the logging interval its step-named "
@@ -608,6 +617,29 @@ def _between_steps(lines: pl.DataFrame, own: pl.Expr, epochs: list[str], notes: 
     notes.append(f"{GLUED_NOTE} ({said})")
     return lines.join(filled, on="line", how="left", maintain_order="left").with_columns(
         step=pl.coalesce("step", "_s")).drop("_s")
+
+
+def _planned_interval(lines: pl.DataFrame, mine: pl.Expr, others: pl.DataFrame | None, epochs: list[str]
+                      ) -> tuple[int, int, int] | None:
+    """The logging interval of a log printing no step that planned one length (the Trainer's "Total optimization steps
+    = 170") and said it completed: the one interval k at which a Trainer logging every k steps prints as many lines
+    as it did (floor(170 / k) = 17: 10), where every line's epoch is its count's share of the last line's to the
+    epoch's printed digits (a run stopped early, or a first step logged too, fails it). Returns it with the count of
+    lines and the planned steps; else None."""
+    if others is None or "kind" not in others.columns or not epochs:
+        return None
+    plans = others.filter(pl.col("kind") == s.EV_PLANNED_STEPS)["raw"].cast(pl.Int64, strict=False).drop_nulls()
+    if plans.n_unique() != 1 or plans.len() != 1 or not (others["kind"] == s.EV_TRAINING_DONE).any():
+        return None
+    own = lines.filter(mine).select("step", epoch=pl.coalesce(epochs)).drop_nulls()
+    total, count = int(plans[0]), lines.filter(mine).height
+    fits = [k for k in range(max(total // (count + 1), 1), total // max(count, 1) + 1) if total // k == count]
+    if len(fits) != 1 or fits[0] < 2 or own.height != count or not count:
+        return None
+    last = float(own["epoch"][-1])
+    if last <= 0 or not own.select(((pl.col("epoch") - pl.col("step") * last / count).abs() <= 0.011).all()).item():
+        return None
+    return fits[0], count, total
 
 
 def _saved_interval(lines: pl.DataFrame, mine: pl.Expr, others: pl.DataFrame | None
