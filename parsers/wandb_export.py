@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
+
 from parsers import schema as s
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
@@ -15,6 +17,7 @@ from parsers.wandb_history import (
     empty_cells_note,
     history_log,
     read_history_file,
+    runs_of,
     sampling_note,
     wide_to_long,
 )
@@ -63,14 +66,27 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         # (pandas ends a history dump's last line; the W&B UI's chart exports and runs tables, read above, do not)
         wide = wide.slice(0, wide.height - 1)
         context.warnings.append(f"{shown}: {CUT_LAST_ROW}")
-    long, steps = wide_to_long(wide, shown)
     # dumps of run.history() come in no particular order; JSON lines are written as logged (a step going back
     # there is a restart)
     in_order = path.suffix.lower() in {".jsonl", ".ndjson"}
-    log = history_log(long, run=run_name, source=shown, sort=not in_order)
-    note = sampling_note(steps, shown)
-    if path.suffix.lower() == ".csv" and (empty := empty_cells_note(wide, shown, bool(long["value"].is_nan().any()))):
+    runs = runs_of(wide)
+    if runs is None:
+        return [_history_piece(wide, path, shown, run_name, in_order)]
+    column, parts = runs
+    context.warnings.append(f"{shown}: {len(parts)} runs, told apart by its {column} column: each read as a run of "
+                            "its own")
+    return [_history_piece(part, path, shown, label, in_order, named=True) for label, part in parts.items()]
+
+
+def _history_piece(wide: pl.DataFrame, path: Path, shown: str, run: str, in_order: bool,
+                   named: bool = False) -> Piece:
+    """One run's piece of a history dump (``named``: one of several runs in the file, named by ``run``)."""
+    long, steps = wide_to_long(wide, shown)
+    log = history_log(long, run=run, source=shown, sort=not in_order)
+    where = f"{shown} ({run})" if named else shown
+    note = sampling_note(steps, where)
+    if path.suffix.lower() == ".csv" and (empty := empty_cells_note(wide, where, bool(long["value"].is_nan().any()))):
         log.warnings.append(empty)
     if note:
         log.warnings.append(note)
-    return [Piece(path, HISTORY, log, sampled=note is not None)]
+    return Piece(path, HISTORY, log, run if named else None, sampled=note is not None)

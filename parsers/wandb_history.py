@@ -14,15 +14,54 @@ import numpy as np
 import polars as pl
 
 from parsers import schema as s
+from parsers.config_names import normal_name
 from parsers.metric_names import canonical
 from parsers.textfile import InputError, json_array_items, json_value
 
 HISTORY_META = ("_step", "_runtime", "_timestamp")
 # keys runs log as their own training step, most specific first (W&B's _step counts log calls instead)
-STEP_KEYS = ("trainer/global_step", "train/global_step", "global_step", "iter", "iteration")
+STEP_KEYS = ("trainer/global_step", "train/global_step", "global_step", "iter", "iteration", "train/step")
 # sample sizes W&B uses when it thins a series: run.history() 500, UI charts 1,000 / 1,500, old UI 5,000
 _SAMPLE_SIZES = frozenset({500, 1000, 1500, 5000, 10000})
 _FEWEST_SAMPLED = 200  # below this many points an export is not a sample (the smallest sample W&B takes is 500)
+
+
+# columns a dump of several runs' histories names each row's run by (``df["run_id"] = run.id`` before concatenating
+# them), ids first: a name may repeat across runs, an id does not
+RUN_ID_COLUMNS = ("run_id", "wandb_run_id", "runid", "run_path")
+RUN_NAME_COLUMNS = ("run_name", "run", "wandb_run_name", "display_name")
+
+
+def runs_of(wide: pl.DataFrame) -> tuple[str, dict[str, pl.DataFrame]] | None:
+    """A history dump that holds several runs (a column naming each row's run, :data:`RUN_ID_COLUMNS` then
+    :data:`RUN_NAME_COLUMNS`, with 2 or more values, each on 2 or more rows on average): the column, and each run's rows
+    (in file order, without the naming columns) by its label: its name when a name column gives each id one name
+    of its own, else its id. None for a dump of one run.
+
+    >>> wide = pl.DataFrame({"_step": ["0", "1", "0", "1"], "loss": ["3", "2", "4", "3"], "run_id": ["a", "a", "b", "b"],
+    ...                      "run_name": ["x", "x", "y", "y"]})
+    >>> column, parts = runs_of(wide)
+    >>> column, {k: v["loss"].to_list() for k, v in parts.items()}
+    ('run_id', {'x': ['3', '2'], 'y': ['4', '3']})
+    >>> runs_of(wide.filter(pl.col("run_id") == "a")) is None
+    True
+    """
+    normal = {normal_name(c): c for c in wide.columns}
+    naming = [normal[k] for k in (*RUN_ID_COLUMNS, *RUN_NAME_COLUMNS) if k in normal]
+    column = next((c for c in naming if 2 <= wide[c].drop_nulls().n_unique() <= wide.height / 2), None)
+    if column is None:
+        return None
+    ids = wide[column].cast(pl.String).fill_null(f"(no {column})")
+    labels = ids
+    for other in (c for c in naming if c != column and normal_name(c) in RUN_NAME_COLUMNS):
+        names = wide[other].cast(pl.String)
+        pairs = pl.DataFrame({"id": ids, "name": names}).drop_nulls().unique()
+        if pairs["id"].is_unique().all() and pairs["name"].is_unique().all() and pairs.height == ids.n_unique():
+            labels = ids.replace_strict(pairs["id"], pairs["name"], default=ids)
+            break
+    rest = wide.drop(naming).with_columns(_run=labels)
+    return column, {str(k[0]): part for k, part in rest.partition_by("_run", maintain_order=True, include_key=False,
+                                                                      as_dict=True).items()}
 
 
 def metric_names(keys: list[str]) -> dict[str, str]:
