@@ -243,18 +243,21 @@ def logit_trend(anomalies: list[Anomaly], troubles: list[Anomaly]) -> list[Cause
             evidence.append(f"attempt {a.attempt}: {a.detail}; it began {step_count(t.step - a.step)} before the "
                             f"{t.kind.replace('_', ' ')} at step {t.step}")
         else:
-            counter.append(f"attempt {a.attempt}: {a.metric} began growing at step {a.step}, after the "
-                           f"{t.kind.replace('_', ' ')} at step {t.step}")
+            counter.append(f"attempt {a.attempt}: its {a.metric.replace('_', ' ')} finding began at step {a.step}, "
+                           f"after the {t.kind.replace('_', ' ')} at step {t.step}")
     if not evidence:
         return []
-    attention = s.MAX_ATTENTION_LOGIT in metrics
+    # (each metric names its own instability: a run whose attention logits and z-loss both grew has both)
+    said = {s.MAX_ATTENTION_LOGIT: ("attention-logit growth", "QK-layernorm and QK-clip are the published mitigations "
+                                    "for attention-logit growth (Wortsman et al. 2023; Kimi K2 clips at a max logit of "
+                                    "100)"),
+            s.Z_LOSS: ("output-logit divergence (z-loss rising)", "a z-loss (1e-4 log^2 Z, PaLM; Wortsman et al. 2023) "
+                       "keeps the output logits from drifting")}
+    mine = [said[m] for m in s.LOGIT_METRICS if m in metrics]
     return [Cause(
-        kind=CauseKind.LOGITS, cause="attention-logit growth" if attention else "output-logit divergence (z-loss rising)",
+        kind=CauseKind.LOGITS, cause=" and ".join(c for c, _ in mine),
         confidence=0.55,  # a trend test with its lead: its words lead when merged with logit_growth's notes
-        evidence=evidence[:4], counter_evidence=counter[:4],
-        check_next=("QK-layernorm and QK-clip are the published mitigations for attention-logit growth (Wortsman et "
-                    "al. 2023; Kimi K2 clips at a max logit of 100)" if attention else
-                    "a z-loss (1e-4 log^2 Z, PaLM; Wortsman et al. 2023) keeps the output logits from drifting"),
+        evidence=evidence[:4], counter_evidence=counter[:4], check_next="; ".join(n for _, n in mine),
     )]
 
 
