@@ -23,6 +23,7 @@ from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames, SpikeDet
 from forensics.detectors.chance import LossAboveChanceDetector
 from forensics.detectors.clipping import ClippingDetector, fold_into_divergences, thresholds
 from forensics.detectors.layer_grads import LayerGradDetector, layer_coverage, layer_grad_metrics, spike_origins
+from forensics.detectors.logits import logit_coverage
 from forensics.detectors.loss_scale import startup_searches
 from forensics.detectors.skipped import SkippedIterationsDetector, untrained
 from forensics.findings import BLOWUP_KINDS, Anomaly, Blips, Findings, RunFindings
@@ -107,10 +108,11 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         schedule=timing,
         config=settings(config),
         config_diffs=differing_keys({str(n): cfg for n, cfg in sorted(table.items())}) if len(table) > 1 else {},
-        coverage=with_unprinted_loss(with_evaluation_passes(with_overflow_scales(layer_coverage(coverage(
+        coverage=with_unprinted_loss(with_evaluation_passes(with_overflow_scales(logit_coverage(layer_coverage(coverage(
             metrics, getattr(run, "tags", []), roles, [src.path for src in run.sources],
             checks={m: spike_checks(SpikeDetector(m), frames) for m in (s.LOSS, s.GRAD_NORM)},
-            short_holes=short_holes(frames.steps(), frames.spacing())), frames), run.events), run.events),
+            short_holes=short_holes(frames.steps(), frames.spacing())), frames), frames, getattr(run, "tags", [])),
+            run.events), run.events),
             run.events, metrics)
         | _lone_skips(frames, detectors),
         blips=blips(frames, detectors),

@@ -163,7 +163,7 @@ def _logit_growth(first: Anomaly, frames: RunFrames, anomalies: list[Anomaly]) -
              for g in anomalies if g.kind == Kind.LOGIT_GROWTH and g.attempt == first.attempt
              and since <= g.step < first.step and g.baseline is not None and g.value is not None]
     names = [m for m in frames.metrics["metric"].unique().cast(pl.String).to_list()
-             if any(k in m.lower() for k in _LOGIT) and m not in s.LOGIT_METRICS]
+             if any(k in m.lower() for k in _LOGIT) and m not in s.LOGIT_METRICS and not s.is_layer_logit(m)]
     for name in sorted(names):
         points = frames.points(name).filter(
             (pl.col("attempt") == first.attempt) & (pl.col("step") <= first.step) & (pl.col("step") >= since)

@@ -132,6 +132,33 @@ def layer_grad_name(tag: str) -> str | None:
     return s.layer_grad_metric(group, layer, rest)
 
 
+# one layer's largest attention logits: "logits/layer11/max_p95", "attn_logits/layer_3/max", "attention/3/max_logit";
+# a tag that names a logit, a layer index and a maximum (a mean or a spread of the logits is not one)
+_LOGIT_LAYER = re.compile(r"(?:^|[/._-])(?:layers?|blocks?|h)[._-]?(\d+)(?=[/._-]|$)|/(\d+)(?=/)", re.IGNORECASE)
+_LOGIT_MAX = re.compile(r"^(?:max(?:[_-]?p\d+)?|amax|maximum|max[_-]?(?:attn[_-]?|attention[_-]?)?logits?)$",
+                        re.IGNORECASE)
+
+
+def layer_logit_name(tag: str) -> str | None:
+    """The canonical name of one layer's attention-logit maximum, or None for any other tag (a mean, a spread, the
+    output logits, a validation pass's).
+
+    >>> layer_logit_name("logits/layer11/max_p95"), layer_logit_name("attn_logits/layer_3/max")
+    ('max_attention_logit/11/max_p95', 'max_attention_logit/3/max')
+    >>> [layer_logit_name(t) for t in ("logits/layer0/mean", "logits/layer5/std", "val/logits/layer0/max", "logits/max")]
+    [None, None, None, None]
+    """
+    parts = [p for p in tag.split("/") if p]
+    if len(parts) < 2 or "logit" not in tag.lower() or not _LOGIT_MAX.match(parts[-1]):
+        return None
+    if any(_leaf(p) in _VALIDATION_PARTS for p in parts[:-1]):
+        return None
+    found = _LOGIT_LAYER.search("/".join(parts[:-1]) + "/")
+    if not found:
+        return None
+    return s.layer_logit_metric(int(found.group(1) or found.group(2)), parts[-1])
+
+
 def _leaf(text: str) -> str:
     return re.sub(r"[\s_-]+", " ", text.strip().lower())
 
@@ -174,7 +201,7 @@ def canonical(tag: str) -> tuple[str, str]:
     if name is None and len(parts) > 1 and _leaf(parts[0]) in {"train", "training", "optimizer", "loss"}:
         name = _LEAVES.get(_leaf(parts[0]) + " " + leaf) or _LEAVES.get(leaf)
     if name is None:
-        return layer_grad_name(base) or base, axis
+        return layer_grad_name(base) or layer_logit_name(base) or base, axis
     if validation and name == s.LOSS:
         name = s.VAL_LOSS
     if validation and name in s.LOGIT_METRICS:

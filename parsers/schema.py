@@ -87,6 +87,30 @@ def is_layer_grad(metric: str) -> bool:
 Z_LOSS = "z_loss"
 MAX_ATTENTION_LOGIT = "max_attention_logit"
 LOGIT_METRICS: tuple[str, ...] = (MAX_ATTENTION_LOGIT, Z_LOSS)
+# a layer's own largest attention logits (``parsers.metric_names.layer_logit_name``), one series per tag:
+# "max_attention_logit/<layer>/<statistic>", <statistic> the tag's own (``max``; ``max_p95``: the 95th percentile of
+# the layer's logits, below their max). The run's max attention logit per step is their largest
+# (``forensics.detectors.logits.attention_logits``) where it logs no MAX_ATTENTION_LOGIT of its own.
+LAYER_LOGIT_PREFIX = MAX_ATTENTION_LOGIT + "/"
+
+
+def layer_logit_metric(layer: int, statistic: str) -> str:
+    """The canonical name of one layer's attention-logit series.
+
+    >>> layer_logit_metric(11, "max_p95")
+    'max_attention_logit/11/max_p95'
+    """
+    return f"{LAYER_LOGIT_PREFIX}{layer}/{statistic}"
+
+
+def is_layer_logit(metric: str) -> bool:
+    """Whether a metric name is one layer's attention-logit series (see ``layer_logit_metric``).
+
+    >>> is_layer_logit("max_attention_logit/5/max_p95"), is_layer_logit("max_attention_logit")
+    (True, False)
+    """
+    parts = metric.split("/")
+    return len(parts) == 3 and parts[0] == MAX_ATTENTION_LOGIT and parts[1].isdigit()
 
 # derived, never read from a log: the share of logged steps whose grad norm was above the clip threshold (the metric of
 # a sustained-clipping finding, forensics.detectors.clipping)

@@ -98,6 +98,20 @@ def ending(a: Attempt) -> str:
     return f"{ENDINGS.get(a.end_reason, a.end_reason.value)}{where}{detail}{after}{code}"
 
 
+def _logits_line(logits: dict[str, Any]) -> str:
+    """The coverage line of the logit series the logit-growth detector judged."""
+    said = [m.replace("_", " ").replace("z loss", "z-loss") for m in logits.get("metrics", [])]
+    if per := logits.get("per_layer"):
+        tags = per.get("tags") or per["series"]
+        listed = ", ".join(md(t) for t in tags[:6]) + (f" and {len(tags) - 6} more" if len(tags) > 6 else "")
+        said.append(f"{len(per['series'])} per-layer attention-logit series ({listed}; layers "
+                    f"{', '.join(map(str, per['layers']))}; {per['points']:,} points)"
+                    + ("" if s.MAX_ATTENTION_LOGIT in logits.get("metrics", []) else
+                       ", their largest at each step read as the max attention logit"))
+    return (f"- **Logits:** {'; '.join(said)}: checked for NaN/Inf, for log-linear growth and, for the max attention "
+            "logit, for the 1e4 level past which every run in Wortsman et al. 2023 diverged.")
+
+
 def coverage_section(run: RunFindings) -> list[str]:
     """What was read and checked: per source the metrics recognised, the roles given by name, what was missing."""
     cov = run.coverage
@@ -163,10 +177,21 @@ def coverage_section(run: RunFindings) -> list[str]:
     for role, tag in cov.get("roles", {}).items():
         out.append(f"- **Taken by its name:** the {role.replace('_', ' ')} is the scalar {md(tag)} (no recognised "
                    f"{role.replace('_', ' ')} metric).")
+    if logits := cov.get("logits"):
+        out.append(_logits_line(logits))
     others = cov.get("other_scalars", [])
-    if others:
-        listed = ", ".join(md(o) for o in others[:12]) + (f" and {len(others) - 12} more" if len(others) > 12 else "")
+    # (scalars named like a logit, an attention-logit mean say, are also checked for a 2x rise before the first
+    # instability: forensics.precursors)
+    named = [o for o in others if "logit" in o.lower()]
+    rest = [o for o in others if o not in named]
+    if rest:
+        listed = ", ".join(md(o) for o in rest[:12]) + (f" and {len(rest) - 12} more" if len(rest) > 12 else "")
         out.append(f"- **Other scalars read** (checked for NaN/Inf only): {listed}.")
+    if named:
+        listed = ", ".join(md(o) for o in named[:12]) + (f" and {len(named) - 12} more" if len(named) > 12 else "")
+        out.append(f"- **Other scalars named like a logit:** {listed}: checked for NaN/Inf, and for a 2x rise before "
+                   "the first divergence, NaN or spike where there is one (log-linear growth is judged only for the "
+                   "max attention logit and the z-loss).")
     for name in cov.get("missing", []):
         if name == s.LOSS_SCALE and (over := cov.get("overflow_scales")):
             out.append(f"- **Loss scale:** no series of it, but {over['lines']} fp16 overflow line"

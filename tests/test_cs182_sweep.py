@@ -42,3 +42,25 @@ def test_json_lines_of_several_runs_split_alike(tmp_path) -> None:
     assert sorted(got) == ["6pzcpq0n", "wwmr8tw9"]
     assert got["wwmr8tw9"]["value"][-1] == pytest.approx(7.586711, abs=1e-6)
     assert got["6pzcpq0n"]["value"][-1] == pytest.approx(5.334484, abs=1e-6)
+
+
+def test_attention_logits_past_wortsmans_1e4_with_their_layer(runs) -> None:
+    from forensics.analysis import analyze_run
+    from forensics.findings import Kind
+    from reports.timeline import coverage_section
+
+    found = analyze_run(runs["wwmr8tw9"])  # LR 0.0768
+    [level] = [a for a in found.anomalies if a.kind == Kind.LOGIT_GROWTH]
+    # logits/layer11/max_p95 = 18023990.0 at _step 34, logged after train/step 4000
+    assert (level.metric, level.step, level.end_step, level.value) == ("max_attention_logit", 800, 8000, 18023990.0)
+    assert "at 10 of its 10 logged points, from its first logged point" in level.detail
+    assert "at most 18,023,990 at step 4000 (in layer 11)" in level.detail
+    assert "max_p95 is a percentile of a layer's attention logits, below their max" in level.detail
+    lines = "\n".join(coverage_section(found))
+    assert "3 per-layer attention-logit series (logits/layer0/max\\_p95" in lines
+    assert "logits/layer11/max\\_p95" not in lines.split("**Other scalars read**")[1]
+    assert "**Other scalars named like a logit:** logits/layer0/mean" in lines
+    # LR 0.0048: once above 1e4 (10084.47168 at step 2400, 8052 the point before); LR 0.0003: 7.5 at most
+    [once] = [a for a in analyze_run(runs["g6rdipcd"]).anomalies if a.kind == Kind.LOGIT_GROWTH]
+    assert (once.step, once.value) == (2400, 10084.47168) and "at 1 of its 10 logged points, from step 2400" in once.detail
+    assert not [a for a in analyze_run(runs["6pzcpq0n"]).anomalies if a.kind == Kind.LOGIT_GROWTH]

@@ -330,6 +330,43 @@ def test_a_rising_z_loss_is_output_logit_divergence():
         "output-logit divergence (z-loss rising)"
 
 
+def test_attention_logits_and_a_z_loss_both_growing_are_both_causes():
+    """A run whose attention logits and z-loss both grow before it diverges: the cause names both, with both
+    mitigations (it said 'attention-logit growth' alone, the z-loss's evidence under it)."""
+    n = 4000
+    steps = np.arange(1, n + 1)
+    run = _logit_run(n, 3, s.MAX_ATTENTION_LOGIT, np.where(steps > 2000, np.exp((steps - 2000) / 720), 1.0),
+                     diverge_at=3500)
+    z = _logit_run(n, 4, s.Z_LOSS, np.where(steps > 2500, np.exp((steps - 2500) / 400), 1.0)).metrics
+    run.metrics = pl.concat([run.metrics, z.filter(metric=s.Z_LOSS)])
+    found = analyze_run(run)
+    assert sorted(a.metric for a in found.anomalies if a.kind == Kind.LOGIT_GROWTH) == [s.MAX_ATTENTION_LOGIT, s.Z_LOSS]
+    cause = next(c for c in found.suspected_causes if c.kind == "logits")
+    assert cause.cause == "attention-logit growth and output-logit divergence (z-loss rising)"
+    assert "QK-layernorm and QK-clip" in cause.check_next and "a z-loss (1e-4 log^2 Z" in cause.check_next
+
+
+def test_per_layer_attention_logits_are_the_max_attention_logit_with_their_layer():
+    """Tags of one layer's attention-logit maxima (nraultwang/cs182-project's logits/layerN/max_p95) become per-layer
+    series; their largest per step is judged as the max attention logit, and the finding names the layer."""
+    assert canonical("logits/layer11/max_p95")[0] == "max_attention_logit/11/max_p95"
+    assert canonical("logits/layer11/mean")[0] == "logits/layer11/mean"  # a mean is not a maximum
+    n = 4000
+    steps = np.arange(1, n + 1)
+    run = _logit_run(n, 3, "max_attention_logit/7/max", np.where(steps > 2000, np.exp((steps - 2000) / 720), 1.0),
+                     diverge_at=3500)
+    flat = [_logit_run(n, 10 + k, f"max_attention_logit/{k}/max", np.full(n, 0.5)).metrics
+            .filter(metric=f"max_attention_logit/{k}/max") for k in (0, 1)]
+    run.metrics = pl.concat([run.metrics, *flat])
+    found = analyze_run(run)
+    [growth] = [a for a in found.anomalies if a.kind == Kind.LOGIT_GROWTH]
+    assert (growth.metric, growth.step) == (s.MAX_ATTENTION_LOGIT, 2131)
+    assert "at step 3985 (in layer 7)" in growth.detail and "the largest of the 3 per-layer series" in growth.detail
+    assert next(c for c in found.suspected_causes if c.kind == "logits").cause == "attention-logit growth"
+    assert found.coverage["logits"]["per_layer"]["layers"] == [0, 1, 7]
+    assert not any(m.startswith("max_attention_logit") for m in found.coverage["other_scalars"])
+
+
 def test_flat_heavy_tailed_logits_and_a_level_shift_are_not_growth():
     n = 10_000
     steps = np.arange(1, n + 1)
