@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import polars as pl
@@ -122,6 +122,7 @@ class RunRow:
     error: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
     scaling: dict[str, Any] = field(default_factory=dict)  # size and norm levels for the sweep (forensics.sweep)
+    lr_peak: float | None = None  # the largest LR the run logged (its schedule's peak, where it reached it)
 
     def __post_init__(self) -> None:
         self.outcome = Outcome(self.outcome)
@@ -204,7 +205,36 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
         setup=run.setup[0] if run.setup else None,
         config=run.config,
         scaling=run_scaling(run.model, metrics, outcome_step if outcome in FAILED_INSTABILITY else None),
+        lr_peak=_lr_peak(metrics),
     )
+
+
+def _lr_peak(metrics: pl.DataFrame) -> float | None:
+    """The largest finite LR a run logged, or None (no LR logged, or none above 0)."""
+    top = metrics.filter((pl.col("metric") == s.LR) & pl.col("value").is_finite())["value"].max()
+    return float(top) if isinstance(top, int | float) and top > 0 else None  # type: ignore[arg-type]
+
+
+def run_lr(row: RunRow) -> tuple[float | None, str | None]:
+    """A run's LR for a sweep, and where it comes from: its config's ``lr`` (the LR the sweep set), else the largest
+    LR it logged (a history export carries no config: the LR the optimizer ran at, at its schedule's peak).
+
+    >>> run_lr(RunRow("a", config={"lr": 3e-4}, lr_peak=2.9e-4)), run_lr(RunRow("b", lr_peak=0.0768)), run_lr(RunRow("c"))
+    ((0.0003, 'config'), (0.0768, 'logged peak'), (None, None))
+    """
+    lr = row.config.get("lr")
+    if isinstance(lr, int | float) and not isinstance(lr, bool) and lr > 0:
+        return float(lr), "config"
+    if row.lr_peak is not None:
+        return row.lr_peak, "logged peak"
+    return None, None
+
+
+def with_run_lr(row: RunRow) -> RunRow:
+    """The row with its :func:`run_lr` as its config's ``lr`` where its config has none (for the sweep's fits, where no
+    run has an LR in a config: as in :func:`lr_sensitivity`, a run without one beside configured runs is left out)."""
+    lr, source = run_lr(row)
+    return row if source != "logged peak" else replace(row, config={**row.config, "lr": lr})
 
 
 def healthy(row: RunRow) -> bool:
@@ -283,20 +313,28 @@ def separating_keys(rows: list[RunRow]) -> list[Separation]:
 
 def lr_sensitivity(rows: list[RunRow], also: frozenset[str] = frozenset()) -> dict[str, Any] | None:
     """Wortsman et al.'s LR sensitivity over runs that differ only in ``lr`` (and seed / run bookkeeping, and the
-    keys in ``also``: the sweep of :mod:`forensics.sweep` lets ``min_lr`` follow the LR):
+    keys in ``also``: the sweep of :mod:`forensics.sweep` lets ``min_lr`` follow the LR); the LR of each is its
+    config's, or where no run has one in a config, the largest it logged (:func:`run_lr`; ``lr_from`` says which,
+    ``settings_unseen`` names the runs without a config):
     E_η[min(ℓ(η), ℓ0) − ℓ*], with ℓ the final loss (a run that diverged or hit NaN counts as ℓ0), ℓ0 the highest
     first logged loss of the sweep (``initial_loss``, from ``initial_loss_run``) and ℓ* the smallest of the clipped
     final losses. ``sensitivity`` is the one computed number; every other number is a logged loss or an LR that was
     run: ``best_final_loss`` is the lowest final loss of a run that did not fail (``best_run`` at ``best_lr``),
     ``largest_stable_lr`` the largest LR of a run that did not fail (``largest_stable_run``), ``running`` the runs
     still running with their last step (their final loss is their last logged one). None with fewer than 3 runs."""
-    sweep = [r for r in rows if r.outcome != Outcome.UNREADABLE and isinstance(r.config.get("lr"), (int, float))]
+    lr_of = {r.name: run_lr(r) for r in rows if r.outcome != Outcome.UNREADABLE}
+    # runs with a config LR are the sweep, as configured; only where none has one (history exports) the logged peaks
+    # (a run without a config beside configured ones may differ in anything: it is left out)
+    configured = any(f == "config" for _, f in lr_of.values())
+    sweep = [r for r in rows if r.name in lr_of and lr_of[r.name][1] == ("config" if configured else "logged peak")]
     if len(sweep) < 3:
         return None
     others = differing_keys({r.name: {k: v for k, v in r.config.items() if k not in {"lr", "seed", *also}}
                              for r in sweep})
-    if others or len({r.config["lr"] for r in sweep}) < 3:
+    if others or len({lr_of[r.name][0] for r in sweep}) < 3:
         return None
+    unseen = [r.name for r in sweep if not r.has_config]
+    sweep = [replace(r, config={**r.config, "lr": lr_of[r.name][0]}) for r in sweep]
     starts = [r for r in sweep if r.initial_loss is not None and math.isfinite(r.initial_loss)]
     if not starts:
         return None
@@ -323,6 +361,8 @@ def lr_sensitivity(rows: list[RunRow], also: frozenset[str] = frozenset()) -> di
         "smallest_failed_lr": min((r.config["lr"] for r in failed), default=None),
         "running": {r.name: r.outcome_step for r in stable if r.outcome == Outcome.RUNNING},
         "final_steps_differ": len({r.steps_reached for r in stable}) > 1,
+        "lr_from": {r.name: lr_of[r.name][1] for r in sweep},  # config, or logged peak where the config has none
+        "settings_unseen": unseen,  # no config: that they differ only in LR is not known
     }
 
 
@@ -362,4 +402,5 @@ def compare_rows(rows: list[RunRow], baseline: str | None = None) -> Comparison:
             row.config_diff = {k: v["row"] for k, v in diffs.items()}
             row.stability_diff = {k: v for k, v in row.config_diff.items() if is_stability_key(k)}
     return Comparison(rows=rows, baseline=base.name if base else None, separation=separating_keys(rows),
-                      lr_sensitivity=lr_sensitivity(rows), sweep=sweep(rows))
+                      lr_sensitivity=lr_sensitivity(rows), sweep=sweep(rows if any(
+                          run_lr(r)[1] == "config" for r in rows) else [with_run_lr(r) for r in rows]))

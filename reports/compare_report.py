@@ -139,6 +139,13 @@ def _lr_sensitivity(sens: dict[str, Any]) -> list[str]:
                    + ", ".join(f"{md(n)} at step {s}" for n, s in sens["running"].items()) + ".")
     if sens["final_steps_differ"]:
         out.append("- the stable runs stopped at different steps, so their final losses are not quite comparable.")
+    logged = [n for n, f in sens.get("lr_from", {}).items() if f == "logged peak"]
+    if logged:
+        out.append(f"- LR of {len(logged)} of the {len(sens['runs'])} runs: the largest it logged (no LR in a config of "
+                   "its own)" + (": " + md(", ".join(logged)) if len(logged) < len(sens["runs"]) else "") + ".")
+    if unseen := sens.get("settings_unseen"):
+        out.append(f"- {len(unseen)} of the {len(sens['runs'])} runs have no config, so that they differ in nothing but "
+                   "the LR (and seed) is taken, not seen.")
     return out
 
 

@@ -64,3 +64,20 @@ def test_attention_logits_past_wortsmans_1e4_with_their_layer(runs) -> None:
     [once] = [a for a in analyze_run(runs["g6rdipcd"]).anomalies if a.kind == Kind.LOGIT_GROWTH]
     assert (once.step, once.value) == (2400, 10084.47168) and "at 1 of its 10 logged points, from step 2400" in once.detail
     assert not [a for a in analyze_run(runs["6pzcpq0n"]).anomalies if a.kind == Kind.LOGIT_GROWTH]
+
+
+def test_lr_sensitivity_of_the_sweep_from_each_runs_logged_lr_peak(runs) -> None:
+    """No config in a history dump: each run's LR is the largest it logged (train/lr: 0.0003 ... 0.0768).
+    Sensitivity = mean of the 15 last train/loss values (none failed, all below l0) minus the smallest, 5.319765
+    (2mgacfgs) = 1.0789782; l0 = 64.27433, nnwv2c67's first loss (step 160)."""
+    from forensics.analysis import analyze_run
+    from forensics.comparison import compare_rows, summarize
+
+    rows = [summarize(analyze_run(run), run.metrics) for run in runs.values()]
+    sens = compare_rows(rows).lr_sensitivity
+    assert sens is not None
+    assert sorted(set(sens["runs"].values())) == [0.0003, 0.0012, 0.0048, 0.0192, 0.0768]
+    assert sens["sensitivity"] == pytest.approx(1.0789782, abs=1e-6)
+    assert (round(sens["initial_loss"], 5), sens["initial_loss_run"]) == (64.27433, "nnwv2c67")
+    assert (round(sens["best_final_loss"], 6), sens["best_run"], sens["best_lr"]) == (5.319765, "2mgacfgs", 0.0003)
+    assert set(sens["lr_from"].values()) == {"logged peak"} and len(sens["settings_unseen"]) == 15
