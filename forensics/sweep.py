@@ -35,6 +35,7 @@ import numpy as np
 import polars as pl
 
 from forensics.configs import differing_keys
+from forensics.detectors.logits import attention_logits
 from forensics.findings import ModelCheck, Outcome, finite_or_none
 from forensics.model_shape import size_label
 from forensics.timeline import by_step
@@ -81,7 +82,10 @@ def run_scaling(model: ModelCheck, metrics: pl.DataFrame, failed_at: int | None)
     size, source = model_size(model)
     out: dict[str, Any] = {"parameters": size, "parameters_from": source}
     for metric in SCALING_METRICS:
-        points = by_step(metrics, metric, finite=True)
+        # (the max attention logit: the run's own, else the largest of its per-layer series at each step)
+        points = (by_step(metrics, metric, finite=True) if metric != s.MAX_ATTENTION_LOGIT else
+                  attention_logits(metrics).select("attempt", "step", "value").sort("attempt", "step")
+                  .unique("step", keep="last").sort("step"))
         if failed_at is not None:
             points = points.filter(pl.col("step") < failed_at)
         values, steps = np.abs(points["value"].to_numpy()), points["step"].to_numpy()

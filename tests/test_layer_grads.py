@@ -413,3 +413,18 @@ def test_sustained_clipping_that_runs_into_a_hole_does_not_claim_the_end_of_the_
     assert found.detail == ("grad norm above the clip threshold 1 at 75% of logged steps from step 701 to step 999, "
                             "then a hole in the log after step 1000 (against 0% from step 101, after its first 100 points; "
                             "rolling share over 50 points)")
+
+
+def test_the_sweep_levels_a_run_by_its_per_layer_attention_logits():
+    """A run that logs only per-layer attention-logit maxima has a max attention logit level for the sweep's fits:
+    the median of the last fifth of their per-step largest (it had none: only a run's own max_attention_logit)."""
+    from forensics.findings import ModelCheck
+    from forensics.sweep import run_scaling
+
+    steps = np.arange(1, 101)
+    metrics = s.conform(pl.concat([
+        pl.DataFrame({"step": steps, "value": np.where(steps > 80, 40.0, 10.0), "metric": "max_attention_logit/3/max"}),
+        pl.DataFrame({"step": steps, "value": np.full(100, 20.0), "metric": "max_attention_logit/0/max"}),
+    ]).with_columns(run=pl.lit("r"), source=pl.lit("x"), attempt=1), s.METRICS_SCHEMA)
+    assert run_scaling(ModelCheck(), metrics, None)[s.MAX_ATTENTION_LOGIT] == {"level": 40.0, "max": 40.0,
+                                                                             "until_step": 100}
