@@ -19,6 +19,13 @@ def runs():
     return {r.name: r for r in load_runs(SWEEP)}
 
 
+@pytest.fixture(scope="module")
+def analysed(runs):
+    from forensics.analysis import analyze_run
+
+    return {name: analyze_run(run) for name, run in runs.items()}
+
+
 def test_a_history_dump_of_several_runs_is_one_run_per_id(runs) -> None:
     assert len(runs) == 15
     run = runs["wwmr8tw9"]
@@ -44,12 +51,11 @@ def test_json_lines_of_several_runs_split_alike(tmp_path) -> None:
     assert got["6pzcpq0n"]["value"][-1] == pytest.approx(5.334484, abs=1e-6)
 
 
-def test_attention_logits_past_wortsmans_1e4_with_their_layer(runs) -> None:
-    from forensics.analysis import analyze_run
+def test_attention_logits_past_wortsmans_1e4_with_their_layer(analysed) -> None:
     from forensics.findings import Kind
     from reports.timeline import coverage_section
 
-    found = analyze_run(runs["wwmr8tw9"])  # LR 0.0768
+    found = analysed["wwmr8tw9"]  # LR 0.0768
     [level] = [a for a in found.anomalies if a.kind == Kind.LOGIT_GROWTH]
     # logits/layer11/max_p95 = 18023990.0 at _step 34, logged after train/step 4000
     assert (level.metric, level.step, level.end_step, level.value) == ("max_attention_logit", 800, 8000, 18023990.0)
@@ -61,19 +67,18 @@ def test_attention_logits_past_wortsmans_1e4_with_their_layer(runs) -> None:
     assert "logits/layer11/max\\_p95" not in lines.split("**Other scalars read**")[1]
     assert "**Other scalars named like a logit:** logits/layer0/mean" in lines
     # LR 0.0048: once above 1e4 (10084.47168 at step 2400, 8052 the point before); LR 0.0003: 7.5 at most
-    [once] = [a for a in analyze_run(runs["g6rdipcd"]).anomalies if a.kind == Kind.LOGIT_GROWTH]
+    [once] = [a for a in analysed["g6rdipcd"].anomalies if a.kind == Kind.LOGIT_GROWTH]
     assert (once.step, once.value) == (2400, 10084.47168) and "at 1 of its 10 logged points, from step 2400" in once.detail
-    assert not [a for a in analyze_run(runs["6pzcpq0n"]).anomalies if a.kind == Kind.LOGIT_GROWTH]
+    assert not [a for a in analysed["6pzcpq0n"].anomalies if a.kind == Kind.LOGIT_GROWTH]
 
 
-def test_lr_sensitivity_of_the_sweep_from_each_runs_logged_lr_peak(runs) -> None:
+def test_lr_sensitivity_of_the_sweep_from_each_runs_logged_lr_peak(runs, analysed) -> None:
     """No config in a history dump: each run's LR is the largest it logged (train/lr: 0.0003 ... 0.0768).
     Sensitivity = mean of the 15 last train/loss values (none failed, all below l0) minus the smallest, 5.319765
     (2mgacfgs) = 1.0789782; l0 = 64.27433, nnwv2c67's first loss (step 160)."""
-    from forensics.analysis import analyze_run
     from forensics.comparison import compare_rows, summarize
 
-    rows = [summarize(analyze_run(run), run.metrics) for run in runs.values()]
+    rows = [summarize(analysed[name], run.metrics) for name, run in runs.items()]
     sens = compare_rows(rows).lr_sensitivity
     assert sens is not None
     assert sorted(set(sens["runs"].values())) == [0.0003, 0.0012, 0.0048, 0.0192, 0.0768]
