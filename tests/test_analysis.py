@@ -120,7 +120,8 @@ def test_tr1_13b_spike_and_loss_scale_collapse():
 @pytest.mark.parametrize(("name", "nan_steps", "last_step"), [
     ("issue396", (5426, 5428), 5429),   # 5426-5428 print "grad norm: nan" and no lm loss; 5429 is cut short
     ("pr434", (9, 9), 9),               # the one line, iteration 9, has no lm loss
-    ("pr34", (3633, 3633), 3634),       # 3633 has no lm loss; 3634 is the skipped step after "Bad grad_norm"
+    ("pr34", (3633, 3634), 3634),       # 3633 has no lm loss; "Bad grad_norm", printed after it, is about 3634
+                                        # (the skipped step), not 3633, whose grad norm was 0.794
     ("issue33", (3385, 3385), 3385),    # 3383 and 3384 log a loss, 3385 none
 ])
 def test_bf16_nan_excerpts_end_in_nan(name, nan_steps, last_step):

@@ -45,8 +45,11 @@ def nan_steps(frames: RunFrames) -> pl.DataFrame:
         .select("attempt", "step", why=pl.lit("loss missing from the log line (Megatron leaves a NaN loss out)"),
                 family=pl.lit(CORE))
     )
+    # a check printed after step N's line is about an iteration after N: N + 1 is the first it can be
     checks = ev.filter((pl.col("kind") == s.EV_NAN_CHECK) & pl.col("step").is_not_null()).select(
-        "attempt", "step", why=pl.lit("NaN check: ") + pl.col("text").str.strip_chars().str.slice(0, 120),
+        "attempt", step=pl.col("step") + 1,
+        why=pl.format("NaN check printed after step {}'s line: ", "step")
+        + pl.col("text").str.strip_chars().str.slice(0, 120),
         family=pl.lit(CORE),
     )
     return pl.concat([bad_values, missing, checks]).drop_nulls("step").sort("attempt", "step")
