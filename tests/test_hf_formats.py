@@ -8,6 +8,7 @@ import math
 import warnings
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import forensics
@@ -198,3 +199,25 @@ def test_a_completed_trainer_console_without_steps_is_put_on_its_planned_steps()
     run = load_run(REAL / "hf_trainer" / "jonolsenca_llamafactory_dpo_results.md.log")
     loss = run.metrics.filter(metric="loss").select("step", "value")
     assert loss.rows()[:2] == [(10, 0.0017), (20, 0.0004)] and loss["step"].max() == 170
+
+
+def test_an_output_directorys_results_files_are_the_runs_summary(tmp_path: Path) -> None:
+    """10844110/t5-summarization-demo: all_results.json, train_results.json and eval_results.json (the Trainer's
+    save_metrics) were skipped as "JSON with keys `epoch`, `eval_gen_len`, ... (no reader for this layout)"; they are
+    the run's closing values (no step), read as its summary, with the final evaluation's eval_loss."""
+    folder = REAL / "hf_output_dir" / "10844110_t5-summarization-demo"
+    run = load_run(folder)
+    assert run.skipped == []
+    assert sorted(src.path for src in run.sources if src.format == "hf-trainer-results") == [
+        "all_results.json", "eval_results.json", "train_results.json"]
+    summary = {k: (v, src) for k, v, src in run.configs.filter(pl.col("key").str.starts_with("summary/"))
+               .select("key", "value", pl.col("source").cast(pl.String)).iter_rows()}
+    assert summary["summary/eval_loss"] == ("1.633907675743103", "all_results.json")
+    assert summary["summary/train_samples"] == ("287113", "all_results.json")
+    assert summary["summary/train_loss"] == ("1.8040490566820844", "trainer_state.json")  # the same value in both
+    assert not any("differs between sources" in w and "summary/" in w for w in run.warnings)
+    # a file of that name that is not the Trainer's flat object of metrics is not read as one
+    (tmp_path / "all_results.json").write_text('{"epoch": 1.0, "per_task": {"acc": 0.5}}')
+    (tmp_path / "train.log").write_text("iter 1: loss 2.5000, time 10.00ms, mfu 1.00%\n")
+    other = load_run(tmp_path)
+    assert other.skipped == ["all_results.json: JSON that is not a flat object of the Trainer's metrics"]
