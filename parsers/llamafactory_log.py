@@ -3,6 +3,9 @@
 versions name the LR ``learning_rate`` and write ``null`` for what they lack), ``eval_loss`` on evaluation lines,
 and a last line without a loss when training ends (its ``train_runtime`` log).
 
+Its ``elapsed_time`` (the time since the launch's training began, to the second) gives the wall time per step
+(``iteration_time_ms``): the time since the line before over the steps between them.
+
 A relaunch appends to the same file: its ``elapsed_time`` starts again near zero, and that starts a new attempt (a
 step going back alone does not: several processes may append, each a step behind another). A step logged twice in
 one attempt (one line per writing process) keeps its first line. Beside a ``trainer_state.json`` (the same history,
@@ -78,6 +81,27 @@ def _beside_state(path: Path, state: Path, shown: str) -> str:
             "there, not twice")
 
 
+def _step_times(rows: pl.DataFrame) -> pl.DataFrame:
+    """The wall time per training step (``iteration_time_ms``) from ``elapsed_time``, the seconds since the launch's
+    training began printed on each line: the time since the line before it (a training or an evaluation line: the
+    evaluation's own time is not in it) over the steps between them, at each training line but an attempt's first.
+    Of the lines several processes print for one step, the earliest (one process's clock, whose start was first)."""
+    if "elapsed_time" not in rows.columns or "loss" not in rows.columns:
+        return pl.DataFrame(schema={"line": pl.UInt32, "step": pl.Int64, "attempt": pl.Int32, "value": pl.Float64,
+                                    "metric": pl.String})
+    evaluated = pl.col("eval_loss").is_not_null() if "eval_loss" in rows.columns else pl.lit(False)
+    kind = pl.when(pl.col("loss").cast(pl.Float64, strict=False).is_not_null()).then(pl.lit("train")) \
+        .when(evaluated).then(pl.lit("eval"))
+    marks = (rows.with_columns(_kind=kind).filter(pl.col("_kind").is_not_null() & pl.col("_elapsed").is_not_null())
+             .group_by("attempt", "step", "_kind").agg(pl.col("line").min(), pl.col("_elapsed").min())
+             .sort("line"))
+    since = pl.col("_elapsed") - pl.col("_elapsed").shift(1).over("attempt")
+    steps = pl.col("step") - pl.col("step").shift(1).over("attempt")
+    return (marks.with_columns(value=pl.when((steps > 0) & (since >= 0)).then(since * 1000.0 / steps))
+            .filter((pl.col("_kind") == "train") & pl.col("value").is_not_null())
+            .select("line", "step", "attempt", pl.col("value").cast(pl.Float64), metric=pl.lit(s.ITERATION_TIME_MS)))
+
+
 def read(path: Path, context: ReadContext) -> list[Piece]:
     beside = path.parent / "trainer_state.json"
     if beside.is_file() and not context.single:  # (given alone, it is read)
@@ -113,6 +137,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
             .unique(["attempt", "step", "metric"], keep="first", maintain_order=True))
     n_attempts = int(rows["attempt"].max() or 1)  # type: ignore[arg-type]
     labels = {"run": pl.lit(context.run), "source": pl.lit(context.shown)}
+    long = pl.concat([long.select("line", "step", "attempt", "value", "metric"), _step_times(rows)])
     metrics = s.conform(long.with_columns(**labels), s.METRICS_SCHEMA).sort("attempt", "metric", "step")
     events = [rows.filter(pl.col("attempt") > 1).group_by("attempt", maintain_order=True).first().select(
         "line", "step", "attempt", kind=pl.lit(s.EV_PROCESS_START),
@@ -131,6 +156,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         totals = rows.group_by("attempt", maintain_order=True).agg(total.drop_nulls().last()).drop_nulls()
         configs = s.conform(totals.select("attempt", key=pl.lit("train_iters"), value=total.cast(pl.String),
                                           typed=total.cast(pl.String)).with_columns(**labels), s.CONFIGS_SCHEMA)
-    log = ParsedLog(metrics, events_frame, configs, n_attempts=n_attempts,
-                    tags={k: _NAMES[k] for k in values})
+    tags = {k: _NAMES[k] for k in values} | (
+        {"elapsed_time": s.ITERATION_TIME_MS} if (metrics["metric"] == s.ITERATION_TIME_MS).any() else {})
+    log = ParsedLog(metrics, events_frame, configs, n_attempts=n_attempts, tags=tags)
     return [Piece(path, FORMAT, log)]

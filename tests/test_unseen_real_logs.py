@@ -533,6 +533,26 @@ def test_llamafactory_trainer_log_is_read_with_its_relaunch() -> None:
     assert run.coverage["metrics"]["loss"]["points"] == 680
 
 
+def test_llamafactory_elapsed_time_is_the_wall_time_per_step(tmp_path: Path) -> None:
+    """rameyjm7/SFT-Training-LLM: each line's elapsed_time ("0:02:12" at step 10, "0:04:43" at step 20) was read only
+    to see relaunches; the time between two lines over their steps is the wall time per step (15.1 s at step 20),
+    none at an attempt's first line (the relaunch at line 1047: 5010 at 0:02:38, 5020 at 0:05:03: 14.5 s). An
+    evaluation line's time is its own: the next training line counts from it."""
+    import parsers
+    run = parsers.load_run(REAL / "llamafactory" / "rameyjm7_SFT-Training-LLM")
+    times = run.metrics.filter(metric="iteration_time_ms").sort("attempt", "step")
+    assert times.filter(attempt=1).select("step", "value").rows()[:2] == [(20, 15100.0), (30, 14700.0)]
+    assert times.filter(attempt=2).select("step", "value").row(0) == (5020, 14500.0)
+    assert {"source": "trainer_log.jsonl", "tag": "elapsed_time", "metric": "iteration_time_ms"} in run.tags
+    (tmp_path / "trainer_log.jsonl").write_text(
+        '{"current_steps": 10, "loss": 2.0, "elapsed_time": "0:00:20"}\n'
+        '{"current_steps": 20, "loss": 1.9, "elapsed_time": "0:00:40"}\n'
+        '{"current_steps": 20, "eval_loss": 2.1, "elapsed_time": "0:05:40"}\n'
+        '{"current_steps": 30, "loss": 1.8, "elapsed_time": "0:06:00"}\n')
+    steps = parsers.load_run(tmp_path).metrics.filter(metric="iteration_time_ms").select("step", "value").rows()
+    assert steps == [(20, 2000.0), (30, 2000.0)]
+
+
 def test_a_damaged_llamafactory_log_costs_only_its_damage(tmp_path: Path) -> None:
     """Lines that are not JSON are skipped with a warning; a file with none is refused in one line; a line without
     the planned steps or with a clock that is not one costs nothing else."""
