@@ -33,6 +33,7 @@ from parsers.console import (
     colossalai,
     composer,
     deepspeed_chat,
+    deepspeed_chat_sft_rm,
     detectron2,
     fairseq,
     hf_trainer,
@@ -59,9 +60,9 @@ from parsers.reader import HEAD_BYTES, Reader
 ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
     wandb_run, mlflow_store, tensorboard, hf_trainer_state, hf_results, llamafactory_log, lightning, wandb_export,
-    step_table, nanogpt, modded_nanogpt, nanochat, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm, mmengine, mmcv,
-    detectron2, keras, metric_logger, nemo, maxtext, torchtune, colossalai, composer, deepspeed_chat, hf_trainer,
-    megatron,
+    step_table, nanogpt, modded_nanogpt, nanochat, litgpt, llmc, torchtitan, nanotron, olmo, fairseq, mlx_lm,
+    mmengine, mmcv, detectron2, keras, metric_logger, nemo, maxtext, torchtune, colossalai, composer, deepspeed_chat,
+    deepspeed_chat_sft_rm, hf_trainer, megatron,
 )  # type: ignore[assignment]
 
 

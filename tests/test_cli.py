@@ -24,7 +24,7 @@ from parsers import InputError, load_run
 runner = CliRunner()
 KNOWN_TEXT = ("no metrics lines of a text format it knows (megatron, nanogpt, modded-nanogpt, nanochat, litgpt, llm.c, "
               "torchtitan, nanotron, olmo, fairseq, mlx-lm, mmengine, mmcv, detectron2, keras, metric-logger, nemo, "
-              "maxtext, torchtune, colossalai, composer, deepspeed-chat, hf-trainer)")
+              "maxtext, torchtune, colossalai, composer, deepspeed-chat, deepspeed-chat-sft-rm, hf-trainer)")
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

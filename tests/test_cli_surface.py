@@ -207,7 +207,8 @@ def test_compare_runs_with_nothing_readable(tmp_path):
                               f"{tmp_path / 'b'}: no readable training logs (notes.txt: no metrics lines of a text format "
                               "it knows (megatron, nanogpt, modded-nanogpt, nanochat, litgpt, llm.c, torchtitan, "
                               "nanotron, olmo, fairseq, mlx-lm, mmengine, mmcv, detectron2, keras, metric-logger, "
-                              "nemo, maxtext, torchtune, colossalai, composer, deepspeed-chat, hf-trainer))")
+                              "nemo, maxtext, torchtune, colossalai, composer, deepspeed-chat, deepspeed-chat-sft-rm, "
+                              "hf-trainer))")
 
 
 # --- reports.write ---------------------------------------------------------------------------------------------

@@ -331,3 +331,81 @@ def test_a_metric_loggers_loss_scale_is_read_and_its_other_fields_named() -> Non
         (0, 65536.0), (10, 32768.0), (20, 32768.0), (30, 32768.0)]
     assert any(w.endswith("its metrics lines also print class_acc, min_lr, weight_decay: not read, so nothing here "
                           "checks them or rests on them") for w in run.warnings)
+
+
+def test_deepspeed_chat_ppo_over_several_epochs_is_one_attempt(tmp_path: Path) -> None:
+    """DeepSpeed-Chat's step 3 counts each epoch's prompt batches from 0 (`Epoch: 1 | Step: 0 | ...`): a second
+    epoch read as the step going back, a relaunch. Built from the real log's lines (yuguo-Jack's excerpt, its header
+    `Total Generation Batches 113` made 2 and its epochs 2): one attempt, epoch 1's steps after epoch 0's (3, 4)."""
+    real = (REAL / "deepspeed_chat" / "yuguo-Jack_chatglm6b_step3_excerpt.log").read_text().splitlines()
+    ds_step = next(line for line in real if "step=1, skipped=0" in line)
+    lines = ["***** Running training *****"]
+    for epoch in (0, 1):
+        lines.append(f"Beginning of Epoch {epoch + 1}/2, Total Generation Batches 2")
+        for step, (act, reward) in enumerate(((0.3017578125, -3.4609375), (0.380859375, -3.525390625))):
+            lines += [ds_step, f"epoch: {epoch}|step: {step}|ppo_ep: 1|act_loss: {act}|cri_loss: 2.357421875|"
+                      "unsuper_loss: 0.0", f"average reward score: {reward}", "-" * 85]
+    lines.append("saving model ...")
+    (tmp_path / "step3.log").write_text("\n".join(lines) + "\n")
+    run = load_run(tmp_path / "step3.log")
+    assert run.attempts == [1]
+    assert run.metrics.filter(metric="actor_loss").sort("step").select("step", "value").rows() == [
+        (1, 0.3017578125), (2, 0.380859375), (3, 0.3017578125), (4, 0.380859375)]
+    assert run.metrics.filter(metric="reward").sort("step")["step"].to_list() == [1, 2, 3, 4]
+    # without the header, the epoch's batches are the largest printed step + 1
+    (tmp_path / "cut.log").write_text("\n".join(line for line in lines if "Beginning of Epoch" not in line) + "\n")
+    cut = load_run(tmp_path / "cut.log")
+    assert cut.attempts == [1] and cut.metrics.filter(metric="actor_loss")["step"].sort().to_list() == [1, 2, 3, 4]
+
+
+def test_deepspeed_chat_sft_and_reward_model_consoles() -> None:
+    """microsoft/DeepSpeedExamples' DeepSpeed-Chat step 1 (SFT of OPT-1.3B, 16 epochs) and step 2 (an OPT-350m reward
+    model) logs were read as text with errors only ("no metrics lines of a text format it knows"). Their steps are
+    DeepSpeed's `step=N` lines (LR of group 0, CurrSamplesPerSec of the timer line), the evaluations at the last of
+    them before (the one before training at 0): perplexity per epoch, the reward model's scores and its epoch's mean
+    training loss; `saving ... model ...` ends training. The SFT run's overflows are DeepSpeed's hysteresis each scale
+    window (two skipped steps at a time), no burst; the reward model's two real bursts (3 skips between DeepSpeed's
+    counts 11 at step 480 and 14 at 490, the scale from 512 to 64; 3 more by 570) are kept."""
+    sft = load_run(REAL / "deepspeed_chat" / "DeepSpeedExamples_step1_opt-1.3b_sft.log")
+    assert [src.format for src in sft.sources] == ["deepspeed-chat-sft-rm"] and sft.attempts == [1]
+    ppl = sft.metrics.filter(metric="val_ppl").sort("step").select("step", "value").rows()
+    assert ppl[:2] == [(0, 4998.29638671875), (460, 2.0179834365844727)] and len(ppl) == 17
+    assert sft.metrics.filter(metric="lr").sort("step").select("step", "value").row(0) == (10, 9.649992967150629e-06)
+    assert sft.metrics.filter(metric="samples_per_second").sort("step").select("step", "value").row(0) == (
+        10, 171.97903593624417)
+    found = forensics.analyze(sft).runs[0]
+    assert [a.kind for a in found.anomalies] == []
+    assert (found.attempts[0].end_reason, found.attempts[0].end_detail) == ("completed",
+                                                                             "saving the final model ...")
+    rm = load_run(REAL / "deepspeed_chat" / "DeepSpeedExamples_step2_opt-350m_reward_model.log")
+    assert rm.metrics.filter(metric="val_chosen_score").sort("step").select("step", "value").rows() == [
+        (0, 2.8115079402923584), (1840, 2.243525981903076)]
+    assert rm.metrics.filter(metric="train_loss_epoch").select("step", "value").rows() == [(1840, 0.5754789632299672)]
+    found = forensics.analyze(rm).runs[0]
+    assert [(a.kind, a.step, a.end_step, a.value) for a in found.anomalies] == [
+        ("skipped_iterations", 490, 490, 3.0), ("skipped_iterations", 560, 570, 3.0)]
+
+
+def test_deepspeed_chat_dpo_console_is_one_launch(tmp_path: Path) -> None:
+    """DeepSpeedExamples' step2_dpo_finetuning log (training_log_output/opt-350M_globalBatchSize-32.log): DeepSpeed's
+    `step=0, skipped=0` line as the engine starts comes before `***** Running training *****`: not a step, so the
+    launch is one attempt; DPO's `chosen: ..., rejected: ..., loss: ...` under their own names; print_throughput's
+    lines counted as not read. Built from its lines."""
+    stamp = "[2025-01-02 15:47:38,841] [INFO] [logging.py:128:log_dist] [Rank 0] "
+    lines = [stamp + "step=0, skipped=0, lr=[5e-05, 5e-05], mom=[(0.9, 0.95), (0.9, 0.95)]",
+             "***** Running training *****", "***** Evaluating rewards, Epoch 1/1 *****",
+             "chosen: 0.0, rejected: 0.0, loss: 0.693359375", "Beginning of Epoch 1/1, Total Micro Batches 4708",
+             "Model Parameters: 0.331 B, Latency: 0.27s, TFLOPs: 1.02, Samples/sec: 7.28, Time/seq 0.14s, Batch Size: "
+             "2, Sequence Length: 512",
+             stamp + "step=10, skipped=4, lr=[4.999919851200522e-05, 4.999919851200522e-05], mom=[(0.9, 0.95)]",
+             stamp.replace("15:47:38", "15:47:45") + "step=20, skipped=4, lr=[4.9e-05, 4.9e-05], mom=[(0.9, 0.95)]",
+             "***** Evaluating rewards, Epoch 1/1 *****", "chosen: -31.9375, rejected: -33.96875, loss: "
+             "0.6650807857513428", "saving the final model ..."]
+    (tmp_path / "dpo.log").write_text("\n".join(lines) + "\n")
+    run = load_run(tmp_path / "dpo.log")
+    assert run.attempts == [1]
+    assert run.metrics.filter(metric="val_dpo_loss").sort("step").select("step", "value").rows() == [
+        (0, 0.693359375), (20, 0.6650807857513428)]
+    assert run.metrics.filter(metric="val_rejected_reward").sort("step")["value"].to_list() == [0.0, -33.96875]
+    assert f"{tmp_path / 'dpo.log'}: 1 line of print_throughput (a micro-batch's latency and TFLOPs, printed " \
+           "without a step): not read" in run.warnings

@@ -53,6 +53,8 @@ class Rule:
     # "validation loss: 3.2" at the top of the step whose line follows)
     where: Callable[[pl.Expr], pl.Expr] | None = None  # of the lines ``line`` matches, only those this is true of
     # (from the line's text: what one regex cannot say, e.g. Keras 3's "2/2 ━━━━" has its two counts equal)
+    events_too: bool = False  # its lines are read for events as well (DeepSpeed's "step=N, skipped=M, lr=[...]":
+    # a step's LR, and the running count of the steps it skipped)
 
 
 _SAMPLED = 3_000  # lines of a block above which names printed on them are read off a sample
@@ -287,7 +289,9 @@ class LineFormat:
         mine = mine.with_columns(wall_time=_stamp(stamped)).drop("clean", "text")
         extra = "|".join(f"(?:{rx})" for _, rx in self.events)
         rest = lines.with_columns(bar=kept_bar(pl.when(pl.col("rule").is_null()).then(pl.col("clean"))))
-        rest = rest.filter(pl.col("rule").is_null() & (
+        both = [n for n, rule in enumerate(self.rules) if rule.events_too]
+        unruled = pl.col("rule").is_null() | pl.col("rule").is_in(both) if both else pl.col("rule").is_null()
+        rest = rest.filter(unruled & (
             pl.col("clean").str.contains(_ANY_EVENT + (f"|{extra}" if extra else "")) | pl.col("bar"))).drop("bar")
         # a long line is mostly progress output glued in front of what it says ("evaluating HellaSwag: 10/1256...
         # slurmstepd: error: *** JOB ... CANCELLED"): it is kept from where the event begins
