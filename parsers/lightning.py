@@ -77,9 +77,50 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     metrics = long.with_columns(metric=pl.col("name").replace_strict(names, return_dtype=pl.String)).sort("row")
     frame = s.conform(metrics.with_columns(run=pl.lit(context.run), source=pl.lit(context.shown), attempt=pl.lit(1),
                                            wall_time=pl.lit(None, dtype=pl.Float64)), s.METRICS_SCHEMA)
-    log = ParsedLog(frame, _tested(long, context), configs, n_attempts=1,
+    events = pl.concat([_tested(long, context), _checkpoints(path, wide, context)])
+    log = ParsedLog(frame, events, configs, n_attempts=1,
                     tags={n: m for n, m in names.items() if n in set(long["name"].unique())})
     return [Piece(path, FORMAT, log)]
+
+
+def _checkpoints(path: Path, wide: pl.DataFrame, context: ReadContext) -> pl.DataFrame:
+    """The saves of the version's ``checkpoints/epoch=E-step=S.ckpt`` files (read with its metrics.csv, as
+    :mod:`parsers.lightning_checkpoint` says), each at its step ``S`` where that is a step this metrics.csv logs in
+    epoch ``E`` (from the epoch's first step to the next epoch's), else at the last step it logs of epoch ``E`` (of the
+    file, without that epoch), the name's step said: Lightning's ``global_step`` counts the steps of every optimizer
+    (a GAN's two), which the logger's ``step`` does not."""
+    saved = sorted((int(m.group(1)), int(m.group(2)), f) for f in (path.parent / "checkpoints").glob("epoch=*.ckpt")
+                   if (m := _CHECKPOINT.match(f.name)) is not None)
+    if not saved:
+        return s.empty(s.EVENTS_SCHEMA)
+    steps = wide.select(step=pl.col("step").cast(pl.Int64, strict=False),
+                        epoch=pl.col("epoch").cast(pl.Int64, strict=False) if "epoch" in wide.columns
+                        else pl.lit(None, dtype=pl.Int64)).drop_nulls("step")
+    spans = {e: (lo, hi) for e, lo, hi in steps.drop_nulls("epoch").group_by("epoch").agg(
+        lo=pl.col("step").min(), hi=pl.col("step").max()).iter_rows()}
+    last = steps["step"].max()
+    rows = []
+    for epoch, step, file in saved:
+        context.consumed.add(file)
+        if epoch in spans:
+            lo, hi = spans[epoch]
+            until = spans[epoch + 1][0] if epoch + 1 in spans else hi + 1
+            placed, where = (step, None) if lo <= step <= until else (hi, f"the last step this metrics.csv logs of "
+                                                                        f"epoch {epoch} ({lo}–{hi})")
+        else:
+            placed, where = (step, None) if last is None or step <= last + 1 else (
+                last, f"the last step this metrics.csv logs ({last}), which has no epoch {epoch}")
+        text = f"checkpoint saved at step {step} (epoch {epoch}): {context.display(file)}"
+        if where is not None:
+            text = (f"checkpoint saved in epoch {epoch}: {context.display(file)}; its name's step={step} is not a step "
+                    f"of this log (Lightning's global_step counts the steps of every optimizer): placed at {where}")
+        rows.append({"step": placed, "value": float(placed), "text": text})
+    return s.conform(pl.DataFrame(rows).with_columns(
+        kind=pl.lit(s.EV_CHECKPOINT_SAVE), attempt=pl.lit(1, dtype=pl.Int32), run=pl.lit(context.run),
+        source=pl.lit(context.shown)), s.EVENTS_SCHEMA)
+
+
+_CHECKPOINT = re.compile(r"^epoch=(\d+)-step=(\d+)(?:-v\d+)?\.ckpt$")  # ModelCheckpoint's default name
 
 
 def _tested(long: pl.DataFrame, context: ReadContext) -> pl.DataFrame:

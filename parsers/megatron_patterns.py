@@ -129,6 +129,10 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_CHECKPOINT_SAVING, r"saving checkpoint at iteration\s+(\d+)"),
     (s.EV_CHECKPOINT_SAVING, r"Saving model checkpoint: .*?global_step(\d+)"),
     (s.EV_CHECKPOINT_SAVING, r"Saving model checkpoint to \S*?checkpoint-(\d+)"),  # the Hugging Face Trainer
+    # PyTorch Lightning's ModelCheckpoint (verbose): "Epoch 3, global step 400: 'val_loss' reached 0.31 (best 0.31),
+    # saving model to '.../epoch=3-step=400.ckpt' as top 1", its global step the optimizer steps
+    (s.EV_CHECKPOINT_SAVING, r"\bglobal step (\d+): .*?\bsaving model to '"),
+    (s.EV_CHECKPOINT_SAVING, r"\bsaving model to '\S*?\bepoch=\d+-step=(\d+)(?:-v\d+)?\.ckpt'"),
     (s.EV_CHECKPOINT_SAVING, r"^saving checkpoint to \S"),  # nanoGPT's console: no step in the line
     (s.EV_ELISION, r"^\s*(?:\.{3,}|…|\[(?:\.{3}|…)\]|\((?:\.{3}|…)\))\s*$"),  # a paste's "...": lines left out
     # (torchrun's agent passes a signal it received on to its workers: "Received 15 death signal, shutting down

@@ -178,6 +178,43 @@ def test_lightning_test_metrics_after_the_last_step_end_training() -> None:
                                          "test_loss=0.3715571463108063, test_acc=0.9638541340827942")
 
 
+def test_lightning_checkpoint_files_and_save_lines_are_checkpoint_saves(tmp_path: Path) -> None:
+    """Lightning's ModelCheckpoint names its files epoch=E-step=S.ckpt: in a folder they were skipped as binary files,
+    and its verbose line "Epoch 20, global step 1848: 'val_loss' reached ..., saving model to '...'" was no event. A
+    file in a folder of its own is a save at step S; AIRI-Institute/genrisk's version_13 (whose
+    checkpoints/epoch=19-step=400.ckpt SOURCES.md says was left out: named here, empty) logs steps 0-79, 76-79 in epoch
+    19: the GAN's global_step (400) counts both optimizers' steps, so the save is put at epoch 19's last step, said."""
+    folder = tmp_path / "genrisk"
+    shutil.copytree(REAL / "lightning" / "AIRI-Institute_genrisk", folder)
+    (folder / "version_13" / "checkpoints").mkdir()
+    (folder / "version_13" / "checkpoints" / "epoch=19-step=400.ckpt").write_bytes(b"PK\x03\x04")
+    run = load_run(folder)
+    assert run.skipped == [] and [src.format for src in run.sources] == ["lightning"]
+    assert run.events.filter(kind="checkpoint_save").select("step", "text").rows() == [(79, (
+        "checkpoint saved in epoch 19: version_13/checkpoints/epoch=19-step=400.ckpt; its name's step=400 is not a "
+        "step of this log (Lightning's global_step counts the steps of every optimizer): placed at the last step this "
+        "metrics.csv logs of epoch 19 (76–79)"))]
+    # a folder of checkpoints beside a console: each a save at its step
+    alone = tmp_path / "alone"
+    (alone / "checkpoints").mkdir(parents=True)
+    for name in ("epoch=0-step=88.ckpt", "epoch=1-step=176-v1.ckpt", "last.ckpt"):
+        (alone / "checkpoints" / name).write_bytes(b"PK\x03\x04")
+    (alone / "train.log").write_text("".join(f"iter {i}: loss {3 - i / 100:.4f}, time 10.00ms, mfu 1.00%\n"
+                                             for i in range(0, 200, 4)))
+    saves = load_run(alone).events.filter(kind="checkpoint_save").sort("step")
+    assert saves.select("step", "source").rows() == [(88, "checkpoints/epoch=0-step=88.ckpt"),
+                                                     (176, "checkpoints/epoch=1-step=176-v1.ckpt")]
+    # the console line of a verbose ModelCheckpoint, in a console of a known format (NeMo's bar is Lightning's)
+    bar = "Epoch 0:   0%|          | {n}/351750 [00:04<204:24:55,  2.09s/it, loss=11, v_num=9-02, " \
+          "reduced_train_loss={loss}, global_step={step}.000, consumed_samples=0.000]"
+    (tmp_path / "nemo.log").write_text("\n".join([
+        bar.format(n=1, loss="11.00", step=0), bar.format(n=2, loss="10.90", step=1),
+        "Epoch 0, global step 2: 'val_loss' reached 10.80000 (best 10.80000), saving model to "
+        "'/results/checkpoints/epoch=0-step=2.ckpt' as top 1", bar.format(n=3, loss="10.70", step=2)]) + "\n")
+    nemo = load_run(tmp_path / "nemo.log")
+    assert nemo.events.filter(kind="checkpoint_saving").select("step").to_series().to_list() == [2]
+
+
 @pytest.mark.parametrize("name", ["skip_line_first", "launcher_prefix"])
 def test_copies_of_one_overflow_are_one_whatever_their_order_and_prefix(tmp_path: Path, name: str) -> None:
     """One overflow at iteration 8, "Grad overflow on iteration 8" printed by three ranks with the skip line before
