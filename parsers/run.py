@@ -180,9 +180,13 @@ def _load_local(root: Path, name: str | None, early: list[str] | None = None) ->
     except OSError as exc:  # a path too long, a loop of links
         raise InputError(f"{shown}: cannot read ({exc.strerror or exc})") from None
     context = ReadContext(shown=shown, run=dir_name, single=is_file, root=root, warnings=list(early or []))
-    pieces = _read_all(_candidate_files(root, context.warnings), context)
+    files = _candidate_files(root, context.warnings)
+    pieces = _read_all(files, context)
     warnings, skipped = context.warnings, context.skipped
     if not any(not p.config_only or p.fmt == RUNS_TABLE for p in pieces):
+        if (settings := _settings_only(files, pieces, warnings, root)) is not None:
+            raise InputError(f"{shown}: not a recognised training log: {settings}" if is_file
+                             else f"{shown}: no training log, {settings}")
         if is_file:
             reason = (warnings + skipped)[0].split(": ", 1)[-1] if warnings + skipped else "unreadable"
             raise InputError(f"{shown}: not a recognised training log: {reason}")
@@ -210,6 +214,31 @@ def _load_local(root: Path, name: str | None, early: list[str] | None = None) ->
     return runs
 
 
+
+
+SETTINGS_SUFFIXES = frozenset({".yaml", ".yml", ".json", ".toml", ".ini", ".cfg", ".conf"})
+# names of settings files (config.yaml, hparams.yaml, args.json, training_args.json, params.toml, run_options.yml)
+_SETTINGS_NAME = re.compile(r"(?i)config|hparam|hyper|args|argument|param|setting|option|opts|cfg|conf")
+
+
+def _settings_file(path: Path) -> bool:
+    return path.suffix.lower() in SETTINGS_SUFFIXES and _SETTINGS_NAME.search(path.stem) is not None
+
+
+def _settings_only(files: list[Path], pieces: list[Piece], warnings: list[str], root: Path) -> str | None:
+    """What to say of an input that holds only settings (``config.yaml``, ``hparams.yaml``, ``args.json``: read as
+    settings, or named as settings and taken by no reader) and summary files (``all_results.json``), no training log:
+    None where anything else is in it, or a file was damaged (said as it is)."""
+    read = {p.file: p for p in pieces}
+    if not files or warnings or not all(f in read or _settings_file(f) for f in files):
+        return None
+    summary = any(p.log.configs["key"].str.starts_with(s.SUMMARY_PREFIX).any() for p in pieces)
+    names = [display_path(f, root) if f != root else f.name for f in files]
+    listed = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+    kind = "settings and summary" if summary else "settings"
+    if len(files) == 1:
+        return f"a {kind} file ({listed}), not a log of training steps"
+    return f"only {kind} files ({listed}): nothing here logs a training step"
 
 
 def _counted_by_interval(run: Run) -> None:

@@ -164,7 +164,9 @@ def sniff(head: bytes, name: str) -> bool:
     a training metric the detectors use (``step,loss,lr``; ``{"step": 100, "loss": 2.31}``)."""
     if b"\x00" in head[:8192]:
         return False
-    columns, _, _, records = _head_columns(head)
+    columns, lines, _, records = _head_columns(head)
+    if lines and len(records) < 2 and Path(name).suffix.lower() == ".json":
+        return False  # one JSON object (args.json: {"lr": 0.1, "epochs": 3}) is settings, not rows of steps
     axis = _layout(columns)
     return axis is not None and _stepped(records, axis)
 

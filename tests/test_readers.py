@@ -215,6 +215,44 @@ def test_lightning_checkpoint_files_and_save_lines_are_checkpoint_saves(tmp_path
     assert nemo.events.filter(kind="checkpoint_saving").select("step").to_series().to_list() == [2]
 
 
+def test_a_folder_of_settings_files_only_says_so(tmp_path: Path) -> None:
+    """A folder of settings and no log was refused as "no readable training logs (config.yaml: no metrics lines of a
+    text format it knows ...)", or "(no files)" where its only file was read as settings (a W&B config.yaml, a
+    version_N/hparams.yaml), and a one-line args.json ({"lr": 0.1, "epochs": 3}) was read as a step table with its lr
+    at "step" 3. Now the reason says what is there. Jaong/Checkpoint-of-CPT's all_results.json and config.json (real)
+    are a summary and the model's settings."""
+    settings = tmp_path / "settings"
+    settings.mkdir()
+    (settings / "config.yaml").write_text("lr: 0.001\nbatch_size: 32\n")
+    (settings / "hparams.yaml").write_text("hidden: 64\n")
+    (settings / "args.json").write_text('{"lr": 0.1, "epochs": 3}\n')
+    with pytest.raises(InputError) as exc:
+        load_run(settings)
+    assert str(exc.value) == (f"{settings}: no training log, only settings files (args.json, config.yaml, "
+                              "hparams.yaml): nothing here logs a training step")
+    with pytest.raises(InputError, match=r"args.json: not a recognised training log: a settings file \(args.json\), "
+                                         r"not a log of training steps$"):
+        load_run(settings / "args.json")
+    summary = tmp_path / "summary"
+    summary.mkdir()
+    for name in ("all_results.json", "config.json"):
+        shutil.copy(REAL / "hf_output_dir" / "Jaong_Checkpoint-of-CPT" / name, summary / name)
+    with pytest.raises(InputError) as exc:
+        load_run(summary)
+    assert str(exc.value) == (f"{summary}: no training log, only settings and summary files (all_results.json, "
+                              "config.json): nothing here logs a training step")
+    lone = tmp_path / "lone" / "version_0"
+    lone.mkdir(parents=True)
+    (lone / "hparams.yaml").write_text("lr: 0.01\n")
+    with pytest.raises(InputError) as exc:
+        load_run(lone.parent)
+    assert str(exc.value).endswith("no training log, a settings file (version_0/hparams.yaml), not a log of training "
+                                   "steps")
+    (settings / "notes.txt").write_text("nothing here\n")  # anything else: the usual reasons, file by file
+    with pytest.raises(InputError, match="no readable training logs"):
+        load_run(settings)
+
+
 @pytest.mark.parametrize("name", ["skip_line_first", "launcher_prefix"])
 def test_copies_of_one_overflow_are_one_whatever_their_order_and_prefix(tmp_path: Path, name: str) -> None:
     """One overflow at iteration 8, "Grad overflow on iteration 8" printed by three ranks with the skip line before
