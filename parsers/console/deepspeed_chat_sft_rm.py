@@ -52,7 +52,9 @@ _DS_STEP = r"\bstep=([1-9]\d*), skipped=\d+, lr=\["
 
 SPEC = LineFormat(
     FORMAT="deepspeed-chat-sft-rm",
-    detect=re.compile(rb"(?:^|\n)\W*(?:\*\*\*\*\* Evaluating (?:perplexity|rewards?), Epoch \d+/\d+ \*\*\*\*\*"
+    # (not "***** Evaluating perplexity" alone: DeepSpeedExamples' random-LTD and data-efficiency fine-tunes print it
+    # too, with steps and plans of their own, read by the Megatron reader)
+    detect=re.compile(rb"(?:^|\n)\W*(?:\*\*\*\*\* Evaluating rewards?, Epoch \d+/\d+ \*\*\*\*\*"
                       rb"|Beginning of Epoch \d+/\d+, Total Micro Batches \d+)"),
     rules=(
         Rule(_DS_STEP, {s.LR: rf"\blr=\[\s*({NUMBER})"}, events_too=True),
