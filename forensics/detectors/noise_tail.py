@@ -104,18 +104,18 @@ def all_run_minima(z: np.ndarray, groups: np.ndarray | None = None,
     values; NaN where a window holds a NaN or crosses into another group), in one pass of shifted minima."""
     z = np.asarray(z, dtype=float)
     out: dict[int, np.ndarray] = {}
-    lows, k = z.copy(), 1
+    lows, k = z.copy(), 1  # lows[:z.size - k + 1]: the minima of the k-point windows (updated in place)
     for length in lengths:
-        while k < length and lows.size:
-            lows = np.minimum(lows[:-1], z[k:])  # NaN propagates
+        while k < length and k < z.size:
+            np.minimum(lows[:z.size - k], z[k:], out=lows[:z.size - k])  # NaN propagates
             k += 1
         if z.size < length:
             out[length] = np.empty(0)
             continue
+        m = z.size - length + 1
+        out[length] = lows[:m].copy()
         if groups is not None and length > 1:
-            out[length] = np.where(groups[length - 1:] == groups[: groups.size - length + 1], lows, np.nan)
-        else:
-            out[length] = lows.copy()
+            out[length][groups[length - 1:] != groups[:m]] = np.nan
     return out
 
 
@@ -127,11 +127,12 @@ def held_run_minima(x: np.ndarray, centre: np.ndarray, noise: np.ndarray, groups
     or ``noise`` is (a point left out), or a window crosses into another group. At k = 1 this is the plain z."""
     with np.errstate(invalid="ignore"):
         masked = np.where(np.isfinite(centre) & np.isfinite(noise), x, np.nan)
-    out = {}
-    for k, lows in all_run_minima(masked, groups, lengths).items():
+    out = all_run_minima(masked, groups, lengths)
+    for lows in out.values():  # (each its own array: made z in place)
         m = lows.size
         with np.errstate(invalid="ignore"):
-            out[k] = (lows - centre[:m]) / noise[:m]
+            np.subtract(lows, centre[:m], out=lows)
+            np.divide(lows, noise[:m], out=lows)
     return out
 
 
@@ -142,8 +143,14 @@ def without_points(minima: dict[int, np.ndarray], left_out: np.ndarray) -> dict[
     >>> without_points({1: np.array([1.0, 2.0, 3.0]), 2: np.array([1.0, 2.0])}, np.array([False, True, False]))
     {1: array([ 1., nan,  3.]), 2: array([nan, nan])}
     """
-    ahead = np.concatenate(([0], np.cumsum(left_out, dtype=np.int64)))
-    return {k: np.where(ahead[k:k + lows.size] - ahead[:lows.size] > 0, np.nan, lows) for k, lows in minima.items()}
+    at = np.flatnonzero(left_out)
+    out = {}
+    for k, lows in minima.items():
+        out[k] = lows.copy()
+        for j in range(k):  # the windows that start j points before a left-out point
+            starts = at - j
+            out[k][starts[(starts >= 0) & (starts < lows.size)]] = np.nan
+    return out
 
 
 def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = ALPHA,
@@ -209,12 +216,14 @@ def serially_correlated(z: np.ndarray, groups: np.ndarray | None = None) -> bool
     # its upper tail: points beyond the 95th percentile that follow one another, against the count independent
     # points would give (a quantised per-batch loss sits on a few levels and stays on a high one for 3-5 batches,
     # its body uncorrelated: runs of high points are then the noise, not incidents)
-    edge = np.quantile(a[keep], 0.95)
-    with np.errstate(invalid="ignore"):
-        pairs = float(((a >= edge) & (b >= edge))[keep].sum())
-    expected = float((a[keep] >= edge).mean()) ** 2 * float(keep.sum())
-    a, b = np.clip(a[keep], -3.0, 3.0), np.clip(b[keep], -3.0, 3.0)  # winsorised: a few spikes do not decide it
-    a, b = a - a.mean(), b - b.mean()
+    a, b = a[keep], b[keep]  # (each a copy: changed in place below)
+    edge = np.quantile(a, 0.95)
+    high = a >= edge
+    pairs = float(np.count_nonzero(high & (b >= edge)))
+    expected = float(high.mean()) ** 2 * float(a.size)
+    for v in (a, b):  # winsorised: a few spikes do not decide it
+        np.clip(v, -3.0, 3.0, out=v)
+        v -= v.mean()
     rho = float((a * b).sum() / math.sqrt(float((a * a).sum() * (b * b).sum()) or 1.0))
     return rho > max(0.1, 3.0 / math.sqrt(float(keep.sum()))) or pairs > max(2 * expected,
                                                                               expected + 3 * math.sqrt(expected))

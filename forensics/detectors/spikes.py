@@ -382,30 +382,30 @@ class SpikeDetector:
         # an onset must rise above the recent values: a steep early decline that slows down is not a spike; the
         # largest rise the report quotes is over the lower median of the 8 points before it in its stretch, as an
         # incident's baseline is (not the level the detector judges it against, which follows the trend)
-        previous = pl.col("x").shift(1)
-        recent_max, before = (e if one else e.over("g") for e in (
-            previous.rolling_max(window_size=8, min_samples=1),
-            previous.rolling_quantile(0.5, interpolation="lower", window_size=8, min_samples=8)))
-        edges = pl.DataFrame({"x": x, "g": group}).select(recent_max, before.alias("before"))
+        previous = pl.col("x").shift(1).rolling_max(window_size=8, min_samples=1)
+        recent_max = pl.DataFrame({"x": x, "g": group}).select(previous if one else previous.over("g"))
         with np.errstate(invalid="ignore"):
-            onset_ok = ~(x < edges["x"].fill_null(np.nan).to_numpy())
-            before_median = edges["before"].fill_null(np.nan).to_numpy()
-            rise = np.where(np.isfinite(before_median) & np.isfinite(noise), x - before_median, np.nan)
+            onset_ok = ~(x < recent_max["x"].fill_null(np.nan).to_numpy())
+        # the rise is over the lower median of the 8 points before (a full 8 in the stretch, known noise), which lies
+        # between their lowest and their highest: only where the rise over the lowest reaches the attempt's largest
+        # rise over the highest can the largest rise be, and only there is the median taken (one pass of rolling
+        # quantiles over every point cost more than the rest of the scoring)
+        risen = (position >= 8) & np.isfinite(noise)
+        low8, high8 = _lowest_highest_8(x)
         minima = held_run_minima(x, held, noise, group)
         counted = judged & ~blind
         unseen = blind & (position > 0)
         for a, lo, hi in zip(attempts, lows, highs, strict=True):
             stretch = group[lo:hi] - group[lo]
             own_starts = np.flatnonzero(np.r_[True, stretch[1:] != stretch[:-1]])
-            rises = rise[lo:hi]
-            top = int(np.nanargmax(rises)) + lo if np.isfinite(rises).any() else None
+            top, rise = _largest_rise(x, risen, low8, high8, lo, hi)
             yield _Scored(
                 a, int(interval[lo]), steps[lo:hi], values[lo:hi], x[lo:hi], z[lo:hi], zn[lo:hi], centre[lo:hi],
                 scale[lo:hi], eligible[lo:hi], absolute[lo:hi], short_jump[lo:hi], blind[lo:hi], stretch, own_starts,
                 np.r_[own_starts[1:], hi - lo], candidate[lo:hi], int(counted[lo:hi].sum()),
                 int(unseen[lo:hi].sum()), position[lo:hi], onset_ok[lo:hi],
                 {k: m[lo:max(hi - k + 1, lo)] for k, m in minima.items()}, held[lo:hi], noise[lo:hi],
-                None if top is None else (float(np.exp(rise[top])), int(steps[top]), float(values[top])),
+                None if top is None else (float(np.exp(rise)), int(steps[top]), float(values[top])),
                 calm_enough[lo:hi],
             ), int(lo), int(hi)
 
@@ -675,6 +675,46 @@ def _swing(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
     moves = (pl.col("x") - pl.col("x").shift(1)).abs().shift(1)
     return pl.DataFrame({"x": x, "g": groups}).select(moves.rolling_median(window_size=7, min_samples=1).over(
         "g")).to_series().fill_null(np.nan).to_numpy()
+
+
+def _lowest_highest_8(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per point, the lowest and the highest of the 8 values before it (NaN for the first 8 points), by shifted
+    minima and maxima (1, 2, 4, 8 wide).
+
+    >>> [a.tolist()[8:] for a in _lowest_highest_8(np.array([5.0, 1, 2, 3, 4, 5, 6, 7, 9, 0]))]
+    [[1.0, 1.0], [7.0, 9.0]]
+    """
+    low, high = np.full(x.size, np.nan), np.full(x.size, np.nan)
+    if x.size > 8:
+        lo, hi = x, x
+        for width in (1, 2, 4):
+            lo, hi = np.minimum(lo[:-width], lo[width:]), np.maximum(hi[:-width], hi[width:])
+        low[8:], high[8:] = lo[:-1], hi[:-1]  # lo[j]: the lowest of x[j:j + 8], the 8 before point j + 8
+    return low, high
+
+
+def _largest_rise(x: np.ndarray, risen: np.ndarray, low8: np.ndarray, high8: np.ndarray, lo: int,
+                  hi: int) -> tuple[int | None, float]:
+    """The point of ``lo:hi`` (an attempt) where ``x`` rises most over the lower median of the 8 points before it
+    (among the ``risen`` points: a full 8 before it in its stretch), the first of equals, and that rise; (None, NaN)
+    with no such point. That median lies between the lowest and the highest of the 8 (``low8``, ``high8``): it is
+    taken only where the rise over the lowest reaches the largest rise over the highest, where the largest rise
+    must be.
+
+    >>> x = np.log(np.array([4.0, 2, 3, 2, 3, 2, 3, 2, 3, 8, 3]))
+    >>> top, rise = _largest_rise(x, np.arange(11) >= 8, *_lowest_highest_8(x), 0, 11)
+    >>> top, round(float(np.exp(rise)), 6)
+    (9, 4.0)
+    """
+    ok = np.flatnonzero(risen[lo:hi]) + lo
+    if not ok.size:
+        return None, math.nan
+    reach = float(np.max(x[ok] - high8[ok]))
+    near = ok[x[ok] - low8[ok] >= reach]
+    windows = x[near[:, None] - 8 + np.arange(8)]
+    rise = x[near] - np.partition(windows, 3, axis=1)[:, 3]  # the lower median: the 4th lowest of 8
+    best = int(np.argmax(rise))
+    return int(near[best]), float(rise[best])
 
 
 def _from_first_rise(flagged: np.ndarray, rises: np.ndarray) -> np.ndarray:
