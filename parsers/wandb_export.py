@@ -61,7 +61,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     if kind == RUNS_TABLE:
         return [Piece(path, RUNS_TABLE, ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA), configs),
                       run, config_only=True) for run, configs in read_runs_table(path, shown, context.warnings)]
-    wide = read_history_file(path, shown, context.warnings)
+    wide = read_history_file(path, shown, context.warnings, numbers=True)
     if path.suffix.lower() == ".csv" and wide.height and not ends_its_last_line(path):
         # (pandas ends a history dump's last line; the W&B UI's chart exports and runs tables, read above, do not)
         wide = wide.slice(0, wide.height - 1)

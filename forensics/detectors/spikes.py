@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import polars as pl
@@ -151,6 +151,10 @@ class _Scored:
     noise: np.ndarray      # the noise scale (no floor but the printed digits)
     rise: tuple[float, int, float] | None  # the largest rise over the lower median of the 8 points before (largest_rises)
     beyond_swing: np.ndarray  # known noise, or (where not known) a rise of 3 times the step-to-step moves before it
+    # each candidate's incident and how many points after it it was back, by (stretch start, first, last point): the
+    # same candidates recur in each judgement (the fixed rule, the fitted tail, its refits)
+    seen: dict[tuple[int, int, int], tuple[SpikeIncident, int | None]] = field(default_factory=dict, compare=False,
+                                                                              repr=False)
 
     def inside(self, incidents: list[SpikeIncident]) -> np.ndarray:
         """The points from each incident's onset until it is over: back to its level and back inside 3 sigmas of the
@@ -521,6 +525,11 @@ class SpikeDetector:
         decisive = hot | guard | absolute
         flagged |= guard | absolute
         for start, end in _merge(runs_of_true(flagged), self.merge_gap):
+            if (lo, start, end) in sc.seen:
+                incident, back = sc.seen[lo, start, end]
+                found.append((incident, bool(decisive[start:end + 1].any() or (blind[start] and end - start + 1 + (
+                    back if back is not None else len(x) - end - 1) >= 3))))
+                continue
             before = np.sort(values[max(0, start - 8):start])  # a logged value: the lower median of the 8 before
             base = centre[start]
             if blind[start] and before.size:  # (a level that follows a steep early fall can lie far below the points)
@@ -546,6 +555,7 @@ class SpikeDetector:
                 bool(decisive[start:end + 1].any() or (blind[start] and end - start + 1 + (
                     back if back is not None else len(x) - end - 1) >= 3)),
             ))
+            sc.seen[lo, start, end] = found[-1][0], back
         return found
 
     def _guard(self, x: np.ndarray) -> np.ndarray:
@@ -718,13 +728,19 @@ def _largest_rise(x: np.ndarray, risen: np.ndarray, low8: np.ndarray, high8: np.
 
 
 def _from_first_rise(flagged: np.ndarray, rises: np.ndarray) -> np.ndarray:
-    """Each run of flagged points, kept from its first point that rises above the recent values."""
-    out = np.zeros_like(flagged)
-    for start, end in runs_of_true(flagged):
-        ok = np.flatnonzero(rises[start:end + 1])
-        if ok.size:
-            out[start + ok[0]:end + 1] = True
-    return out
+    """Each run of flagged points, kept from its first point that rises above the recent values.
+
+    >>> f = np.array([1, 1, 1, 0, 1, 1, 0, 1], dtype=bool)
+    >>> _from_first_rise(f, np.array([0, 1, 0, 1, 0, 0, 0, 1], dtype=bool)).astype(int).tolist()
+    [0, 1, 1, 0, 0, 0, 0, 1]
+    """
+    flagged = flagged.astype(bool)
+    if not flagged.size:
+        return flagged
+    run = np.cumsum(flagged & ~np.r_[False, flagged[:-1]])  # each run of flagged points numbered from 1
+    # the latest run that has risen at or before each point: the point's own when its run has
+    risen = np.maximum.accumulate(np.where(flagged & rises.astype(bool), run, 0))
+    return flagged & (risen == run)
 
 
 def _merge(runs: list[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
