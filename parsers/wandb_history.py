@@ -303,34 +303,34 @@ def wide_to_long(wide: pl.DataFrame, shown: str, *, with_row: bool = False) -> t
     frame = frame.select("_step", "_timestamp", *[c for c in keys if frame[c].null_count() < frame.height])
     kept = frame.columns[2:]
     k, n = len(kept), frame.height
-    values = pl.concat([frame[c] for c in kept]) if k else pl.Series("value", [], dtype=pl.Float64)
-    # logging order is row order, then the file's column order: cell (row r, key j) is values[j * n + r]; only
-    # cells with a value are gathered (a history with many keys is mostly empty cells)
+    # logging order is row order, then the file's column order: the cells that hold a value, row by row (a
+    # history with many keys is mostly empty cells); a row's step and wall time repeated for each of its cells
+    held = np.column_stack([frame[c].is_not_null().to_numpy() for c in kept]) if k else np.zeros((n, 0), dtype=bool)
     index = np.uint32 if n * k < 2**32 else np.uint64
-    cells = (np.arange(k, dtype=index) * n + np.arange(n, dtype=index)[:, None]).ravel()
-    cells = cells[values.is_not_null().to_numpy()[cells]]
-    rows = cells % index(max(n, 1))
+    counts = held.sum(axis=1)
+    rows = np.repeat(np.arange(n, dtype=index), counts)
+    values = (np.column_stack([frame[c].to_numpy() for c in kept])[held] if k  # (a null is NaN there: not taken)
+              else np.zeros(0))
     long = pl.DataFrame({
-        "step": _gathered(frame["_step"], rows), "key": pl.Series(kept, dtype=pl.String).gather(cells // index(max(n, 1))),
-        "value": _gathered(values, cells, nulls=False), "wall_time": _gathered(frame["_timestamp"], rows),
+        "step": _repeated(frame["_step"], counts, rows),
+        "key": pl.Series(kept, dtype=pl.String).gather(np.broadcast_to(np.arange(k, dtype=index), (n, k))[held]),
+        "value": pl.Series("value", values, dtype=pl.Float64),
+        "wall_time": _repeated(frame["_timestamp"], counts, rows),
     })
     if with_row:
         long = long.with_columns(row=pl.Series(rows, dtype=pl.Int64))
     return long, frame["_step"] if k else frame["_step"].clear()
 
 
-def _gathered(column: pl.Series, at: np.ndarray, nulls: bool | None = None) -> pl.Series:
-    """``column.gather(at)``, by NumPy where no gathered cell can be null (``nulls=False``: ``at`` picks only cells
-    that hold a value; None: the column holds none), 3-5x faster on millions of cells than polars' gather.
+def _repeated(column: pl.Series, counts: np.ndarray, rows: np.ndarray) -> pl.Series:
+    """Each of ``column``'s values ``counts`` times (``rows``: each repeat's row), by NumPy where it holds no null.
 
-    >>> _gathered(pl.Series("v", [1.5, None, float("nan")]), np.array([2, 0, 2]), nulls=False).to_list()
-    [nan, 1.5, nan]
+    >>> _repeated(pl.Series("s", [3, None, 5]), np.array([2, 1, 0]), np.array([0, 0, 1])).to_list()
+    [3, 3, None]
     """
-    if nulls is None:
-        nulls = column.null_count() > 0
-    if nulls or not column.dtype.is_numeric():
-        return column.gather(at)
-    return pl.Series(column.name, column.to_numpy()[at], dtype=column.dtype)
+    if column.null_count() or not column.dtype.is_numeric():
+        return column.gather(rows)
+    return pl.Series(column.name, np.repeat(column.to_numpy(), counts), dtype=column.dtype)
 
 
 def _is_index(column: str) -> bool:
