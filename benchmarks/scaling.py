@@ -6,7 +6,10 @@ spike), each in a fresh process, and prints wall time, peak RSS, and the cost pe
 value: three per step and a validation loss every 1,000). The cost per point must not grow with the run: the ratio
 of the 10M and 100k per-point costs is the figure of merit (target under 1.5).
 
-    python benchmarks/scaling.py [--steps 10000,100000,1000000,10000000] [--repeat 1]
+    python benchmarks/scaling.py [--steps 10000,100000,1000000,10000000] [--repeat 1] [--tree /path/to/other/checkout]
+
+``--tree`` also runs another checkout on the same files, each step count's runs taking turns (a before/after table
+in one run).
 """
 
 from __future__ import annotations
@@ -35,29 +38,36 @@ try:
 except SystemExit as exc:
     if exc.code:
         raise
-print(json.dumps([time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024]))
+u = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps([time.perf_counter() - start, u.ru_maxrss * 1024, u.ru_utime + u.ru_stime]))
 '''
 
 
-def measure(path: Path, repeat: int) -> tuple[float, int]:
-    """Best wall time (from interpreter start-up done to report written) and the peak RSS of that run."""
+def measure(path: Path, repeat: int, tree: Path = ROOT) -> tuple[float, int, float]:
+    """Best wall time (process start to report written) with the peak RSS of that run, and the least CPU time
+    (user + sys, every thread: on a shared, loaded machine what a change moves), of the checkout ``tree`` (run
+    there, so its packages are first on the path)."""
     best: tuple[float, int] = (float("inf"), 0)
+    cpu = float("inf")
     with tempfile.TemporaryDirectory() as out:
         for _ in range(repeat):
             start = time.perf_counter()
             done = subprocess.run([sys.executable, "-c", RUN, str(path), str(Path(out) / "report.md")],
-                                  capture_output=True, text=True, check=True, cwd=ROOT)
+                                  capture_output=True, text=True, check=True, cwd=tree)
             wall = time.perf_counter() - start
-            _, rss = json.loads(done.stdout.strip().splitlines()[-1])
+            _, rss, used = json.loads(done.stdout.strip().splitlines()[-1])
             best = min(best, (wall, int(rss)))
-    return best
+            cpu = min(cpu, float(used))
+    return (*best, cpu)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", default="10000,100000,1000000,10000000")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--tree", type=Path, help="another checkout to run as well")
     args = parser.parse_args()
+    trees = [("this tree", ROOT), *((("other tree", args.tree.resolve()),) if args.tree else ())]
     data = HERE / "_data"
     data.mkdir(exist_ok=True)
     rows = []
@@ -66,19 +76,23 @@ def main() -> None:
         if not path.exists():
             history_csv(path, steps)
         points = 3 * steps + steps // 1000
-        wall, rss = measure(path, args.repeat)
-        rows.append((steps, path.stat().st_size, points, wall, rss))
+        for label, tree in trees:
+            wall, rss, cpu = measure(path, args.repeat, tree)
+            rows.append((label, steps, path.stat().st_size, points, wall, rss, cpu))
     print(f"forensics analyze on W&B history CSVs, each in a fresh process, best of {args.repeat}\n")
-    print("| steps | file | points | wall s | peak RSS | RSS / file | us per point |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    cost = {}
-    for steps, size, points, wall, rss in rows:
-        cost[steps] = wall / points * 1e6
-        print(f"| {steps:,} | {size / 1e6:.0f} MB | {points:,} | {wall:.2f} | {rss / 1e6:.0f} MB | {rss / size:.1f}x "
-              f"| {cost[steps]:.2f} |")
-    if 100_000 in cost and 10_000_000 in cost:
-        print(f"\nper-point cost, 10M steps / 100k steps: {cost[10_000_000] / cost[100_000]:.2f} (target under 1.5)")
-
+    print("| tree | steps | file | points | wall s | CPU s | peak RSS | RSS / file | us per point (wall) "
+          "| us per point (CPU) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    cost: dict[tuple[str, int], tuple[float, float]] = {}
+    for label, steps, size, points, wall, rss, cpu in rows:
+        cost[label, steps] = wall / points * 1e6, cpu / points * 1e6
+        print(f"| {label} | {steps:,} | {size / 1e6:.0f} MB | {points:,} | {wall:.2f} | {cpu:.2f} | {rss / 1e6:.0f} MB "
+              f"| {rss / size:.1f}x | {cost[label, steps][0]:.2f} | {cost[label, steps][1]:.2f} |")
+    for label, _ in trees:
+        if (label, 100_000) in cost and (label, 10_000_000) in cost:
+            (w1, c1), (w0, c0) = cost[label, 10_000_000], cost[label, 100_000]
+            print(f"\n{label}: per-point cost, 10M steps / 100k steps: {w1 / w0:.2f} wall, {c1 / c0:.2f} CPU "
+                  "(target under 1.5)")
 
 if __name__ == "__main__":
     main()
