@@ -36,9 +36,10 @@ into an error or an unreadable run.
 
 **URLs.** A run at a URL (``s3://``, ``gs://``, ``memory://``: :mod:`parsers.remote`) is keyed from its listing
 alone (:func:`url_signature`: each file's size and the ETag or checksum the storage lists), so a hit downloads
-nothing of the run. The cache itself may be at a URL (``cache_dir="s3://bucket/cache"``, frames entries only): with
-no rename in object storage, an entry's files are uploaded under a fresh ``.tmp-`` prefix and its seal, naming
-them, is written last (:func:`publish_remote`); an entry without its seal is never read (:func:`fetch_remote`).
+nothing of the run. The cache itself may be at a URL (``cache_dir="s3://bucket/cache"``, frames and compare
+results alike, so that every machine of a cluster reuses them): with no rename in object storage, an entry's files
+are uploaded under a fresh ``.tmp-`` prefix and its seal, naming them, is written last (:func:`publish_remote`); an
+entry without its seal is never read, and one whose files do not match it is unsealed (:func:`fetch_remote`).
 
 **Outside the runs.** The cache dir is ``$FORENSICS_CACHE_DIR``, else ``$XDG_CACHE_HOME/forensics``, else
 ``~/.cache/forensics`` (:func:`default_cache_dir`), or a directory the caller names; nothing is ever written into a
@@ -425,13 +426,27 @@ def publish_remote(entry: str, write: Callable[[Path], object], replace: bool = 
         pass
 
 
-def result_entry(cache_dir: Path, path: str | Path, signature: str | None = None) -> Path:
-    """Where the ``forensics compare`` result of the run at ``path`` is kept in ``cache_dir`` (``signature``: its
-    :func:`input_signature`, when the caller took it already, before reading the run)."""
-    return cache_dir / "compare" / f"{signature or input_signature(path)}-{code_signature(*RESULT_CODE)}"
+def unseal_remote(entry: str) -> None:
+    """Remove the seal of cache entry ``entry`` (a URL) that cannot be used, so that a fresh one is published in
+    its place (:func:`publish_remote` keeps a sealed entry); a cache that cannot be changed is left as it is."""
+    try:
+        fs, where = remote.filesystem(entry)
+        fs.rm_file(f"{where}/{SEAL}")
+    except Exception:
+        pass
 
 
-def write_result(entry: Path, row: Mapping[str, Any], curves: pl.DataFrame) -> None:
+def result_entry(cache_dir: Path | str, path: str | Path, signature: str | None = None) -> Path | str:
+    """Where the ``forensics compare`` result of the run at ``path`` is kept in ``cache_dir`` (a directory, or a
+    URL: then the entry is one too); ``signature``: its :func:`input_signature`, when the caller took it already,
+    before reading the run."""
+    key = f"{signature or input_signature(path)}-{code_signature(*RESULT_CODE)}"
+    if remote.is_url(cache_dir):
+        return f"{str(cache_dir).rstrip('/')}/compare/{key}"
+    return Path(cache_dir) / "compare" / key
+
+
+def write_result(entry: Path | str, row: Mapping[str, Any], curves: pl.DataFrame) -> None:
     """Publish one run's compare row (as JSON; values JSON cannot hold are written as text) and overlay curves.
 
     >>> import tempfile
@@ -452,34 +467,50 @@ def write_result(entry: Path, row: Mapping[str, Any], curves: pl.DataFrame) -> N
         (staging / "row.json").write_text(json.dumps(dict(row), default=str), encoding="utf-8")
         curves.write_parquet(staging / "curves.parquet")
 
-    publish(entry, write)
+    if isinstance(entry, str):  # at a URL (see result_entry)
+        publish_remote(entry, write)
+    else:
+        publish(entry, write)
 
 
-def read_result(entry: Path) -> tuple[dict[str, Any], pl.DataFrame] | None:
+def read_result(entry: Path | str) -> tuple[dict[str, Any], pl.DataFrame] | None:
     """The row and curves :func:`write_result` kept in ``entry``, or None when it is missing or cannot be used:
     not :func:`intact`, a row that is not a JSON object :class:`forensics.comparison.RunRow` takes, or curves whose
     columns and dtypes are not exactly :data:`forensics.compare.CURVE_SCHEMA` (such an entry is removed, so the
-    result computed again can take its place)."""
+    result computed again can take its place). An entry at a URL is fetched whole first (:func:`fetch_remote`)."""
+    if isinstance(entry, str):
+        with tempfile.TemporaryDirectory(prefix="forensics-cache-") as tmp:
+            found = fetch_remote(entry, Path(tmp) / "entry")
+            kept = _result_files(Path(tmp) / "entry") if found else None
+        if kept is None and found is not None:  # sealed but not usable: unsealed, so a fresh one is published
+            unseal_remote(entry)
+        return kept
+    if not (entry.exists() or entry.is_symlink()):
+        return None
+    kept = _result_files(entry) if intact(entry) else None
+    if kept is None:
+        discard(entry)
+    return kept
+
+
+def _result_files(entry: Path) -> tuple[dict[str, Any], pl.DataFrame] | None:
+    """The row and curves in the complete entry ``entry``, when they pass :func:`read_result`'s checks."""
     from forensics.compare import CURVE_SCHEMA  # (imported here: forensics.compare imports this module)
     from forensics.comparison import RunRow
 
-    if not (entry.exists() or entry.is_symlink()):
-        return None
-    if intact(entry):
-        try:
-            row = json_value((entry / "row.json").read_bytes())
-            # TypeError: not a mapping, or not RunRow's fields; ValueError: an unknown outcome (a path of several
-            # runs keeps the others' rows beside the first, see forensics.compare.RunResult)
-            for one in [row, *(row.get("_others", []) if isinstance(row, dict) else [])]:
-                if not isinstance(one, dict):
-                    raise TypeError("a row that is not a JSON object")
-                RunRow(**{k: v for k, v in one.items() if k not in ("_others", "_inner")})
-            frame = pl.read_parquet(entry / "curves.parquet")
-            if dict(frame.schema) == CURVE_SCHEMA:
-                return row, frame.select(list(CURVE_SCHEMA))
-        # OSError: a file gone or unreadable; ValueError: not JSON, not UTF-8, nested too deep; TypeError: see
-        # above; PolarsError, PanicException: a damaged Parquet file (see parsers.frames._read_frame)
-        except (OSError, ValueError, TypeError, pl.exceptions.PolarsError, pl.exceptions.PanicException):
-            pass
-    discard(entry)
+    try:
+        row = json_value((entry / "row.json").read_bytes())
+        # TypeError: not a mapping, or not RunRow's fields; ValueError: an unknown outcome (a path of several
+        # runs keeps the others' rows beside the first, see forensics.compare.RunResult)
+        for one in [row, *(row.get("_others", []) if isinstance(row, dict) else [])]:
+            if not isinstance(one, dict):
+                raise TypeError("a row that is not a JSON object")
+            RunRow(**{k: v for k, v in one.items() if k not in ("_others", "_inner")})
+        frame = pl.read_parquet(entry / "curves.parquet")
+        if dict(frame.schema) == CURVE_SCHEMA:
+            return row, frame.select(list(CURVE_SCHEMA))
+    # OSError: a file gone or unreadable; ValueError: not JSON, not UTF-8, nested too deep; TypeError: see
+    # above; PolarsError, PanicException: a damaged Parquet file (see parsers.frames._read_frame)
+    except (OSError, ValueError, TypeError, pl.exceptions.PolarsError, pl.exceptions.PanicException):
+        pass
     return None

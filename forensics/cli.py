@@ -94,7 +94,7 @@ def compare(
                                     "with --engine ray, tasks in flight."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse cached frames and results of unchanged runs."),
     cache_dir: str | None = typer.Option(None, "--cache-dir", help="Cache location (default: the user cache dir, or "
-                                         "$FORENSICS_CACHE_DIR); a URL (s3://...) keeps the frames there."),
+                                         "$FORENSICS_CACHE_DIR); a URL (s3://...) keeps frames and results there."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="With -o and markdown: overlay PNGs beside it."),
     engine: str = typer.Option("local", "--engine", "-e", help="local (processes) or ray."),
     address: str | None = typer.Option(None, "--address", help="With --engine ray: auto or ray://host:port "

@@ -51,7 +51,7 @@ class RunResult:
         return [self.row, *self.others]
 
     @classmethod
-    def cached(cls, cache_dir: Path, name: str, path: Path, signature: str) -> RunResult | None:
+    def cached(cls, cache_dir: Path | str, name: str, path: str | Path, signature: str) -> RunResult | None:
         """The result kept in the cache for the run at ``path`` (named ``name`` in this comparison), if any."""
         stored = read_result(result_entry(cache_dir, path, signature))
         if stored is None:
@@ -64,7 +64,7 @@ class RunResult:
         rows = [RunRow(**{**r, "name": f"{name}/{n}"}) for r, n in zip([row, *others], inner, strict=True)]
         return cls(rows[0], frame.with_columns(run=pl.lit(f"{name}/") + pl.col("run")), rows[1:], inner)
 
-    def keep(self, cache_dir: Path, path: Path, signature: str) -> None:
+    def keep(self, cache_dir: Path | str, path: str | Path, signature: str) -> None:
         """Keep this result in the cache for the run at ``path`` whose files had ``signature`` before it was read
         (several runs' curves under their names inside the path)."""
         row: dict[str, object] = dict(vars(self.row))
@@ -96,7 +96,7 @@ class Compared:
 
 def cache_location(cache: bool | str | Path | None) -> str | Path | None:
     """The cache dir that ``cache`` names: True the user cache dir (:func:`forensics.cache.default_cache_dir`),
-    False or None none, else the path or URL given (a URL keeps the frames only, see :mod:`forensics.cache`)."""
+    False or None none, else the path or URL given (see :mod:`forensics.cache`)."""
     from parsers import remote
 
     if cache in (False, None):
@@ -206,13 +206,13 @@ def ingest(name: str, path: str | Path, cache_dir: str | Path | None = None, sig
         return RunResult(RunRow(name=name, path=str(path), error=f"internal error: {type(exc).__name__}: {exc}"))
 
 
-def _results_dir(cache_dir: str | Path | None) -> Path | None:
-    """Where compare results are kept: the cache dir when it is local (a cache at a URL keeps frames only)."""
+def _results_dir(cache_dir: str | Path | None) -> str | Path | None:
+    """Where compare results are kept: the cache dir (a ``file://`` URL as its local path)."""
     from parsers import remote
 
     if cache_dir is None or not remote.is_url(cache_dir):
         return Path(cache_dir) if cache_dir is not None else None
-    return remote.local_path(str(cache_dir))
+    return remote.local_path(str(cache_dir)) or str(cache_dir)
 
 
 def _ingest_and_cache(name: str, path: str | Path, cache_dir: str | Path | None, signature: str | None) -> RunResult:

@@ -424,6 +424,25 @@ def test_cache_at_a_url_never_reads_an_unsealed_or_damaged_entry(mem: tuple[Memo
     assert len(parsed_again) == 4 and uncached.metrics.equals(parsed.metrics)
 
 
+def test_a_compare_result_at_a_url_that_is_damaged_is_made_again(mem: tuple[MemoryFileSystem, str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from forensics.cache import read_result, result_entry
+    from forensics.compare import ingest
+
+    fs, root = mem
+    cache, local = f"memory:/{root}/cache", RUN_DIRS[0]
+    first = compare_runs([local], jobs=1, cache=cache).comparison.rows
+    [entry] = fs.ls(f"{root}/cache/compare", detail=False)
+    assert f"memory:/{entry}" == result_entry(cache, local)
+    staged = f"{entry}/{json.loads(fs.cat_file(f'{entry}/digests.json'))['staged']}"
+    fs.pipe(f"{staged}/row.json", fs.cat_file(f"{staged}/row.json").replace(b'"diverged"', b'"completed"'))
+    assert read_result(f"memory:/{entry}") is None and not fs.exists(f"{entry}/digests.json")  # unsealed
+    read: list[object] = []
+    monkeypatch.setattr("forensics.compare.ingest", lambda *args: read.append(args) or ingest(*args))
+    again = compare_runs([local], jobs=1, cache=cache).comparison.rows
+    assert len(read) == 1 and again == first and read_result(f"memory:/{entry}") is not None  # made and sealed again
+
+
 def test_a_name_that_is_both_file_and_folder(mem: tuple[MemoryFileSystem, str]) -> None:
     fs, root = mem
     log = (RUN_DIRS[0] / "main_log.txt").read_bytes()
@@ -453,14 +472,16 @@ def test_compare_and_the_cli_take_urls(mem: tuple[MemoryFileSystem, str], monkey
     for row in (*remote_rows["runs"], *local_rows["runs"]):
         row.pop("path")
     assert remote_rows == local_rows
-    cache = f"memory://{root}/cache"  # a cache at a URL keeps the frames; the second compare reads them from it
+    cache = f"memory://{root}/cache"  # a cache at a URL keeps frames and results; a second compare reads neither run
     first = compare_runs([f"memory://{root}/exp/clean-1.3B", f"memory://{root}/exp/tr8-104B-sample"], jobs=1, cache=cache)
-    assert len(fs.glob(f"{root}/cache/frames/*/digests.json")) == 2  # two sealed entries
+    assert len(fs.glob(f"{root}/cache/frames/*/digests.json")) == 2  # two sealed entries of each kind
+    assert len(fs.glob(f"{root}/cache/compare/*/digests.json")) == 2
 
     def never(*_: object, **__: object) -> None:
-        raise AssertionError("a run was parsed")
+        raise AssertionError("a run was read")
 
     monkeypatch.setattr("forensics.cache.load_runs", never)
+    monkeypatch.setattr("forensics.compare.ingest", never)
     again = compare_runs([f"memory://{root}/exp/clean-1.3B", f"memory://{root}/exp/tr8-104B-sample"], jobs=1, cache=cache)
     assert render_compare_json(again.comparison) == render_compare_json(first.comparison)
     done = CliRunner().invoke(app, ["analyze", f"memory://{root}/exp/clean-1.3B", "-f", "json"])
