@@ -152,6 +152,16 @@ def local_path(url: str) -> Path | None:
     return Path(path) if isinstance(fs, LocalFileSystem) else None
 
 
+def afresh(url: str) -> tuple[AbstractFileSystem, str]:
+    """:func:`filesystem`, its listing cache cleared first: s3fs (as gcsfs) keeps every directory it listed and
+    answers ``ls``, and ``info`` under it, from there for as long as the process lives, so a run written since
+    (by another process, a training job) would be missing, and one removed still there. Every listing here asks
+    the storage again; a file read after a listing is not asked twice."""
+    fs, path = filesystem(url)
+    fs.invalidate_cache()
+    return fs, path
+
+
 def _info(url: str, fs: AbstractFileSystem, path: str) -> dict[str, Any] | None:
     """``fs.info`` of ``path``, None when there is nothing there; any other failure is an InputError."""
     try:
@@ -185,20 +195,20 @@ def missing(url: str) -> InputError:
 
 def exists(url: str) -> bool:
     """Whether anything is at ``url`` (no credentials or no permission is an :class:`InputError`, not False)."""
-    fs, path = filesystem(url)
+    fs, path = afresh(url)
     return _info(url, fs, path) is not None
 
 
 def is_dir(url: str) -> bool:
     """Whether ``url`` is a directory (a prefix, in object storage)."""
-    fs, path = filesystem(url)
+    fs, path = afresh(url)
     info = _info(url, fs, path)
     return info is not None and info.get("type") == "directory"
 
 
 def subdirectories(url: str) -> list[str]:
     """The URLs of the directories directly under ``url``, hidden ones left out, sorted by name."""
-    fs, path = filesystem(url)
+    fs, path = afresh(url)
     try:
         entries = fs.ls(path, detail=True)
     except Exception as exc:
@@ -212,7 +222,7 @@ def subdirectories(url: str) -> list[str]:
 def entries(url: str) -> list[tuple[str, bool]]:
     """The URLs of the directories and files directly under ``url``, hidden ones left out, sorted by name, each
     with whether it is a directory."""
-    fs, path = filesystem(url)
+    fs, path = afresh(url)
     try:
         listed = fs.ls(path, detail=True)
     except Exception as exc:
@@ -288,7 +298,7 @@ def listing(url: str) -> Listing:
     """The files of the run at ``url`` (a file: itself), hidden ones left out, in natural order; a name that cannot
     be a local path (``..``, an empty part) is said in ``warnings``. Raises :class:`InputError` when nothing is
     there or it cannot be listed."""
-    fs, path = filesystem(url)
+    fs, path = afresh(url)
     info = _info(url, fs, path)
     if info is None:
         raise missing(url)

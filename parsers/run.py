@@ -141,13 +141,23 @@ def _relabeled(text: str, local: str, url: str) -> str:
     return text
 
 
+def _relabeled_within(text: str, local: str, url: str) -> str:
+    """``text`` with every name under the local path ``local`` shown as ``url`` (an error that lists the reasons
+    of each file it could not read names them inside it), each at the start, after a space, ``(`` or ``;``.
+
+    >>> _relabeled_within("/tmp/x/tr8: no logs (/tmp/x/tr8/a.log: empty; /tmp/x/tr80/b: gone)", "/tmp/x/tr8", "s3://b")
+    's3://b: no logs (s3://b/a.log: empty; /tmp/x/tr80/b: gone)'
+    """
+    return re.sub(rf"(?<![^\s(;]){re.escape(local)}(?=[/:);]|$)", lambda _: url, text)
+
+
 def _relabeled_runs(load: Callable[[], list[Run]], local: str, url: str) -> list[Run]:
     """The runs ``load`` reads from the local copy ``local`` of ``url``, every name they show (path, sources,
     warnings, skipped, tags, the frames' ``source`` column, an error) the URL's."""
     try:
         runs = load()
     except InputError as exc:
-        raise InputError(_relabeled(str(exc), local, url)) from None
+        raise InputError(_relabeled_within(str(exc), local, url)) from None
     for run in runs:
         run.path = _relabeled(run.path, local, url)
         run.sources = [replace(src, path=_relabeled(src.path, local, url)) for src in run.sources]
