@@ -8,7 +8,11 @@ travel back, so they should be small (a row, binned curves).
 **Local** (the default): inline when one worker is enough, else ``jobs`` spawned processes (one per CPU by default;
 Polars is not fork-safe). Each process is driven by its own thread and given one item at a time, so a process that
 dies (killed, out of memory, a crash in native code) names its item: that item is retried once in a fresh process
-and, if it dies again, becomes ``failed(item, message)``; the other items go on.
+and, if it dies again, becomes ``failed(item, message)``; the other items go on. Each process may use its share of
+the CPUs, ``cpus // jobs`` threads (at least one) for Polars, BLAS and OpenMP (:data:`THREAD_VARIABLES`, set before
+they are imported, unless already set): each would otherwise start a thread per CPU, ``jobs`` times over-subscribing
+the machine (``benchmarks/worker_threads.py``: 40 runs of 20,000 steps, 2 workers on 2 loaded CPUs, 124 s and 41
+CPU-seconds of the workers without the limit, 94 to 106 s and 28 CPU-seconds with it).
 
 **Ray**: ``import ray`` happens only here (the optional extra ``forensics[ray]``). An initialised Ray is used as it
 is; otherwise ``address`` None starts a new local instance (no dashboard, quiet, shut down afterwards), or connects
@@ -56,6 +60,8 @@ T = TypeVar("T")
 RAY_MISSING = "--engine ray needs ray (pip install 'forensics[ray]')"
 RAY_MIN_IN_FLIGHT = 64
 CONNECT_TIMEOUT_S = 5.0
+# the thread pools a worker process's libraries size from the environment when they are imported
+THREAD_VARIABLES = ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 class Engine(StrEnum):
@@ -139,6 +145,22 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
+def worker_threads(workers: int) -> int:
+    """The threads each of ``workers`` local processes may use: its share of the CPUs, at least one.
+
+    >>> worker_threads(1) == default_jobs(), worker_threads(10 * default_jobs())
+    (True, 1)
+    """
+    return max(1, default_jobs() // workers)
+
+
+def _limit_threads(threads: int) -> None:
+    """A worker process's initializer: its libraries' thread pools sized ``threads`` (where not set already), before
+    the task's module imports them."""
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, str(threads))
+
+
 def _run_local(task: Callable[..., T], items: Sequence[tuple], jobs: int | None, _address: str | None,
                failed: Callable[[tuple, str], T], finish: Callable[[int, T], None]) -> None:
     workers = max(1, min(jobs or default_jobs(), len(items)))
@@ -153,7 +175,7 @@ def _run_local(task: Callable[..., T], items: Sequence[tuple], jobs: int | None,
 
     def slot() -> None:  # one thread, one process at a time, one item at a time
         try:
-            _drive_process(task, todo, lock, stop, failed, out, pools)
+            _drive_process(task, todo, lock, stop, failed, out, pools, worker_threads(workers))
         except BaseException as exc:  # handed to the driver, which raises it
             out.put((-1, None, exc))
 
@@ -182,9 +204,10 @@ def _run_local(task: Callable[..., T], items: Sequence[tuple], jobs: int | None,
 def _drive_process(task: Callable[..., T], todo: Iterator[tuple[int, tuple]], lock: threading.Lock,
                    stop: threading.Event, failed: Callable[[tuple, str], T],
                    out: queue.SimpleQueue[tuple[int, Any, BaseException | None]],
-                   pools: list[ProcessPoolExecutor] | None = None) -> None:
+                   pools: list[ProcessPoolExecutor] | None = None, threads: int | None = None) -> None:
     """Take items from ``todo`` until it is empty or ``stop`` is set, run each in this slot's process and put
-    ``(i, result, None)`` on ``out``; a dead process is replaced and its item retried once, then ``failed``."""
+    ``(i, result, None)`` on ``out``; a dead process is replaced and its item retried once, then ``failed``.
+    ``threads``: what the process's libraries may use (:func:`worker_threads`; None: what they take)."""
     pool: ProcessPoolExecutor | None = None
     try:
         while not stop.is_set():
@@ -196,7 +219,8 @@ def _drive_process(task: Callable[..., T], todo: Iterator[tuple[int, tuple]], lo
             message = ""
             for _attempt in range(2):
                 if pool is None:
-                    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+                    limit = {} if threads is None else {"initializer": _limit_threads, "initargs": (threads,)}
+                    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), **limit)
                     with lock:
                         (pools if pools is not None else []).append(pool)
                     if stop.is_set():  # stopped while it started: the driver may have ended the others already

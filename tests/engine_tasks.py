@@ -52,3 +52,12 @@ def ingest_or_die(name: str, path: Path, cache_dir: Path | None, signature: str 
     if name == DOOMED:
         os._exit(1)
     return _ingest_and_cache(name, path, cache_dir, signature)
+
+
+def thread_pools(x: int) -> tuple[int, dict[str, str | None], int]:
+    """``x``, the thread variables of the worker's environment and the size of Polars' thread pool in it."""
+    import polars as pl
+
+    from forensics.engines import THREAD_VARIABLES
+
+    return x, {name: os.environ.get(name) for name in THREAD_VARIABLES}, pl.thread_pool_size()

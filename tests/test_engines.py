@@ -125,6 +125,21 @@ def test_a_task_that_raises_stops_the_run_with_its_exception(engine):
         run_all(engine_tasks.raise_value_error, [(1,), (2,)], engine=engine, jobs=2, failed=failed)
 
 
+def test_each_local_worker_uses_its_share_of_the_cpus(monkeypatch):
+    """Two workers on six CPUs: three threads each for Polars, BLAS and OpenMP (each took every CPU of the
+    machine, here two, so that the workers' threads outnumbered the CPUs)."""
+    import forensics.engines as engines
+
+    for name in engines.THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(engines, "default_jobs", lambda: 6)
+    results = run_all(engine_tasks.thread_pools, [(1,), (2,)], engine=Engine.LOCAL, jobs=2, failed=failed)
+    assert results == [(x, dict.fromkeys(engines.THREAD_VARIABLES, "3"), 3) for x in (1, 2)]
+    monkeypatch.setenv("POLARS_MAX_THREADS", "1")  # what the user set is kept
+    [(_, told, pool)] = run_all(engine_tasks.thread_pools, [(1,)] * 2, engine=Engine.LOCAL, jobs=2, failed=failed)[:1]
+    assert (told["POLARS_MAX_THREADS"], told["OMP_NUM_THREADS"], pool) == ("1", "3", 1)
+
+
 def test_a_task_that_raises_does_not_wait_for_the_other_slots_item():
     """The other slot's item would take 120 s: its process is ended, not waited for (it once was, to the end)."""
     import time
