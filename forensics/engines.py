@@ -18,7 +18,8 @@ CPU-seconds of the workers without the limit, 94 to 106 s and 28 CPU-seconds wit
 is; otherwise ``address`` None starts a new local instance (no dashboard, quiet, shut down afterwards), or connects
 to ``$RAY_ADDRESS`` when it is set (as under ``ray job submit``), and ``"auto"``, ``host:port`` or
 ``ray://host:port`` connect to a running cluster, whose workers must see the same paths (a shared file system or
-URLs) and have ``forensics`` installed. Each item is one task (``max_retries=1``: a task whose worker dies is
+URLs) and have ``forensics`` installed. Each item is one task of one CPU, whose Polars, BLAS and OpenMP use one
+thread (a Ray worker's would start one per CPU of the node) (``max_retries=1``: a task whose worker dies is
 retried once by Ray); at most ``jobs`` tasks are in flight (default: twice the cluster's CPUs, at least 64) and
 results are collected with ``ray.wait`` as each finishes, so the driver holds results only. A task lost to a system
 failure after its retry (``WorkerCrashedError``, ``OutOfMemoryError``, ``NodeDiedError``, ...) becomes
@@ -247,14 +248,15 @@ def _drive_process(task: Callable[..., T], todo: Iterator[tuple[int, tuple]], lo
 def _run_ray(task: Callable[..., T], items: Sequence[tuple], jobs: int | None, address: str | None,
              failed: Callable[[tuple, str], T], finish: Callable[[int, T], None]) -> None:
     with contextlib.redirect_stdout(sys.stderr), _ray_session(address) as ray:
-        remote = ray.remote(max_retries=1)(task)
+        remote = ray.remote(max_retries=1)(_in_ray_worker)
+        named = (task.__module__, task.__qualname__)  # (imported by the worker after its thread pools are sized)
         in_flight = jobs or max(RAY_MIN_IN_FLIGHT, 2 * int(ray.cluster_resources().get("CPU", 1)))
         todo = iter(enumerate(items))
         pending: dict[Any, int] = {}
         try:
             while True:
                 for i, item in islice(todo, in_flight - len(pending)):
-                    pending[remote.remote(*item)] = i
+                    pending[remote.remote(named, *item)] = i
                 if not pending:
                     return
                 [ready], _ = ray.wait(list(pending), num_returns=1)
@@ -263,6 +265,20 @@ def _run_ray(task: Callable[..., T], items: Sequence[tuple], jobs: int | None, a
         finally:
             for ref in pending:  # only when stopping early: cancel what still runs on a shared cluster
                 ray.cancel(ref)
+
+
+def _in_ray_worker(named: tuple[str, str], *item: Any) -> Any:
+    """``task(*item)`` in a Ray worker, ``task`` named ``(module, qualified name)``: imported only after the worker's
+    Polars, BLAS and OpenMP thread pools are sized to the task's one CPU (see :func:`_limit_threads`; Ray itself sets
+    only OpenMP's), so that a node's workers do not each start a thread per CPU of the node."""
+    import importlib
+
+    _limit_threads(1)
+    module, name = named
+    task: Any = importlib.import_module(module)
+    for part in name.split("."):
+        task = getattr(task, part)
+    return task(*item)
 
 
 def _ray_result(ray: Any, ref: Any, item: tuple, failed: Callable[[tuple, str], T]) -> T:

@@ -61,10 +61,15 @@ def workers_import_tasks(patch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    """A real local Ray instance for the module (its workers import ``engine_tasks`` from this directory)."""
+    """A real local Ray instance for the module (its workers import ``engine_tasks`` from this directory, and size
+    their thread pools as the engine makes them: not as conftest makes this process's Polars)."""
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install '.[test,ray]')")
+    from forensics.engines import THREAD_VARIABLES
+
     with pytest.MonkeyPatch.context() as patch:
         workers_import_tasks(patch)
+        for name in THREAD_VARIABLES:
+            patch.delenv(name, raising=False)
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     yield ray
     ray.shutdown()
@@ -138,6 +143,13 @@ def test_each_local_worker_uses_its_share_of_the_cpus(monkeypatch):
     monkeypatch.setenv("POLARS_MAX_THREADS", "1")  # what the user set is kept
     [(_, told, pool)] = run_all(engine_tasks.thread_pools, [(1,)] * 2, engine=Engine.LOCAL, jobs=2, failed=failed)[:1]
     assert (told["POLARS_MAX_THREADS"], told["OMP_NUM_THREADS"], pool) == ("1", "3", 1)
+
+
+def test_each_ray_task_uses_one_thread(ray_cluster):
+    """A task takes one CPU: its worker's Polars pool is one thread, not one per CPU of the node (here two)."""
+    results = run_all(engine_tasks.thread_pools, [(1,), (2,)], engine=Engine.RAY, failed=failed)
+    assert [(x, told["POLARS_MAX_THREADS"], told["OMP_NUM_THREADS"], pool) for x, told, pool in results] == [
+        (1, "1", "1", 1), (2, "1", "1", 1)]
 
 
 def test_a_task_that_raises_does_not_wait_for_the_other_slots_item():
