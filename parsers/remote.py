@@ -208,15 +208,7 @@ def is_dir(url: str) -> bool:
 
 def subdirectories(url: str) -> list[str]:
     """The URLs of the directories directly under ``url``, hidden ones left out, sorted by name."""
-    fs, path = afresh(url)
-    try:
-        entries = fs.ls(path, detail=True)
-    except Exception as exc:
-        error = failure(url, exc)
-        raise (missing(url) if str(error).endswith(": no such file or directory") else error) from None
-    names = {posixpath.basename(e["name"].rstrip("/")) for e in entries if e.get("type") == "directory"}
-    base = url if url.endswith("/") else url + "/"
-    return [base + n for n in sorted(names) if n and not n.startswith(".")]
+    return [u for u, is_dir in entries(url) if is_dir]
 
 
 def entries(url: str) -> list[tuple[str, bool]]:
@@ -228,7 +220,10 @@ def entries(url: str) -> list[tuple[str, bool]]:
     except Exception as exc:
         error = failure(url, exc)
         raise (missing(url) if str(error).endswith(": no such file or directory") else error) from None
-    kinds = {posixpath.basename(e["name"].rstrip("/")): e.get("type") == "directory" for e in listed}
+    kinds: dict[str, bool] = {}
+    for e in listed:  # (an object store can hold an object "x" beside a prefix "x/": the prefix is a directory)
+        name = posixpath.basename(e["name"].rstrip("/"))
+        kinds[name] = kinds.get(name, False) or e.get("type") == "directory"
     base = url if url.endswith("/") else url + "/"
     return [(base + n, kinds[n]) for n in sorted(kinds) if n and not n.startswith(".")]
 
