@@ -7,8 +7,9 @@ after the last hole in the log before it (what lies across a gap is never a warn
   grad norm (over ``SMOOTH`` (15) points, or a twentieth of the look-back's points when fewer, at least 5) stands
   at least ``RISE`` (1.8x) above its lowest value in the look-back just
   before the blow-up; the signal begins at the break of a level then a line rising from it, fitted by least
-  squares to the log grad norm up to where the median first stood ``RISE`` above its low, points beyond five MADs
-  of the median held in (:func:`_hinge`); on a look-back of fewer than 10 points, too few to smooth, the grad norm
+  squares to the log grad norm from the low's window up to where the median first stood ``RISE`` above the low,
+  points beyond five MADs of a centred median held in (:func:`_hinge`; where no rise fits, the last point the
+  median stood within 10% of its low, less half its window); on a look-back of fewer than 10 points, too few to smooth, the grad norm
   higher at each of its last ``CLIMB`` (3) points or more than at the one before, and at least ``RISE`` times the
   point it climbed from (the signal begins at the first point of the climb);
 * **loss-scale overflows** (GLM-130B, OPT: the loss scale crashing before the loss): a skipped-iteration burst or a
@@ -37,14 +38,14 @@ blow-up: one at the same step would be no warning at all).
 >>> import polars as pl
 >>> from parsers import schema as s
 >>> steps = list(range(1, 401))
->>> grad = [1.0] * 200 + [1.0 + (i - 200) * 0.02 for i in range(200, 400)]   # rises from step 201 (+10% by 206)
+>>> grad = [1.0] * 200 + [1.0 + (i - 200) * 0.02 for i in range(200, 400)]   # rises from step 201
 >>> m = s.conform(pl.DataFrame({"run": "r", "source": "x", "attempt": 1, "step": steps, "metric": "grad_norm",
 ...                             "value": grad, "wall_time": None}), s.METRICS_SCHEMA)
 >>> from forensics.detectors import RunFrames
 >>> blowup = Anomaly("divergence", "loss", 1, 400, 400, 9.0, 2.0)
 >>> w = warning_before(blowup, [blowup], RunFrames(m, s.empty(s.EVENTS_SCHEMA)))
 >>> (w["step"], w["lead_steps"], str(w["signals"][0]["kind"]))
-(206, 194, 'grad_norm_rise')
+(198, 202, 'grad_norm_rise')
 """
 
 from __future__ import annotations
@@ -147,31 +148,34 @@ def _grad_rise(points: pl.DataFrame) -> dict[str, Any] | None:
     low, end = float(smooth[low_at]), float(smooth[-1])
     if not end >= RISE * low:
         return None
-    # the break of a level then a rise, fitted up to where the median first stands RISE above its low (the blow-up's
-    # own jump after that would pull the break late), each point held within five MADs of the median
+    # the break of a level then a rise, fitted from the points of the low's window (what fell before the low is no
+    # level) up to where the median first stands RISE above it (the blow-up's own jump after that would pull the
+    # break late), points beyond five MADs of a centred median held in
     up = np.flatnonzero(ok & (np.arange(smooth.size) >= low_at) & (smooth >= RISE * low))
-    log = np.log(points["value"].to_numpy()[: int(up[0]) + 1])
-    resid = log - np.log(smooth[: log.size])
-    mad = float(np.nanmedian(np.abs(resid - np.nanmedian(resid))))
-    held = np.where(np.isfinite(resid), log - resid + np.clip(resid, -5 * mad, 5 * mad), log)
-    if held.size >= 8:
-        began = _hinge(held)
-    else:  # too few points for a line and a break: the last point the median was near its low, less its lag
-        near = np.flatnonzero(ok & (np.arange(len(smooth)) >= low_at) & (smooth <= 1.1 * low))
-        began = max(int(near[-1]) - width // 2 if near.size else low_at, 0)
+    first = max(low_at - width + 1, 0)
+    values = points["value"].to_numpy()[first: int(up[0]) + 1]
+    log = np.log(values)
+    centred = np.log(pl.Series(values).rolling_median(window_size=width, min_samples=1, center=True).to_numpy())
+    resid = log - centred
+    mad = float(np.median(np.abs(resid - np.median(resid))))
+    held = centred + np.clip(resid, -5 * mad, 5 * mad) if mad > 0 else log
+    began = first + _hinge(held) if held.size >= 8 else None
+    if began is None or began < first:  # too few points for a line and a break, or no rise fits: the last point
+        near = np.flatnonzero(ok & (np.arange(len(smooth)) >= low_at) & (smooth <= 1.1 * low))  # near the low,
+        began = max(int(near[-1]) - width // 2 if near.size else low_at, 0)                  # less the median's lag
     return {"kind": Signal.GRAD_NORM_RISE, "step": int(steps[began]),
             "detail": f"grad norm began rising at step {int(steps[began])} ({end / low:.1f}x its low by step "
                       f"{int(steps[-1])}, rolling median of {width} points)"}
 
 
 def _hinge(y: np.ndarray) -> int:
-    """The index where ``y`` turns upward: least squares of a level, then a line rising from a break, over every
-    break from the third point to the fourth from the end, all at once from suffix sums. (Read off a rolling median,
-    a rise starts half a window late, or where noise last touched the median's low: on a long look-back, hundreds of
-    steps early.)
+    """The index where ``y`` turns upward (-1 where no rise fits): least squares of a level, then a line rising from
+    a break, over every break from the third point to the fourth from the end, all at once from suffix sums. (Read
+    off a rolling median, a rise starts half a window late, or where noise last touched the median's low: on a long
+    look-back, hundreds of steps early.)
 
-    >>> _hinge(np.r_[np.zeros(30), np.linspace(0.0, 2.0, 21)[1:]])
-    29
+    >>> _hinge(np.r_[np.zeros(30), np.linspace(0.0, 2.0, 21)[1:]]), _hinge(np.linspace(1.0, 0.0, 20))
+    (29, -1)
     """
     n = y.size
     x = np.arange(n) / n
@@ -186,7 +190,7 @@ def _hinge(y: np.ndarray) -> int:
     breaks = np.arange(2, n - 3)
     beta = np.linalg.solve(m[breaks], v[breaks][..., None])[..., 0]
     sse = np.where(beta[:, 1] > 0, -(beta * v[breaks]).sum(axis=1), np.inf)  # the sum of y**2 is common to all
-    return int(breaks[np.argmin(sse)])
+    return int(breaks[np.argmin(sse)]) if np.isfinite(sse).any() else -1
 
 
 def _grad_climb(points: pl.DataFrame) -> dict[str, Any] | None:

@@ -205,8 +205,8 @@ def test_sustained_clipping_before_a_divergence_is_a_precursor_with_its_lead():
     signal = next(x for x in divergence.warning["signals"] if x["kind"] == "sustained_clipping")
     assert divergence.step == 2605 and signal["step"] == 2001 and divergence.step - signal["step"] == 604
     # the grad-norm rise (forensics.warning) is the earliest signal: the 5x step at 2001 read as rising from step
-    # 1998 (from 1888 before the break was fitted: 113 steps before anything happened)
-    assert divergence.warning["lead_steps"] == 607
+    # 1997 (from 1888 before the break was fitted: 113 steps before anything happened)
+    assert divergence.warning["lead_steps"] == 608
     cause = next(c for c in found.suspected_causes if c.kind == "clipping")
     assert "it began 604 steps before the loss spike at step 2605" in cause.evidence[0]
 
