@@ -9,9 +9,9 @@ after the last hole in the log before it (what lies across a gap is never a warn
   before the blow-up; the signal begins at the break of a level then a line rising from it, fitted by least
   squares to the log grad norm from the low's window up to where the median first stood ``RISE`` above the low,
   points beyond five MADs of a centred median held in (:func:`_hinge`; where no rise fits, the last point the
-  median stood within 10% of its low, less half its window); on a look-back of fewer than 10 points, too few to smooth, the grad norm
-  higher at each of its last ``CLIMB`` (3) points or more than at the one before, and at least ``RISE`` times the
-  point it climbed from (the signal begins at the first point of the climb);
+  median stood within 10% of its low, less half its window); on a look-back of fewer than 10 points, too few to
+  smooth, the grad norm higher at each of its last ``CLIMB`` (3) points or more than at the one before, and at
+  least ``RISE`` times the point it climbed from (the signal begins at the first point of the climb);
 * **loss-scale overflows** (GLM-130B, OPT: the loss scale crashing before the loss): a skipped-iteration burst or a
   loss-scale collapse in the look-back;
 * **spikes not back to their level**: a loss or grad-norm spike in the look-back (an incident, beyond what the
