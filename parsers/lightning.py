@@ -99,21 +99,24 @@ def _checkpoints(path: Path, wide: pl.DataFrame, context: ReadContext) -> pl.Dat
     spans = {e: (lo, hi) for e, lo, hi in steps.drop_nulls("epoch").group_by("epoch").agg(
         lo=pl.col("step").min(), hi=pl.col("step").max()).iter_rows()}
     last = steps["step"].max()
+    gaps = steps["step"].unique().sort().diff().drop_nulls()
+    every = max(int(gaps.median()), 1) if gaps.len() else 1  # (the save ends an epoch after its last logged step)
     rows = []
     for epoch, step, file in saved:
         context.consumed.add(file)
         if epoch in spans:
             lo, hi = spans[epoch]
-            until = spans[epoch + 1][0] if epoch + 1 in spans else hi + 1
+            until = spans[epoch + 1][0] if epoch + 1 in spans else hi + every
             placed, where = (step, None) if lo <= step <= until else (hi, f"the last step this metrics.csv logs of "
                                                                         f"epoch {epoch} ({lo}–{hi})")
         else:
-            placed, where = (step, None) if last is None or step <= last + 1 else (
+            placed, where = (step, None) if last is None or step <= last + every else (
                 last, f"the last step this metrics.csv logs ({last}), which has no epoch {epoch}")
         text = f"checkpoint saved at step {step} (epoch {epoch}): {context.display(file)}"
         if where is not None:
-            text = (f"checkpoint saved in epoch {epoch}: {context.display(file)}; its name's step={step} is not a step "
-                    f"of this log (Lightning's global_step counts the steps of every optimizer): placed at {where}")
+            text = (f"checkpoint saved in epoch {epoch}: {context.display(file)}; its name's step={step} is past the "
+                    f"steps this log shows of it (as when Lightning's global_step counts the steps of every "
+                    f"optimizer): placed at {where}")
         rows.append({"step": placed, "value": float(placed), "text": text})
     return s.conform(pl.DataFrame(rows).with_columns(
         kind=pl.lit(s.EV_CHECKPOINT_SAVE), attempt=pl.lit(1, dtype=pl.Int32), run=pl.lit(context.run),

@@ -32,6 +32,8 @@ from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
 from parsers.wandb_history import _cell, _json_lines
 
+MIN_GAP_S = 10  # seconds between two lines' elapsed_time (whole seconds) to time the steps between: 10% at worst
+
 FORMAT = "llamafactory"
 _NAMES = {"loss": s.LOSS, "lr": s.LR, "learning_rate": s.LR, "eval_loss": s.VAL_LOSS, "epoch": s.EPOCH,
           "grad_norm": s.GRAD_NORM}
@@ -97,7 +99,8 @@ def _step_times(rows: pl.DataFrame) -> pl.DataFrame:
              .sort("line"))
     since = pl.col("_elapsed") - pl.col("_elapsed").shift(1).over("attempt")
     steps = pl.col("step") - pl.col("step").shift(1).over("attempt")
-    return (marks.with_columns(value=pl.when((steps > 0) & (since >= 0)).then(since * 1000.0 / steps))
+    # elapsed_time is printed in whole seconds: a gap under MIN_GAP_S seconds is too coarse to time a step by
+    return (marks.with_columns(value=pl.when((steps > 0) & (since >= MIN_GAP_S)).then(since * 1000.0 / steps))
             .filter((pl.col("_kind") == "train") & pl.col("value").is_not_null())
             .select("line", "step", "attempt", pl.col("value").cast(pl.Float64), metric=pl.lit(s.ITERATION_TIME_MS)))
 

@@ -287,7 +287,7 @@ SWEEP_JOB = r"\[HYDRA\]\s+#(\d+) : (.*?)\s*$"
 # the iteration an fp16 overflow line names (parsers.schema.EV_OVERFLOW_ITERATION): "Grad overflow on iteration: 8"
 OVERFLOW_ITERATION = r"\biteration:? (\d+)"
 # an out-of-memory line that NCCL printed (parsers.schema.EV_NCCL_OUT_OF_MEMORY)
-NCCL_NAMED = r"NCCL"
+NCCL_NAMED = r"\bNCCL\b"  # NCCL's own words ("NCCL WARN ..."), not ProcessGroupNCCL.cpp or an NCCL_ variable
 # a CUDA or NCCL error that names the hardware itself (parsers.schema.EV_HARDWARE_NAMED)
 NAMES_HARDWARE = r"(?i)\bECC\b|\bXid\b"
 # a line that says a resume did not load the optimizer state (parsers.schema.EV_OPTIMIZER_NOT_LOADED)

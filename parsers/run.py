@@ -228,7 +228,8 @@ def _load_local(root: Path, name: str | None, early: list[str] | None = None) ->
 
 SETTINGS_SUFFIXES = frozenset({".yaml", ".yml", ".json", ".toml", ".ini", ".cfg", ".conf"})
 # names of settings files (config.yaml, hparams.yaml, args.json, training_args.json, params.toml, run_options.yml)
-_SETTINGS_NAME = re.compile(r"(?i)config|hparam|hyper|args|argument|param|setting|option|opts|cfg|conf")
+_SETTINGS_NAME = re.compile(r"(?i)(?:^|[_.\- ])(?:config\w*|h?params?|hyper\w*|args|arguments?|settings?|options?"
+                            r"|opts|cfg|conf)(?:$|[_.\- ])")  # whole parts of the name: not confusion_matrix
 
 
 def _settings_file(path: Path) -> bool:

@@ -412,8 +412,9 @@ def _all_numbers(data: bytes, separator: str) -> pl.DataFrame | None:
     try:
         head = data[:data.rfind(b"\n", 0, 1 << 16) + 1] if len(data) > 1 << 16 else data
         columns = pl.read_csv(head, infer_schema=False, n_rows=0, separator=separator, encoding="utf8").columns
-        if not columns or len(set(columns)) < len(columns):
-            return None
+        if not columns or len(set(columns)) < len(columns) or any(
+                normal_name(c) in (*RUN_ID_COLUMNS, *RUN_NAME_COLUMNS) for c in columns):
+            return None  # (a run id of digits is a label, not the float 101.0)
         floats(head, columns)
         return floats(data, columns)
     except pl.exceptions.PolarsError:

@@ -191,9 +191,9 @@ def test_lightning_checkpoint_files_and_save_lines_are_checkpoint_saves(tmp_path
     run = load_run(folder)
     assert run.skipped == [] and [src.format for src in run.sources] == ["lightning"]
     assert run.events.filter(kind="checkpoint_save").select("step", "text").rows() == [(79, (
-        "checkpoint saved in epoch 19: version_13/checkpoints/epoch=19-step=400.ckpt; its name's step=400 is not a "
-        "step of this log (Lightning's global_step counts the steps of every optimizer): placed at the last step this "
-        "metrics.csv logs of epoch 19 (76–79)"))]
+        "checkpoint saved in epoch 19: version_13/checkpoints/epoch=19-step=400.ckpt; its name's step=400 is past the "
+        "steps this log shows of it (as when Lightning's global_step counts the steps of every optimizer): placed at "
+        "the last step this metrics.csv logs of epoch 19 (76–79)"))]
     # a folder of checkpoints beside a console: each a save at its step
     alone = tmp_path / "alone"
     (alone / "checkpoints").mkdir(parents=True)

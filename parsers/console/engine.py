@@ -9,6 +9,7 @@ The lines are read a block at a time as Polars frames (:mod:`parsers.textfile`);
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -314,9 +315,11 @@ class LineFormat:
             if block.height > _MOST_CONFIG_LINES:
                 continue
             values = self.config_reader("\n".join(block["text"].to_list()))
-            every = values.get("logging_steps")
-            if values.get("logging_first_step") is True or not isinstance(every, int | float) or every != int(every):
-                return None
+            every, strategy = values.get("logging_steps"), values.get("logging_strategy")
+            if (values.get("logging_first_step") is True or not isinstance(every, int | float)
+                    or not math.isfinite(every) or every != int(every)
+                    or (strategy is not None and not str(strategy).lower().endswith("steps"))):
+                return None  # (logging by epoch, or not at all, prints the default logging_steps=500 all the same)
             said.add(int(every))
         return said.pop() if len(said) == 1 and min(said) > 1 else None
 

@@ -36,7 +36,7 @@ _BAR = r"\|\s*(\d+)/\d+ \[[^\]]*\]\s*\{"
 # ")" (transformers 4.x), or all on one line ("Training/evaluation parameters TrainingArguments(output_dir='/w', ...,
 # logging_steps=10, ...)", transformers 3.x); a value is quoted, an enum's repr, a list, or a bare word
 _ARGUMENT = re.compile(r"(?:^|[,(])\s*([A-Za-z_]\w*)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|<[^>]*>|\[[^\]]*\]"
-                       r"|\{[^}]*\}|[^,()\s][^,()]*?)\s*(?=,|\)|$)", re.M)
+                       r"|\{[^}]*\}|[^,()\s](?:[^,()\s]|\s+(?=[^,()\s]))*)\s*(?=,|\)|$)", re.M)
 _ENUM = re.compile(r"^<\w+(?:\.\w+)*: '([^']*)'>$")  # <EvaluationStrategy.EPOCH: 'epoch'>
 
 
