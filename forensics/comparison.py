@@ -210,14 +210,25 @@ def summarize(run: RunFindings, metrics: pl.DataFrame) -> RunRow:
 
 
 def _lr_peak(metrics: pl.DataFrame) -> float | None:
-    """The largest finite LR a run logged, or None (no LR logged, or none above 0)."""
-    top = metrics.filter((pl.col("metric") == s.LR) & pl.col("value").is_finite())["value"].max()
-    return float(top) if isinstance(top, int | float) and top > 0 else None  # type: ignore[arg-type]
+    """The largest finite LR a run logged, or None: no LR logged, none above 0, or one still rising at its last
+    logged point (a run that ended in its warm-up never reached its schedule's peak: its largest LR understates it).
+
+    >>> lr = lambda v: pl.DataFrame({"metric": s.LR, "step": range(len(v)), "value": v})
+    >>> _lr_peak(lr([1e-4, 3e-4, 2e-4])), _lr_peak(lr([1e-4, 3e-4])), _lr_peak(lr([3e-4, 3e-4]))
+    (0.0003, None, 0.0003)
+    """
+    lr = metrics.filter((pl.col("metric") == s.LR) & pl.col("value").is_finite()).sort("step")["value"]
+    top = lr.max()
+    if not isinstance(top, int | float) or not top > 0:
+        return None
+    rising = lr.len() >= 2 and lr[-1] == top and lr[-1] > lr[-2]
+    return None if rising else float(top)
 
 
 def run_lr(row: RunRow) -> tuple[float | None, str | None]:
     """A run's LR for a sweep, and where it comes from: its config's ``lr`` (the LR the sweep set), else the largest
-    LR it logged (a history export carries no config: the LR the optimizer ran at, at its schedule's peak).
+    LR it logged where the log shows it stopped rising (a history export carries no config: the LR the optimizer ran
+    at, at its schedule's peak).
 
     >>> run_lr(RunRow("a", config={"lr": 3e-4}, lr_peak=2.9e-4)), run_lr(RunRow("b", lr_peak=0.0768)), run_lr(RunRow("c"))
     ((0.0003, 'config'), (0.0768, 'logged peak'), (None, None))

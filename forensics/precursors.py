@@ -34,6 +34,16 @@ DRIFT_RISE = 0.5            # rise of the grad norm's robust trend before the fi
 _LOGIT = ("logit",)         # metric names that carry attention/output logits (e.g. max_attention_logit)
 
 
+def named_like_logit(metric: str) -> bool:
+    """Whether a scalar's name says it carries logits (an attention-logit mean, say): such series are checked for a
+    2x rise before the first instability.
+
+    >>> named_like_logit("attn/Logit_mean"), named_like_logit("loss")
+    (True, False)
+    """
+    return any(k in metric.lower() for k in _LOGIT)
+
+
 def consolidate(anomalies: list[Anomaly]) -> list[Anomaly]:
     """Fold what is part of a bigger event into it: spikes and level shifts during a divergence (after its onset)
     are its course; a grad-norm "spike" that never came down where a lasting grad-norm level shift starts is that
@@ -163,7 +173,7 @@ def _logit_growth(first: Anomaly, frames: RunFrames, anomalies: list[Anomaly]) -
              for g in anomalies if g.kind == Kind.LOGIT_GROWTH and g.attempt == first.attempt
              and since <= g.step < first.step and g.baseline is not None and g.value is not None]
     names = [m for m in frames.metrics["metric"].unique().cast(pl.String).to_list()
-             if any(k in m.lower() for k in _LOGIT) and m not in s.LOGIT_METRICS and not s.is_layer_logit(m)]
+             if named_like_logit(m) and m not in s.LOGIT_METRICS and not s.is_layer_logit(m)]
     for name in sorted(names):
         points = frames.points(name).filter(
             (pl.col("attempt") == first.attempt) & (pl.col("step") <= first.step) & (pl.col("step") >= since)

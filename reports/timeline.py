@@ -13,6 +13,7 @@ from forensics.coverage import NEEDED
 from forensics.detectors.hang import duration
 from forensics.findings import Attempt, EndReason, RunFindings, shown
 from forensics.infra import NO_STEP_READ
+from forensics.precursors import named_like_logit
 from parsers import schema as s
 from reports.escape import md
 
@@ -182,7 +183,7 @@ def coverage_section(run: RunFindings) -> list[str]:
     others = cov.get("other_scalars", [])
     # (scalars named like a logit, an attention-logit mean say, are also checked for a 2x rise before the first
     # instability: forensics.precursors)
-    named = [o for o in others if "logit" in o.lower()]
+    named = [o for o in others if named_like_logit(o)]
     rest = [o for o in others if o not in named]
     if rest:
         listed = ", ".join(md(o) for o in rest[:12]) + (f" and {len(rest) - 12} more" if len(rest) > 12 else "")

@@ -361,7 +361,8 @@ def test_per_layer_attention_logits_are_the_max_attention_logit_with_their_layer
     found = analyze_run(run)
     [growth] = [a for a in found.anomalies if a.kind == Kind.LOGIT_GROWTH]
     assert (growth.metric, growth.step) == (s.MAX_ATTENTION_LOGIT, 2131)
-    assert "at step 3985 (in layer 7)" in growth.detail and "the largest of the 3 per-layer series" in growth.detail
+    assert "at step 3985 (the step's largest in layer 7)" in growth.detail
+    assert "the largest of the 3 per-layer series" in growth.detail
     assert next(c for c in found.suspected_causes if c.kind == "logits").cause == "attention-logit growth"
     assert found.coverage["logits"]["per_layer"]["layers"] == [0, 1, 7]
     assert not any(m.startswith("max_attention_logit") for m in found.coverage["other_scalars"])

@@ -1,4 +1,4 @@
-"""Defects a review of the readers found, each on the smallest input that shows it (each test fails before its fix)."""
+"""Defects a review of the change found, each on the smallest input that shows it (each test fails before its fix)."""
 
 from __future__ import annotations
 
@@ -69,3 +69,17 @@ def test_a_lightning_save_after_its_epochs_last_logged_step_keeps_its_step(tmp_p
     run = load_run(version)
     saves = run.events.filter(kind="checkpoint_save")
     assert saves["step"].to_list() == [1020] and "not a step of this log" not in saves["text"][0]
+
+
+def test_a_sweeps_attention_logit_level_leaves_out_nan_and_inf() -> None:
+    # a run's own max-attention-logit series reached the sweep's fits with its NaN and Inf: max nan
+    import polars as pl
+
+    from forensics.model_shape import ModelCheck
+    from forensics.sweep import run_scaling
+    from parsers import schema as s
+
+    m = s.conform(pl.DataFrame({"run": "r", "source": "x", "attempt": 1, "step": range(1, 201),
+                                "metric": s.MAX_ATTENTION_LOGIT, "value": [10.0] * 198 + [float("inf"), float("nan")]}),
+                  s.METRICS_SCHEMA)
+    assert run_scaling(ModelCheck(), m, None)[s.MAX_ATTENTION_LOGIT]["max"] == 10.0

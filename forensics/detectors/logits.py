@@ -122,7 +122,7 @@ def attention_logits(metrics: pl.DataFrame) -> pl.DataFrame:
     >>> attention_logits(m).rows()
     [(1, 1, 5.0, 11), (1, 2, 9.0, 0)]
     """
-    own = metric_points(metrics, s.MAX_ATTENTION_LOGIT)
+    own = metric_points(metrics, s.MAX_ATTENTION_LOGIT).filter(pl.col("value").is_finite())
     if own.height:
         return own.with_columns(layer=pl.lit(None, dtype=pl.Int64))
     names = [m for m in metrics["metric"].unique().cast(pl.String).to_list() if s.is_layer_logit(m)]
@@ -185,8 +185,11 @@ def _past_wortsman(attempt: int, steps: np.ndarray, values: np.ndarray, layers: 
                    round(float(values[top]), 6), None, detail=detail)
 
 
-def _layer_said(layer: Any) -> str:
-    return "" if layer is None or (isinstance(layer, float) and math.isnan(layer)) else f" (in layer {int(layer)})"
+STEPS_LARGEST = "the step's largest in layer"  # a smoothed value's layer: the one holding the raw max at its step
+
+
+def _layer_said(layer: Any, said: str = "in layer") -> str:
+    return "" if layer is None or (isinstance(layer, float) and math.isnan(layer)) else f" ({said} {int(layer)})"
 
 
 def _growth(metric: str, attempt: int, steps: np.ndarray, values: np.ndarray, layers: np.ndarray
@@ -218,8 +221,8 @@ def _growth(metric: str, attempt: int, steps: np.ndarray, values: np.ndarray, la
     name = _NAMES.get(metric, metric)
     detail = (f"{name} grew to {top / start:.1f}x its usual level {start:.3g} in {int(steps[peak] - steps[onset])} "
               f"steps, log-linearly from step {int(steps[onset])} to {top:.3g} at step {int(steps[peak])}"
-              f"{_layer_said(layers[first + peak])} (robust slope, 95% interval above zero; rolling median of {width} "
-              "points)")
+              f"{_layer_said(layers[first + peak], STEPS_LARGEST)} (robust slope, 95% interval above zero; "
+              f"rolling median of {width} points)")
     if metric == s.MAX_ATTENTION_LOGIT:
         if top >= WORTSMAN_DIVERGED:
             detail += "; above 1e4, where every run in Wortsman et al. 2023 diverged"
