@@ -162,6 +162,21 @@ def _limit_threads(threads: int) -> None:
         os.environ.setdefault(name, str(threads))
 
 
+@contextlib.contextmanager
+def _spawned_with_threads(threads: int) -> Iterator[None]:
+    """The thread variables unset in this process set to ``threads`` while workers are spawned, then taken back: a
+    spawned worker imports the driver's ``__main__`` (a script's ``import polars``) before any initializer runs, and
+    only the environment it starts with sizes that import's thread pool."""
+    added = [name for name in THREAD_VARIABLES if name not in os.environ]
+    for name in added:
+        os.environ[name] = str(threads)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
 def _run_local(task: Callable[..., T], items: Sequence[tuple], jobs: int | None, _address: str | None,
                failed: Callable[[tuple, str], T], finish: Callable[[int, T], None]) -> None:
     workers = max(1, min(jobs or default_jobs(), len(items)))
@@ -181,6 +196,8 @@ def _run_local(task: Callable[..., T], items: Sequence[tuple], jobs: int | None,
             out.put((-1, None, exc))
 
     threads = [threading.Thread(target=slot, name=f"forensics-worker-{n}", daemon=True) for n in range(workers)]
+    spawning = _spawned_with_threads(worker_threads(workers))
+    spawning.__enter__()  # (left in the finally below, after every slot's last spawn)
     for thread in threads:
         thread.start()
     early = True
@@ -200,6 +217,7 @@ def _run_local(task: Callable[..., T], items: Sequence[tuple], jobs: int | None,
                         process.terminate()
         for thread in threads:
             thread.join()
+        spawning.__exit__(None, None, None)
 
 
 def _drive_process(task: Callable[..., T], todo: Iterator[tuple[int, tuple]], lock: threading.Lock,

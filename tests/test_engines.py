@@ -220,3 +220,27 @@ def test_the_fleet_index_on_ray_is_the_local_index(runs, tmp_path, ray_cluster):
     assert pl.read_parquet(on_ray.runs).equals(pl.read_parquet(local.runs))
     assert pl.read_parquet(on_ray.anomalies).equals(pl.read_parquet(local.anomalies))
     assert index(runs, tmp_path / "ray", engine="ray").summary().startswith(f"0 new, 0 changed, {on_ray.new} unchanged")
+
+
+def test_a_script_that_imports_polars_first_still_limits_its_workers(tmp_path):
+    """A spawned worker imports the driver's script before any initializer runs: a script's own ``import polars``
+    sized the worker's pool by every CPU (two here), whatever the initializer set after."""
+    import subprocess
+    import sys
+
+    import forensics.engines as engines
+
+    script = tmp_path / "driver.py"
+    script.write_text(
+        "import polars\nimport sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "import engine_tasks\nfrom forensics.engines import Engine, run_all\n"
+        "if __name__ == '__main__':\n"
+        "    out = run_all(engine_tasks.thread_pools, [(1,), (2,)], engine=Engine.LOCAL, jobs=2,\n"
+        "                  failed=lambda item, why: why)\n"
+        "    print([pool for _, _, pool in out])\n")
+    env = {k: v for k, v in os.environ.items() if k not in engines.THREAD_VARIABLES}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    share = engines.worker_threads(2)
+    assert done.stdout.strip() == f"[{share}, {share}]"
