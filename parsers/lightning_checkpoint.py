@@ -24,6 +24,7 @@ from parsers.reader import Piece, ReadContext
 from parsers.schema import ParsedLog
 
 FORMAT = "lightning-checkpoint"
+NAME_ONLY = True  # read by its name alone: a copy from object storage takes its head, not gigabytes of weights
 _NAME = re.compile(r"^epoch=(\d+)-step=(\d+)(?:-v\d+)?\.ckpt$")
 
 

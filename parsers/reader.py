@@ -103,7 +103,9 @@ def display_path(path: Path, root: Path) -> str:
 
 @runtime_checkable
 class Reader(Protocol):
-    """What :mod:`parsers.registry` asks of a reader (see the module docstring)."""
+    """What :mod:`parsers.registry` asks of a reader (see the module docstring). A reader that needs only a file's
+    name (a checkpoint's ``epoch=E-step=S.ckpt``) says so with a module constant ``NAME_ONLY = True``: a copy from
+    object storage then takes the file's head only."""
 
     FORMAT: str
 

@@ -347,7 +347,8 @@ def _stage_file(fs: AbstractFileSystem, source: str, target: Path, name: str, wh
         head = src.read(HEAD_BYTES)
         out.write(head)
         reader = registry.reader_for(head, name)
-        if len(head) == HEAD_BYTES and (whole or reader is not None):
+        needs_body = reader is not None and not getattr(reader, "NAME_ONLY", False)  # (a checkpoint: its name)
+        if len(head) == HEAD_BYTES and (whole or needs_body):
             while block := src.read(BLOCK):
                 out.write(block)
     return reader

@@ -181,6 +181,22 @@ def test_a_file_no_reader_takes_is_not_downloaded(mem: tuple[MemoryFileSystem, s
     assert [s.path for s in run.sources] == ["main_log.txt"]
 
 
+def test_a_checkpoint_read_by_its_name_is_not_downloaded(mem: tuple[MemoryFileSystem, str], reads: Counter[str],
+                                                         tmp_path: Path) -> None:
+    """A Lightning checkpoint (epoch=E-step=S.ckpt) is a save at step S by its name: its gigabytes of weights were
+    copied whole from the bucket because a reader takes the file."""
+    fs, root = mem
+    local = tmp_path / "tr8"
+    local.mkdir()
+    (local / "main_log.txt").write_bytes((RUN_DIRS[0] / "main_log.txt").read_bytes())
+    (local / "epoch=0-step=10.ckpt").write_bytes(b"PK\x03\x04" + b"\x00" * (2 << 20))
+    url = upload(fs, local, f"{root}/tr8")
+    reads.clear()
+    run = load_run(url)
+    assert reads[f"{root}/tr8/epoch=0-step=10.ckpt"] <= HEAD_BYTES
+    assert run.events.filter(kind="checkpoint_save", step=10).height == 1
+
+
 def test_staging_directory_is_removed(mem: tuple[MemoryFileSystem, str], monkeypatch: pytest.MonkeyPatch) -> None:
     fs, root = mem
     made: list[Path] = []
