@@ -268,8 +268,9 @@ def build_attempts(
         if bar is not None and bar[0] == bar[1] and ending.reason in (EndReason.RUNNING, EndReason.UNKNOWN) and (
                 bar[1] == configured or not (counted & set(span.get("sources") or []))):
             # its training bar reached its total and nothing ended it before: its loop ran to its last step
-            ending = replace(ending, reason=EndReason.COMPLETED,
-                             detail="its training loop reached its last step; no end printed after it")
+            said = "its training loop reached its last step; no end printed after it"
+            ending = replace(ending, reason=EndReason.COMPLETED,  # (a deciding line's note, an elision, is kept)
+                             detail=f"{said}; {ending.detail}" if ending.kind == s.EV_ELISION else said)
         # (a bar's total is a length of steps only where the steps are steps, not a count of printed lines)
         from_bar = bar is not None and not (counted & set(span.get("sources") or []))
         # (a log that restarts at every few lines has thousands of attempts, most with no events: no queries then)

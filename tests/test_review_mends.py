@@ -83,3 +83,17 @@ def test_a_sweeps_attention_logit_level_leaves_out_nan_and_inf() -> None:
                                 "metric": s.MAX_ATTENTION_LOGIT, "value": [10.0] * 198 + [float("inf"), float("nan")]}),
                   s.METRICS_SCHEMA)
     assert run_scaling(ModelCheck(), m, None)[s.MAX_ATTENTION_LOGIT]["max"] == 10.0
+
+
+def test_a_completed_bar_keeps_the_note_that_the_log_leaves_out_what_followed(tmp_path: Path) -> None:
+    # thai2transformers' wisesight run, its bar at 1352/1352, then a "..." line: the ending said completed and lost
+    # that the paste leaves out what followed
+    import forensics
+
+    real = Path(__file__).parent / "fixtures" / "real" / "hf_trainer" / "thai2transformers_wisesight_apex_fp16.log"
+    log = tmp_path / "wisesight.log"
+    log.write_bytes(real.read_bytes() + b"...\n")
+    [attempt] = forensics.analyze(load_run(log)).runs[0].attempts
+    assert (str(attempt.end_reason), attempt.end_detail) == ("completed", (
+        "its training loop reached its last step; no end printed after it; the log leaves out what followed its last "
+        "step (a “...” line)"))
