@@ -60,6 +60,7 @@ from parsers.wandb_history import (
     history_log,
     number,
     read_history_file,
+    runs_of,
     wide_to_long,
 )
 
@@ -175,11 +176,23 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     shown = context.shown
     head = context.head or head_of(path)
     _, lines, separator, _ = _head_columns(head)
-    notes: list[str] = []
     try:
         wide = read_history_file(path, shown, context.warnings, json_lines=lines, separator=separator)
     except InputError as exc:
         raise NotThisFormat(str(exc)) from None
+    if _layout([c for c in wide.columns if c not in HISTORY_META]) is not None and (runs := runs_of(wide)) is not None:
+        # several runs' rows in one table, told apart by a run column (a sweep's results concatenated): a run each
+        column, parts = runs
+        context.warnings.append(f"{shown}: {len(parts)} runs, told apart by its {column} column: each read as a run "
+                                "of its own")
+        return [_table(part, path, context, lines, label) for label, part in parts.items()]
+    return [_table(wide, path, context, lines)]
+
+
+def _table(wide: pl.DataFrame, path: Path, context: ReadContext, lines: bool, run: str | None = None) -> Piece:
+    """The piece of one run's table (``run``: its label where the file holds several runs)."""
+    shown = context.shown
+    notes: list[str] = []
     columns = [c for c in wide.columns if c not in HISTORY_META]
     axis = _layout(columns)
     if axis is None:
@@ -259,7 +272,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
                          f"{', '.join(map(str, at[:5]))}{', ...' if len(at) > 5 else ''}: a relaunch")
             restart = restart | again
     first_line = 1 if lines else 2  # the file's line of row 0 (JSON lines: only where every line is a record)
-    exact = not lines or path.read_bytes().count(b"\n") in {wide.height, wide.height - 1}
+    exact = run is None and (not lines or path.read_bytes().count(b"\n") in {wide.height, wide.height - 1})
     # (a row's cells are consecutive: its first one starts the attempt)
     first_cell = (pl.col("row") != pl.col("row").shift(1)).fill_null(True)
     long = long.with_columns(restart=pl.lit(restart.gather(long["row"])) & first_cell,
@@ -273,11 +286,12 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         evaluated = {c: s.VAL_LOSS for c in keys if c not in heads and canonical(c)[0] == s.LOSS}
         if evaluated:
             notes.append(f"its name says it is an evaluation's: {', '.join(evaluated)} read as the validation loss")
-    log = history_log(long, run=context.run, source=shown, names=heads | evaluated)
-    if not lines and (empty := empty_cells_note(table, shown, bool(long["value"].is_nan().any()))):
+    log = history_log(long, run=run or context.run, source=shown, names=heads | evaluated)
+    where = shown if run is None else f"{shown} ({run})"
+    if not lines and (empty := empty_cells_note(table, where, bool(long["value"].is_nan().any()))):
         log.warnings.append(empty)
-    log.warnings.extend(f"{shown}: {note}" for note in notes)
-    return [Piece(path, FORMAT, log)]
+    log.warnings.extend(f"{where}: {note}" for note in notes)
+    return Piece(path, FORMAT, log, run)
 
 
 def _numbers(wide: pl.DataFrame, column: str) -> pl.Series:

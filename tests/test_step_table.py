@@ -13,7 +13,7 @@ import pytest
 
 import forensics
 import reports
-from parsers import InputError, load_run, registry, step_table
+from parsers import InputError, load_run, load_runs, registry, step_table
 from parsers.reader import NotThisFormat, ReadContext
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -380,3 +380,16 @@ def test_a_json_lines_table_with_a_damaged_line_is_read_line_by_line(tmp_path: P
     run = load_run(tmp_path / "metrics.jsonl")
     assert any(w.endswith("metrics.jsonl: 1 line(s) that are not JSON were skipped (first: line 11)") for w in run.warnings)
     assert run.metrics.height == 1592
+
+
+def test_a_table_of_several_runs_told_apart_by_a_run_column_is_a_run_each(tmp_path: Path) -> None:
+    """A sweep's results concatenated into one table with a run_id column were one run whose step went back at each
+    run's first row: read as relaunches of one run, each run's loss overlaid on the last's."""
+    rows = [f"{step},{loss},{run}" for run, start in (("lr3e-4", 4.0), ("lr1e-3", 6.0)) for step, loss in
+            zip(range(10, 60, 10), np.linspace(start, start - 1.0, 5), strict=True)]
+    (tmp_path / "sweep.csv").write_text("step,loss,run_id\n" + "\n".join(rows) + "\n")
+    runs = {r.name: r for r in forensics.analyze(*load_runs(tmp_path / "sweep.csv")).runs}
+    assert sorted(runs) == ["lr1e-3", "lr3e-4"]
+    assert [len(r.attempts) for r in runs.values()] == [1, 1]
+    loaded = {r.name: r for r in load_runs(tmp_path / "sweep.csv")}
+    assert loaded["lr1e-3"].metrics.filter(metric="loss")["value"].to_list()[0] == 6.0
