@@ -23,6 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from parsers import schema as s
+from parsers.lightning_checkpoint import CHECKPOINT_NAME
 from parsers.metric_names import canonical
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
@@ -90,7 +91,7 @@ def _checkpoints(path: Path, wide: pl.DataFrame, context: ReadContext) -> pl.Dat
     file, without that epoch), the name's step said: Lightning's ``global_step`` counts the steps of every optimizer
     (a GAN's two), which the logger's ``step`` does not."""
     saved = sorted((int(m.group(1)), int(m.group(2)), f) for f in (path.parent / "checkpoints").glob("epoch=*.ckpt")
-                   if (m := _CHECKPOINT.match(f.name)) is not None)
+                   if (m := CHECKPOINT_NAME.match(f.name)) is not None)
     if not saved:
         return s.empty(s.EVENTS_SCHEMA)
     steps = wide.select(step=pl.col("step").cast(pl.Int64, strict=False),
@@ -123,7 +124,6 @@ def _checkpoints(path: Path, wide: pl.DataFrame, context: ReadContext) -> pl.Dat
         source=pl.lit(context.shown)), s.EVENTS_SCHEMA)
 
 
-_CHECKPOINT = re.compile(r"^epoch=(\d+)-step=(\d+)(?:-v\d+)?\.ckpt$")  # ModelCheckpoint's default name
 
 
 def _tested(long: pl.DataFrame, context: ReadContext) -> pl.DataFrame:

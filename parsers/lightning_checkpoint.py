@@ -25,17 +25,17 @@ from parsers.schema import ParsedLog
 
 FORMAT = "lightning-checkpoint"
 NAME_ONLY = True  # read by its name alone: a copy from object storage takes its head, not gigabytes of weights
-_NAME = re.compile(r"^epoch=(\d+)-step=(\d+)(?:-v\d+)?\.ckpt$")
+CHECKPOINT_NAME = re.compile(r"^epoch=(\d+)-step=(\d+)(?:-v\d+)?\.ckpt$")
 
 
 def sniff(head: bytes, name: str) -> bool:
-    return _NAME.match(Path(name).name) is not None
+    return CHECKPOINT_NAME.match(Path(name).name) is not None
 
 
 def read(path: Path, context: ReadContext) -> list[Piece]:
     if path.parent.name == "checkpoints" and (path.parent.parent / "metrics.csv").is_file():
         return []  # read with its version's metrics.csv, on that log's steps (parsers.lightning)
-    found = _NAME.match(path.name)
+    found = CHECKPOINT_NAME.match(path.name)
     assert found is not None  # (sniff took it by its name)
     epoch, step = int(found.group(1)), int(found.group(2))
     events = s.conform(pl.DataFrame({

@@ -89,9 +89,10 @@ class LogitGrowthDetector:
                         grew.append(found)
                 if metric == s.MAX_ATTENTION_LOGIT and not any((g.value or 0) >= WORTSMAN_DIVERGED for g in grew):
                     grew += [x for x in [_past_wortsman(int(attempt), steps, values, layers)] if x]
-                if metric == s.MAX_ATTENTION_LOGIT and s.MAX_ATTENTION_LOGIT not in present:
+                if metric == s.MAX_ATTENTION_LOGIT and s.MAX_ATTENTION_LOGIT not in present and grew:
+                    said = _from_layers(frames.metrics)  # (one scan of the metrics for all of them)
                     for x in grew:
-                        x.detail += _from_layers(frames.metrics)
+                        x.detail += said
                 out += grew
         return sorted(out, key=lambda a: (a.attempt, a.step, a.metric))
 

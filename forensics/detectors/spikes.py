@@ -525,38 +525,40 @@ class SpikeDetector:
         decisive = hot | guard | absolute
         flagged |= guard | absolute
         for start, end in _merge(runs_of_true(flagged), self.merge_gap):
-            if (lo, start, end) in sc.seen:
-                incident, back = sc.seen[lo, start, end]
-                found.append((incident, bool(decisive[start:end + 1].any() or (blind[start] and end - start + 1 + (
-                    back if back is not None else len(x) - end - 1) >= 3))))
-                continue
-            before = np.sort(values[max(0, start - 8):start])  # a logged value: the lower median of the 8 before
-            base = centre[start]
-            if blind[start] and before.size:  # (a level that follows a steep early fall can lie far below the points)
-                base = max(base, math.log(before[(before.size - 1) // 2]))
-            back = _first_at_most(x, end + 1, base + max(3 * scale[start], 0.05))
-            found.append((
-                SpikeIncident(
-                    attempt=sc.attempt,
-                    onset=int(steps[start]),
-                    end=int(steps[end]),
-                    peak=float(values[start:end + 1].max()),
-                    baseline=float(before[(before.size - 1) // 2]) if before.size else float(np.exp(base)),
-                    recovered_step=int(steps[end + 1 + back]) if back is not None else None,
-                    recovered_value=float(values[end + 1 + back]) if back is not None else None,
-                    points_after=len(x) - end - 1,
-                    scale=float(scale[start]),
-                    interval=sc.interval,
-                    points=end - start + 1,
-                    level=float(base),
-                    baseline_points=int(before.size),
-                ),
-                # where the noise is not known, lasting (three points or more before it is back) is the evidence
-                bool(decisive[start:end + 1].any() or (blind[start] and end - start + 1 + (
-                    back if back is not None else len(x) - end - 1) >= 3)),
-            ))
-            sc.seen[lo, start, end] = found[-1][0], back
+            if (lo, start, end) not in sc.seen:
+                sc.seen[lo, start, end] = self._incident(sc, x, values, steps, centre, scale, blind, start, end)
+            incident, back = sc.seen[lo, start, end]
+            # where the noise is not known, lasting (three points or more before it is back) is the evidence
+            found.append((incident, bool(decisive[start:end + 1].any() or (blind[start] and end - start + 1 + (
+                back if back is not None else len(x) - end - 1) >= 3))))
         return found
+
+    @staticmethod
+    def _incident(sc: _Scored, x: np.ndarray, values: np.ndarray, steps: np.ndarray, centre: np.ndarray,
+                  scale: np.ndarray, blind: np.ndarray, start: int, end: int) -> tuple[SpikeIncident, int | None]:
+        """The incident of points ``start``-``end`` and how many points after it it was back (None: never)."""
+        before = np.sort(values[max(0, start - 8):start])  # a logged value: the lower median of the 8 before
+        base = centre[start]
+        if blind[start] and before.size:  # (a level that follows a steep early fall can lie far below the points)
+            base = max(base, math.log(before[(before.size - 1) // 2]))
+        back = _first_at_most(x, end + 1, base + max(3 * scale[start], 0.05))
+        return (
+            SpikeIncident(
+                attempt=sc.attempt,
+                onset=int(steps[start]),
+                end=int(steps[end]),
+                peak=float(values[start:end + 1].max()),
+                baseline=float(before[(before.size - 1) // 2]) if before.size else float(np.exp(base)),
+                recovered_step=int(steps[end + 1 + back]) if back is not None else None,
+                recovered_value=float(values[end + 1 + back]) if back is not None else None,
+                points_after=len(x) - end - 1,
+                scale=float(scale[start]),
+                interval=sc.interval,
+                points=end - start + 1,
+                level=float(base),
+                baseline_points=int(before.size),
+            ),
+            back)
 
     def _guard(self, x: np.ndarray) -> np.ndarray:
         """Megatron's spiky-loss check (``SPIKY_LOSS_FACTOR = 10``): at least 10x the largest of the first 100
