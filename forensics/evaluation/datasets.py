@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
-from scipy import signal
 
 from forensics.findings import Kind
 from parsers import schema as s
@@ -81,6 +80,8 @@ class Curve:
 
 def _smooth_noise(rng: np.random.Generator, n: int, sigma: float, rho: float) -> np.ndarray:
     """AR(1) noise with stationary standard deviation ``sigma``."""
+    from scipy import signal  # here, not at import: scipy.signal takes 1.5 s to load, and only generating needs it
+
     white = rng.normal(0.0, sigma * math.sqrt(1 - rho * rho), n)
     acc = rng.normal(0.0, sigma)
     return signal.lfilter([1.0], [1.0, -rho], white, zi=[rho * acc])[0]
