@@ -408,11 +408,14 @@ def plot_run(metrics: pl.DataFrame, run: RunFindings, directory: Path, perplexit
     and ``<run>-attempts.png`` (loss, with ``perplexity_panel`` exp(loss), grad norm and the fp16 loss scale,
     anomalies and rollbacks marked) into ``directory``; returns {"overview": path, "attempts": path} for what was
     drawn."""
+    made = not directory.is_dir()
+    directory.mkdir(parents=True, exist_ok=True)  # first: a folder that cannot be made fails before a second of drawing
     figures = run_figures(metrics, run, perplexity_panel)
     if not figures:
+        if made:
+            directory.rmdir()
         return {}
     plt = _pyplot()
-    directory.mkdir(parents=True, exist_ok=True)
     out: dict[str, Path] = {}
     for name, fig in figures.items():
         out[name] = directory / f"{slug(run.name)}-{name}.png"
