@@ -167,10 +167,13 @@ def logged_parameters_how(events: pl.DataFrame, cfg: dict[str, Any]) -> str:
     counts = events.filter(pl.col("kind").is_in([s.EV_PARAMETER_COUNT, s.EV_PARAMETER_COUNT_SUM])).drop_nulls("value")
     if counts.height == 0 or (counts["kind"] == s.EV_PARAMETER_COUNT).any():
         return ""
-    text = str(counts["text"][-1])
-    if text.startswith("sum of the parameter counts of 1 "):
+    last = counts.row(-1, named=True)
+    ranks = events.filter(  # the rank count the reader put beside that sum
+        (pl.col("kind") == s.EV_PARAMETER_COUNT_RANKS) & pl.col("source").eq_missing(last["source"])
+        & pl.col("attempt").eq_missing(last["attempt"]) & pl.col("line").eq_missing(last["line"]))["value"]
+    if ranks.len() == 0 or ranks[0] is None or ranks[0] <= 1:
         return ""
-    how = text.replace("sum of the parameter counts", "summed over the counts")
+    how = f"summed over the counts of {int(ranks[0])} model-parallel ranks"
     if (_int(cfg, "pipeline_model_parallel_size") or 1) > 1 and tied_embeddings(cfg):
         how += "; the tied word embedding counts once in the first and once in the last pipeline stage"
     return how

@@ -1164,10 +1164,10 @@ def _shard_totals(ev: pl.DataFrame) -> pl.DataFrame:
             kind=pl.lit(s.EV_PARAMETER_COUNT_SUM),
             text=s.format_text("sum of the parameter counts of {} model-parallel ranks", "n"),
         )
-        .drop("n")
     )
+    ranks = totals.with_columns(kind=pl.lit(s.EV_PARAMETER_COUNT_RANKS), value=pl.col("n").cast(pl.Float64))
     kept = ev.with_columns(kind=pl.when(is_shard).then(pl.lit(s.EV_PARAMETER_COUNT_SHARD)).otherwise("kind"))
-    return pl.concat([kept, totals.select(kept.columns)], how="vertical_relaxed")
+    return pl.concat([kept, totals.select(kept.columns), ranks.select(kept.columns)], how="vertical_relaxed")
 
 
 def _process_starts(others: pl.DataFrame) -> pl.DataFrame:

@@ -139,6 +139,7 @@ EV_PLANNED_STEPS = "planned_steps"          # a training header's planned length
 EV_PARAMETER_COUNT_SHARD = "parameter_count_shard"  # one model-parallel rank's count (their sum: the next kind)
 EV_PARAMETER_COUNT_SUM = "parameter_count_sum"  # the sum of the model-parallel ranks' counts, where no total is
                                             # printed: value = the sum, text = over how many ranks
+EV_PARAMETER_COUNT_RANKS = "parameter_count_ranks"  # beside each such sum: value = how many ranks it sums
 EV_PADDED_VOCAB = "padded_vocab"            # value = padded vocabulary size
 EV_OVERFLOW = "overflow"                    # fp16 loss-scale overflow, value = new loss scale
 EV_OVERFLOW_SCALE_KEPT = "overflow_scale_kept"  # an overflow that left the scale as it was ("Attempted loss scale:
