@@ -176,7 +176,8 @@ class LineFormat:
                                else "its values were not used"))
         notes: list[str] = []
         others_frame = self._others(other)
-        metrics, iters, counted = self._metrics(lines, notes, others_frame, self._logging_interval(settings))
+        said = _read_config_blocks(pl.concat(settings), self.config_reader) if settings else []
+        metrics, iters, counted = self._metrics(lines, notes, others_frame, self._logging_interval(said))
         for metric, value, why in self.placeholders:
             placeholder = (pl.col("metric") == metric) & (pl.col("value") == value)
             if (n := metrics.filter(placeholder).height):
@@ -211,9 +212,8 @@ class LineFormat:
         # (not where the steps count printed lines: a plan in steps is on another axis)
         if not counted and "kind" in others_frame.columns and (others_frame["kind"] == s.EV_PLANNED_STEPS).any():
             configs = _with_planned(configs, others_frame)
-        if settings:
-            printed_configs, config_notes = _config_blocks(pl.concat(settings), iters, others_frame,
-                                                          self.config_implies, self.config_reader)
+        if said:
+            printed_configs, config_notes = _config_blocks(said, iters, others_frame, self.config_implies)
             configs = pl.concat([printed_configs.join(configs.select("attempt", "key"), on=["attempt", "key"],
                                                       how="anti"), configs], how="vertical_relaxed")
             warnings += [f"{source}: {note}" for note in config_notes]
@@ -304,17 +304,15 @@ class LineFormat:
                                  .then(pl.coalesce(said, pl.col("text"))).otherwise(pl.col("text")) + "").drop("clean")
         return mine, rest, missed, names, config_lines, inside
 
-    def _logging_interval(self, settings: list[pl.DataFrame]) -> int | None:
+    def _logging_interval(self, printed: list[PrintedConfig]) -> int | None:
         """The logging interval (over 1) that every config the log printed with a :attr:`config_reader` gives as
         its "logging_steps", where none logs its first step too; else None."""
-        if not self.config_reader or not settings:
+        if not self.config_reader:
             return None
-        lines = pl.concat(settings).with_columns(block=pl.col("first").cum_sum())
         said = set()
-        for (_,), block in lines.filter(pl.col("block") > 0).group_by("block", maintain_order=True):
-            if block.height > _MOST_CONFIG_LINES:
+        for _, values, _ in printed:
+            if values is None:
                 continue
-            values = self.config_reader("\n".join(block["text"].to_list()))
             every, strategy = values.get("logging_steps"), values.get("logging_strategy")
             if (values.get("logging_first_step") is True or not isinstance(every, int | float)
                     or not math.isfinite(every) or every != int(every)
@@ -510,38 +508,51 @@ class LineFormat:
 _MOST_CONFIG_LINES = 5_000  # lines of a printed config beyond which it is taken to have no end line (not read)
 
 
-def _config_blocks(lines: pl.DataFrame, iters: pl.DataFrame, others: pl.DataFrame,
-                   implies: Callable[[dict], dict] | None = None, reader: Callable[[str], dict] | None = None
-                   ) -> tuple[pl.DataFrame, list[str]]:
-    """Config rows (attempt, key, value, typed) of the YAML mappings a log printed between the lines of its
-    :attr:`LineFormat.config_block`, each the config of the attempt it was printed in (a launch prints it as it
-    starts: before its first step, so it is the attempt of the next line that has one), and a note for each that
-    could not be read. (A few printed configs, of a few hundred lines each: read in Python.)"""
+PrintedConfig = tuple[int, "dict | None", "str | None"]  # a printed config's first line, its settings, a note
+
+
+def _read_config_blocks(lines: pl.DataFrame, reader: Callable[[str], dict] | None = None) -> list[PrintedConfig]:
+    """Each config printed between the lines of a :attr:`LineFormat.config_block`, read once: its first line, its
+    settings (a YAML mapping, or what ``reader`` makes of the block), and None with a note where it could not be
+    read. (A few printed configs, of a few hundred lines each: read in Python.)"""
     import yaml
 
     from parsers.textfile import safe_yaml
-    from parsers.wandb_history import config_frame
 
+    out: list[PrintedConfig] = []
     blocks = lines.with_columns(block=pl.col("first").cum_sum()).filter(pl.col("block") > 0)
-    placed = pl.concat([frame.select(pl.col("line").cast(pl.Int64), pl.col("attempt").cast(pl.Int64))
-                        for frame in (iters, others) if "attempt" in frame.columns and frame.height]
-                       or [pl.DataFrame(schema={"line": pl.Int64, "attempt": pl.Int64})]).sort("line")
-    frames, notes = [], []
     for (_,), block in blocks.group_by("block", maintain_order=True):
         start = int(block["line"][0])
         if block.height > _MOST_CONFIG_LINES:
-            notes.append(f"the config printed at line {start} has no end line within {_MOST_CONFIG_LINES:,} lines: "
-                         f"not read")
+            out.append((start, None, f"the config printed at line {start} has no end line within "
+                                     f"{_MOST_CONFIG_LINES:,} lines: not read"))
             continue
         try:
-            # (a config that ends on the line that begins it is that line)
-            text = "\n".join(block["text"].slice(1 if block.height > 1 else 0).to_list())
+            # a reader finds its own opening; YAML begins after the line that opens the block (a config that ends on
+            # the line that begins it is that line)
+            text = "\n".join(block["text"].slice(0 if reader or block.height == 1 else 1).to_list())
             values = reader(text) if reader else safe_yaml(text)
         except (yaml.YAMLError, RecursionError, ValueError) as exc:  # a config cut, or not YAML: said, not read
-            notes.append(f"the config printed at line {start} could not be read as YAML "
-                         f"({(str(exc).splitlines() or [type(exc).__name__])[0]}): not read")
+            out.append((start, None, f"the config printed at line {start} could not be read as YAML "
+                                     f"({(str(exc).splitlines() or [type(exc).__name__])[0]}): not read"))
             continue
-        if not isinstance(values, dict) or not values:
+        out.append((start, values if isinstance(values, dict) else {}, None))
+    return out
+
+
+def _config_blocks(printed: list[PrintedConfig], iters: pl.DataFrame, others: pl.DataFrame,
+                   implies: Callable[[dict], dict] | None = None) -> tuple[pl.DataFrame, list[str]]:
+    """Config rows (attempt, key, value, typed) of the configs a log printed (:func:`_read_config_blocks`), each the
+    config of the attempt it was printed in (a launch prints it as it starts: before its first step, so it is the
+    attempt of the next line that has one), and the note of each that could not be read."""
+    from parsers.wandb_history import config_frame
+
+    placed = pl.concat([frame.select(pl.col("line").cast(pl.Int64), pl.col("attempt").cast(pl.Int64))
+                        for frame in (iters, others) if "attempt" in frame.columns and frame.height]
+                       or [pl.DataFrame(schema={"line": pl.Int64, "attempt": pl.Int64})]).sort("line")
+    frames, notes = [], [note for _, _, note in printed if note]
+    for start, values, _ in printed:
+        if not values:
             continue
         if implies:
             values = {**values, **implies(values)}
