@@ -423,7 +423,12 @@ class LineFormat:
             copy = pl.col("rule") == pl.col("rule").shift(1)
             for c in fields:
                 copy = copy & pl.col(c).eq_missing(pl.col(c).shift(1))
-            new = counted_lines.select("line", _n=(~copy.fill_null(False)).cast(pl.Int64).cum_sum())
+            # a training that ended (its summary printed) and another that began after it: the new one counts from 1
+            # again (a second trainer.train() starts from scratch; a resume prints a checkpoint line, its own story)
+            done = (others.filter(pl.col("kind") == s.EV_TRAINING_DONE)["line"].sort()
+                    if others is not None and "kind" in others.columns else pl.Series([], dtype=pl.Int64))
+            new = counted_lines.select("line", _n=(~copy.fill_null(False)).cast(pl.Int64).cum_sum().over(
+                pl.col("line").map_batches(lambda line: done.search_sorted(line), return_dtype=pl.UInt32)))
             lines = lines.join(new, on="line", how="left", maintain_order="left").with_columns(
                 step=pl.when(mine).then(pl.col("_n")).otherwise("step")).drop("_n")
             barred = _bar_steps(lines, mine, others)
