@@ -20,7 +20,8 @@ from parsers.textfile import InputError, json_array_items, json_value
 
 HISTORY_META = ("_step", "_runtime", "_timestamp")
 # keys runs log as their own training step, most specific first (W&B's _step counts log calls instead)
-STEP_KEYS = ("trainer/global_step", "train/global_step", "global_step", "iter", "iteration", "train/step")
+STEP_KEYS = ("trainer/global_step", "train/global_step", "global_step", "train/update_step", "update_step", "iter",
+             "iteration", "train/step")
 # sample sizes W&B uses when it thins a series: run.history() 500, UI charts 1,000 / 1,500, old UI 5,000
 _SAMPLE_SIZES = frozenset({500, 1000, 1500, 5000, 10000})
 _FEWEST_SAMPLED = 200  # below this many points an export is not a sample (the smallest sample W&B takes is 500)

@@ -2626,3 +2626,37 @@ def test_a_connection_the_rendezvous_could_not_make_names_the_network_as_well_as
                               "failed to connect to any network address of (10.2.76.66, 16500). The client socket has "
                               "failed to connect to 10.2.76.66:16500 (errno: 113 - No route to host)."]
     assert not any("an error in the program or its configuration" in line for line in lines)
+
+
+# --- unseen-log trial s43 ------------------------------------------------------------------------------------------
+
+
+def test_a_second_trainer_run_after_the_first_ones_summary_counts_its_steps_from_one():
+    """Clemens66666/Trainer-New's README console prints no step: its dicts are counted. After the first run's summary
+    (``{'train_runtime': 2296.7065, ...}``) a second ``trainer.train()`` starts from scratch (its epoch back at 0.06):
+    its lines count from 1 again, and the chronicle says it started from the start of training, not "resumed from
+    step 13" (what it said when the count ran on across the summary)."""
+    run = parsers.load_run(REAL / "hf_trainer" / "clemens_trainer-new_README_55b224b.log")
+    loss = run.metrics.filter(metric=schema.LOSS).sort("attempt", "step")
+    spans = loss.group_by("attempt", maintain_order=True).agg(first=pl.col("step").min(), last=pl.col("step").max(),
+                                                              n=pl.len())
+    assert spans.rows() == [(1, 1, 13, 13), (2, 1, 17, 17)]
+    assert loss.filter(attempt=2)["value"][0] == 0.1525  # its first dict: {'loss': 0.1525, ..., 'epoch': 0.06}
+    findings = forensics.analyze(run)
+    assert [a.resumed_from_step for a in findings.runs[0].attempts] == [None, None]
+    text = reports.render(findings)
+    assert "| 2 | 1–17 | from the start of training |" in text and "resumed" not in text
+
+
+def test_a_wandb_run_that_logs_its_update_step_is_placed_by_it():
+    """AuroraEchos/TinyLM logs ``train/update_step`` beside W&B's ``_step`` (a log call every 50 micro-batches, 8 to an
+    update): its points are at their update steps (0-13390, not _step's 0-107123), and its LR peaks at update step
+    2000, where its config's warm-up ends (read on _step, the peak at 16000 was "a warm-up that does not match")."""
+    analysis = forensics.analyze_path(REAL / "wandb" / "AuroraEchos__TinyLM" / "wandb" / "run-20260211_121423-kj3gdsjx")
+    [metrics] = analysis.metrics.values()
+    loss = metrics.filter(metric=schema.LOSS)
+    assert (loss.height, loss["step"].min(), loss["step"].max()) == (2144, 0, 13390)
+    lr = metrics.filter(metric=schema.LR)
+    assert lr.filter(pl.col("value") == lr["value"].max())["step"].min() == 2000
+    text = reports.render(analysis)
+    assert "LR peaks at 0.0005 (step 2000)" in text and "(configured: step 2000)" in text
