@@ -296,6 +296,11 @@ def build_attempts(
             EndReason.COMPLETED, EndReason.EXITED) and (ending.wall_time is None
                                                         or float(heard) - ending.wall_time <= HEARD_WITHIN_S)
         ended = max(float(heard), ending.wall_time or float(heard)) if hung_on else ending.wall_time  # type: ignore[arg-type]
+        if ended is not None and last_step_at is not None and last_step_at - 1.0 < ended < last_step_at:
+            # an end stamped in whole seconds (W&B's exit record: its start plus a runtime of 1563 s) falls up to a
+            # second before the step it followed: it ended with that step (a step logged later than that is an
+            # evaluation after the end, as Lightning's test pass after its fit)
+            ended = last_step_at
         stop = ended or last_step_at
         # its last sign of life: that end, or for an attempt that logged no step its last timed line (scheduler
         # notices come between attempts); an untimed end after timed start-up lines is not known
