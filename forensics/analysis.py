@@ -180,6 +180,11 @@ def spike_checks(detector: SpikeDetector, frames: RunFrames) -> dict[int, dict]:
                   "two_in_a_row_sigma": round(tail.thresholds[1], 2),
                   "largest_rise": {"ratio": round(rises[a][0], 2), "step": rises[a][1], "value": rises[a][2]}
                   if a in rises else None} for a, tail in sorted(tails.items())}
+    # and the points neither could judge: with no point before them in their stretch of the log
+    points = frames.points(detector.series or detector.metric).filter(pl.col("value").is_finite())
+    counts = dict(points.group_by("attempt").len().rows())
+    for a, c in checks.items():
+        c["not_judged"] = max(int(counts.get(a, 0)) - c["statistical"] - c["absolute_only"], 0)
     # a metric that goes below 0 is not judged (see RunFrames.negative): said, with its lowest value
     for a, (value, step) in frames.negative(detector.series or detector.metric).items():
         checks[a] = {"statistical": 0, "absolute_only": 0, "negative": {"value": value, "step": step}}

@@ -168,7 +168,9 @@ def coverage_section(run: RunFindings) -> list[str]:
                      f"{c['statistical']:,} points, too few for a tail fit: Student-{c['tail']} noise, the heaviest "
                      "their body allows") + _largest_rise(c.get("largest_rise"))
                   + (f"; {c['absolute_only']:,} more with too little history before them (the first of the attempt "
-                     "or after a gap), the absolute checks only" if c["absolute_only"] else "") + ")"
+                     "or after a gap), the absolute checks only" if c["absolute_only"] else "")
+                  + (f"; {c['not_judged']:,} with no point before {'them' if c['not_judged'] > 1 else 'it'} in "
+                     "its stretch of the log, not judged" if c.get("not_judged") else "") + ")"
                   for a, c in per.items() if c["statistical"]]
         if limits:
             shown_limits = limits if len(limits) <= 4 else [*limits[:3], f"... ({len(limits) - 3} more attempts)"]

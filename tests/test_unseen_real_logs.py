@@ -139,7 +139,8 @@ def test_the_largest_rise_is_said_where_the_noise_allowed_it() -> None:
     [limits] = [line for line in lines if line.startswith("- **Grad norm spike thresholds**")]
     assert limits.endswith("(fitted on 19,542 points; its largest rise: 13.8x the lower median of the 8 points before, to "
                            "4.29 at step 8715; 9 more with too little history before them (the first of the attempt "
-                           "or after a gap), the absolute checks only).")
+                           "or after a gap), the absolute checks only; 1 with no point before it in its stretch of the log, "
+                           "not judged).")
     assert not [a for a in run.anomalies if a.kind == "grad_norm_spike"]
 
 
@@ -806,8 +807,8 @@ def test_a_lone_grad_norm_900x_its_neighbours_at_the_start_is_an_incident_and_a_
     [attempt] = run.attempts
     assert (attempt.end_reason, attempt.end_kind, attempt.end_step) == ("completed", "training_done", 804)
     [limits] = [line for line in lines if line.startswith("- **Grad norm spike thresholds**")]
-    assert "; 9 more with too little history before them (the first of the attempt or after a gap), the absolute " \
-           "checks only)" in limits
+    assert limits.endswith("; 9 more with too little history before them (the first of the attempt or after a gap), the "
+                           "absolute checks only; 1 with no point before it in its stretch of the log, not judged).")
 
 
 RWKV_RM = REAL / "wandb" / "Ourboros-Alignment-Team__RWKV-RM-Copilot" / "wandb" / "run-20250409_201643-8641imk4"
@@ -2660,3 +2661,6 @@ def test_a_wandb_run_that_logs_its_update_step_is_placed_by_it():
     assert lr.filter(pl.col("value") == lr["value"].max())["step"].min() == 2000
     text = reports.render(analysis)
     assert "LR peaks at 0.0005 (step 2000)" in text and "(configured: step 2000)" in text
+    # its exit record's end (the start plus a runtime of 1563 s) is a second before its last point: it ended after
+    [attempt] = analysis.findings.runs[0].attempts
+    assert attempt.ended_at == attempt.last_step_at == metrics["wall_time"].max()
