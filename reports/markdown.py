@@ -452,6 +452,11 @@ def _causes(run: RunFindings) -> list[str]:
                else "Why it ended" if failed else "Suspected causes")
     out = [f"## {heading}" + (" (suspected causes)" if heading != "Suspected causes" else ""), ""]
     if not run.suspected_causes:
+        after = [a for a in run.attempts if a.failed_after_training and a.end_reason not in FAILED_ENDINGS]
+        if after and len(after) == len(_failed(run)):  # its training completed: only what came after it failed
+            return [*out, "None found for the training: it completed. What failed came after it: "
+                    + "; ".join(f"attempt {a.index}'s program printed “{md(a.failed_after_training)}”" for a in after[:3])
+                    + " (its traceback says where).", ""]
         return [*out, "None: nothing in the logs points at a cause.", ""]
     for i, c in enumerate(run.suspected_causes, 1):
         out.append(f"{i}. **{md(c.cause)}** (suspected, confidence {c.confidence:.2f})")

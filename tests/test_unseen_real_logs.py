@@ -2647,6 +2647,10 @@ def test_a_second_trainer_run_after_the_first_ones_summary_counts_its_steps_from
     assert [a.resumed_from_step for a in findings.runs[0].attempts] == [None, None]
     text = reports.render(findings)
     assert "| 2 | 1–17 | from the start of training |" in text and "resumed" not in text
+    # "why it ended" is the KeyError after the second run's summary, not "nothing in the logs points at a cause"
+    assert findings.runs[0].suspected_causes == []
+    assert ("None found for the training: it completed. What failed came after it: attempt 2's program printed "
+            "“KeyError: 'preds'” (its traceback says where).") in text.splitlines()
 
 
 def test_a_wandb_run_that_logs_its_update_step_is_placed_by_it():
