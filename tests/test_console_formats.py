@@ -99,8 +99,9 @@ def test_one_step_printed_by_several_ranks_is_one_point_not_seven_attempts(tmp_p
     run = load_run(REAL / "torchtitan" / "issue_pr2389_ranks_print_one_step.txt")
     assert run.attempts == [1]
     assert run.metrics.filter(metric="loss").select("step", "value").rows() == [(4, 7.62585), (5, 7.07623)]
-    assert any("6 metrics lines repeat the step, loss and time of the line before (first: step 4, line 1): one line "
-               "printed by several ranks, each step read once" in w for w in run.warnings), run.warnings
+    assert any("6 metrics lines repeat the step, loss and time of the line before (first: step 4, line 1): the same "
+               "line printed again as it was (by several ranks, or a console redraw kept in a paste), each step read "
+               "once" in w for w in run.warnings), run.warnings
     # the same step again at another time, with nothing between: a relaunch whose start-up was not logged
     lines = (REAL / "torchtitan" / "issue_pr2389_ranks_print_one_step.txt").read_text().splitlines()
     log = tmp_path / "relaunch.log"

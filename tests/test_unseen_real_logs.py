@@ -66,7 +66,8 @@ def test_two_ranks_printing_each_dict_is_one_point_per_log() -> None:
     assert run.coverage["metrics"]["loss"]["points"] == 10
     assert run.discontinuities == []
     assert any(w.endswith("9 metrics lines repeat the step, loss and time of the line before (first: step 1, line 1): "
-                          "one line printed by several ranks, each step read once") for w in run.warnings)
+                          "the same line printed again as it was (by several ranks, or a console redraw kept in a "
+                          "paste), each step read once") for w in run.warnings)
     [zero] = run.anomalies
     assert (zero.kind, zero.step, zero.end_step, zero.baseline) == ("zero_loss", 2, 10, 1.4138)
 

@@ -30,6 +30,8 @@ _NUMBER = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|N
 _SUFFIXED = _NUMBER + r"[KMGT]?"  # nanotron's 16.4K, 1.02K, 25.2G
 _STAMP = r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
 _US_STAMP = r"(\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2})"  # nanotron's 01/27/2025 15:50:16
+# why a metrics line is printed again as it was, where the format knows no better (its own LineFormat.repeats)
+REPEATED_LINE = "the same line printed again as it was (by several ranks, or a console redraw kept in a paste)"
 _LONG_LINE = 300  # characters: a longer event line is quoted from where the event begins
 _MULTIPLIERS = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
@@ -120,7 +122,8 @@ class LineFormat:
     read_notes: tuple[tuple[str, str], ...] = ()
     # (regex, what such a line is): lines that look like metrics lines but cannot be read, counted in a warning
     unread: tuple[tuple[str, str], ...] = ()
-    repeats: str = "one line printed by several ranks"  # what a metrics line printed again as it was is
+    # what a metrics line printed again as it was is
+    repeats: str = REPEATED_LINE
     # (regex, names): group 1 of each match on a metrics line is the name of a field it prints (modded-nanogpt's
     # "train_time:41ms"); a printed name not in ``names`` (the fields the rules read, or deliberately leave) is
     # listed in a reading warning: the chronicle says which printed values it did not check
@@ -733,7 +736,7 @@ def _note_headless(lines: pl.DataFrame, stepped: pl.DataFrame, notes: list[str])
 
 
 def _one_print_per_step(lines: pl.DataFrame, per_step: pl.Expr, keys: list[str], notes: list[str],
-                        repeats: str = "one line printed by several ranks", others: pl.DataFrame | None = None
+                        repeats: str = REPEATED_LINE, others: pl.DataFrame | None = None
                         ) -> pl.DataFrame:
     """The metrics lines without the copies several ranks print of one step's line: a per-step line with the step
     and ``keys`` (the loss and grad-norm columns) of the per-step line just before it (same rule; the same time stamp
