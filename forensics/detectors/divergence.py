@@ -70,7 +70,7 @@ class DivergenceDetector:
             out[inc.attempt] = Anomaly(
                 kind=Kind.DIVERGENCE, metric=s.LOSS, attempt=inc.attempt, step=inc.onset, end_step=end,
                 value=float(own["value"][-1]), baseline=inc.baseline,
-                detail=f"loss left {shown(inc.baseline)} at step {inc.onset} and " + (
+                detail=f"loss left its trailing median {shown(inc.baseline)} at step {inc.onset} and " + (
                     "was not back at any later logged point"
                     if int(own["step"][-1]) > inc.onset or (later_nan["step"] > inc.onset).any()
                     else "no loss was logged after it to show whether it came back") + f"; {how}",
