@@ -180,8 +180,10 @@ def spike_checks(detector: SpikeDetector, frames: RunFrames) -> dict[int, dict]:
                   "two_in_a_row_sigma": round(tail.thresholds[1], 2),
                   "largest_rise": {"ratio": round(rises[a][0], 2), "step": rises[a][1], "value": rises[a][2]}
                   if a in rises else None} for a, tail in sorted(tails.items())}
-    # and the points neither could judge: with no point before them in their stretch of the log
-    points = frames.points(detector.series or detector.metric).filter(pl.col("value").is_finite())
+    # and the points neither could judge: with no point before them in their stretch of the log (of those the detector
+    # looks at: finite and above 0; a loss of 0 is the zero-loss check's)
+    points = frames.points(detector.series or detector.metric).filter(pl.col("value").is_finite()
+                                                                      & (pl.col("value") > 0))
     counts = dict(points.group_by("attempt").len().rows())
     for a, c in checks.items():
         c["not_judged"] = max(int(counts.get(a, 0)) - c["statistical"] - c["absolute_only"], 0)

@@ -310,7 +310,7 @@ def wide_to_long(wide: pl.DataFrame, shown: str, *, with_row: bool = False) -> t
     index = np.uint32 if n * k < 2**32 else np.uint64
     counts = held.sum(axis=1)
     rows = np.repeat(np.arange(n, dtype=index), counts)
-    values = (np.column_stack([frame[c].to_numpy() for c in kept])[held] if k  # (a null is NaN there: not taken)
+    values = (frame.select(kept).to_numpy()[held] if k  # (a null is NaN there: not taken)
               else np.zeros(0))
     long = pl.DataFrame({
         "step": _repeated(frame["_step"], counts, rows),
@@ -416,8 +416,8 @@ def _all_numbers(data: bytes, separator: str) -> pl.DataFrame | None:
         if not columns or len(set(columns)) < len(columns) or any(
                 normal_name(c) in (*RUN_ID_COLUMNS, *RUN_NAME_COLUMNS) for c in columns):
             return None  # (a run id of digits is a label, not the float 101.0)
-        floats(head, columns)
-        return floats(data, columns)
+        probe = floats(head, columns)
+        return probe if head is data else floats(data, columns)
     except pl.exceptions.PolarsError:
         return None
 

@@ -165,7 +165,8 @@ def coverage_section(run: RunFindings) -> list[str]:
                           "point before it in its stretch of the log."))
         limits = [f"attempt {a}: {c['lone_point_sigma']:.1f} / {c['two_in_a_row_sigma']:.1f} ("
                   + (f"fitted on {c['statistical']:,} points" if c["tail"] == "fitted" else
-                     f"{c['statistical']:,} points, too few for a tail fit: Student-{c['tail']} noise, the heaviest "
+                     f"{c['statistical']:,} point{'s' if c['statistical'] != 1 else ''}, too few for a tail fit: "
+                     f"Student-{c['tail']} noise, the heaviest "
                      "their body allows") + _largest_rise(c.get("largest_rise"))
                   + (f"; {c['absolute_only']:,} more with too little history before them (the first of the attempt "
                      "or after a gap), the absolute checks only" if c["absolute_only"] else "")

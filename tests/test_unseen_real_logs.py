@@ -2670,3 +2670,12 @@ def test_a_wandb_run_that_logs_its_update_step_is_placed_by_it():
     # its exit record's end (the start plus a runtime of 1563 s) is a second before its last point: it ended after
     [attempt] = analysis.findings.runs[0].attempts
     assert attempt.ended_at == attempt.last_step_at == metrics["wall_time"].max()
+
+
+def test_the_points_not_judged_are_those_with_none_before_them_not_the_zero_losses():
+    """alpaca-lora #418's loss falls to 0.0 at steps 16-20: those are the zero-loss check's, not spike points without
+    a point before them (the count said 6 where one point, the first, has none before it)."""
+    run, lines = _chronicle(REAL / "hf_trainer" / "alpaca-lora_issue418_spike_then_loss0_evalnan.txt")
+    assert run.coverage["spike_checks"]["loss"]["1"]["not_judged"] == 1
+    [limits] = [line for line in lines if line.startswith("- **Loss spike thresholds**")]
+    assert "; 1 with no point before it in its stretch of the log, not judged)" in limits

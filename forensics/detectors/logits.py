@@ -64,7 +64,7 @@ class LogitGrowthDetector:
     name: Kind = Kind.LOGIT_GROWTH
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
-        present = set(frames.metrics["metric"].unique().cast(pl.String).to_list())
+        present = _names_logged(frames)
         gaps = frames.gaps()
         out: list[Anomaly] = []
         attention = frames.remember("attention_logits", lambda: attention_logits(frames.metrics))
@@ -90,11 +90,16 @@ class LogitGrowthDetector:
                 if metric == s.MAX_ATTENTION_LOGIT and not any((g.value or 0) >= WORTSMAN_DIVERGED for g in grew):
                     grew += [x for x in [_past_wortsman(int(attempt), steps, values, layers)] if x]
                 if metric == s.MAX_ATTENTION_LOGIT and s.MAX_ATTENTION_LOGIT not in present and grew:
-                    said = _from_layers(frames.metrics)  # (one scan of the metrics for all of them)
+                    said = frames.remember("logit_layers_said", lambda: _from_layers(frames.metrics))  # once a run
                     for x in grew:
                         x.detail += said
                 out += grew
         return sorted(out, key=lambda a: (a.attempt, a.step, a.metric))
+
+
+def _names_logged(frames: RunFrames) -> set[str]:
+    """The metric names the run logs (one scan of its metrics, kept for the detector and its coverage record)."""
+    return frames.remember("metric_names", lambda: set(frames.metrics["metric"].unique().cast(pl.String).to_list()))
 
 
 def _from_layers(metrics: pl.DataFrame) -> str:
@@ -154,7 +159,7 @@ def logit_coverage(record: dict[str, Any], frames: RunFrames, tags: list[dict[st
     checked for NaN/Inf only) and under ``logits``: ``metrics`` (the max attention logit and z-loss series the run
     logs, by name) and ``per_layer`` (:func:`layers_read`, with ``tags``: the tags they were read from). Unchanged for a
     run without them."""
-    present = set(frames.metrics["metric"].unique().cast(pl.String).to_list())
+    present = _names_logged(frames)
     own = [m for m in s.LOGIT_METRICS if m in present]
     per_layer = layers_read(frames.metrics)
     if not own and per_layer is None:

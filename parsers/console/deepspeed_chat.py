@@ -48,6 +48,8 @@ CRITIC_LOSS = "critic_loss"  # the critic's value loss
 UNSUPERVISED_LOSS = "unsupervised_loss"  # the pre-training mix's language-model loss (0.0 when no such data is mixed)
 REWARD = "reward"  # the reward model's mean score of the batch's answers
 
+# the line DeepSpeed-Chat prints as its training starts (its steps 1, 2 and 3 alike)
+RUNNING_TRAINING = r"^\W*\*\*\*\*\* Running training(?: \(total_iters=\d+\))? \*\*\*\*\*\s*$"
 _NEW = r"^\W*Epoch: (\d+) \| Step: (\d+) \| PPO Epoch: \d+ \| Actor Loss: "
 _OLD = r"^\W*epoch: (\d+)\|step: (\d+)\|ppo_ep: \d+\|act_loss: "
 _BATCHES = re.compile(rb"Beginning of Epoch \d+/\d+, Total Generation Batches (\d+)")
@@ -101,7 +103,7 @@ SPEC = _PPOFormat(
                       rb"|epoch: \d+\|step: \d+\|ppo_ep: \d+\|act_loss: )"),
     rules=_rules(),
     events=(
-        (s.EV_STARTUP, r"^\W*\*\*\*\*\* Running training(?: \(total_iters=\d+\))? \*\*\*\*\*\s*$"),
+        (s.EV_STARTUP, RUNNING_TRAINING),
         # (one epoch: its batches are the plan; over several, each epoch counts its steps from 0 again)
         (s.EV_PLANNED_STEPS, r"^\W*Beginning of Epoch 1/1, Total Generation Batches (\d+)\s*$"),
         # main.py prints it once its training loop is done, before it saves the actor (and the critic)

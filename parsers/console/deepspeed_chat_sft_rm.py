@@ -37,6 +37,7 @@ import re
 import polars as pl
 
 from parsers import schema as s
+from parsers.console.deepspeed_chat import RUNNING_TRAINING
 from parsers.console.engine import NUMBER, LineFormat, Rule
 
 VAL_CHOSEN_SCORE = "val_chosen_score"  # the reward model's mean score of the chosen answers (higher is better)
@@ -61,7 +62,7 @@ SPEC = LineFormat(
         Rule(r"\bepoch=\d+/micro_step=\d+/global_step=(\d+), RunningAvgSamplesPerSec=",
              {s.SAMPLES_PER_SECOND: rf"\bCurrSamplesPerSec=({NUMBER})"}, per_step=False),
         # before the first step: the evaluation printed next is at step 0
-        Rule(r"^\W*\*\*\*\*\* Running training(?: \(total_iters=\d+\))? \*\*\*\*\*\s*$", {},
+        Rule(RUNNING_TRAINING, {},
              step_of=lambda text: pl.lit(0, dtype=pl.Int64), per_step=False, events_too=True),
         Rule(r"^\W*ppl: ", {s.VAL_PPL: rf"^\W*ppl: ({NUMBER})", s.VAL_LOSS: rf", loss: ({NUMBER})"}, step=False,
              per_step=False),
@@ -79,7 +80,7 @@ SPEC = LineFormat(
              per_step=False),
     ),
     events=(
-        (s.EV_STARTUP, r"^\W*\*\*\*\*\* Running training(?: \(total_iters=\d+\))? \*\*\*\*\*\s*$"),
+        (s.EV_STARTUP, RUNNING_TRAINING),
         # main.py prints it once its epochs are done, before it saves the model
         (s.EV_TRAINING_DONE, r"^\W*saving (?:the final )?model \.\.\.\s*$"),
     ),

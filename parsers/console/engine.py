@@ -408,18 +408,17 @@ class LineFormat:
         counted."""
         counted = [n for n, r in enumerate(self.rules) if r.ordinal]
         numbered = False
-        own = pl.col("rule").is_in(counted) & self._per_step()
-        if counted and lines.filter(own & pl.col("step").is_not_null()).height \
-                and lines.filter(own & pl.col("step").is_null()).height:
+        mine = pl.col("rule").is_in(counted) & self._per_step()
+        epochs = [f"v:{n}:{s.EPOCH}" for n in counted if s.EPOCH in self.rules[n].fields]
+        if counted and lines.filter(mine & pl.col("step").is_not_null()).height \
+                and lines.filter(mine & pl.col("step").is_null()).height:
             # some of them print a step (the Trainer's dict glued after the progress bar it redrew at that step), the
             # others are placed from those
-            epochs = [f"v:{n}:{s.EPOCH}" for n in counted if s.EPOCH in self.rules[n].fields]
-            placed = _between_steps(lines, own, epochs, notes)
+            placed = _between_steps(lines, mine, epochs, notes)
             # (where they cannot all be placed so, the steps some print are not used: the lines are counted)
             lines = placed if placed is not None else lines.with_columns(
                 step=pl.when(pl.col("rule").is_in(counted)).then(None).otherwise("step"))
         if counted and lines.filter(pl.col("rule").is_in(counted) & pl.col("step").is_not_null()).height == 0:
-            mine = pl.col("rule").is_in(counted) & self._per_step()
             # a line that repeats every value of the counted line before it is another rank's print of it: same number
             fields = [c for c in lines.columns if c.startswith("v:")]
             counted_lines = lines.filter(mine).select("line", "rule", *fields)
@@ -430,13 +429,13 @@ class LineFormat:
             # again (a second trainer.train() starts from scratch; a resume prints a checkpoint line, its own story)
             done = (others.filter(pl.col("kind") == s.EV_TRAINING_DONE)["line"].sort()
                     if others is not None and "kind" in others.columns else pl.Series([], dtype=pl.Int64))
-            new = counted_lines.select("line", _n=(~copy.fill_null(False)).cast(pl.Int64).cum_sum().over(
-                pl.col("line").map_batches(lambda line: done.search_sorted(line), return_dtype=pl.UInt32)))
+            count = (~copy.fill_null(False)).cast(pl.Int64).cum_sum()
+            new = counted_lines.select("line", _n=count.over(pl.lit(done).search_sorted(pl.col("line"))) if done.len()
+                                       else count)
             lines = lines.join(new, on="line", how="left", maintain_order="left").with_columns(
                 step=pl.when(mine).then(pl.col("_n")).otherwise("step")).drop("_n")
             barred = _bar_steps(lines, mine, others)
             saved = _saved_interval(lines, mine, others) if barred is None else None
-            epochs = [f"v:{n}:{s.EPOCH}" for n in counted if s.EPOCH in self.rules[n].fields]
             planned = (_planned_interval(lines, mine, others, epochs)
                        if barred is None and saved is None and interval is None else None)
             if barred is None and saved is None and interval is not None and lines.filter(mine).height:
