@@ -762,7 +762,7 @@ def attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
     # (a console format's line printed once as each launch of its program begins is a process start, as an arguments
     # block is: nanochat's "Autodetected device type: cuda")
     deciding = list(s.STARTUP_KINDS | s.ENDING_KINDS | s.FATAL_KINDS
-                    | {s.EV_TRACEBACK, s.EV_CHECKPOINT_LOAD, s.EV_PROCESS_START})
+                    | {s.EV_TRACEBACK, s.EV_CHECKPOINT_LOAD, s.EV_PROCESS_START, s.EV_TRAINING_LOOP})
     marks = others.filter(pl.col("is_args_start") | pl.col("kind").is_in(deciding)).select(
         pl.col("line").cast(pl.Int64), kind=pl.when("is_args_start").then(pl.lit(s.EV_PROCESS_START)).otherwise("kind")
     )
@@ -867,6 +867,12 @@ def launch_starts(
             # a checkpoint loaded after the launch ended is how the next launch starts (nanoGPT's "Resuming training
             # from out" after a traceback, its banner not in the log), not how the ended one began
             if state["ended"] is not None:
+                begin(line)
+                state["marked"] = True
+        elif kind == s.EV_TRAINING_LOOP:
+            # a traceback through a training loop after the launch's training ended: a next training in the same
+            # program failed (a second trainer.train() whose first batch raised), not the ended one
+            if state["ended"] is not None and state["ended"] < line:
                 begin(line)
                 state["marked"] = True
         elif kind == s.EV_TRACEBACK:

@@ -197,6 +197,8 @@ SCHEDULER_STOP_KINDS: frozenset[str] = frozenset({EV_CANCELLED, EV_TIME_LIMIT, E
 EV_INTERRUPT = "keyboard_interrupt"         # stopped by hand (Ctrl-C)
 EV_SCHEDULER = "scheduler"                  # a scheduler notice: job pending, scheduled to start, not running
 EV_STARTUP = "startup"                      # a start-up line: distributed init, random seeds, model build, launcher
+EV_TRAINING_LOOP = "training_loop"          # a traceback frame inside a training loop (the Trainer's _inner_training_loop):
+                                             # a training was running; after a training's end, the next one began
 EV_STACK_DUMP = "stack_dump"                # a thread of a py-spy or faulthandler stack dump (someone looked at a hang)
 EV_COLLECTIVE_WAIT = "collective_wait"      # a dumped frame waiting in a collective (broadcast, all_reduce, barrier)
 EV_EXIT_CODE = "exit_code"                  # the exit code a wrapper recorded (W&B), value = the code

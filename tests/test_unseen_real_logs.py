@@ -14,6 +14,7 @@ import pytest
 import forensics
 import parsers
 import reports
+from forensics.findings import EndReason
 from parsers import schema
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -2646,13 +2647,39 @@ def test_a_second_trainer_run_after_the_first_ones_summary_counts_its_steps_from
     assert spans.rows() == [(1, 1, 13, 13), (2, 1, 17, 17)]
     assert loss.filter(attempt=2)["value"][0] == 0.1525  # its first dict: {'loss': 0.1525, ..., 'epoch': 0.06}
     findings = forensics.analyze(run)
-    assert [a.resumed_from_step for a in findings.runs[0].attempts] == [None, None]
+    assert [a.resumed_from_step for a in findings.runs[0].attempts] == [None, None, None]
     text = reports.render(findings)
     assert "| 2 | 1–17 | from the start of training |" in text and "resumed" not in text
-    # "why it ended" is the KeyError after the second run's summary, not "nothing in the logs points at a cause"
-    assert findings.runs[0].suspected_causes == []
-    assert ("None found for the training: it completed. What failed came after it: attempt 2's program printed "
-            "“KeyError: 'preds'” (its traceback says where).") in text.splitlines()
+
+
+def test_a_third_trainer_run_that_fails_before_its_first_step_is_an_attempt():
+    """After the second run's summary the same program starts a third ``trainer.train()`` (its bar at 0/132) whose data
+    collator raises ``KeyError: 'preds'`` before any step (the traceback runs through the Trainer's
+    ``_inner_training_loop``): attempt 3, with no step, ended by that error; attempts 1 and 2 completed. (It was said
+    as attempt 2's program failing after its training.)"""
+    findings = forensics.analyze(parsers.load_run(REAL / "hf_trainer" / "clemens_trainer-new_README_55b224b.log"))
+    attempts = findings.runs[0].attempts
+    assert [(a.start_step, a.end_step, a.end_reason) for a in attempts] == [
+        (1, 13, EndReason.COMPLETED), (1, 17, EndReason.COMPLETED), (None, None, EndReason.CRASHED)]
+    assert attempts[2].end_detail.endswith("KeyError: 'preds'")
+    lines = reports.render(findings).splitlines()
+    assert "- **What went wrong:** attempt 3 crashed with no step read from its logs: “KeyError: 'preds'”." in lines
+    assert not any("failed after its training" in line for line in lines)
+
+
+def test_a_crash_inside_the_trainers_loop_mid_training_is_the_running_attempts_end(tmp_path):
+    """The frame ``in _inner_training_loop`` starts an attempt only after a training's summary: an error raised in the
+    middle of a training (its traceback runs through the same loop) ends the attempt that was running."""
+    dicts = [f"{{'loss': {2.0 - i / 100:.4f}, 'grad_norm': 1.5, 'learning_rate': 1e-05, 'epoch': {i / 100:.2f}}}"
+             for i in range(1, 21)]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join([*dicts, "Traceback (most recent call last):",
+                              '  File "/opt/venv/lib/python3.11/site-packages/transformers/trainer.py", line 2206, in train',
+                              '  File "/opt/venv/lib/python3.11/site-packages/transformers/trainer.py", line 2502, '
+                              "in _inner_training_loop",
+                              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]) + "\n")
+    [attempt] = forensics.analyze(parsers.load_run(log)).runs[0].attempts
+    assert (attempt.start_step, attempt.end_step, attempt.end_reason) == (1, 20, EndReason.CRASHED)
 
 
 def test_a_wandb_run_that_logs_its_update_step_is_placed_by_it():

@@ -92,7 +92,11 @@ SPEC = LineFormat(
     events=((s.EV_PLANNED_STEPS, r"\bTotal optimization steps = (\d[\d,]*)\s*$"),
             # PEFT's count, as LLaMA-Factory and the scripts that call print_trainable_parameters print it:
             # "trainable params: 645,922,816 || all params: 8,261,539,328 || trainable%: 7.8184"
-            (s.EV_PARAMETER_COUNT, r"\btrainable params: [\d,]+ \|\| all params: (\d[\d,]*)")),
+            (s.EV_PARAMETER_COUNT, r"\btrainable params: [\d,]+ \|\| all params: (\d[\d,]*)"),
+            # a traceback's frame in the Trainer's training loop: after a training's summary, another trainer.train()
+            # began and failed (Clemens66666/Trainer-New: a third training's collator raised at its bar's 0/132)
+            (s.EV_TRAINING_LOOP,
+             r"^\s*File \".*[\\/]transformers[\\/]trainer\.py\", line \d+, in _inner_training_loop\s*$")),
     # every key of its dicts whose value is a number ('num_input_tokens_seen': 196608, 'eval_accuracy': 0.51, ms-swift's
     # 'train_speed(s/it)': '2.546'): those not read are said to be not read
     printed=(rf"{_Q}([A-Za-z_][\w/.()\-]*){_Q}:\s*{_Q}?{NUMBER}%?{_Q}?\s*[,}}]",
