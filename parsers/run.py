@@ -452,7 +452,7 @@ def _placed(pieces: list[Piece], root: Path) -> list[Piece]:
         warning = (f"{display_path(piece.file, root)}: it prints no step, and another file of the run logs its "
                    f"metrics at their steps: its {log.metrics.height} points ({names}) were not used")
         # (its numbering is not used either: counted lines, a bar's counts, an interval from its saves)
-        kept = [w for w in log.warnings if not w.endswith((COUNTED_NOTE, BARRED_NOTE)) and SAVED_NOTE not in w]
+        kept = [w for w in log.warnings if not w.endswith(BARRED_NOTE) and COUNTED_NOTE not in w and SAVED_NOTE not in w]
         out.append(replace(piece, log=replace(
             log, metrics=log.metrics.clear(),  # (a progress bar's count is its own)
             events=log.events.with_columns(step=pl.when(pl.col("kind") == s.EV_PROGRESS).then("step")),

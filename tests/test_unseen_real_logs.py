@@ -2706,3 +2706,41 @@ def test_the_points_not_judged_are_those_with_none_before_them_not_the_zero_loss
     assert run.coverage["spike_checks"]["loss"]["1"]["not_judged"] == 1
     [limits] = [line for line in lines if line.startswith("- **Loss spike thresholds**")]
     assert "; 1 with no point before it in its stretch of the log, not judged)" in limits
+
+
+# --- unseen-log trial s44 ------------------------------------------------------------------------------------------
+
+
+def test_dicts_of_equal_values_that_the_progress_bar_counts_as_steps_are_not_copies():
+    """FPT-VVU/ViVidBot's fp16 run prints 16 dicts of loss, grad norm and LR 0.0 (every step overflowed), their epochs
+    rounded alike in pairs and threes; its bar reads 8/300 right after the first 8: each dict is a step, 1-16 (they
+    were read as copies printed by several ranks, 6 steps), and the run crashed after step 16."""
+    run = parsers.load_run(REAL / "hf_trainer" / "vividbot_run-x304inuv_output.log")
+    loss = run.metrics.filter(metric=schema.LOSS)
+    assert loss["step"].to_list() == list(range(1, 17)) and set(loss["value"]) == {0.0}
+    assert not any("printed again as it was" in w for w in run.warnings)
+    [attempt] = forensics.analyze(run).runs[0].attempts
+    assert (attempt.end_step, attempt.end_reason) == (16, EndReason.CRASHED)
+
+
+def test_a_progress_bar_ahead_of_every_line_printed_says_lines_are_missing():
+    """ViVidBot's W&B capture lost the dict after some bar redraws: 169 dicts while the bar reads 200/1963 when the
+    save of checkpoint-200 fails. Its steps count the lines, and the reading warning says the bar ran 31 ahead of
+    every line the training printed (it said only that the counted lines are the training steps)."""
+    run = parsers.load_run(REAL / "hf_trainer" / "vividbot_run-8amig5dm_output.log")
+    assert run.metrics.filter(metric=schema.LOSS)["step"].max() == 169
+    [note] = [w for w in run.warnings if "prints no step" in w]
+    assert note.endswith("; but its progress bar reached 200/1963 (line 240) where its training printed 169 metrics "
+                         "lines in all: at least 31 are missing (a capture that lost lines), so its counted steps fall "
+                         "behind the training's")
+
+
+def test_a_last_dict_without_a_newline_is_whole():
+    """ViVidBot's latest-run capture ends with a complete dict and no newline after it: its values are read (loss
+    10.75, grad norm 8.778548240661621 at the last counted step, 270), and no warning says its line was cut."""
+    run = parsers.load_run(REAL / "hf_trainer" / "vividbot_latest-run_output.log")
+    last = run.metrics.filter(pl.col("step") == 270).select("metric", "value").sort("metric").rows()
+    assert (schema.GRAD_NORM, 8.778548240661621) in last and (schema.LOSS, 10.75) in last
+    assert not any("cut short" in w for w in run.warnings)
+    [note] = [w for w in run.warnings if "prints no step" in w]
+    assert "reached 311/1963 (line 358) where its training printed 270 metrics lines in all: at least 41" in note

@@ -138,6 +138,9 @@ class LineFormat:
     # on it: the Hugging Face Trainer's one-line "TrainingArguments(output_dir=..., logging_steps=10, ...)"), where
     # it is not YAML; its "logging_steps" numbers the metrics lines of a log that prints no step
     config_reader: Callable[[str], dict] | None = None
+    # a metrics line that ends so is whole even with no newline after it (the Trainer's dict ends with its "}"): the
+    # end of the file cut nothing of it
+    whole_line: str | None = None
 
     def sniff(self, head: bytes, name: str) -> bool:
         return b"\x00" not in head[:8192] and search(self.detect, head) is not None
@@ -171,7 +174,8 @@ class LineFormat:
         warnings = text.damage()
         lines = pl.concat(rows, how="diagonal_relaxed") if rows else self._numeric(pl.DataFrame())
         other = pl.concat(others, how="diagonal_relaxed") if others else pl.DataFrame()
-        if not text.ends_with_newline and lines.height and int(lines["line"].max() or 0) == text.lines:
+        if not text.ends_with_newline and lines.height and int(lines["line"].max() or 0) == text.lines and not (
+                self.whole_line and re.search(self.whole_line, _last_line(text.path))):
             # the last line is a metrics line cut by the end of the file: a number it cut is not a value
             lines, cut = _without_cut_values(lines, last, text.lines, _last_line(text.path))
             warnings.append(f"{source}: the last line is cut short (line {text.lines}); "
@@ -429,9 +433,16 @@ class LineFormat:
             # again (a second trainer.train() starts from scratch; a resume prints a checkpoint line, its own story)
             done = (others.filter(pl.col("kind") == s.EV_TRAINING_DONE)["line"].sort()
                     if others is not None and "kind" in others.columns else pl.Series([], dtype=pl.Int64))
-            count = (~copy.fill_null(False)).cast(pl.Int64).cum_sum()
-            new = counted_lines.select("line", _n=count.over(pl.lit(done).search_sorted(pl.col("line"))) if done.len()
-                                       else count)
+            segment = pl.lit(done).search_sorted(pl.col("line")) if done.len() else pl.lit(0)
+            flags = counted_lines.select("line", _copy=copy.fill_null(False), _seg=segment)
+            against = _bars_against(flags, others)
+            if against is not None and against["_raw_ok"].all() and (against["_ahead"] > 1).any():
+                # the progress bar counted every such line as a step (the same values printed at two steps: a loss,
+                # grad norm and LR all 0.0 while every step overflowed, the epoch rounded alike): not a copy
+                flags = flags.with_columns(_copy=pl.lit(False))
+                against = _bars_against(flags, others)
+            count = (~pl.col("_copy")).cast(pl.Int64).cum_sum()
+            new = flags.select("line", _n=count.over("_seg"))
             lines = lines.join(new, on="line", how="left", maintain_order="left").with_columns(
                 step=pl.when(mine).then(pl.col("_n")).otherwise("step")).drop("_n")
             barred = _bar_steps(lines, mine, others)
@@ -454,7 +465,8 @@ class LineFormat:
                 notes.append(f"{SAVED_NOTE}: {interval} (checkpoint-{first} saved after its metrics line {count})")
             elif lines.filter(mine).height:
                 numbered = True
-                notes.append(COUNTED_NOTE)
+                behind = _lines_lost(against) if against is not None else None
+                notes.append(COUNTED_NOTE if behind is None else f"{COUNTED_NOTE}; {behind}")
         keys = [f"v:{n}:{m}" for n, rule in enumerate(self.rules) for m in rule.fields if m in (s.LOSS, s.GRAD_NORM)]
         lines = _one_print_per_step(lines, self._per_step(), keys, notes, self.repeats, others)
         stepped_lines = lines.filter(pl.col("step").is_not_null()).select("line", "step")
@@ -708,6 +720,44 @@ def _bar_steps(lines: pl.DataFrame, mine: pl.Expr, others: pl.DataFrame | None) 
     if placed.filter(pl.col("mine") & pl.col("bar_step").is_null()).height:
         return None
     return placed["bar_step"]
+
+
+def _bars_against(flags: pl.DataFrame, others: pl.DataFrame | None) -> pl.DataFrame | None:
+    """Each progress bar (line, count, total) against the counted metrics lines of its training (``flags``: line,
+    ``_copy``: a line counted as a copy of the one before, ``_seg``: its training): ``_ahead``, the bar's count less
+    the lines counted as steps before it; ``_raw_ok``, whether the count is within one of every line printed before it
+    (a bar and its dicts go to two streams, printed in either order); ``_beyond``, the count less every line the
+    training counts as a step, before or after the bar. None without bars."""
+    if others is None or not others.height or not flags.height:
+        return None
+    bars = progress_events(others)
+    if not bars.height:
+        return None
+    seen = flags.sort("line").with_columns(_raw=pl.int_range(1, pl.len() + 1).over("_seg"),
+                                           _kept=(~pl.col("_copy")).cast(pl.Int64).cum_sum().over("_seg"))
+    seen = seen.with_columns(_all=pl.col("_kept").max().over("_seg"))
+    bars = bars.filter(pl.col("step") > 0).select(pl.col("line").cast(pl.Int64), count="step", total="value").sort("line")
+    placed = bars.join_asof(seen, on="line", strategy="backward").drop_nulls("_raw")
+    if not placed.height:
+        return None
+    return placed.select("line", "count", "total", "_kept", _ahead=pl.col("count") - pl.col("_kept"),
+                         _raw_ok=(pl.col("count") - pl.col("_raw")).abs() <= 1,
+                         _beyond=pl.col("count") - pl.col("_all"))
+
+
+def _lines_lost(against: pl.DataFrame) -> str | None:
+    """Says that a progress bar counted more steps than its training printed metrics lines in all, by two or more
+    (one: the step it was in when it stopped), where it ran ahead of the lines before it by less than half of them
+    (more is a logging interval, which the counted note already names): at least that many lines are missing from
+    the log, so the counted steps fall behind the training's."""
+    over = against.filter((pl.col("_beyond") >= 2) & (pl.col("count") < 1.5 * pl.col("_kept")))
+    if not over.height:
+        return None
+    worst = over.sort("_beyond", "line").row(-1, named=True)
+    printed = worst["count"] - worst["_beyond"]
+    return (f"but its progress bar reached {worst['count']}/{worst['total']:.0f} (line {worst['line']}) where its "
+            f"training printed {printed} metrics lines in all: at least {worst['_beyond']} are missing (a capture "
+            "that lost lines), so its counted steps fall behind the training's")
 
 
 # the kinds of the other lines that begin a launch: a step repeated across one of them is a replay, not a copy

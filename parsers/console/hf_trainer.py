@@ -105,5 +105,6 @@ SPEC = LineFormat(
     # (a line that ends with the call's ")" is the whole of it)
     config_block=(r"TrainingArguments\(", r"^\s*\)\s*$|TrainingArguments\(.*\)\s*$"),
     config_reader=training_arguments,
+    whole_line=r"\}\s*$",
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
