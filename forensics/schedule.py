@@ -118,6 +118,22 @@ def _hole_after_rise(curve: pl.DataFrame, step: int, peak: float) -> int | None:
     return int(steps[i + 1]) if steps[i + 1] - step > max(2 * usual, 1) else None
 
 
+def _hole_before(curve: pl.DataFrame, step: int) -> bool:
+    """Whether the point before ``step`` lies across a hole (more than twice the curve's usual step between points
+    before it): the rise to ``step`` is not seen.
+
+    >>> lr = pl.DataFrame({"step": [5, 6, 7, 8, 2400], "value": [2e-5, 1e-5, 6e-6, 6e-6, 5e-5]})
+    >>> _hole_before(lr, 2400), _hole_before(lr, 8)
+    (True, False)
+    """
+    steps = curve["step"]
+    i = int(steps.search_sorted(step))
+    if i == 0:
+        return False
+    usual = float(steps.head(i + 1).diff().drop_nulls().median() or 1)  # type: ignore[arg-type]
+    return steps[i] - steps[i - 1] > max(2 * usual, 1)
+
+
 def schedule(metrics: pl.DataFrame, config: dict[str, Any], attempts: list[Attempt] | None = None) -> Schedule:
     """Warm-up end, LR peak and batch ramp-up end of a run; notes where the curves and the config disagree.
 
@@ -140,7 +156,9 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any], attempts: list[Attem
         out.lr_peak, out.lr_peak_step = peak, int(at_peak["step"][0])
         out.lr_constant = float(lr["value"].min()) == peak  # type: ignore[arg-type]
         rising_at_end = out.lr_peak_step == int(lr["step"][-1])  # type: ignore[arg-type]
-        out.still_warming_up = rising_at_end and lr["value"][0] < peak * (1 - PEAK_TOLERANCE)  # (below: not flat)
+        # (below: not flat; and risen to the last point without a hole: nothing is inferred across one)
+        out.still_warming_up = (rising_at_end and lr["value"][0] < peak * (1 - PEAK_TOLERANCE)
+                                and not _hole_before(lr, out.lr_peak_step))
         # a last point at the configured peak LR is the end of the warm-up, not a curve still rising
         configured = _number(config.get("lr"))
         reached = out.still_warming_up and bool(configured) and abs(peak / configured - 1) <= PEAK_TOLERANCE

@@ -643,11 +643,13 @@ def _repair_wrapped(
             last = line_no == int(iters["line"].max()) and not text.ends_with_newline  # type: ignore[arg-type]
             where = "last line" if last else f"line {line_no}"
             said = texts.get(line_no, "")
-            if last and "|" in said and said[said.rfind("|") + 1:].strip():
-                # the end of the file fell inside a field: its value may be cut too ("lm loss: 2" of 2.4E+00)
+            if "|" in said and said[said.rfind("|") + 1:].strip():
+                # the cut fell inside a field (the end of the file, or a paste cut there: "lm loss: 8." of a 13B
+                # run's 8.1E+00 in FZJ-JSC/jubench-megatron-lm's README): its value may be cut too
                 patches[line_no] = said[: said.rfind("|") + 1]
-                warnings.append(f"{text.shown}: {where}: iteration line cut short by the end of the file; the field "
-                                f"it cut ({said[said.rfind('|') + 1:].strip()[:40]!r}) and those after it are missing")
+                warnings.append(f"{text.shown}: {where}: iteration line cut short{' by the end of the file' * last}; "
+                                f"the field it cut ({said[said.rfind('|') + 1:].strip()[:40]!r}) and those after it "
+                                "are missing")
                 continue
             warnings.append(f"{text.shown}: {where}: iteration line cut short; fields after the cut are missing")
     cut_frame = pl.DataFrame(
@@ -758,6 +760,11 @@ def attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
     """
     lines = iters["line"].cast(pl.Int64).to_numpy()
     steps = iters["step"].to_numpy()
+    # the length an iteration line says it trains to ("iteration 2400/ 8247"): one launch trains to one, so a line
+    # whose length differs from the line before's is another launch's (a 10-iteration benchmark, then a pasted line
+    # of the real run), also where its counter went on
+    totals = (iters["total"].cast(pl.Float64).fill_null(np.nan).to_numpy() if "total" in iters.columns
+              else np.full(lines.size, np.nan))
     # only the lines that can start or end a launch (not overflows or checkpoint saves: many, and they change nothing)
     # (a console format's line printed once as each launch of its program begins is a process start, as an arguments
     # block is: nanochat's "Autodetected device type: cuda")
@@ -772,13 +779,15 @@ def attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
         # lines in order, so each launch's lines are one stretch: the counter goes back where a line's step is at
         # most the one before it in the same launch, and each such line begins an attempt (NumPy: no frame of
         # every line, nor a window over the launches)
-        back = (process[1:] == process[:-1]) & (steps[1:] <= steps[:-1])
+        other_length = (totals[1:] != totals[:-1]) & ~np.isnan(totals[1:]) & ~np.isnan(totals[:-1])
+        back = (process[1:] == process[:-1]) & ((steps[1:] <= steps[:-1]) | other_length)
         firsts = pl.DataFrame({"start": lines[1:][back], "content": True},
                               schema={"start": pl.Int64, "content": pl.Boolean})
     else:
         segments = (
-            pl.DataFrame({"line": lines, "process": process, "step": iters["step"]})
-            .with_columns(back=(pl.col("step") <= pl.col("step").shift(1).over("process")).fill_null(False))
+            pl.DataFrame({"line": lines, "process": process, "step": iters["step"], "total": totals})
+            .with_columns(back=((pl.col("step") <= pl.col("step").shift(1).over("process"))
+                                | (pl.col("total") != pl.col("total").shift(1).over("process"))).fill_null(False))
             .with_columns(segment=pl.col("back").cast(pl.Int32).cum_sum().over("process"))
         )
         firsts = segments.filter(pl.col("segment") > 0).group_by("process", "segment").agg(
