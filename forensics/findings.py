@@ -96,6 +96,7 @@ class Kind(StrEnum):
     LOGIT_GROWTH = "logit_growth"                # attention logits or the z-loss growing log-linearly
     ZERO_LOSS = "zero_loss"                      # the loss logged as exactly 0: no training signal in those batches
     FROZEN_LOSS = "frozen_loss"                  # the loss logged as one value at many points in a row: not moving
+    ZERO_GRAD_NORM = "zero_grad_norm"            # the grad norm logged as 0 at every point beside a loss above 0
 
 
 ANOMALY_KINDS: frozenset[Kind] = frozenset(Kind)

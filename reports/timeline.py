@@ -306,7 +306,11 @@ def _short(run: RunFindings) -> list[str]:
     for a in run.attempts:
         if a.short:
             replay = furthest is not None and a.start_step is not None and a.start_step <= furthest
-            what = "a replay of steps logged before" if replay else "new steps"
+            # (a start from scratch over steps logged before is a new training, not a replay of them: its values
+            # are not compared, gpt-neox #947's fp16 relaunch)
+            what = ("new steps" if not replay else "steps logged before, started over from the start of training"
+                    if a.start_step is not None and a.resumed_from_step is None and a.start_step <= 1
+                    else "a replay of steps logged before")
             logged = "no step read" if a.start_step is None else (
                 f"{'step' if a.start_step == a.end_step else 'steps'} {steps(a)} ({what})")
             if a.resumed_from_step is not None and not a.resumed_from_inferred:

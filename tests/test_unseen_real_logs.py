@@ -14,7 +14,7 @@ import pytest
 import forensics
 import parsers
 import reports
-from forensics.findings import EndReason
+from forensics.findings import EndReason, Kind
 from parsers import schema
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -2744,3 +2744,53 @@ def test_a_last_dict_without_a_newline_is_whole():
     assert not any("cut short" in w for w in run.warnings)
     [note] = [w for w in run.warnings if "prints no step" in w]
     assert "reached 311/1963 (line 358) where its training printed 270 metrics lines in all: at least 41" in note
+
+
+def test_iteration_lines_of_another_length_are_another_launch():
+    """DeepLink-org/AIChipBenchmark's README pastes a 10-iteration run (iterations 5-10 of 10, its LR falling to
+    6e-06) and one line of the real run (iteration 2400 of 8247, LR 5.498e-05): two attempts, each with its own
+    train_iters, and no warm-up "still rising at the last logged point" read across the hole between them."""
+    findings = forensics.analyze(parsers.load_run(REAL / "megatron" / "DeepLink-org+AIChipBenchmark__llm_GPT3_README.md"
+                                                  ".log-blocks.txt"))
+    run = findings.runs[0]
+    assert [(a.start_step, a.end_step, a.end_reason) for a in run.attempts] == [
+        (5, 10, EndReason.COMPLETED), (2400, 2400, EndReason.RUNNING)]
+    lines = reports.render(findings).splitlines()
+    assert "| train\\_iters | 10 | 8247 |" in lines
+    [said] = [line for line in lines if line.startswith("- **Schedule:**")]
+    assert "still rising" not in said and "warm-up" not in said.split(";")[0]
+
+
+def test_a_value_at_a_pasted_cut_is_not_read():
+    """FZJ-JSC/jubench-megatron-lm's README cuts its last iteration line at "lm loss: 8." (a 13B run's 8.x): the
+    loss at step 50 is not read as 8; the warning names the field it cut, and the last loss said is step 40's."""
+    run = parsers.load_run(REAL / "megatron" / "FZJ-JSC+jubench-megatron-lm__README.md_13B_iterations10-50.txt")
+    loss = run.metrics.filter(metric=schema.LOSS)
+    assert loss["step"].to_list() == [10, 20, 30, 40] and loss["value"][-1] == 8.486469
+    assert any(w.endswith("line 5: iteration line cut short; the field it cut ('lm loss: 8.') and those after it "
+                          "are missing") for w in run.warnings)
+
+
+def test_a_start_from_scratch_over_logged_steps_is_not_called_a_replay():
+    """gpt-neox #947: a bf16 launch logs iterations 1-2 (loss 2.275809, then 11.05449), then an fp16 launch starts at
+    iteration 1 again (loss 2.276005, 2.175701). The second is a new training, whose values are not compared: not "a
+    replay of steps logged before", which promised the differing steps it then did not list."""
+    findings = forensics.analyze(parsers.load_run(REAL / "megatron" / "issue__EleutherAI+gpt-neox__issue947_excerpts.txt"))
+    assert [(a.start_step, a.resumed_from_step) for a in findings.runs[0].attempts] == [(1, None), (1, None)]
+    lines = reports.render(findings).splitlines()
+    assert ("- attempt 2: steps 1–2 (steps logged before, started over from the start of training); the log ends with "
+            "no end printed: still running, cut off, or stopped without a word") in lines
+    assert not any("replay of steps" in line for line in lines)
+
+
+def test_a_grad_norm_of_0_at_every_point_beside_a_loss_is_a_finding():
+    """DeepLink-org/AIChipBenchmark's GPT-3 lines print "grad norm: 0.000" on every line beside a real loss scale
+    (4294967296) and a loss of 11.0: no gradient was measured (a placeholder, or a frozen model). The grad norm was
+    read and "checked" with nothing found; now attempt 1 (6 points) has that finding, which says the grad-norm checks
+    rest on nothing (attempt 2's one point is too few to say)."""
+    run = forensics.analyze(parsers.load_run(REAL / "megatron" / "DeepLink-org+AIChipBenchmark__llm_GPT3_README.md"
+                                             ".log-blocks.txt")).runs[0]
+    [zero] = [a for a in run.anomalies if a.kind == Kind.ZERO_GRAD_NORM]
+    assert (zero.attempt, zero.step, zero.end_step) == (1, 5, 10)
+    assert zero.detail.startswith("grad norm logged as 0 at every one of its 6 points (steps 5–10) while the loss was "
+                                  "above 0 (11.00078 to 10.99972): no gradient was measured")

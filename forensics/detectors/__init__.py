@@ -12,12 +12,14 @@ from forensics.detectors.plateau import LossPlateauDetector
 from forensics.detectors.regimes import RegimeShiftDetector
 from forensics.detectors.skipped import SkippedIterationsDetector
 from forensics.detectors.spikes import SpikeDetector
+from forensics.detectors.zero_grad_norm import ZeroGradNormDetector
 from forensics.detectors.zero_loss import ZeroLossDetector
 from parsers.schema import MAX_SUFFIX
 
 DEFAULT_DETECTORS: tuple[Detector, ...] = (
     NanDetector(),
     ZeroLossDetector(),
+    ZeroGradNormDetector(),
     FrozenLossDetector(),
     SpikeDetector(metric="loss"),
     SpikeDetector(metric="grad_norm"),
@@ -52,5 +54,6 @@ __all__ = [
     "RunFrames",
     "SkippedIterationsDetector",
     "SpikeDetector",
+    "ZeroGradNormDetector",
     "ZeroLossDetector",
 ]
