@@ -188,13 +188,17 @@ def with_evaluation_passes(record: dict[str, Any], events: pl.DataFrame) -> dict
 def with_overflow_scales(record: dict[str, Any], events: pl.DataFrame) -> dict[str, Any]:
     """A coverage record with ``overflow_scales`` when the loss scale is missing as a series but fp16 overflow lines
     print the scale they reduced it to (DeepSpeed's "Attempted loss scale: 256, reducing to 128"): ``lines``, ``first``
-    and ``last`` (the scales), so the report does not say the loss scale was not found where the log prints it."""
+    and ``last`` (the scales), so the report does not say the loss scale was not found where the log prints it; else,
+    with ``overflow_stop`` (that line's text) where the program said it stopped on overflows, so the report does not
+    say a collapse could not be checked beside the collapse that line shows."""
     if s.LOSS_SCALE not in record.get("missing", []) or not events.height:
         return record
     scales = events.filter(pl.col("kind").is_in(list(s.OVERFLOW_KINDS)) & pl.col("value").is_not_null()).sort(
         "line", nulls_last=True)["value"]
     if not scales.len():
-        return record
+        # (or the program's own word that it stopped on overflows: "Current loss scale already at minimum")
+        stops = events.filter(pl.col("kind") == s.EV_OVERFLOW_STOP).sort("line", nulls_last=True)
+        return {**record, "overflow_stop": str(stops["text"][0])} if stops.height else record
     return {**record, "overflow_scales": {"lines": scales.len(), "first": float(scales[0]), "last": float(scales[-1])}}
 
 

@@ -102,8 +102,10 @@ class Kind(StrEnum):
 ANOMALY_KINDS: frozenset[Kind] = frozenset(Kind)
 INSTABILITY_KINDS: frozenset[Kind] = frozenset({Kind.LOSS_SPIKE, Kind.DIVERGENCE, Kind.NAN})  # what a run's trouble is
 BLOWUP_KINDS: frozenset[Kind] = frozenset({Kind.DIVERGENCE, Kind.NAN})  # what ends a run: a warning is sought for them
-# not "what went wrong first": fp16 overflow skips, a change of level, a NaN in a scalar other than loss/grad norm
-NOT_FIRST_ANOMALY: frozenset[Kind] = frozenset({Kind.SKIPPED_ITERATIONS, Kind.CHANGEPOINT, Kind.NON_FINITE})
+# not "what went wrong first": fp16 overflow skips, a change of level, a NaN in a scalar other than loss/grad norm, a
+# grad norm never measured (a placeholder as often as a frozen model: tr1-13B's "grad norm: 0.000" beside its spikes)
+NOT_FIRST_ANOMALY: frozenset[Kind] = frozenset({Kind.SKIPPED_ITERATIONS, Kind.CHANGEPOINT, Kind.NON_FINITE,
+                                                Kind.ZERO_GRAD_NORM})
 
 
 class Signal(StrEnum):

@@ -290,6 +290,10 @@ def _summary(run: RunFindings) -> list[str]:
         lines.append(
             f"- **First anomaly:** {first.kind.replace('_', ' ')} at step {first.step} (attempt {first.attempt})."
         )
+    if dead := sorted({a.attempt for a in run.anomalies if a.kind == Kind.ZERO_GRAD_NORM}):
+        lines.append(f"- **Grad norm not measured:** attempt{'s' if len(dead) > 1 else ''} "
+                     f"{', '.join(map(str, dead))} logged it as 0 at every point beside a loss above 0 (a placeholder, "
+                     "or a model that got no gradient: see the attempt); the grad-norm checks rest on nothing there.")
     top = next((c for c in run.suspected_causes if c.kind not in NOT_WHY_CAUSES), None)
     if top:
         # (with nothing gone wrong, what the causes explain is the anomalies: a loss spike that recovered)

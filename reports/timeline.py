@@ -204,6 +204,10 @@ def coverage_section(run: RunFindings) -> list[str]:
                           else shown(over["first"])) + "); where it rose again between them is not in the log, so "
                        "a collapse of the scale over the run could not be checked.")
             continue
+        if name == s.LOSS_SCALE and (stop := cov.get("overflow_stop")):
+            out.append(f"- **Loss scale:** no series of it; the program's own line says it stopped on fp16 overflows "
+                       f"(“{md(stop[:160])}”), which is the collapse's evidence here, not a curve of the scale.")
+            continue
         alike = [o for o in others if name in _LOOKALIKES and _LOOKALIKES[name].search(o)]
         seen = (f" (named like one, not taken as it: {', '.join(md(o) for o in alike[:6])}"
                 f"{f' and {len(alike) - 6} more' if len(alike) > 6 else ''})" if alike else "")

@@ -2714,13 +2714,27 @@ def test_the_points_not_judged_are_those_with_none_before_them_not_the_zero_loss
 def test_dicts_of_equal_values_that_the_progress_bar_counts_as_steps_are_not_copies():
     """FPT-VVU/ViVidBot's fp16 run prints 16 dicts of loss, grad norm and LR 0.0 (every step overflowed), their epochs
     rounded alike in pairs and threes; its bar reads 8/300 right after the first 8: each dict is a step, 1-16 (they
-    were read as copies printed by several ranks, 6 steps), and the run crashed after step 16."""
+    were read as copies printed by several ranks, 6 steps), and the run crashed after step 16. Its zero losses are
+    the overflows' (it said "every label masked or ignored ..."), and its loss scale is no series but a stop line."""
     run = parsers.load_run(REAL / "hf_trainer" / "vividbot_run-x304inuv_output.log")
     loss = run.metrics.filter(metric=schema.LOSS)
     assert loss["step"].to_list() == list(range(1, 17)) and set(loss["value"]) == {0.0}
     assert not any("printed again as it was" in w for w in run.warnings)
-    [attempt] = forensics.analyze(run).runs[0].attempts
+    findings = forensics.analyze(run)
+    [attempt] = findings.runs[0].attempts
     assert (attempt.end_step, attempt.end_reason) == (16, EndReason.CRASHED)
+    # its zeros are the overflows' (it stopped on them), and no "loss scale not found, so a collapse could not be
+    # checked" beside the collapse its stop line shows
+    [zero] = [a for a in findings.runs[0].anomalies if a.kind == Kind.ZERO_LOSS]
+    assert zero.detail.endswith("(16 points): the program stopped on fp16 overflows at the scale's minimum: its steps "
+                                "overflowed, their loss most likely Inf or NaN, logged as 0 (the Hugging Face Trainer, "
+                                "for one, leaves NaN and Inf losses out of the mean it logs, its "
+                                "logging_nan_inf_filter on by default, and logs 0 for a window with nothing else)")
+    lines = reports.render(findings).splitlines()
+    assert ("- **Loss scale:** no series of it; the program's own line says it stopped on fp16 overflows (“Exception: "
+            "Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.”), which is the "
+            "collapse's evidence here, not a curve of the scale.") in lines
+    assert not any(line.startswith("- **Not found:** loss scale") for line in lines)
 
 
 def test_a_progress_bar_ahead_of_every_line_printed_says_lines_are_missing():
@@ -2794,3 +2808,9 @@ def test_a_grad_norm_of_0_at_every_point_beside_a_loss_is_a_finding():
     assert (zero.attempt, zero.step, zero.end_step) == (1, 5, 10)
     assert zero.detail.startswith("grad norm logged as 0 at every one of its 6 points (steps 5–10) while the loss was "
                                   "above 0 (11.00078 to 10.99972): no gradient was measured")
+    # said in the summary, though not as what went wrong first (tr1-13B's placeholders sit beside its real spikes)
+    lines = reports.render(forensics.analyze(parsers.load_run(
+        REAL / "megatron" / "DeepLink-org+AIChipBenchmark__llm_GPT3_README.md.log-blocks.txt"))).splitlines()
+    assert ("- **Grad norm not measured:** attempt 1 logged it as 0 at every point beside a loss above 0 (a placeholder, "
+            "or a model that got no gradient: see the attempt); the grad-norm checks rest on nothing there.") in lines
+    assert not any(line.startswith("- **First anomaly:**") for line in lines)

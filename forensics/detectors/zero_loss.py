@@ -4,7 +4,9 @@ A cross-entropy is 0 only when every counted token was predicted with probabilit
 (to the digits printed: the Hugging Face Trainer rounds to 4) means the batches gave nothing to learn from: every
 label masked or ignored, a loss that underflowed in half precision, a step whose loss was never computed; or a
 loss below the printed digits (a model that memorised a small dataset). The log does not tell which, and the
-anomaly says so. Megatron never prints a zero loss (it drops the key), so this is seen in other frameworks' logs.
+anomaly says so, unless its grad norm is NaN there or the attempt stopped on fp16 overflows (its steps overflowed:
+the Trainer logs a window of Inf or NaN losses as 0). Megatron never prints a zero loss (it drops the key), so this
+is seen in other frameworks' logs.
 Not a finding where the grad norm is non-zero at most of the zero-loss points (the printed loss is not the trained
 one: GRPO prints 0 while its policy gradient flows) or where the loss also goes below 0 (a policy or preference
 objective, not a cross-entropy). Zeros scattered among ordinary values (under half the points between the first
@@ -30,6 +32,9 @@ SCATTERED = ("single batches gave a loss of 0: a batch whose labels were all mas
 NAN_FILTERED = ("the grad norm was NaN or Inf at these steps: the loss was most likely NaN too, logged as 0 (the "
                 "Hugging Face Trainer, for one, leaves NaN and Inf losses out of the mean it logs, its "
                 "logging_nan_inf_filter on by default, and logs 0 for a window with nothing else)")
+OVERFLOWED = ("the program stopped on fp16 overflows at the scale's minimum: its steps overflowed, their loss most "
+              "likely Inf or NaN, logged as 0 (the Hugging Face Trainer, for one, leaves NaN and Inf losses out of the "
+              "mean it logs, its logging_nan_inf_filter on by default, and logs 0 for a window with nothing else)")
 NEAR_ZERO = 1e-3  # a cross-entropy below this is a perplexity of 1.001: nothing left to learn
 COLLAPSE = 1000.0  # a fall this large in one logged point is a collapse, not learning
 FLOWING = 0.01  # a grad norm above this flows (GRPO's 0.087); OLMo #692's 7.7e-08, a memorised model's 1e-3, do not
@@ -63,6 +68,8 @@ class ZeroLossDetector:
         nan_grads = dict(zeros.join(frames.points(s.GRAD_NORM).filter(~pl.col("value").is_finite()),
                                     on=["attempt", "step"], how="semi").group_by("attempt").len().iter_rows())
         filtered = {int(a) for a, n in nan_grads.items() if n * 2 > per_attempt[a]}
+        # an attempt that stopped on fp16 overflows (DeepSpeed's "Current loss scale already at minimum")
+        stopped = set(frames.events.filter(pl.col("kind") == s.EV_OVERFLOW_STOP)["attempt"].drop_nulls().to_list())
         out = []
         for attempt in zeros["attempt"].unique(maintain_order=True).to_list():
             if attempt in trained:
@@ -76,7 +83,7 @@ class ZeroLossDetector:
                      f"at every point from step {steps[first]} to {steps[last]} ({span} points)" if at.size == span
                      else f"at {at.size} of the {span} points from step {steps[first]} to {steps[last]}")
             before = f", after {shown(float(values[first - 1]))} at step {steps[first - 1]}" if first else ""
-            why = NAN_FILTERED if attempt in filtered else WHY
+            why = NAN_FILTERED if attempt in filtered else OVERFLOWED if attempt in stopped else WHY
             if why == WHY and at.size * 2 < span:  # zeros scattered among ordinary values: single batches, not a dead signal
                 others = values[first:last + 1][values[first:last + 1] != 0]
                 where += f", among ordinary values (their median {shown(float(np.median(others)))})"
