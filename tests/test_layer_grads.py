@@ -429,3 +429,18 @@ def test_the_sweep_levels_a_run_by_its_per_layer_attention_logits():
     ]).with_columns(run=pl.lit("r"), source=pl.lit("x"), attempt=1), s.METRICS_SCHEMA)
     assert run_scaling(ModelCheck(), metrics, None)[s.MAX_ATTENTION_LOGIT] == {"level": 40.0, "max": 40.0,
                                                                              "until_step": 100}
+
+
+def test_start_up_clipping_held_by_the_first_window_is_no_episode_and_warns_nothing():
+    """Clipped points only just before the burn-in ends (indices 25-39 of 400, the window at index 40 still 75%
+    clipped): no episode, and no NumPy "Mean of empty slice" on stderr (its onset, clamped to the burn-in, lay past
+    its last clipped point; found analysing a tree of fixtures as one run)."""
+    import warnings
+
+    from forensics.detectors.clipping import _sustained
+
+    values = np.full(400, 0.5)
+    values[25:40] = 5.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _sustained(1, np.arange(1, 401), values, 1.0) == []

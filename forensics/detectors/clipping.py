@@ -138,6 +138,9 @@ def _sustained(attempt: int, steps: np.ndarray, values: np.ndarray, limit: float
         onset = int(first) - width + 1 + int(np.flatnonzero(clipped[int(first) - width + 1: int(first) + 1])[0])
         last = int(np.flatnonzero(clipped[: end + 1])[-1])
         onset = max(onset, since)  # (not before the stretch this episode is judged in)
+        if onset > last:  # its clipped points all lie before that stretch (start-up clipping the window still holds)
+            since = end + 1
+            continue
         before = clipped[since:onset]
         during = float(clipped[onset: last + 1].mean())
         if not rare or (before.size and during < CLEAR * before.mean()):
