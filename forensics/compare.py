@@ -138,7 +138,10 @@ def discover(paths: Iterable[str | Path]) -> list[tuple[str, str | Path]]:
     >>> fsspec.filesystem("memory").rm("/exp", recursive=True)
     """
     from parsers import remote
+    from parsers.errors import named
 
+    for given in paths:
+        named(given)
     found = [_where(p) for p in paths]
     for given, (p, there, _) in zip(paths, found, strict=True):
         if not there:

@@ -429,11 +429,12 @@ def index(
     from forensics.cache import RESULT_CODE, code_signature
     from forensics.compare import cache_location
     from parsers import InputError
-    from parsers.errors import cannot_write
+    from parsers.errors import cannot_write, named
     from reports.files import refuse_inside
 
     engine = checked(engine, jobs, address)
     output = Path(output)
+    named(root)
     refuse_inside(output, [_local(root)])  # (a URL root is not a local directory)
     found = _discover(root)
     if not found:

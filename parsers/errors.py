@@ -11,6 +11,17 @@ class InputError(Exception):
     """A file or directory that cannot be analyzed; the message is one line that names the path."""
 
 
+def named(path: str | Path) -> None:
+    """Refuses an empty path ("" is ``Path(".")``: the working directory, which nobody named).
+
+    >>> named("")
+    Traceback (most recent call last):
+    parsers.errors.InputError: an empty path: name a run directory or a log file
+    """
+    if not str(path).strip():
+        raise InputError("an empty path: name a run directory or a log file")
+
+
 @contextmanager
 def cannot_write(output: str | Path) -> Iterator[None]:
     """Turn a failed write in the block into an :class:`InputError` of one line that names the file (the one the

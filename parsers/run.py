@@ -25,7 +25,7 @@ from parsers import lightning, registry, remote
 from parsers import schema as s
 from parsers.config_names import canonical_configs
 from parsers.console.engine import BARRED_NOTE, COUNTED_NOTE, SAVED_NOTE
-from parsers.errors import shown_path
+from parsers.errors import named, shown_path
 from parsers.metric_names import VALIDATION_FOLDERS
 from parsers.reader import NotThisFormat, Piece, ReadContext, display_path, head_of
 from parsers.schema import ParsedLog
@@ -113,6 +113,7 @@ def load_runs(path: str | Path, name: str | None = None) -> list[Run]:
     ('tr8', 'memory://doc/tr8', ['main_log.txt'])
     >>> fs.rm("/doc", recursive=True)
     """
+    named(path)
     if remote.is_url(path):
         return _load_url(str(path), name)
     return _load_local(Path(path), name)

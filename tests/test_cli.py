@@ -212,6 +212,14 @@ def test_missing_path():
     assert (proc.returncode, proc.stderr) == (2, "forensics: error: /nonexistent/run: no such file or directory\n")
 
 
+@pytest.mark.parametrize("command", [("analyze",), ("compare",), ("index", "-o", "fleet")])
+def test_an_empty_path_is_refused_not_read_as_the_working_directory(command, tmp_path, monkeypatch):
+    """``forensics analyze ""`` read the working directory (``Path("")`` is ``.``): a whole source tree as one run."""
+    monkeypatch.chdir(tmp_path)
+    proc = run_cli(command[0], "", *command[1:])
+    assert (proc.returncode, proc.stderr) == (2, "forensics: error: an empty path: name a run directory or a log file\n")
+
+
 @pytest.mark.skipif(not Path("/dev/null").exists(), reason="no /dev/null on this system")
 def test_a_device_or_a_pipe_is_refused_as_what_it_is():
     """/dev/null was "directory not read (Not a directory)": it is neither, and a pipe cannot be read twice."""
