@@ -307,9 +307,13 @@ def _short(run: RunFindings) -> list[str]:
         return []
     out = [f"**Short attempts (at most {SHORT_STEPS} steps logged) and replays:**", ""]
     furthest: int | None = None
+    earliest: int | None = None  # the lowest step the attempts before logged
     for a in run.attempts:
         if a.short:
-            replay = furthest is not None and a.start_step is not None and a.start_step <= furthest
+            # steps again that were logged before: from at most the furthest to at least the earliest (150-170
+            # after 220-240 were never logged: nanoGPT #225's second run)
+            replay = (furthest is not None and earliest is not None and a.start_step is not None
+                      and a.start_step <= furthest and (a.end_step or a.start_step) >= earliest)
             # (a start from scratch over steps logged before is a new training, not a replay of them: its values
             # are not compared, gpt-neox #947's fp16 relaunch)
             what = ("new steps" if not replay else "steps logged before, started over from the start of training"
@@ -323,6 +327,8 @@ def _short(run: RunFindings) -> list[str]:
                                                      else f"{logged}; {ending(a)}"))
         if a.end_step is not None:
             furthest = a.end_step if furthest is None else max(furthest, a.end_step)
+        if a.start_step is not None:
+            earliest = a.start_step if earliest is None else min(earliest, a.start_step)
     for r in run.replay_differences:
         values = ", ".join(f"{shown(v)} (attempt {a})" for a, v in r.values)
         again = (f" (the first of {r.replayed} logged steps, {r.step}–{r.last_step}, logged again)"

@@ -2814,3 +2814,17 @@ def test_a_grad_norm_of_0_at_every_point_beside_a_loss_is_a_finding():
     assert ("- **Grad norm not measured:** attempt 1 logged it as 0 at every point beside a loss above 0 (a placeholder, "
             "or a model that got no gradient: see the attempt); the grad-norm checks rest on nothing there.") in lines
     assert not any(line.startswith("- **First anomaly:**") for line in lines)
+
+
+def test_lower_steps_never_logged_are_no_replay_and_an_inferred_resume_is_no_step_said():
+    """nanoGPT PR #225 pastes iters 220-240 of one run, then 150-170 of another. The second was "back at step 140"
+    (a resume point inferred from its first step, said as if logged) and "a replay of steps logged before" (none of
+    150-170 was): it is back at its first logged step, 150, and its steps are new."""
+    lines = reports.render(forensics.analyze(parsers.load_run(
+        REAL / "nanogpt" / "issue__karpathy+nanoGPT__pr225_two_runs.txt"))).splitlines()
+    [went] = [line for line in lines if line.startswith("- **What went wrong:**")]
+    assert went.endswith("how attempt 1 ended is not in the log (attempt 2 started next, back at its first logged "
+                         "step, 150).")
+    assert ("- attempt 2: steps 150–170 (new steps); the log ends with no end printed: still running, cut off, or "
+            "stopped without a word") in lines
+    assert not any("step 140" in line or "a replay of steps" in line for line in lines)
