@@ -13,6 +13,7 @@ code (W&B) only speaks when nothing the program printed does.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -175,7 +176,8 @@ def end_of(
                  else (f"; the loss was logged as 0 at step {zero.step}" if zero.step == last_loss_step else
                        f"; the loss was logged as 0 from step {zero.step} to {last_loss_step}") if zero is not None
                  else f"; the loss was still finite at step {last_loss_step}")
-        return Ending(EndReason.NAN, f"NaN{what} from step {nan.step} to the end of its log (step {end_step}){still}"
+        word = "Inf" if math.isinf(nan.value) else "NaN"  # (every value it rests on infinite: said as such)
+        return Ending(EndReason.NAN, f"{word}{what} from step {nan.step} to the end of its log (step {end_step}){still}"
                       + _saved_before(events, nan.step))
     div = next((a for a in anomalies if a.kind == Kind.DIVERGENCE), None)
     if div is not None and completed:  # it ran its course: the divergence is what happened in it, not its end

@@ -164,9 +164,9 @@ def _unknown_end(run: RunFindings, a: Attempt) -> str:
     """'how attempt 1 ended is not in the log (attempt 2 started next, back at step 3000)': an attempt with no end in
     its log and the one that followed it."""
     nxt = next((b for b in run.attempts if b.index > a.index), None)
-    # (an inferred resume point is no logged step: its first logged step is said instead)
-    back = (f", back at its first logged step, {nxt.start_step}" if nxt.resumed_from_inferred and nxt.start_step
-            is not None else f", back at step {nxt.resumed_from_step or 0}") if nxt is not None and nxt.rollback else ""
+    # (an inferred resume point is no logged step: said so, as the rollbacks line says it)
+    back = (f", back at step {nxt.resumed_from_step or 0}" + (" (inferred)" if nxt.resumed_from_inferred else "")
+            if nxt is not None and nxt.rollback else "")
     after = "" if nxt is None else f" (attempt {nxt.index} started next{back})"
     return f"how attempt {a.index} ended is not in the log{after}"
 

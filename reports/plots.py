@@ -44,7 +44,7 @@ _MARKS: dict[str, tuple[str, str, str]] = {
     Kind.DIVERGENCE: ("v", "#7f0000", "divergence"), Kind.NAN: ("|", "black", "NaN"),
     Kind.LOSS_SCALE_COLLAPSE: ("s", "#ff9896", "loss-scale collapse"), Kind.CHANGEPOINT: ("D", "#7f7f7f", "change of level"),
 }
-_ENDED = {EndReason.NAN: "ended in NaN", EndReason.UNKNOWN: "no end logged", EndReason.RUNNING: "log ends",
+_ENDED = {EndReason.NAN: "ended in NaN/Inf", EndReason.UNKNOWN: "no end logged", EndReason.RUNNING: "log ends",
           EndReason.FAILED_STARTUP: "failed start-up", EndReason.NO_TRAINING: "no training",
           EndReason.SILENT_EXIT: "exited, no reason"}
 

@@ -25,7 +25,7 @@ ENDINGS: dict[EndReason, str] = {
     EndReason.KILLED: "killed by a signal",
     EndReason.CRASHED: "crashed",
     EndReason.FAILED_STARTUP: "failed before its first logged step",  # (at start-up, or in steps before the first log)
-    EndReason.NAN: "ended in NaN",
+    EndReason.NAN: "ended in NaN/Inf",
     EndReason.DIVERGED: "diverged",
     EndReason.HUNG: "hung",
     EndReason.UNKNOWN: "no end in the log",

@@ -279,7 +279,7 @@ def test_colossalai_nan_loss_on_its_progress_bar_is_found() -> None:
     loss = run.metrics.filter(metric="loss")
     assert loss["step"].to_list() == [432, 433] and loss["value"].is_nan().all()
     lines = reports.render(forensics.analyze_path(path).findings).splitlines()
-    assert "- **What went wrong:** attempt 1 ended in NaN: NaN from step 432 to the end of its log (step 433)." in lines
+    assert "- **What went wrong:** attempt 1 ended in NaN/Inf: NaN from step 432 to the end of its log (step 433)." in lines
 
 
 def test_colossalai_bar_printed_twice_an_iteration_is_one_attempt(tmp_path: Path) -> None:

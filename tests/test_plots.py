@@ -167,7 +167,7 @@ def test_the_overview_gives_each_attempt_its_own_lane(tr8, figures):
     frame, run = tr8
     figs = figures(frame, run)
     lanes = figs["overview"].axes
-    assert [ax.get_ylabel() for ax in lanes] == ["attempt 1: ended in NaN", "attempt 2: ended in NaN",
+    assert [ax.get_ylabel() for ax in lanes] == ["attempt 1: ended in NaN/Inf", "attempt 2: ended in NaN/Inf",
                                                  "attempt 3: diverged"]
     steps = {a.index: set(frame.filter((pl.col("metric") == "loss") & (pl.col("attempt") == a.index)
                                        & pl.col("value").is_finite())["step"].to_list()) for a in run.attempts}

@@ -338,8 +338,8 @@ def test_the_summary_names_three_attempts_with_no_end_and_counts_the_rest() -> N
     _, lines = chronicle(load_run(SLM))
     assert ("- **What went wrong:** no attempt's log ends in NaN, divergence, a crash or a hang, but how attempt 1 "
             "ended is not in the log (attempt 2 started next); how attempt 2 ended is not in the log (attempt 3 "
-            "started next); how attempt 3 ended is not in the log (attempt 4 started next, back at step 7500); nor "
-            "how 1 more attempt ended (see *Timeline*).") in lines
+            "started next); how attempt 3 ended is not in the log (attempt 4 started next, back at step 7500 "
+            "(inferred)); nor how 1 more attempt ended (see *Timeline*).") in lines
 
 
 def test_a_loss_that_did_not_fall_is_said_of_the_stage_it_was_judged_on(tmp_path: Path) -> None:

@@ -1131,9 +1131,9 @@ def test_a_nan_ending_names_the_last_checkpoint_saved_before_it() -> None:
     roll back to is the last one saved before it. ChenZihua-cn/nanoGPT: NaN from iter 425, saved after the evaluation
     at 400; karpathy/nanoGPT#215: NaN from 3010, saved after the evaluation at 3000 (printed after "step 3000: train
     loss ...", before "iter 3000": it was placed at step 2990)."""
-    for name, ending in (("ChenZihua-cn_nanoGPT_train.log", "ended in NaN: NaN from step 425 to the end of its log "
+    for name, ending in (("ChenZihua-cn_nanoGPT_train.log", "ended in NaN/Inf: NaN from step 425 to the end of its log "
                           "(step 450); the last checkpoint saved before it: step 400."),
-                         ("karpathy_nanoGPT_issue215_excerpt.txt", "ended in NaN: NaN from step 3010 to the end of its "
+                         ("karpathy_nanoGPT_issue215_excerpt.txt", "ended in NaN/Inf: NaN from step 3010 to the end of its "
                           "log (step 3060); the last checkpoint saved before it: step 3000.")):
         _, lines = _chronicle(REAL / "nanogpt" / name)
         assert f"- **How it ended:** {ending}" in lines
@@ -1410,7 +1410,7 @@ def test_a_keras_fit_console_is_read_at_its_epochs_with_its_nan() -> None:
         ("nan", "loss", 2, 7), ("non_finite", "val_loss", 2, 7)]
     assert run.warnings == [f"{keras1}: it prints no global step: the steps here are epochs (each point the "
                             "end-of-epoch value)"]
-    assert "- **What went wrong:** attempt 1 ended in NaN: NaN from step 2 to the end of its log (step 7)." in lines
+    assert "- **What went wrong:** attempt 1 ended in NaN/Inf: NaN from step 2 to the end of its log (step 7)." in lines
 
     keras2 = REAL / "keras" / "relernn_issue26_nan_epoch309.txt"
     assert _points(keras2, "loss") == [(308, 0.2445), (309, "nan"), (310, "nan")]
@@ -2819,12 +2819,28 @@ def test_a_grad_norm_of_0_at_every_point_beside_a_loss_is_a_finding():
 def test_lower_steps_never_logged_are_no_replay_and_an_inferred_resume_is_no_step_said():
     """nanoGPT PR #225 pastes iters 220-240 of one run, then 150-170 of another. The second was "back at step 140"
     (a resume point inferred from its first step, said as if logged) and "a replay of steps logged before" (none of
-    150-170 was): it is back at its first logged step, 150, and its steps are new."""
+    150-170 was): the step is said as inferred, as the rollbacks line says it, and its steps are new."""
     lines = reports.render(forensics.analyze(parsers.load_run(
         REAL / "nanogpt" / "issue__karpathy+nanoGPT__pr225_two_runs.txt"))).splitlines()
     [went] = [line for line in lines if line.startswith("- **What went wrong:**")]
-    assert went.endswith("how attempt 1 ended is not in the log (attempt 2 started next, back at its first logged "
-                         "step, 150).")
+    assert went.endswith("how attempt 1 ended is not in the log (attempt 2 started next, back at step 140 "
+                         "(inferred)).")
     assert ("- attempt 2: steps 150–170 (new steps); the log ends with no end printed: still running, cut off, or "
             "stopped without a word") in lines
-    assert not any("step 140" in line or "a replay of steps" in line for line in lines)
+    assert not any("a replay of steps" in line for line in lines)
+
+
+def test_a_loss_that_went_inf_is_said_as_inf_and_the_step_shift_is_said():
+    """DeepSpeedExamples #444: the PPO losses print "act_loss: inf|cri_loss: inf" from printed step 3184 (3185 here:
+    the batches done, the printed step + 1). The ending said "NaN from step 3185", and nothing said why the steps are
+    one above the printed ones."""
+    run = parsers.load_run(REAL / "deepspeed_chat" / "issue__deepspeedai+DeepSpeedExamples__issue444_step3_inf.txt")
+    assert any("its printed step counts each epoch's prompt batches from 0: a step here is the batches done, the "
+               "printed step + 1" in w for w in run.warnings)
+    findings = forensics.analyze(run)
+    [attempt] = findings.runs[0].attempts
+    assert attempt.end_detail == "Inf from step 3185 to the end of its log (step 3199)"
+    [nan] = [a for a in findings.runs[0].anomalies if a.kind == Kind.NAN]
+    assert nan.value == float("inf")
+    assert ("- **What went wrong:** attempt 1 ended in NaN/Inf: Inf from step 3185 to the end of its log (step 3199)."
+            in reports.render(findings).splitlines())

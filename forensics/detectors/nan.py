@@ -36,6 +36,7 @@ def nan_steps(frames: RunFrames) -> pl.DataFrame:
     ).select(
         "attempt", "step", why=s.format_text("{} {}", metric, "value"),
         family=pl.when(metric.is_in([*_CORE_METRICS, s.NAN_ITERATIONS])).then(pl.lit(CORE)).otherwise(metric),
+        value=pl.when(~pl.col("value").is_finite()).then("value"),
     )
     ev = frames.events
     missing = (
@@ -43,14 +44,14 @@ def nan_steps(frames: RunFrames) -> pl.DataFrame:
         .join(interval, on=["attempt", "step"], how="left")
         .filter(pl.col("value").is_null() | (pl.col("value") < pl.col("interval").fill_null(1)))
         .select("attempt", "step", why=pl.lit("loss missing from the log line (Megatron leaves a NaN loss out)"),
-                family=pl.lit(CORE))
+                family=pl.lit(CORE), value=pl.lit(float("nan")))
     )
     # a check printed after step N's line is about an iteration after N: N + 1 is the first it can be
     checks = ev.filter((pl.col("kind") == s.EV_NAN_CHECK) & pl.col("step").is_not_null()).select(
         "attempt", step=pl.col("step") + 1,
         why=pl.format("NaN check printed after step {}'s line: ", "step")
         + pl.col("text").str.strip_chars().str.slice(0, 120),
-        family=pl.lit(CORE),
+        family=pl.lit(CORE), value=pl.lit(float("nan")),
     )
     return pl.concat([bad_values, missing, checks]).drop_nulls("step").sort("attempt", "step")
 
@@ -81,6 +82,10 @@ class NanDetector:
                 pl.col("step").max().alias("end"),
                 pl.col("why").unique(maintain_order=True),
                 pl.col("step").n_unique().alias("bad"),
+                # Inf where every value it rests on is infinite (DeepSpeed-Chat's "act_loss: inf"), else NaN
+                pl.when(pl.col("value").is_infinite().all() & pl.col("value").is_not_null().any())
+                .then(pl.col("value").drop_nulls().first())
+                .otherwise(float("nan")).alias("value"),
             )
         )
         # per (metric, attempt): the steps it was logged at, and those with a finite value, with the values (sorted:
@@ -97,7 +102,7 @@ class NanDetector:
             return int(np.unique(np.concatenate(found)).size) if found else 0
 
         out = []
-        for family, attempt, _g, start, end, whys, bad in grouped.iter_rows():
+        for family, attempt, _g, start, end, whys, bad, bad_value in grouped.iter_rows():
             where = f"step {start}" if start == end else f"steps {start}-{end}"
             own = [s.LOSS, s.GRAD_NORM] if family == CORE else [family]  # the steps its own series were logged at
             seen = seen_between(own, attempt, start, end)
@@ -121,7 +126,7 @@ class NanDetector:
             out.append(
                 Anomaly(
                     kind=kind, metric=metric, attempt=int(attempt), step=int(start), end_step=int(end),
-                    value=float("nan"), baseline=baseline, detail=detail, recovered_step=after,
+                    value=bad_value, baseline=baseline, detail=detail, recovered_step=after,
                 )
             )
         return sorted(out, key=lambda a: (a.attempt, a.step))

@@ -113,6 +113,8 @@ SPEC = _PPOFormat(
     unread=((r"\[Rank \d+\] step=\d+, skipped=\d+, lr=\[", "of DeepSpeed's \"step=N, skipped=M, lr=[...]\" (the actor's "
              "and the critic's engines print one each a step, each with its own learning rate)"),),
     note="its losses are PPO's (the actor's policy loss, the critic's value loss, the unsupervised mix's loss), read "
-         "under their own names: none of them is a language model's training loss",
+         "under their own names: none of them is a language model's training loss; its printed step counts each "
+         "epoch's prompt batches from 0: a step here is the batches done, the printed step + 1 (plus the batches of "
+         "the epochs before)",
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
