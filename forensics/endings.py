@@ -25,6 +25,8 @@ from forensics.saves import saved_steps
 from parsers import schema as s
 from parsers.ranks import without_ranks_or_times
 
+_LAUNCHER_WRAPPER = re.compile(r"\bChildFailedError\b")  # torchrun's error that a child process failed
+
 DECISIVE: dict[str, EndReason] = {
     s.EV_TRAINING_DONE: EndReason.COMPLETED,
     s.EV_EXIT: EndReason.EXITED,
@@ -119,6 +121,12 @@ def end_of(
         if first["kind"] == s.EV_CANCELLED:  # srun's "Job step aborted" before slurm's line that says why
             why = printed.filter(pl.col("kind").is_in([s.EV_TIME_LIMIT, s.EV_PREEMPTED]))
             first = why.row(0, named=True) if why.height else first
+        elif first["kind"] == s.EV_ERROR and _LAUNCHER_WRAPPER.search(first["text"] or ""):
+            # torchrun's ChildFailedError only wraps the failure: its "Root Cause (first observed failure)" section,
+            # printed last, quotes the failing rank's own error (the ranks it then stopped come before it, as SIGTERMs)
+            root = printed.filter(pl.col("kind").is_in(list(s.ERROR_KINDS))
+                                  & (pl.col("line").fill_null(0) > (first["line"] or 0)))
+            first = root.row(-1, named=True) if root.height else first
         reason = DECISIVE[first["kind"]]
         if reason == EndReason.CRASHED and end_step is None and shows_start:
             reason = EndReason.FAILED_STARTUP

@@ -2844,3 +2844,18 @@ def test_a_loss_that_went_inf_is_said_as_inf_and_the_step_shift_is_said():
     assert nan.value == float("inf")
     assert ("- **What went wrong:** attempt 1 ended in NaN/Inf: Inf from step 3185 to the end of its log (step 3199)."
             in reports.render(findings).splitlines())
+
+
+def test_a_torchtitan_resume_its_size_and_the_root_cause_under_torchruns_wrapper():
+    """QIU023/torchtitan_attention_residual: "Loading the checkpoint from .../checkpoint/step-12500." then steps
+    12510-12960; rank 1's data loader fails, and torchrun prints its ChildFailedError, then the root cause. It was
+    "the log begins mid-run ... (an excerpt, or a resume whose checkpoint load was not logged)", "crashed after step
+    12960: 'torch.distributed.elastic.multiprocessing.errors.ChildFailedError:'" and "printed by the program: n/a"
+    beside "size: 1,201,640,636 total parameters" and "total steps 30000"."""
+    findings = forensics.analyze(parsers.load_run(REAL / "torchtitan"
+                                                  / "QIU023_attention_residual_resume_break3_hf_fail.log"))
+    [attempt] = findings.runs[0].attempts
+    assert (attempt.resumed_from_step, attempt.resumed_from_inferred, attempt.end_reason) == (
+        12500, False, EndReason.CRASHED)
+    assert attempt.end_detail == "RuntimeError: Cannot send a request, as the client has been closed."
+    assert (attempt.target_step, findings.runs[0].model.parameters_logged) == (30000, 1_201_640_636)

@@ -150,7 +150,8 @@ class LineFormat:
         if text.binary or text.blank:
             raise NotThisFormat(f"{context.shown}: {'binary' if text.binary else 'empty'} file", empty=text.blank)
         log = self.parse(text, run=context.run, source=context.shown)
-        if log.metrics.height == 0 and log.events.height == 0:
+        # (a size or a planned length printed at start-up says nothing of a training on its own)
+        if log.metrics.height == 0 and log.events.filter(~pl.col("kind").is_in(list(_SETUP_ONLY))).height == 0:
             raise NotThisFormat(f"{context.shown}: {self.FORMAT} log without metrics lines, errors or stops")
         return [Piece(path, self.FORMAT, log)]
 
@@ -759,6 +760,10 @@ def _lines_lost(against: pl.DataFrame) -> str | None:
             f"training printed {printed} metrics lines in all: at least {worst['_beyond']} are missing (a capture "
             "that lost lines), so its counted steps fall behind the training's")
 
+
+# events that describe the setup, not anything the training did
+_SETUP_ONLY = frozenset({s.EV_PARAMETER_COUNT, s.EV_PLANNED_STEPS, s.EV_PADDED_VOCAB, s.EV_PARAMETER_COUNT_SHARD,
+                         s.EV_PARAMETER_COUNT_SUM, s.EV_PARAMETER_COUNT_RANKS})
 
 # the kinds of the other lines that begin a launch: a step repeated across one of them is a replay, not a copy
 _LAUNCH_KINDS = frozenset({s.EV_STARTUP, s.EV_PROCESS_START, s.EV_CHECKPOINT_LOAD})

@@ -29,5 +29,16 @@ SPEC = LineFormat(
     ),
     placeholders=((s.LOSS, -1.0, "torchtitan's placeholder on a pipeline stage that does not compute the loss (only "
                                  "the last stage does)"),),
+    events=(
+        # its checkpointer: "Loading the checkpoint from <folder>/checkpoint/step-12500." (the step in the folder's
+        # name), then "Training starts at step 12501" (QIU023/torchtitan_attention_residual's resume)
+        (s.EV_CHECKPOINT_LOAD, r"\bLoading the checkpoint from \S*?\bstep-(\d+)\b"),
+        (s.EV_CHECKPOINT_LOAD, r"\bLoading the checkpoint from \S"),
+        # "Trainer is initialized with local batch size 3, ..., total steps 30000 (warmup 12700)" (older: "Training
+        # starts at step 1, with local batch size 8, ..., total steps 1000 (warmup 200)"), and the model's size:
+        # "Model llama3 debugmodel size: 6,163,712 total parameters"
+        (s.EV_PLANNED_STEPS, r"\btotal steps (\d+) \(warmup \d+\)"),
+        (s.EV_PARAMETER_COUNT, r"\bsize: (\d[\d,]*) total parameters\b"),
+    ),
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
