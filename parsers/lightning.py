@@ -34,16 +34,12 @@ FORMAT = "lightning"
 _AXES = ("step", "epoch")
 
 
-def _in_version_dir(name: str) -> bool:
-    return Path(name).parent.name.startswith("version_")
-
-
 def sniff(head: bytes, name: str) -> bool:
-    """``metrics.csv`` whose header has a ``step`` column (in a ``version_N`` folder or not), or the
-    ``hparams.yaml`` of a ``version_N`` folder."""
+    """``metrics.csv`` whose header has a ``step`` column (in a ``version_N`` folder or not), or an ``hparams.yaml``
+    (:func:`read` takes the one of a ``version_N`` folder, or one beside a ``metrics.csv``)."""
     base = Path(name).name
-    if base == "hparams.yaml":
-        return _in_version_dir(name)
+    if base == "hparams.yaml":  # (beside a metrics.csv, wherever it lies, which only read can see)
+        return True
     header = head.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip().split(",")
     return base == "metrics.csv" and "step" in header
 
@@ -51,6 +47,9 @@ def sniff(head: bytes, name: str) -> bool:
 def read(path: Path, context: ReadContext) -> list[Piece]:
     if path.name == "hparams.yaml" and (path.parent / "metrics.csv").is_file():
         return []  # read with its metrics.csv, as that version's config
+    if path.name == "hparams.yaml" and not path.parent.name.startswith("version_"):
+        raise NotThisFormat(f"{context.shown}: an hparams.yaml with no metrics.csv beside it, not in a version_N "
+                            "folder")
     hparams = path.parent / "hparams.yaml"
     configs = s.empty(s.CONFIGS_SCHEMA)
     if hparams.is_file():

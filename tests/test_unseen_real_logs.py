@@ -2859,3 +2859,14 @@ def test_a_torchtitan_resume_its_size_and_the_root_cause_under_torchruns_wrapper
         12500, False, EndReason.CRASHED)
     assert attempt.end_detail == "RuntimeError: Cannot send a request, as the client has been closed."
     assert (attempt.target_step, findings.runs[0].model.parameters_logged) == (30000, 1_201_640_636)
+
+
+def test_a_lightning_version_folder_read_directly_takes_its_hparams_as_config():
+    """BvoJa/GPTTT's lightning_logs/version_0 analysed as the folder itself: its hparams.yaml (vocab_size 65, the
+    model and trainer under cfg) is the run's config, not "skipped 1 file(s): hparams.yaml: no metrics lines of a text
+    format it knows" (the reader took an hparams.yaml only where its folder's name showed version_N)."""
+    folder = REAL / "lightning" / "BvoJa_GPTTT_version_0"
+    run = parsers.load_run(folder)
+    assert run.configs.filter(pl.col("key") == "cfg.trainer.max_steps")["value"].to_list() == ["500"]
+    lines = reports.render(forensics.analyze_path(folder).findings).splitlines()
+    assert not any("skipped" in line and "hparams.yaml" in line for line in lines)
