@@ -121,6 +121,8 @@ def parameters_from_shape(cfg: dict[str, Any], vocab: int | None) -> tuple[float
         or cfg.get("use_rotary_position_embeddings")
         or cfg.get("add_position_embedding") is False
         or pos_type in {"rope", "alibi", "none"}
+        # (GPT-J's and CodeGen's rotary_dim, GPT-NeoX's rotary_pct: rotary positions over part of each head, no table)
+        or cfg.get("rotary_dim") or cfg.get("rotary_pct")
     ):
         positions = 0
     copies = 1

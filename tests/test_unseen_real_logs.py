@@ -2870,3 +2870,12 @@ def test_a_lightning_version_folder_read_directly_takes_its_hparams_as_config():
     assert run.configs.filter(pl.col("key") == "cfg.trainer.max_steps")["value"].to_list() == ["500"]
     lines = reports.render(forensics.analyze_path(folder).findings).splitlines()
     assert not any("skipped" in line and "hparams.yaml" in line for line in lines)
+
+
+def test_a_rotary_dim_model_has_no_learned_position_table():
+    """vedovati-matteo/SmalltalkCodeGen fine-tunes codegen-350M-mono, whose config has rotary_dim 32 (rotary positions,
+    as GPT-J's) and n_positions 2048: its shape gave 358.9M, a learned 2048 x 1024 position table that CodeGen does not
+    have. Its count from the HF implementation is 356,712,448 (word embeddings, 20 blocks, final norm, an untied head
+    with a bias); the shape's, which takes Megatron's biases, is within 0.05% of it."""
+    analysis = forensics.analyze_path(REAL / "tensorboard" / "vedovati-matteo_SmalltalkCodeGen_logs")
+    assert abs(analysis.findings.runs[0].model.parameters_from_shape / 356_712_448 - 1) < 5e-4
