@@ -551,7 +551,8 @@ def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedL
     )
     first_offset = int(raw["offset"].min()) if raw.height else 0  # type: ignore[arg-type]
     starts = events.filter((pl.col("kind") == s.EV_SESSION_START) & (pl.col("offset") > first_offset))["offset"]
-    boundaries = sorted(set(starts.to_list()) | set(_rollback_starts(main, regress, starts.to_list())))
+    boundaries = _apart(sorted(set(starts.to_list()) | set(_rollback_starts(main, regress, starts.to_list()))
+                               | set(_trainings_begun(configs, raw["offset"]))), raw["offset"])
     bounds = np.array(boundaries, dtype=np.int64)
 
     def attempt_of(frame: pl.DataFrame) -> pl.DataFrame:
@@ -574,7 +575,7 @@ def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedL
             done,
             regress.select("offset", "step", "wall_time", kind=pl.lit(s.EV_STEP_REGRESSION),
                            text=s.format_text("{} went back from step {} to {}", "tag", "prev", "step")),
-            _duplicates(main),
+            _duplicates(attempt_of(main)),
             _evaluation_pass(raw, names) if not within else pl.DataFrame(),
         ],
         how="diagonal_relaxed",
@@ -638,11 +639,13 @@ def _rollback_starts(main: pl.DataFrame, regress: pl.DataFrame, session_starts: 
 
 
 def _duplicates(main: pl.DataFrame) -> pl.DataFrame:
-    """A ``duplicate_step`` event per (tag, step) logged more than once, at its second record."""
-    if main.group_by("tag").agg(unique=pl.col("step").n_unique() == pl.len())["unique"].all():
+    """A ``duplicate_step`` event per (attempt, tag, step) logged more than once, at its second record (its offset
+    and time: a step each of three trainings in one file logged once is no duplicate)."""
+    if main.group_by("attempt", "tag").agg(unique=pl.col("step").n_unique() == pl.len())["unique"].all():
         main = main.clear()  # no tag repeats a step: skip the window over every row (~5x the time, ~1x the memory)
-    dup = main.filter(pl.col("step").is_duplicated().over("tag")).group_by("tag", "step").agg(
-        pl.col("offset").sort().get(1).alias("offset"), pl.col("wall_time").first(), pl.len().alias("n")
+    dup = main.filter(pl.col("step").is_duplicated().over("attempt", "tag")).group_by("attempt", "tag", "step").agg(
+        pl.col("offset").sort().get(1).alias("offset"), pl.col("wall_time").sort_by("offset").get(1),
+        pl.len().alias("n"),
     )
     return dup.select(
         "offset", "step", "wall_time", kind=pl.lit(s.EV_DUPLICATE_STEP),
@@ -673,6 +676,41 @@ def _axis_metrics(raw: pl.DataFrame) -> pl.DataFrame:
             value=pl.col("x").cast(pl.Float64),
         )
     )
+
+
+_TRAINING_ARGS = "args"  # the Hugging Face Trainer's TrainingArguments, written as text as each train() begins
+
+
+def _trainings_begun(configs: list[dict], offsets: pl.Series) -> list[int]:
+    """Where another training began in the file: the Trainer's ``args`` text written again after scalars were
+    logged (yongshuaiy/LLMs-final: three train() calls in one process wrote one event file, the last two at step 20
+    each). A text written at every evaluation (generated samples) is no such mark: only the Trainer's own.
+
+    >>> _trainings_begun([{"offset": 0, "key": "args"}, {"offset": 90, "key": "args"}], pl.Series([10, 50, 100]))
+    [90]
+    >>> _trainings_begun([{"offset": 0, "key": "args"}, {"offset": 5, "key": "args"}], pl.Series([10, 50]))
+    []
+    """
+    written = sorted(c["offset"] for c in configs if c.get("key") == _TRAINING_ARGS)
+    if len(written) < 2 or not offsets.len():
+        return []
+    scalars = np.sort(offsets.to_numpy())
+    logged_before = np.searchsorted(scalars, np.array(written), side="left")  # scalars before each write
+    return [int(w) for w, n, prev in zip(written[1:], logged_before[1:], logged_before[:-1], strict=True) if n > prev]
+
+
+def _apart(boundaries: list[int], offsets: pl.Series) -> list[int]:
+    """The attempt boundaries with a scalar logged since the one before: two marks of one start (the Trainer's args
+    text, then its step going back at its first loss) are one boundary, the first.
+
+    >>> _apart([90, 120, 300], pl.Series([10, 130, 310]))
+    [90, 300]
+    """
+    if len(boundaries) < 2:
+        return boundaries
+    scalars = np.sort(offsets.to_numpy())
+    before = np.searchsorted(scalars, np.array(boundaries), side="left")
+    return [boundaries[0]] + [b for b, n, prev in zip(boundaries[1:], before[1:], before[:-1], strict=True) if n > prev]
 
 
 def _config_frame(configs: list[dict]) -> pl.DataFrame:

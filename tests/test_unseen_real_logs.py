@@ -2879,3 +2879,18 @@ def test_a_rotary_dim_model_has_no_learned_position_table():
     with a bias); the shape's, which takes Megatron's biases, is within 0.05% of it."""
     analysis = forensics.analyze_path(REAL / "tensorboard" / "vedovati-matteo_SmalltalkCodeGen_logs")
     assert abs(analysis.findings.runs[0].model.parameters_from_shape / 356_712_448 - 1) < 5e-4
+
+
+def test_three_trainings_in_one_event_file_are_three_attempts_with_their_own_times():
+    """yongshuaiy/LLMs-final: one process's three trainer.train() calls wrote one event file, each beginning with the
+    Trainer's args text (06:05:33, 06:16:00, 06:19:20), the last two stopped at step 20. They were two attempts, the
+    second "20, first step or event 06:06:19" (the first training's time) with both step-20 losses, and "eval/loss
+    logged 3 times at step 20" though each training logged it once."""
+    run = parsers.load_run(REAL / "tensorboard" / "yongshuaiy_LLMs-final_three_trainings")
+    loss = run.metrics.filter(metric=schema.LOSS).sort("attempt", "step")
+    assert loss.group_by("attempt", maintain_order=True).agg(first=pl.col("step").min(), last=pl.col("step").max(),
+                                                            n=pl.len()).rows() == [(1, 20, 180, 9), (2, 20, 20, 1),
+                                                                                   (3, 20, 20, 1)]
+    assert loss.filter(attempt=2)["value"].to_list() != loss.filter(attempt=3)["value"].to_list()
+    assert not run.events.filter(pl.col("kind") == schema.EV_DUPLICATE_STEP, pl.col("step") == 20,
+                                 pl.col("text").str.starts_with("eval/loss")).height
