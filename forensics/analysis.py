@@ -116,7 +116,9 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
             run.events, metrics)
         | _lone_skips(frames, detectors),
         blips=blips(frames, detectors),
-        learning=None if attempts and attempts[0].begins_mid_run else learning(metrics),
+        # (not judged where the log starts mid-run: an excerpt, or a resume far into a training, flat by nature)
+        learning=None if attempts and (attempts[0].begins_mid_run or (attempts[0].resumed_from_step or 0) > 0)
+        else learning(metrics),
         gaps=gaps,
         discontinuities=[d for d in discontinuities(curves, gaps, frames.steps(), frames.spacing())
                          if not as_configured(d, table.get(d.attempt_after, config))],

@@ -34,7 +34,9 @@ def _resume_point(events: pl.DataFrame, start: int | None, interval: int,
         if events.height else events
     if loads.height:
         it = int(loads["value"][-1])
-        return (it if it > 0 else None), False
+        # a counter that starts at or below the step it loaded counts from the start: weights loaded (a fine-tune from
+        # another run's checkpoint, torchtitan's initial_load_path), not a resume of that run
+        return (it if it > 0 and (start is None or it < start) else None), False
     if start is None or (events.height and events.filter(pl.col("kind") == s.EV_NO_CHECKPOINT).height):
         return None, False
     if start - max(interval, 1) < 2:  # its first logged step is the first or second of training
@@ -237,7 +239,7 @@ def build_attempts(
         # a checkpoint loaded at iteration 0, or one whose iteration is not printed by an attempt that starts at the
         # start of training: a fine-tune, or a training begun from loaded weights, not from scratch
         unnamed_load = bool(ev.height and ev.filter((pl.col("kind") == s.EV_CHECKPOINT_LOAD) & (
-            (pl.col("value") == 0) | pl.col("value").is_null())).height)
+            (pl.col("value") == 0) | pl.col("value").is_null() | (pl.col("value") >= (start or 0)))).height)
         loaded = resumed is None and unnamed_load
         first_epoch = (mid_run_epoch(metrics, n) if i == 0 and resumed is None
                        and not (start is not None and start <= (configured or 0)) else None)

@@ -25,8 +25,6 @@ from forensics.saves import saved_steps
 from parsers import schema as s
 from parsers.ranks import without_ranks_or_times
 
-_LAUNCHER_WRAPPER = re.compile(r"\bChildFailedError\b")  # torchrun's error that a child process failed
-
 DECISIVE: dict[str, EndReason] = {
     s.EV_TRAINING_DONE: EndReason.COMPLETED,
     s.EV_EXIT: EndReason.EXITED,
@@ -81,6 +79,19 @@ def quote(text: str | None) -> str:
     return text if len(text) <= QUOTE else text[: QUOTE - 1] + "…"
 
 
+def _root_cause(events: pl.DataFrame, printed: pl.DataFrame, first: dict) -> dict:
+    """The error quoted under torchrun's root-cause header after ``first`` in the same file (the first error line
+    after that header), else ``first`` (a root cause with no Python error: its error_file <N/A>)."""
+    header = events.filter((pl.col("kind") == s.EV_ROOT_CAUSE) & (pl.col("source") == first["source"])
+                           & (pl.col("line").fill_null(0) > (first["line"] or 0)))
+    if not header.height:
+        return first
+    after = int(header["line"].min())  # type: ignore[arg-type]
+    quoted = printed.filter(pl.col("kind").is_in(list(s.ERROR_KINDS)) & (pl.col("source") == first["source"])
+                            & (pl.col("line").fill_null(0) > after))
+    return quoted.row(0, named=True) if quoted.height else first
+
+
 def ending_block(events: pl.DataFrame, end_step: int | None, stepped: frozenset[str] = frozenset()) -> pl.DataFrame:
     """The decisive events printed after the attempt's last iteration (all of them when it logged none), in the order
     they were printed. An event's step is the last iteration printed before it, so those after the last iteration
@@ -121,12 +132,10 @@ def end_of(
         if first["kind"] == s.EV_CANCELLED:  # srun's "Job step aborted" before slurm's line that says why
             why = printed.filter(pl.col("kind").is_in([s.EV_TIME_LIMIT, s.EV_PREEMPTED]))
             first = why.row(0, named=True) if why.height else first
-        elif first["kind"] == s.EV_ERROR and _LAUNCHER_WRAPPER.search(first["text"] or ""):
-            # torchrun's ChildFailedError only wraps the failure: its "Root Cause (first observed failure)" section,
-            # printed last, quotes the failing rank's own error (the ranks it then stopped come before it, as SIGTERMs)
-            root = printed.filter(pl.col("kind").is_in(list(s.ERROR_KINDS))
-                                  & (pl.col("line").fill_null(0) > (first["line"] or 0)))
-            first = root.row(-1, named=True) if root.height else first
+        elif first["kind"] == s.EV_ERROR:
+            # torchrun's ChildFailedError only wraps the failure: the error its "Root Cause (first observed failure)"
+            # section quotes, in the same file, is the failing rank's own (the ranks it then stopped come before it)
+            first = _root_cause(events, printed, first)
         reason = DECISIVE[first["kind"]]
         if reason == EndReason.CRASHED and end_step is None and shows_start:
             reason = EndReason.FAILED_STARTUP

@@ -123,14 +123,14 @@ def _hole_before(curve: pl.DataFrame, step: int) -> bool:
     before it): the rise to ``step`` is not seen.
 
     >>> lr = pl.DataFrame({"step": [5, 6, 7, 8, 2400], "value": [2e-5, 1e-5, 6e-6, 6e-6, 5e-5]})
-    >>> _hole_before(lr, 2400), _hole_before(lr, 8)
-    (True, False)
+    >>> _hole_before(lr, 2400), _hole_before(lr, 8), _hole_before(lr.filter(pl.col("step") > 6), 2400)
+    (True, False, True)
     """
     steps = curve["step"]
     i = int(steps.search_sorted(step))
     if i == 0:
         return False
-    usual = float(steps.head(i + 1).diff().drop_nulls().median() or 1)  # type: ignore[arg-type]
+    usual = float(steps.head(i).diff().drop_nulls().median() or 1)  # type: ignore[arg-type]  # (the gap itself not in it)
     return steps[i] - steps[i - 1] > max(2 * usual, 1)
 
 

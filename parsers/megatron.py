@@ -773,6 +773,7 @@ def attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
     marks = others.filter(pl.col("is_args_start") | pl.col("kind").is_in(deciding)).select(
         pl.col("line").cast(pl.Int64), kind=pl.when("is_args_start").then(pl.lit(s.EV_PROCESS_START)).otherwise("kind")
     )
+    marks = _new_trainings_only(marks, others)
     starts, content = launch_starts(lines, steps, marks["line"].to_numpy(), marks["kind"].to_list())
     process = np.searchsorted(starts, lines, side="right") - 1
     if lines.size < 2 or bool((np.diff(lines) >= 0).all()):
@@ -787,7 +788,9 @@ def attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
         segments = (
             pl.DataFrame({"line": lines, "process": process, "step": iters["step"], "total": totals})
             .with_columns(back=((pl.col("step") <= pl.col("step").shift(1).over("process"))
-                                | (pl.col("total") != pl.col("total").shift(1).over("process"))).fill_null(False))
+                                | ((pl.col("total") != pl.col("total").shift(1).over("process"))
+                                   & pl.col("total").is_not_nan() & pl.col("total").shift(1).over("process").is_not_nan())
+                                ).fill_null(False))
             .with_columns(segment=pl.col("back").cast(pl.Int32).cum_sum().over("process"))
         )
         firsts = segments.filter(pl.col("segment") > 0).group_by("process", "segment").agg(
@@ -800,6 +803,36 @@ def attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
     return bounds.with_columns(
         attempt=numbered.backward_fill().forward_fill().fill_null(1).cast(pl.Int32)
     ).select("start", "attempt")
+
+
+_BAR_AT_ZERO = r"\|\s*0/\d+ \["  # a progress bar drawn at its start ("  0%|    | 0/132 [00:00<?, ?it/s]")
+
+
+def _new_trainings_only(marks: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
+    """The marks without the training-loop frames that show no new training: one counts only after a training's
+    summary (training done) and a progress bar drawn at 0 since (a next trainer.train() began: Clemens66666/Trainer-
+    New's 0/132). Another rank's copy of a crash, or a failure in the same training's teardown (on_train_end runs
+    inside the loop too), is the ended training's.
+
+    >>> marks = pl.DataFrame({"line": [5, 9, 20], "kind": ["training_done", "training_loop", "training_loop"]})
+    >>> others = pl.DataFrame({"line": [5, 12], "kind": ["training_done", None], "bar": [None, "  0%| | 0/9 [00:00<?]"]})
+    >>> _new_trainings_only(marks, others)["line"].to_list()
+    [5, 20]
+    """
+    loops = marks.filter(pl.col("kind") == s.EV_TRAINING_LOOP)
+    if not loops.height:
+        return marks
+    done = np.sort(others.filter(pl.col("kind") == s.EV_TRAINING_DONE)["line"].cast(pl.Int64).to_numpy())
+    zero = (np.sort(others.filter(pl.col("bar").str.contains(_BAR_AT_ZERO))["line"].cast(pl.Int64).to_numpy())
+            if "bar" in others.columns else np.zeros(0, dtype=np.int64))
+    at = loops["line"].to_numpy()
+    last_done = np.searchsorted(done, at, side="left") - 1  # the summary before each frame
+    since = np.where(last_done >= 0, done[np.clip(last_done, 0, None)] if done.size else 0, np.iinfo(np.int64).max)
+    bar_after = np.searchsorted(zero, since, side="right")  # the first 0-bar after that summary
+    new = (last_done >= 0) & (bar_after < zero.size) & (zero[np.clip(bar_after, 0, max(zero.size - 1, 0))] < at
+                                                         if zero.size else False)
+    keep = set(at[new].tolist())
+    return marks.filter((pl.col("kind") != s.EV_TRAINING_LOOP) | pl.col("line").is_in(list(keep)))
 
 
 def launch_starts(

@@ -189,6 +189,7 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     # "['Traceback (most recent call last):\n', '  File ...', 'StopIteration\n']"): its last element is the error
     (s.EV_ERROR, LISTED_ERROR),
     (s.EV_TRACEBACK, r"Traceback \(most recent call last\)|Caught \w+ in replica \d+ on device \d+\."),
+    (s.EV_ROOT_CAUSE, r"^\W*Root Cause \(first observed failure\):"),
     # Python's word that the traceback after it did not end the program (a destructor's, another thread's)
     (s.EV_SURVIVED_EXCEPTION, r"^\W*(?:Exception (?:ignored in\b|in thread\b)|Error in atexit\._run_exitfuncs:)"),
     # py-spy ("Thread 12 (active): ...") and faulthandler ("Thread 0x7f... (most recent call first):") dumps

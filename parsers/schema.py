@@ -197,6 +197,8 @@ SCHEDULER_STOP_KINDS: frozenset[str] = frozenset({EV_CANCELLED, EV_TIME_LIMIT, E
 EV_INTERRUPT = "keyboard_interrupt"         # stopped by hand (Ctrl-C)
 EV_SCHEDULER = "scheduler"                  # a scheduler notice: job pending, scheduled to start, not running
 EV_STARTUP = "startup"                      # a start-up line: distributed init, random seeds, model build, launcher
+EV_ROOT_CAUSE = "root_cause"                # torchrun's "Root Cause (first observed failure):" header: the error
+                                             # quoted after it is the failing rank's own (its ChildFailedError wraps it)
 EV_TRAINING_LOOP = "training_loop"          # a traceback frame inside a training loop (the Trainer's _inner_training_loop):
                                              # a training was running; after a training's end, the next one began
 EV_STACK_DUMP = "stack_dump"                # a thread of a py-spy or faulthandler stack dump (someone looked at a hang)
@@ -249,6 +251,9 @@ ENDING_KINDS: frozenset[str] = frozenset({EV_EXIT, EV_TRAINING_DONE, EV_KILLED, 
 FATAL_KINDS: frozenset[str] = ERROR_KINDS | {EV_NAN_CHECK}
 # lines printed while a program starts: one after iterations or an ending begins a new launch
 STARTUP_KINDS: frozenset[str] = frozenset({EV_STARTUP, EV_MARKER})
+# lines that describe the setup (a size, a planned length), not anything the training did
+SETUP_KINDS: frozenset[str] = frozenset({EV_PARAMETER_COUNT, EV_PLANNED_STEPS, EV_PADDED_VOCAB,
+                                         EV_PARAMETER_COUNT_SHARD, EV_PARAMETER_COUNT_SUM, EV_PARAMETER_COUNT_RANKS})
 # evidence that an attempt's start is in the logs (so its first timestamp is when it started)
 START_KINDS: frozenset[str] = STARTUP_KINDS | {EV_PROCESS_START, EV_WANDB_RUN_START, EV_SESSION_START, EV_FILE_START,
                                                EV_STEP_REGRESSION}

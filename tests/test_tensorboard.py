@@ -30,8 +30,9 @@ def test_duplicate_steps_file_keeps_every_point_and_finds_the_rollback():
     assert foo.group_by("attempt").agg(lo=pl.col("step").min(), hi=pl.col("step").max()).sort("attempt").rows() == [
         (1, 0, 99), (2, 90, 199),
     ]
+    # steps 90-99 logged again after the rollback are the second attempt's own, not duplicates (within an attempt)
     kinds = run.events["kind"].value_counts().sort("kind").rows()
-    assert ("duplicate_step", 20) in kinds and ("step_regression", 1) in kinds
+    assert ("step_regression", 1) in kinds and not any(kind == "duplicate_step" for kind, _ in kinds)
     assert run.sources[0].format == "tensorboard"
 
 

@@ -2726,7 +2726,7 @@ def test_dicts_of_equal_values_that_the_progress_bar_counts_as_steps_are_not_cop
     # its zeros are the overflows' (it stopped on them), and no "loss scale not found, so a collapse could not be
     # checked" beside the collapse its stop line shows
     [zero] = [a for a in findings.runs[0].anomalies if a.kind == Kind.ZERO_LOSS]
-    assert zero.detail.endswith("(16 points): the program stopped on fp16 overflows at the scale's minimum: its steps "
+    assert zero.detail.endswith("(16 points): the program stopped on fp16 overflows right after them: its steps "
                                 "overflowed, their loss most likely Inf or NaN, logged as 0 (the Hugging Face Trainer, "
                                 "for one, leaves NaN and Inf losses out of the mean it logs, its "
                                 "logging_nan_inf_filter on by default, and logs 0 for a window with nothing else)")
@@ -2894,3 +2894,33 @@ def test_three_trainings_in_one_event_file_are_three_attempts_with_their_own_tim
     assert loss.filter(attempt=2)["value"].to_list() != loss.filter(attempt=3)["value"].to_list()
     assert not run.events.filter(pl.col("kind") == schema.EV_DUPLICATE_STEP, pl.col("step") == 20,
                                  pl.col("text").str.starts_with("eval/loss")).height
+
+
+# --- review s44: inputs written to break this stop's changes --------------------------------------------------------
+
+
+def test_review_s44_inputs_are_told_truly():
+    """Each input the review wrote against this stop's changes, and what its chronicle must (not) say."""
+    def findings(name: str):
+        return forensics.analyze(parsers.load_run(GENERATED / f"review_s44_{name}"))
+
+    # one crash printed by two ranks (each traceback through the Trainer's loop) is one attempt's end
+    [attempt] = findings("hf_two_ranks.log").runs[0].attempts
+    assert (attempt.end_step, attempt.end_reason) == (20, EndReason.CRASHED)
+    # an on_train_end failure after the summary is the same training's: completed, then the program failed
+    [attempt] = findings("hf_train_end.log").runs[0].attempts
+    assert attempt.end_reason == EndReason.COMPLETED and attempt.failed_after_training is not None
+    # an evaluation bar after the training's dicts is no proof that lines were lost
+    assert not any("missing" in w for w in parsers.load_run(GENERATED / "review_s44_hf_evalbar.log").warnings)
+    # a flat, noisy loss beside a zero grad norm does not show that the weights were trained
+    [zero] = [a for a in findings("hf_frozen.log").runs[0].anomalies if a.kind == Kind.ZERO_GRAD_NORM]
+    assert "the log does not tell which" in zero.detail and "fell meanwhile" not in zero.detail
+    # a root cause with no Python error under it leaves torchrun's own line, not another rank's error
+    [attempt] = findings("cf_noerrfile.log").runs[0].attempts
+    assert "ChildFailedError" in attempt.end_detail
+    # another run's checkpoint loaded, then steps from 1: weights loaded, not a resume from step 5000
+    [attempt] = findings("tt_ft.log").runs[0].attempts
+    assert (attempt.resumed_from_step, attempt.loaded_weights) == (None, True)
+    # no warm-up "still rising" across the hole after two points
+    lines = reports.render(findings("meg_hole.txt")).splitlines()
+    assert not any("still rising" in line for line in lines)

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind, shown
 from parsers import schema as s
+from parsers.megatron import PLACEHOLDER_LINES
 
-LEAST_POINTS = 3  # as parsers.megatron.PLACEHOLDER_LINES
-FELL = 0.05  # a loss 5% below its first value at these steps was trained
+LEAST_POINTS = PLACEHOLDER_LINES
+FELL = 0.05  # a loss whose level fell 5% (and beyond its noise) over these steps was trained
 EITHER = ("no gradient was measured: the program printed 0 where it did not compute the norm, or no gradient reached "
           "the weights (a model frozen by mistake, a loss detached from them); the log does not tell which, and the "
           "grad-norm checks rest on nothing here")
@@ -56,11 +58,27 @@ class ZeroGradNormDetector:
                                                 & pl.col("value").is_finite()).sort("step")
             if loss.height < LEAST_POINTS or not (loss["value"] > 0).all():
                 continue  # a loss of 0 beside it has no gradient either: the zero-loss finding's
-            start, end, low = float(loss["value"][0]), float(loss["value"][-1]), float(loss["value"].min())
-            why = TRAINED if low < start * (1 - FELL) else EITHER
+            values = loss["value"].to_numpy()
+            start, end = float(values[0]), float(values[-1])
+            why = TRAINED if _fell(values) else EITHER
             out.append(Anomaly(
                 kind=self.name, metric=s.GRAD_NORM, attempt=int(attempt), step=int(first), end_step=int(last),
                 value=0.0, baseline=None,
                 detail=f"grad norm logged as 0 at every one of its {n} points (steps {first}–{last}) while the loss "
                        f"was above 0 ({shown(start)} to {shown(end)}): {why}"))
         return out
+
+
+def _fell(values: np.ndarray) -> bool:
+    """Whether the loss's level fell over these points: the median of their last third below that of their first by
+    5% and by three times the point-to-point noise (1.4826 x MAD of the differences, over sqrt 2), so noise about a
+    flat level is no fall.
+
+    >>> _fell(np.array([2.0, 2.06, 1.94, 2.02, 1.97, 2.05])), _fell(np.array([9.9, 9.0, 8.1, 7.2, 6.5, 5.8]))
+    (False, True)
+    """
+    third = max(len(values) // 3, 1)
+    first, last = float(np.median(values[:third])), float(np.median(values[-third:]))
+    steps = np.diff(values)
+    noise = 1.4826 * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2) if steps.size else 0.0
+    return first - last > max(FELL * first, 3 * noise)

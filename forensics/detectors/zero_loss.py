@@ -29,12 +29,12 @@ WHY = ("a loss of 0 (to the digits printed) is no training signal: every label m
 SCATTERED = ("single batches gave a loss of 0: a batch whose labels were all masked or ignored, or a loss with a floor "
              "at 0 that the batch met in full (a hinge or margin loss); a cross-entropy over real tokens is never 0; "
              "the log does not tell which")
-NAN_FILTERED = ("the grad norm was NaN or Inf at these steps: the loss was most likely NaN too, logged as 0 (the "
-                "Hugging Face Trainer, for one, leaves NaN and Inf losses out of the mean it logs, its "
-                "logging_nan_inf_filter on by default, and logs 0 for a window with nothing else)")
-OVERFLOWED = ("the program stopped on fp16 overflows at the scale's minimum: its steps overflowed, their loss most "
-              "likely Inf or NaN, logged as 0 (the Hugging Face Trainer, for one, leaves NaN and Inf losses out of the "
-              "mean it logs, its logging_nan_inf_filter on by default, and logs 0 for a window with nothing else)")
+_FILTERED = ("the Hugging Face Trainer, for one, leaves NaN and Inf losses out of the mean it logs, its "
+             "logging_nan_inf_filter on by default, and logs 0 for a window with nothing else")
+NAN_FILTERED = ("the grad norm was NaN or Inf at these steps: the loss was most likely NaN too, logged as 0 "
+                f"({_FILTERED})")
+OVERFLOWED = ("the program stopped on fp16 overflows right after them: its steps overflowed, their loss most likely Inf "
+              f"or NaN, logged as 0 ({_FILTERED})")
 NEAR_ZERO = 1e-3  # a cross-entropy below this is a perplexity of 1.001: nothing left to learn
 COLLAPSE = 1000.0  # a fall this large in one logged point is a collapse, not learning
 FLOWING = 0.01  # a grad norm above this flows (GRPO's 0.087); OLMo #692's 7.7e-08, a memorised model's 1e-3, do not
@@ -83,7 +83,9 @@ class ZeroLossDetector:
                      f"at every point from step {steps[first]} to {steps[last]} ({span} points)" if at.size == span
                      else f"at {at.size} of the {span} points from step {steps[first]} to {steps[last]}")
             before = f", after {shown(float(values[first - 1]))} at step {steps[first - 1]}" if first else ""
-            why = NAN_FILTERED if attempt in filtered else OVERFLOWED if attempt in stopped else WHY
+            # (the overflows' zeros run up to the attempt's last loss point, where the program stopped on them)
+            why = (NAN_FILTERED if attempt in filtered else OVERFLOWED if attempt in stopped and last == values.size - 1
+                   else WHY)
             if why == WHY and at.size * 2 < span:  # zeros scattered among ordinary values: single batches, not a dead signal
                 others = values[first:last + 1][values[first:last + 1] != 0]
                 where += f", among ordinary values (their median {shown(float(np.median(others)))})"

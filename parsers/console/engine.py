@@ -151,7 +151,7 @@ class LineFormat:
             raise NotThisFormat(f"{context.shown}: {'binary' if text.binary else 'empty'} file", empty=text.blank)
         log = self.parse(text, run=context.run, source=context.shown)
         # (a size or a planned length printed at start-up says nothing of a training on its own)
-        if log.metrics.height == 0 and log.events.filter(~pl.col("kind").is_in(list(_SETUP_ONLY))).height == 0:
+        if log.metrics.height == 0 and log.events.filter(~pl.col("kind").is_in(list(s.SETUP_KINDS))).height == 0:
             raise NotThisFormat(f"{context.shown}: {self.FORMAT} log without metrics lines, errors or stops")
         return [Piece(path, self.FORMAT, log)]
 
@@ -436,17 +436,18 @@ class LineFormat:
                     if others is not None and "kind" in others.columns else pl.Series([], dtype=pl.Int64))
             segment = pl.lit(done).search_sorted(pl.col("line")) if done.len() else pl.lit(0)
             flags = counted_lines.select("line", _copy=copy.fill_null(False), _seg=segment)
-            against = _bars_against(flags, others)
+            bar_events = progress_events(others) if others is not None and others.height else pl.DataFrame()
+            against = _bars_against(flags, bar_events)
             if against is not None and against["_raw_ok"].all() and (against["_ahead"] > 1).any():
                 # the progress bar counted every such line as a step (the same values printed at two steps: a loss,
                 # grad norm and LR all 0.0 while every step overflowed, the epoch rounded alike): not a copy
                 flags = flags.with_columns(_copy=pl.lit(False))
-                against = _bars_against(flags, others)
+                against = _bars_against(flags, bar_events)
             count = (~pl.col("_copy")).cast(pl.Int64).cum_sum()
             new = flags.select("line", _n=count.over("_seg"))
             lines = lines.join(new, on="line", how="left", maintain_order="left").with_columns(
                 step=pl.when(mine).then(pl.col("_n")).otherwise("step")).drop("_n")
-            barred = _bar_steps(lines, mine, others)
+            barred = _bar_steps(lines, mine, bar_events)
             saved = _saved_interval(lines, mine, others) if barred is None else None
             planned = (_planned_interval(lines, mine, others, epochs)
                        if barred is None and saved is None and interval is None else None)
@@ -705,13 +706,11 @@ def _saved_interval(lines: pl.DataFrame, mine: pl.Expr, others: pl.DataFrame | N
     return int(ratios[0]), int(placed["saved"][0]), int(placed["count"][0])
 
 
-def _bar_steps(lines: pl.DataFrame, mine: pl.Expr, others: pl.DataFrame | None) -> pl.Series | None:
+def _bar_steps(lines: pl.DataFrame, mine: pl.Expr, bars: pl.DataFrame) -> pl.Series | None:
     """Each metrics line's step where ``mine`` holds: the count of the first progress bar after it and before the
-    next metrics line (:func:`parsers.megatron.progress_events`); None unless every such line has one."""
-    if others is None or not others.height or not lines.filter(mine).height:
-        return None
-    bars = progress_events(others)
-    if not bars.height:
+    next metrics line (``bars``: :func:`parsers.megatron.progress_events` of the other lines); None unless every such
+    line has one."""
+    if not bars.height or not lines.filter(mine).height:
         return None
     bars = bars.select(pl.col("line").cast(pl.Int64), bar_step="step").sort("line")
     placed = lines.select(pl.col("line").cast(pl.Int64), mine=mine, next=pl.col("line").shift(-1).cast(pl.Int64)) \
@@ -723,22 +722,23 @@ def _bar_steps(lines: pl.DataFrame, mine: pl.Expr, others: pl.DataFrame | None) 
     return placed["bar_step"]
 
 
-def _bars_against(flags: pl.DataFrame, others: pl.DataFrame | None) -> pl.DataFrame | None:
+def _bars_against(flags: pl.DataFrame, bars: pl.DataFrame) -> pl.DataFrame | None:
     """Each progress bar (line, count, total) against the counted metrics lines of its training (``flags``: line,
     ``_copy``: a line counted as a copy of the one before, ``_seg``: its training): ``_ahead``, the bar's count less
     the lines counted as steps before it; ``_raw_ok``, whether the count is within one of every line printed before it
     (a bar and its dicts go to two streams, printed in either order); ``_beyond``, the count less every line the
     training counts as a step, before or after the bar. None without bars."""
-    if others is None or not others.height or not flags.height:
-        return None
-    bars = progress_events(others)
-    if not bars.height:
+    if not bars.height or not flags.height:
         return None
     seen = flags.sort("line").with_columns(_raw=pl.int_range(1, pl.len() + 1).over("_seg"),
                                            _kept=(~pl.col("_copy")).cast(pl.Int64).cum_sum().over("_seg"))
-    seen = seen.with_columns(_all=pl.col("_kept").max().over("_seg"))
+    seen = seen.with_columns(_all=pl.col("_kept").max().over("_seg"), _last=pl.col("line").max().over("_seg"))
     bars = bars.filter(pl.col("step") > 0).select(pl.col("line").cast(pl.Int64), count="step", total="value").sort("line")
     placed = bars.join_asof(seen, on="line", strategy="backward").drop_nulls("_raw")
+    # the training's bar is drawn among its metrics lines; a bar of another total drawn only after them is another
+    # loop's (an evaluation's 60/60 after 50 training steps)
+    among = placed.filter(pl.col("line") < pl.col("_last"))["total"].unique().implode()
+    placed = placed.filter(pl.col("total").is_in(among))
     if not placed.height:
         return None
     return placed.select("line", "count", "total", "_kept", _ahead=pl.col("count") - pl.col("_kept"),
@@ -760,10 +760,6 @@ def _lines_lost(against: pl.DataFrame) -> str | None:
             f"training printed {printed} metrics lines in all: at least {worst['_beyond']} are missing (a capture "
             "that lost lines), so its counted steps fall behind the training's")
 
-
-# events that describe the setup, not anything the training did
-_SETUP_ONLY = frozenset({s.EV_PARAMETER_COUNT, s.EV_PLANNED_STEPS, s.EV_PADDED_VOCAB, s.EV_PARAMETER_COUNT_SHARD,
-                         s.EV_PARAMETER_COUNT_SUM, s.EV_PARAMETER_COUNT_RANKS})
 
 # the kinds of the other lines that begin a launch: a step repeated across one of them is a replay, not a copy
 _LAUNCH_KINDS = frozenset({s.EV_STARTUP, s.EV_PROCESS_START, s.EV_CHECKPOINT_LOAD})
