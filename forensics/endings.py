@@ -13,7 +13,6 @@ code (W&B) only speaks when nothing the program printed does.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -193,9 +192,8 @@ def end_of(
                  else (f"; the loss was logged as 0 at step {zero.step}" if zero.step == last_loss_step else
                        f"; the loss was logged as 0 from step {zero.step} to {last_loss_step}") if zero is not None
                  else f"; the loss was still finite at step {last_loss_step}")
-        word = "Inf" if math.isinf(nan.value) else "NaN"  # (every value it rests on infinite: said as such)
-        return Ending(EndReason.NAN, f"{word}{what} from step {nan.step} to the end of its log (step {end_step}){still}"
-                      + _saved_before(events, nan.step))
+        return Ending(EndReason.NAN, f"{nan.trouble}{what} from step {nan.step} to the end of its log (step {end_step})"
+                      f"{still}" + _saved_before(events, nan.step))
     div = next((a for a in anomalies if a.kind == Kind.DIVERGENCE), None)
     if div is not None and completed:  # it ran its course: the divergence is what happened in it, not its end
         return Ending(EndReason.COMPLETED, f"reached the last iteration; its loss had diverged from step {div.step} "
@@ -332,8 +330,7 @@ def _with_trouble(text: str, reason: EndReason, anomalies: list[Anomaly]) -> str
         (a for a in anomalies if a.kind == Kind.DIVERGENCE), None)
     if trouble is None:
         return text
-    what = "NaN" if trouble.kind == Kind.NAN else "diverging"
-    return f"{text} (after {what} from step {trouble.step})"
+    return f"{text} (after {trouble.trouble} from step {trouble.step})"
 
 
 def _raised(events: pl.DataFrame, errors: pl.DataFrame) -> pl.DataFrame:

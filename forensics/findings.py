@@ -210,6 +210,18 @@ class Anomaly:
     def __post_init__(self) -> None:
         self.kind = Kind(self.kind)
 
+    @property
+    def trouble(self) -> str:
+        """The word for what the series was in: "Inf" for a NaN/Inf incident whose values were all infinite, "NaN"
+        for another, "diverging" for a divergence.
+
+        >>> [Anomaly(Kind.NAN, "loss", 1, 5, 9, v, None).trouble for v in (float("inf"), float("nan"))]
+        ['Inf', 'NaN']
+        """
+        if self.kind != Kind.NAN:
+            return "diverging"
+        return "Inf" if self.value is not None and math.isinf(self.value) else "NaN"
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["kind"] = str(self.kind)

@@ -105,7 +105,7 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     for att in attempts:
         trouble = _trouble_before(att, anomalies)
         if att.index in ended and trouble is not None:
-            counter.append(f"attempt {att.index} was already {'NaN' if trouble.kind == Kind.NAN else 'diverging'} "
+            counter.append(f"attempt {att.index} was already {trouble.trouble} "
                            f"from step {trouble.step}, before the error: the error may follow from it")
     relaunched = [a.index for a in attempts if any(p.index < a.index and p.index in ended for p in attempts)]
     if not faults:
@@ -212,7 +212,7 @@ def stops(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFram
         mine = [a for a in attempts if a.end_reason in reason]
         if not mine:
             continue
-        counter = [f"attempt {a.index} was already {'NaN' if t.kind == Kind.NAN else 'diverging'} from step {t.step}"
+        counter = [f"attempt {a.index} was already {t.trouble} from step {t.step}"
                    for a in mine if (t := _trouble_before(a, anomalies)) is not None]
         # the scheduler said why: its time limit (slurm's "CANCELLED AT ... DUE TO TIME LIMIT")
         timed_out = kind == CauseKind.STOPPED and all(a.end_kind == s.EV_TIME_LIMIT for a in mine)
@@ -264,7 +264,7 @@ def program_errors(attempts: list[Attempt], anomalies: list[Anomaly], events: pl
     ):
         if not mine:
             continue
-        counter = [f"attempt {a.index} was already {'NaN' if t.kind == Kind.NAN else 'diverging'} from step {t.step}"
+        counter = [f"attempt {a.index} was already {t.trouble} from step {t.step}"
                    for a in mine if (t := _trouble_before(a, anomalies)) is not None]
         out.append(Cause(
             kind=kind, cause=cause, confidence=0.5,

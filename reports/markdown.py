@@ -132,7 +132,7 @@ def _trouble(run: RunFindings, a: Attempt) -> str:
                   and x.kind in BLOWUP_KINDS), None)
     if first is None:
         return ""
-    what = "NaN" if first.kind == Kind.NAN else "divergence"
+    what = first.trouble if first.kind == Kind.NAN else "divergence"
     metric = (first.metric or s.LOSS).replace("_", " ")
     if first.recovered_step is not None:  # NaN that the run got past
         where = f"at step {first.step}" if first.end_step == first.step else f"at steps {first.step}-{first.end_step}"
