@@ -11,7 +11,7 @@ from typing import Any
 from forensics.attempts import SHORT_STEPS
 from forensics.coverage import NEEDED
 from forensics.detectors.hang import duration
-from forensics.findings import Attempt, EndReason, RunFindings, shown
+from forensics.findings import Attempt, EndReason, Gap, RunFindings, shown
 from forensics.infra import NO_STEP_READ
 from forensics.precursors import named_like_logit
 from parsers import schema as s
@@ -303,19 +303,31 @@ def _discontinuities(run: RunFindings) -> list[str]:
     return [*out, ""]
 
 
+def _stretches(first: int, last: int, holes: list[Gap]) -> list[tuple[int, int]]:
+    """The stretches of steps from ``first`` to ``last`` that are logged: the holes inside left out.
+
+    >>> _stretches(0, 550, [Gap(50, 500, 1)])
+    [(0, 50), (500, 550)]
+    """
+    out, at = [], first
+    for g in sorted(holes, key=lambda g: g.after_step):
+        out.append((at, g.after_step))
+        at = g.before_step
+    return [*out, (at, last)]
+
+
 def _short(run: RunFindings) -> list[str]:
     short = [a for a in run.attempts if a.short]
     if not short and not run.replay_differences:
         return []
     out = [f"**Short attempts (at most {SHORT_STEPS} steps logged) and replays:**", ""]
-    furthest: int | None = None
-    earliest: int | None = None  # the lowest step the attempts before logged
+    seen: list[tuple[int, int]] = []  # the stretches of steps the attempts before logged (their holes left out)
     for a in run.attempts:
         if a.short:
-            # steps again that were logged before: from at most the furthest to at least the earliest (150-170
-            # after 220-240 were never logged: nanoGPT #225's second run)
-            replay = (furthest is not None and earliest is not None and a.start_step is not None
-                      and a.start_step <= furthest and (a.end_step or a.start_step) >= earliest)
+            # steps again that were logged before: overlapping a stretch an earlier attempt logged (150-170 after
+            # 220-240 were never logged: nanoGPT #225's second run; nor 200-220 after 0-50 and, past a hole, 500-550)
+            lo, hi = a.start_step, a.end_step if a.end_step is not None else a.start_step
+            replay = lo is not None and hi is not None and any(lo <= b and hi >= f for f, b in seen)
             # (a start from scratch over steps logged before is a new training, not a replay of them: its values
             # are not compared, gpt-neox #947's fp16 relaunch)
             what = ("new steps" if not replay else "steps logged before, started over from the start of training"
@@ -327,10 +339,8 @@ def _short(run: RunFindings) -> list[str]:
                 logged += f", resumed from step {a.resumed_from_step}"
             out.append(f"- attempt {a.index}: " + (ending(a) if a.end_reason == EndReason.NO_TRAINING
                                                      else f"{logged}; {ending(a)}"))
-        if a.end_step is not None:
-            furthest = a.end_step if furthest is None else max(furthest, a.end_step)
-        if a.start_step is not None:
-            earliest = a.start_step if earliest is None else min(earliest, a.start_step)
+        if a.start_step is not None and a.end_step is not None:
+            seen += _stretches(a.start_step, a.end_step, [g for g in run.gaps if g.attempt == a.index])
     for r in run.replay_differences:
         values = ", ".join(f"{shown(v)} (attempt {a})" for a, v in r.values)
         again = (f" (the first of {r.replayed} logged steps, {r.step}–{r.last_step}, logged again)"

@@ -2924,3 +2924,7 @@ def test_review_s44_inputs_are_told_truly():
     # no warm-up "still rising" across the hole after two points
     lines = reports.render(findings("meg_hole.txt")).splitlines()
     assert not any("still rising" in line for line in lines)
+    # steps 200-220 after 0-50 and (past a hole) 500-550 were never logged: new steps, not a replay
+    lines = reports.render(findings("nano_hole.txt")).splitlines()
+    assert ("- attempt 2: steps 200–220 (new steps); the log ends with no end printed: still running, cut off, or "
+            "stopped without a word") in lines
