@@ -44,12 +44,21 @@ def sniff(head: bytes, name: str) -> bool:
     return base == "metrics.csv" and "step" in header
 
 
+def _takes_metrics(csv: Path) -> bool:
+    """Whether ``csv`` is a metrics.csv this reader takes (its header has a step column): the hparams.yaml beside it
+    is then read with it."""
+    if not csv.is_file():
+        return False
+    with csv.open("rb") as handle:
+        return sniff(handle.read(4096), str(csv))
+
+
 def read(path: Path, context: ReadContext) -> list[Piece]:
-    if path.name == "hparams.yaml" and (path.parent / "metrics.csv").is_file():
+    if path.name == "hparams.yaml" and _takes_metrics(path.parent / "metrics.csv"):
         return []  # read with its metrics.csv, as that version's config
     if path.name == "hparams.yaml" and not path.parent.name.startswith("version_"):
-        raise NotThisFormat(f"{context.shown}: an hparams.yaml with no metrics.csv beside it, not in a version_N "
-                            "folder")
+        raise NotThisFormat(f"{context.shown}: an hparams.yaml with no Lightning metrics.csv beside it (one with a step "
+                            "column), not in a version_N folder")
     hparams = path.parent / "hparams.yaml"
     configs = s.empty(s.CONFIGS_SCHEMA)
     if hparams.is_file():

@@ -2928,3 +2928,13 @@ def test_review_s44_inputs_are_told_truly():
     lines = reports.render(findings("nano_hole.txt")).splitlines()
     assert ("- attempt 2: steps 200–220 (new steps); the log ends with no end printed: still running, cut off, or "
             "stopped without a word") in lines
+
+
+def test_an_hparams_yaml_beside_a_csv_that_is_not_lightnings_is_said_not_dropped(tmp_path):
+    """Review s44: the Lightning reader claims an hparams.yaml read with the metrics.csv beside it; one beside a CSV
+    it does not take (no step column) was neither read nor listed among the files it could not read."""
+    (tmp_path / "metrics.csv").write_text("epoch,acc\n0,0.5\n")
+    (tmp_path / "hparams.yaml").write_text("lr: 0.1\n")
+    with pytest.raises(parsers.InputError, match=r"hparams\.yaml: an hparams\.yaml with no Lightning metrics\.csv beside "
+                                                 r"it \(one with a step column\), not in a version_N folder"):
+        parsers.load_run(tmp_path)
