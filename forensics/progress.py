@@ -33,6 +33,20 @@ RISING_EVALS = 3   # the validation loss rising at this many evaluations in a ro
 RISING_BY = 0.05   # ... and by this much in all, while the training loss fell
 
 
+def levels(values: np.ndarray) -> tuple[float, float, float]:
+    """The level at the start and at the end of a series (the medians of its first and last tenth, at least 3 points
+    each) and the standard error of their difference (see the module docstring).
+
+    >>> [round(x, 3) for x in levels(np.array([9.9, 9.0, 8.1, 7.2, 6.5, 5.8]))]
+    [9.0, 6.5, 1.223]
+    """
+    tenth = max(3, values.size // 10)
+    first, last = values[:tenth], values[-tenth:]
+    error = math.hypot(*(1.253 * 1.4826 * float(np.median(np.abs(x - np.median(x)))) / math.sqrt(x.size)
+                         for x in (first, last)))
+    return float(np.median(first)), float(np.median(last)), error
+
+
 def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
     """``{"steps": [first, last], "start", "end", "fell", "val_start", "val_end", "val_rising"}`` of a run's loss, and
     ``from_attempt`` where an attempt after the first counted its steps from the start again (the loss is judged from
@@ -47,11 +61,7 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
     loss = by_step(metrics, s.LOSS, finite=True)
     if loss.height < SHORT_POINTS:
         return None
-    tenth = max(3, loss.height // 10)
-    first, last = loss["value"].head(tenth).to_numpy(), loss["value"].tail(tenth).to_numpy()
-    start, end = float(np.median(first)), float(np.median(last))
-    error = math.hypot(*(1.253 * 1.4826 * float(np.median(np.abs(x - np.median(x)))) / math.sqrt(x.size)
-                         for x in (first, last)))
+    start, end, error = levels(loss["value"].to_numpy())
     fell: bool | None = end < start * (1 - NO_GAIN)
     if not fell and (start - end + 2 * error >= CLEAR_FALL * abs(start) or loss.height < MIN_POINTS):
         fell = None  # too noisy to say it did not (with fewer than MIN_POINTS, only a fall is said)

@@ -18,6 +18,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind, shown
+from forensics.progress import levels
 from parsers import schema as s
 from parsers.megatron import PLACEHOLDER_LINES
 
@@ -70,15 +71,11 @@ class ZeroGradNormDetector:
 
 
 def _fell(values: np.ndarray) -> bool:
-    """Whether the loss's level fell over these points: the median of their last third below that of their first by
-    5% and by three times the point-to-point noise (1.4826 x MAD of the differences, over sqrt 2), so noise about a
-    flat level is no fall.
+    """Whether the loss's level fell over these points (:func:`forensics.progress.levels`: the medians of its first and
+    last tenth, at least 3 points each) by 5% and by two standard errors, so noise about a flat level is no fall.
 
     >>> _fell(np.array([2.0, 2.06, 1.94, 2.02, 1.97, 2.05])), _fell(np.array([9.9, 9.0, 8.1, 7.2, 6.5, 5.8]))
     (False, True)
     """
-    third = max(len(values) // 3, 1)
-    first, last = float(np.median(values[:third])), float(np.median(values[-third:]))
-    steps = np.diff(values)
-    noise = 1.4826 * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2) if steps.size else 0.0
-    return first - last > max(FELL * first, 3 * noise)
+    start, end, error = levels(values)
+    return start - end > max(FELL * start, 2 * error)
