@@ -4,11 +4,15 @@ from the first step to the last), which no spike or divergence check sees.
 The loss's level at the start is the median of its first tenth of points (at least 3), at the end the median of
 its last tenth, over the path the run finally took (:func:`forensics.timeline.by_step`) since its last attempt that
 counted its steps from the start again (a new run, or the next stage of one); the validation loss's first
-and last values beside it. It *fell* when the end is more than ``NO_GAIN`` (1%) below the start. That it did *not*
-fall is said only when the noise allows it: the fall plus two standard errors of the difference of the two medians
-(each 1.253 x 1.4826 x MAD / sqrt(points), the median's standard error under Gaussian noise) stays under
-``CLEAR_FALL`` (5%) of the start; a noisy per-batch loss over few points is left unjudged (``fell`` None), and so is
-one of fewer than ``MIN_POINTS`` (20: only that it fell is said of it, from 6 points on). A log that begins mid-run is
+and last values beside it. The fall is *beyond the noise* when it exceeds two standard errors of the difference of
+the two medians (each 1.253 x 1.4826 x MAD / sqrt(points), the median's standard error under Gaussian noise), or
+when every point of the last tenth is below every point of the first. The
+loss *fell* when its fall is beyond the noise and more than ``NO_GAIN`` (1%) of the start; it *barely fell* when the
+fall is beyond the noise but smaller (a loss sliding from 0.6931 to 0.6881 at every point fell, slowly: not "did not
+fall"). That it did *not* fall is said only when the noise allows it: no fall beyond the noise, and the fall plus two
+standard errors stays under ``CLEAR_FALL`` (5%) of the start. Otherwise (a 2% drop within a noise of 2%) ``fell`` is
+None: too noisy to say either way; and with fewer than ``MIN_POINTS`` (20) only that it fell is said (from 6 points
+on). A log that begins mid-run is
 not judged (a late excerpt of a converged run is flat by nature). The validation loss rising while the training loss
 fell over the same steps is overfitting (:func:`val_rising`). A loss that goes below 0 is not judged either way (no
 cross-entropy: a WGAN critic's loss or a DPO margin rises and crosses 0 in a healthy run).
@@ -50,7 +54,8 @@ def levels(values: np.ndarray) -> tuple[float, float, float]:
 def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
     """``{"steps": [first, last], "start", "end", "fell", "val_start", "val_end", "val_rising"}`` of a run's loss, and
     ``from_attempt`` where an attempt after the first counted its steps from the start again (the loss is judged from
-    that one on); ``fell``: True, False, or None when too noisy to say; ``val_rising``: :func:`val_rising` when the
+    that one on); ``fell``: True, False, or None when too noisy to say or when it barely fell (then ``barely_fell``
+    True: a fall beyond the noise, under ``NO_GAIN``); ``val_rising``: :func:`val_rising` when the
     loss fell. None with fewer than :data:`MIN_POINTS` finite points.
 
     >>> flat = pl.DataFrame({"attempt": 1, "step": range(1, 41), "metric": "loss", "value": [1.386] * 40})
@@ -61,13 +66,22 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
     loss = by_step(metrics, s.LOSS, finite=True)
     if loss.height < SHORT_POINTS:
         return None
-    start, end, error = levels(loss["value"].to_numpy())
-    fell: bool | None = end < start * (1 - NO_GAIN)
-    if not fell and (start - end + 2 * error >= CLEAR_FALL * abs(start) or loss.height < MIN_POINTS):
-        fell = None  # too noisy to say it did not (with fewer than MIN_POINTS, only a fall is said)
+    values = loss["value"].to_numpy()
+    start, end, error = levels(values)
+    drop = start - end
+    tenth = max(3, values.size // 10)
+    # a fall the noise does not explain: beyond two standard errors, or every point of the last tenth below every point
+    # of the first (a rank test at its extreme, p = 1 / C(2k, k) <= 0.05 by chance; a steep fall within the first
+    # tenth makes its spread, and the standard error read from it, large)
+    beyond = bool(drop > 2 * error or values[-tenth:].max() < values[:tenth].min())
+    fell: bool | None = beyond and drop > NO_GAIN * abs(start)
+    barely = beyond and not fell and loss.height >= MIN_POINTS
+    if not fell and (beyond or drop + 2 * error >= CLEAR_FALL * abs(start) or loss.height < MIN_POINTS):
+        fell = None  # it fell a little, or too noisy to say it did not (with fewer than MIN_POINTS, only a fall is said)
     if loss.select((pl.col("value") < 0).any()).item():
-        fell = None  # a loss below 0 is no cross-entropy (a policy, preference or adversarial objective): a level that
-        # crosses 0 is no fall to measure in fractions of its start, and one that rises is not a run learning nothing
+        # a loss below 0 is no cross-entropy (a policy, preference or adversarial objective): a level that crosses 0
+        # is no fall to measure in fractions of its start, and one that rises is not a run learning nothing
+        fell, barely = None, False
     val = by_step(metrics, s.VAL_LOSS, finite=True)
     values = val["value"]
     launch = val.filter(pl.col("attempt") == val["attempt"].max()) if val.height else val  # (one launch's evaluations)
@@ -80,6 +94,7 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
         if not k or not up["train_to"] < up["train_from"] * (1 - NO_GAIN):
             up = None
     return {"steps": [int(loss["step"][0]), int(loss["step"][-1])], "start": start, "end": end, "fell": fell,
+            **({"barely_fell": True} if barely else {}),
             "val_start": float(values[0]) if values.len() else None,
             "val_end": float(values[-1]) if values.len() else None, "val_rising": up,
             **({"from_attempt": fresh} if fresh is not None else {})}

@@ -269,6 +269,11 @@ def _summary(run: RunFindings) -> list[str]:
         lines.append(f"- **The loss did not fall** over steps {seen['steps'][0]}–{seen['steps'][1]}{since} "
                      f"(median {shown(round(seen['start'], 6))} over its first tenth of points, "
                      f"{shown(round(seen['end'], 6))} over its last){val}.")
+    if (seen := run.learning) and seen.get("barely_fell"):
+        fall = (seen["start"] - seen["end"]) / abs(seen["start"])
+        lines.append(f"- **The loss barely fell:** {fall:.1%} over steps {seen['steps'][0]}–{seen['steps'][1]} "
+                     f"(median {shown(round(seen['start'], 6))} over its first tenth of points, "
+                     f"{shown(round(seen['end'], 6))} over its last): a fall beyond its noise, but under 1%.")
     if (seen := run.learning) and (up := seen.get("val_rising")):
         lines.append(f"- **Validation loss rising:** from its lowest, {shown(round(up['from'], 6))} at step "
                      f"{up['from_step']}, it rose "
