@@ -29,7 +29,7 @@ from forensics.detectors.skipped import SkippedIterationsDetector, untrained
 from forensics.findings import BLOWUP_KINDS, Anomaly, Blips, Findings, RunFindings
 from forensics.gaps import SETTINGS, discontinuities, short_holes
 from forensics.log_entries import log_entries
-from forensics.model_shape import check_model, vocabulary
+from forensics.model_shape import check_model, init_spread, vocabulary
 from forensics.precursors import annotate, consolidate
 from forensics.progress import learning
 from forensics.schedule import as_configured, schedule
@@ -74,7 +74,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
     vocab = vocabulary(config, run.events)  # known: a loss above chance is an absolute check
     limits = thresholds(table)  # the clip threshold, when the config sets one
     clip = (ClippingDetector(limits.get(max(table), None) if table else None, limits),) if limits else ()
-    extra = (*((LossAboveChanceDetector(vocab),) if vocab else ()), *clip)
+    extra = (*((LossAboveChanceDetector(vocab, init_spread=init_spread(config)),) if vocab else ()), *clip)
     anomalies = detect(frames, (*detectors, *extra) if extra else detectors)
     anomalies = fold_into_divergences(anomalies)  # clipping and layer-group drift that a divergence's course is
     origins = spike_origins(anomalies, frames) if any(isinstance(d, LayerGradDetector) for d in detectors) else []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -99,6 +100,39 @@ def reference_lr(parameters: float) -> float:
     return float(np.exp(np.interp(math.log(parameters), sizes, lrs)))
 
 
+def _size(parameters: float) -> str:
+    return f"{parameters / 1e9:.3g}B" if parameters >= 1e9 else f"{parameters / 1e6:.3g}M"
+
+
+def _of_gpt3(parameters: float, size: float | None = None) -> bool:
+    """Whether ``parameters`` is one of GPT-3's sizes (``size``, or any), within 5%."""
+    return any(abs(math.log(parameters / s)) < 0.05 for s in ([size] if size else [s for s, _ in GPT3_LR]))
+
+
+def reference_said(parameters: float) -> str:
+    """Where :func:`reference_lr` comes from, in words: a size of GPT-3's own, or the two it lies between.
+
+    >>> reference_said(13e9)
+    'the 0.0001 GPT-3 used at 13B parameters'
+    >>> print(reference_said(66e9))  # doctest: +NORMALIZE_WHITESPACE
+    about 7.3e-05, between the 0.0001 GPT-3 used at 13B parameters and the 6e-05 at 175B
+    (interpolated in log-log)
+    >>> reference_said(500e9)
+    'the 6e-05 GPT-3 used at 175B parameters, its largest model'
+    """
+    for size, lr in GPT3_LR:
+        if _of_gpt3(parameters, size):
+            return f"the {lr:.2g} GPT-3 used at {_size(size)} parameters"
+    (small, low_lr), (large, high_lr) = GPT3_LR[0], GPT3_LR[-1]
+    if parameters <= small:
+        return f"the {low_lr:.2g} GPT-3 used at {_size(small)} parameters, its smallest model"
+    if parameters >= large:
+        return f"the {high_lr:.2g} GPT-3 used at {_size(large)} parameters, its largest model"
+    below, above = next((a, b) for a, b in pairwise(GPT3_LR) if a[0] < parameters < b[0])
+    return (f"about {reference_lr(parameters):.2g}, between the {below[1]:.2g} GPT-3 used at {_size(below[0])} "
+            f"parameters and the {above[1]:.2g} at {_size(above[0])} (interpolated in log-log)")
+
+
 def lr_causes(
     attempts: list[Attempt], troubles: list[Anomaly], model: ModelCheck, timing: Schedule,
     table: dict[int, dict[str, Any]],
@@ -140,8 +174,8 @@ def lr_causes(
         out.append(Cause(
             kind=CauseKind.LR, cause="learning rate too high for the model size",
             confidence=0.4 if not lowered_sooner else 0.2,
-            evidence=[f"peak LR {lr:.3g} is {lr / reference_lr(size):.1f}x the {reference_lr(size):.2g} GPT-3 used "
-                      f"at {size / 1e9:.2g}B parameters"],
+            evidence=[f"peak LR {lr:.3g} is {lr / reference_lr(size):.1f}x {reference_said(size)}" + (
+                "" if _of_gpt3(size) else f", for a model of {_size(size)} parameters")],
             counter_evidence=lowered_sooner,
             check_next="an LR sweep at small scale (Wortsman et al.: LR sensitivity) or a lower peak LR",
         ))

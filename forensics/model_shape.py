@@ -190,6 +190,24 @@ def vocabulary(cfg: dict[str, Any], events: pl.DataFrame) -> int | None:
     )
 
 
+DEFAULT_INIT_STD = 0.02  # Megatron's init_method_std and the Hugging Face initializer_range, when a config is silent
+
+
+def init_spread(cfg: dict[str, Any]) -> float | None:
+    """The spread of a freshly initialised model's logits, std x sqrt(hidden) (a unit-variance final hidden state times
+    output weights of standard deviation std): its first loss is near ln(vocabulary) + spread^2 / 2. None without a
+    hidden size; std is the config's, else :data:`DEFAULT_INIT_STD`.
+
+    >>> round(init_spread({"hidden_size": 9216, "init_method_std": 0.02}), 3), init_spread({})
+    (1.92, None)
+    """
+    hidden, std = _int(cfg, "hidden_size"), cfg.get("init_method_std")
+    if not hidden:
+        return None
+    ok = isinstance(std, (int, float)) and not isinstance(std, bool) and 0 < std < 1
+    return float(std if ok else DEFAULT_INIT_STD) * math.sqrt(hidden)
+
+
 def check_model(
     cfg: dict[str, Any], events: pl.DataFrame, run_name: str, run_path: str
 ) -> ModelCheck:

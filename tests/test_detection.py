@@ -295,3 +295,24 @@ def test_deepspeeds_overflow_lines_and_its_running_count_are_the_same_skips() ->
     assert (found.value, found.detail) == (
         5, "5 iterations skipped (fp16 overflow) between steps 2401 and 2500 (DeepSpeed's running count: skipped=5 at "
            "step=2500)")
+
+
+def test_loss_above_chance_waits_for_the_fresh_models_spread_only_at_the_start_of_training() -> None:
+    """bigscience meg_ds_3d_gpt2_perf_n16 (hidden 8192, std 0.02, vocab 50688) logged 12.79 and 12.80 at steps 1-2, a
+    fresh model's loss (10.83 + 1.64): no anomaly; the same values in a log that begins mid-run are one."""
+    from forensics.detectors.chance import LossAboveChanceDetector
+    from forensics.model_shape import init_spread
+
+    spread = init_spread({"hidden_size": 8192, "init_method_std": 0.02})
+    detector = LossAboveChanceDetector(50688, init_spread=spread)
+
+    def frames(steps: list[int]) -> RunFrames:
+        m = s.conform(pl.DataFrame({"run": "r", "source": "x", "attempt": 1, "step": steps, "metric": "loss",
+                                    "value": [12.79022, 12.80042], "wall_time": None}), s.METRICS_SCHEMA)
+        return RunFrames(m, s.empty(s.EVENTS_SCHEMA))
+
+    assert detector.detect(frames([1, 2])) == []
+    [late] = detector.detect(frames([5001, 5002]))
+    assert (late.step, late.end_step) == (5001, 5002) and "worse than guessing every token uniformly" in late.detail
+    # with no hidden size known, a fresh model's points are not judged until the loss first came within chance
+    assert LossAboveChanceDetector(50688).detect(frames([1, 2])) == []

@@ -128,12 +128,14 @@ def test_a_scheduler_time_limit_is_a_stop_and_a_short_log_gets_the_absolute_chec
     [spike] = [a for a in run.anomalies if a.kind == "loss_spike"]
     assert (spike.step, spike.value, spike.baseline) == (30, 76.76836, 14.12743)
     summary = chronicle(real("pp64-1809655"))
-    # "padded vocab (size: 50257) with 431 dummy tokens (new size: 50688)": ln(50688) + 1 = 11.83 nats, and the first
-    # logged loss (14.12743 at step 20) is already above it
-    assert "- **First anomaly:** loss above chance at step 20 (attempt 1)." in summary
+    # "padded vocab (size: 50257) with 431 dummy tokens (new size: 50688)": ln(50688) = 10.83 nats; the first logged
+    # loss (14.12743 at step 20) is a fresh model's at hidden 16384 (init std 0.02: 10.83 + 3.28), then 76.77 is not
+    assert "- **First anomaly:** loss spike at step 30 (attempt 1)." in summary
     [chance] = [a for a in run.anomalies if a.kind == "loss_above_chance"]
-    assert chance.detail == ("loss at every logged point from step 20 to 60 (highest 76.76836, step 30), above "
-                             "ln(50688) + 1 = 11.83 nats: worse than guessing every token uniformly")
+    assert chance.detail == ("loss at every logged point from step 30 to 60 (highest 76.76836, step 30), above "
+                             "ln(50688) + 3.28 + 1 = 15.11 nats: worse than a freshly initialised model of its shape (its "
+                             "logits' spread 2.56 puts its loss near ln(vocabulary) + 3.28), before the loss had first "
+                             "come within chance")
     # what the loss did, as facts: 14.13 to 76.77 and still 16.97 at the end
     assert ("- **Absolute checks only:** attempt 1's 5 loss point(s) are too few to know the noise (fewer than 10 "
             "before each in its stretch of the log); its loss went from 14.12743 (step 20) to 76.76836 at its highest "

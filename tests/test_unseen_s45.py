@@ -39,3 +39,39 @@ def test_a_fall_within_the_noise_is_not_said_to_be_a_fall() -> None:
     [run] = _analysis(REAL / "hf_trainer_state" / "aloshdenny_kevin-token-compressor").findings.runs
     assert (run.learning["start"], run.learning["end"]) == (2.15895, 2.1129)
     assert run.learning["fell"] is None and "barely_fell" not in run.learning
+
+
+def test_a_loss_logged_less_often_than_the_validation_metrics_is_judged_for_spikes() -> None:
+    """FAST-GNN-SAT version_57 logs val_loss and val_acc_epoch at every step, train_loss every 50: each loss point
+    was "the first of a stretch" (measured against the run's spacing of 1), so no point was judged for spikes, and
+    the chronicle said every point "has no point before it in its stretch of the log"."""
+    lines = _lines(REAL / "lightning" / "Jan21_FAST-GNN-SAT" / "version_57")
+    assert not any(line.startswith(("- **Not judged", "- **Not judged for loss spikes")) for line in lines)
+    [thresholds] = [line for line in lines if line.startswith("- **Loss spike thresholds**")]
+    assert "attempt 1: 14.4 / 3.3 (16 points, too few for a tail fit" in thresholds
+    assert "9 more with too little history before them (the first of the attempt or after a gap)" in thresholds
+
+
+MEG_1809577 = REAL / "megatron" / ("bigscience-workshop+bigscience__experiments_gpt2-meg_"
+                                   "meg_gpt2_base_n16_dp1_tp4_pp16-1809577.out")
+
+
+def test_a_fresh_models_loss_above_chance_is_not_an_anomaly_but_a_rise_past_it_is() -> None:
+    """bigscience meg_gpt2_base 1809577: "First anomaly: loss above chance at step 20" for lm loss 12.49 (ln(50688) =
+    10.83), the mean of two updates of a fresh 66B model at init std 0.02 and hidden 9216: logits spread 1.92 put a
+    fresh model's loss near 10.83 + 1.84. The spike to 32.83 at step 30 stays one."""
+    run = _analysis(MEG_1809577).findings.runs[0]
+    [chance] = [a for a in run.anomalies if a.kind == "loss_above_chance"]
+    assert (chance.step, chance.end_step, chance.value) == (30, 40, 32.82511)
+    assert chance.detail.endswith("above ln(50688) + 1.84 + 1 = 13.68 nats: worse than a freshly initialised model of "
+                                  "its shape (its logits' spread 1.92 puts its loss near ln(vocabulary) + 1.84), "
+                                  "before the loss had first come within chance")
+    assert "- **First anomaly:** loss above chance at step 30 (attempt 1)." in _lines(MEG_1809577)
+
+
+def test_gpt3s_learning_rate_for_a_size_it_did_not_train_is_said_to_be_interpolated() -> None:
+    """Same log: "peak LR 0.00015 is 2.1x the 7.3e-05 GPT-3 used at 66B parameters": GPT-3 had no 66B model."""
+    [cause] = [c for c in _analysis(MEG_1809577).findings.runs[0].suspected_causes
+               if c.cause == "learning rate too high for the model size"]
+    assert cause.evidence == ["peak LR 0.00015 is 2.1x about 7.3e-05, between the 0.0001 GPT-3 used at 13B parameters "
+                              "and the 6e-05 at 175B (interpolated in log-log), for a model of 66.2B parameters"]

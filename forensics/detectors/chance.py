@@ -1,10 +1,16 @@
 """A loss above chance: worse than guessing uniformly over the vocabulary, an absolute check that needs no statistics.
 
-A language model that predicts every token with equal probability has a cross-entropy of ln(vocabulary) nats; a
-freshly initialised model starts near it. A logged loss more than ``margin`` (1 nat) above ln(vocabulary) is worse
-than that: the model is broken at that point, however few points the log holds (an excerpt, a 6-line log). Only
-when the vocabulary is known (printed, or in the config); the loss is taken to be in nats, as every supported
-framework logs it.
+A language model that predicts every token with equal probability has a cross-entropy of ln(vocabulary) nats. A
+logged loss more than ``margin`` (1 nat) above ln(vocabulary) is worse than that: the model is broken at that point,
+however few points the log holds (an excerpt, a 6-line log). Only when the vocabulary is known (printed, or in the
+config); the loss is taken to be in nats, as every supported framework logs it.
+
+A freshly initialised model starts *above* ln(vocabulary): its logits are spread (a unit-variance final hidden state
+times output weights of standard deviation ``std`` gives logits of spread s = std x sqrt(hidden)), and the expected
+cross-entropy of logits spread s is about ln(vocabulary) + s^2/2 (BLOOM's 104B at std 0.02 and hidden 9216 starts
+near 12.5, ln(50688) = 10.8). So at the start of training, until the loss first comes within ln(vocabulary) +
+``margin``, a point is judged against ln(vocabulary) + s^2/2 + ``margin`` (``init_spread`` s, from the config's
+init std, 0.02 when it does not say, and its hidden size); with no hidden size known it is not judged until then.
 """
 
 from __future__ import annotations
@@ -38,24 +44,39 @@ class LossAboveChanceDetector:
     vocab: int | None = None
     margin: float = 1.0
     name: Kind = Kind.LOSS_ABOVE_CHANCE
+    # a fresh model's logit spread, std x sqrt(hidden) (None: not known); and the steps up to which a log's first
+    # point is at the start of training (as the spike detector's burn-in)
+    init_spread: float | None = None
+    early_step: int = 100
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         if not self.vocab or self.vocab < 2:
             return []
-        limit = math.log(self.vocab) + self.margin
+        chance = math.log(self.vocab)
+        limit = chance + self.margin
         points = frames.points(s.LOSS).filter(pl.col("value").is_finite())
+        spacing, mid_run = frames.spacing(), frames.begins_mid_run()
         out = []
         for (attempt,), own in points.group_by("attempt", maintain_order=True):
             values, steps = own["value"].to_numpy(), own["step"].to_numpy()
-            for a, b in runs_of_true(values > limit):
+            limits = np.full(values.size, limit)
+            if attempt != mid_run and steps[0] <= max(self.early_step - 1, spacing.get(int(attempt), 1)):
+                # the start of training: the fresh model's points, until the loss first comes within chance
+                fresh = int(np.argmax(values <= limit)) if (values <= limit).any() else values.size
+                limits[:fresh] = (limit + self.init_spread ** 2 / 2) if self.init_spread else np.inf
+            for a, b in runs_of_true(values > limits):
                 top = a + int(np.argmax(values[a:b + 1]))
                 high = float(values[top])
                 what = f"loss {shown(high)} at step {steps[a]}" if a == b else (
                     f"loss at every logged point from step {steps[a]} to {steps[b]} (highest {shown(high)}, step "
                     f"{steps[top]})")
+                why = (f"above ln({self.vocab}) + {self.margin:g} = {limit:.2f} nats: worse than guessing every token "
+                       "uniformly") if limits[a] == limit else (
+                       f"above ln({self.vocab}) + {self.init_spread ** 2 / 2:.2f} + {self.margin:g} = {limits[a]:.2f} "
+                       f"nats: worse than a freshly initialised model of its shape (its logits' spread "
+                       f"{self.init_spread:.2f} puts its loss near ln(vocabulary) + {self.init_spread ** 2 / 2:.2f}), "
+                       "before the loss had first come within chance")
                 out.append(Anomaly(
                     kind=self.name, metric=s.LOSS, attempt=int(attempt), step=int(steps[a]), end_step=int(steps[b]),
-                    value=high, baseline=math.log(self.vocab),
-                    detail=f"{what}, above ln({self.vocab}) + {self.margin:g} = {limit:.2f} nats: worse than guessing "
-                    "every token uniformly"))
+                    value=high, baseline=chance, detail=f"{what}, {why}"))
         return sorted(out, key=lambda x: (x.attempt, x.step))
