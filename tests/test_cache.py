@@ -277,15 +277,21 @@ def test_a_text_file_is_keyed_on_all_its_bytes(tmp_path):
     assert cache_module.content_digest(log) != digest and not digest.startswith("head:")
 
 
-def frames_dir(tmp_path: Path) -> Path:
-    out = tmp_path / "frames"
+@pytest.fixture(scope="module")
+def tr8_frames(tmp_path_factory) -> Path:
+    """The sample's frames, written once (read only: each test damages a copy of its own)."""
+    out = tmp_path_factory.mktemp("tr8-frames") / "frames"
     write_frames(load_runs(SAMPLES / "tr8-104B-sample"), out)
     return out
 
 
+def frames_dir(tmp_path: Path, written: Path) -> Path:
+    return Path(shutil.copytree(written, tmp_path / "frames"))
+
+
 @pytest.mark.parametrize("damage", [d for d in FRAMES_DAMAGE if d not in SEAL_ALONE_CATCHES])
-def test_read_frames_says_what_is_wrong_in_one_line_naming_the_file(tmp_path, damage):
-    out = frames_dir(tmp_path)
+def test_read_frames_says_what_is_wrong_in_one_line_naming_the_file(tmp_path, tr8_frames, damage):
+    out = frames_dir(tmp_path, tr8_frames)
     FRAMES_DAMAGE[damage](out)
     with pytest.raises(InputError) as raised:
         read_frames(out)
@@ -297,8 +303,8 @@ def test_read_frames_says_what_is_wrong_in_one_line_naming_the_file(tmp_path, da
         assert message.startswith(f"{out / 'runs.json'}: "), message
 
 
-def test_read_frames_messages(tmp_path):
-    out = frames_dir(tmp_path)
+def test_read_frames_messages(tmp_path, tr8_frames):
+    out = frames_dir(tmp_path, tr8_frames)
     rewrite_parquet(out / "0.metrics.parquet", lambda f: f.with_columns(pl.col("value").cast(pl.Float32)).drop("run"))
     with pytest.raises(InputError, match=r"0\.metrics\.parquet: not a metrics frame of forensics \(no column run, "
                                          r"column value is Float32, not Float64\)$"):
@@ -311,11 +317,11 @@ def test_read_frames_messages(tmp_path):
         read_frames(tmp_path / "missing")
 
 
-def test_read_frames_on_damaged_parquet_returns_or_raises_input_error(tmp_path):
+def test_read_frames_on_damaged_parquet_returns_or_raises_input_error(tmp_path, tr8_frames):
     """Bytes overwritten anywhere in a frame file: Polars either decodes something (the cache's seal is what stops
     that being served) or fails; the failure is an InputError, also where Polars panics (PanicException is a
     BaseException, which ``except Exception`` would let through)."""
-    out = frames_dir(tmp_path)
+    out = frames_dir(tmp_path, tr8_frames)
     rnd = random.Random(1)
     originals = {name: (out / name).read_bytes() for name in ("0.metrics.parquet", "0.events.parquet")}
     outcomes = set()

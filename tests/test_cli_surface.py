@@ -133,13 +133,15 @@ def test_shell_completion_is_shown_installed_and_completes(tmp_path):
     assert (completed.returncode, completed.stdout, completed.stderr) == (0, "analyze\n", "")
 
 
-def in_process(*args: str, **env: str) -> subprocess.CompletedProcess:
-    """``forensics ARGS`` through :func:`forensics.cli.main` in this process, with BROKEN's bug: what a process would
-    print and its exit code (a process costs a second of imports; BROKEN runs the real one)."""
+def in_process(*args: str, broken: bool = True, **env: str) -> subprocess.CompletedProcess:
+    """``forensics ARGS`` through :func:`forensics.cli.main` in this process, with BROKEN's bug unless ``broken`` is
+    false: what a process would print and its exit code (a process costs a second of imports; BROKEN runs the real
+    one)."""
     out, err = io.StringIO(), io.StringIO()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sys, "argv", ["forensics", *args])
-        patch.setattr(forensics.analysis, "analyze", lambda *runs: 1 / 0)
+        if broken:
+            patch.setattr(forensics.analysis, "analyze", lambda *runs: 1 / 0)
         for name in ("FORENSICS_DEBUG", "_FORENSICS_COMPLETE"):
             patch.delenv(name, raising=False)
         for name, value in env.items():
@@ -172,7 +174,7 @@ def test_an_internal_error_is_one_line_unless_the_traceback_is_asked_for():
 
 def test_compare_jobs_below_one_is_a_usage_error():
     for jobs in ("0", "-1"):
-        proc = cli("compare", str(SAMPLES), "-j", jobs, "--no-cache")
+        proc = in_process("compare", str(SAMPLES), "-j", jobs, "--no-cache", broken=False)
         assert (proc.returncode, proc.stdout, proc.stderr) == (
             2, "", f"forensics: error: --jobs {jobs}: must be at least 1\n"), jobs
 
@@ -303,7 +305,7 @@ def test_render_is_the_one_format_dispatch(tr8, tmp_path):
         assert str(exc.value) == "--format html: unknown format (choose from markdown, json)"
     with pytest.raises(TypeError, match="cannot render a str"):
         reports.render("findings")
-    proc = cli("compare", str(TR8), str(CLEAN), "-f", "json", "-j", "1", "--no-cache")  # the command's stdout
+    proc = in_process("compare", str(TR8), str(CLEAN), "-f", "json", "-j", "1", "--no-cache", broken=False)
     assert (proc.returncode, proc.stderr, proc.stdout) == (0, "", reports.render(compared, "json"))
     for fmt in ("json", "markdown"):  # and a file written are what render gives
         assert reports.write(compared, tmp_path / f"c.{fmt}", fmt, plots=False) == [tmp_path / f"c.{fmt}"]
@@ -341,7 +343,7 @@ def test_export_frames_guards_and_wraps_a_failed_write(tmp_path):
         with pytest.raises(InputError) as exc:
             reports.export_frames(run_dir, output)
         assert str(exc.value) == message
-    proc = cli("export", str(run_dir), "-o", str(blocker / "frames"))
+    proc = in_process("export", str(run_dir), "-o", str(blocker / "frames"), broken=False)
     assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"forensics: error: {failures[blocker / 'frames']}\n")
     assert tree(tmp_path) == ["file.txt", "run", "run/train.log", "taken", "taken/0.metrics.parquet"]
     runs, written = reports.export_frames(f"file://{run_dir}", tmp_path / "frames")
@@ -389,8 +391,7 @@ def test_clip_never_exceeds_its_width():
 
 def test_terminal_summary_cuts_at_a_word_and_shows_config_values_as_logged(tr8, tmp_path):
     out = tmp_path / "tr8.md"
-    proc = run([sys.executable, "-m", "forensics.cli"], "analyze", str(TR8), "-o", str(out), "--no-plots",
-               COLUMNS="300")
+    proc = in_process("analyze", str(TR8), "-o", str(out), "--no-plots", broken=False, COLUMNS="300")
     assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "this is a ~58B model, not 104B: ffn_hidden_size 20480 is 1.25x hidden (expected 65536)"

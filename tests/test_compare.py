@@ -3,12 +3,14 @@ and ``forensics export``."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import polars as pl
 import pytest
@@ -17,7 +19,7 @@ from typer.testing import CliRunner
 
 import forensics.cache as cache_module
 import forensics.compare as compare_module
-from forensics.cli import app
+from forensics.cli import app, main
 from forensics.compare import compare_runs, discover
 from forensics.evaluation.experiments import write_lr_sweep, write_tr8_sequence
 from parsers import InputError, load_runs, read_frames
@@ -37,14 +39,20 @@ def lr_sweep(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def lr_sweep_compared(lr_sweep):
+    """The LR sweep compared in this process (read only): its table and the parallel comparison's reference."""
+    return compare_runs([lr_sweep], cache=False, jobs=1)
+
+
+@pytest.fixture(scope="module")
 def tr8_sequence(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("tr8")
     write_tr8_sequence(root)
     return root
 
 
-def test_lr_sweep_table_separation_and_sensitivity(lr_sweep):
-    comparison, _ = compare_runs([lr_sweep], cache=False, jobs=1)
+def test_lr_sweep_table_separation_and_sensitivity(lr_sweep, lr_sweep_compared):
+    comparison, _ = lr_sweep_compared
     rows = {r.name: r for r in comparison.rows}
     assert list(rows) == ["lr-0.0001", "lr-0.0002", "lr-0.0004", "lr-0.0008", "lr-0.0016"]
     assert [(r.outcome, r.outcome_step, r.steps_reached) for r in rows.values()] == [
@@ -163,8 +171,8 @@ def test_cache_is_reused_invalidated_by_a_change_and_kept_outside_the_runs(tmp_p
     assert sorted(p for p in runs.rglob("*")) == before
 
 
-def test_parallel_processes_give_the_same_comparison(lr_sweep):
-    serial, overlay1 = compare_runs([lr_sweep], cache=False, jobs=1)
+def test_parallel_processes_give_the_same_comparison(lr_sweep, lr_sweep_compared):
+    serial, overlay1 = lr_sweep_compared
     parallel, overlay2 = compare_runs([lr_sweep], cache=False, jobs=2)
     assert parallel.to_dict() == serial.to_dict() and overlay1.equals(overlay2)
 
@@ -193,10 +201,12 @@ def test_cli_compare_writes_markdown_with_overlays_and_checks_the_baseline(tmp_p
         "\n## Overlays\n\n![loss by step](compare_files/overlay-loss-by-step.png)\n"
         "![grad norm by step](compare_files/overlay-grad_norm-by-step.png)\n"
         "![loss by consumed samples](compare_files/overlay-loss-by-samples.png)\n")
-    bad = subprocess.run([sys.executable, "-m", "forensics.cli", "compare", str(tr8_sequence), "--baseline", "nope",
-                          "--no-cache"], capture_output=True, text=True, check=False)
-    assert (bad.returncode, bad.stdout, bad.stderr) == (2, "", "forensics: error: --baseline nope: no such run (runs: "
-                                                        "exp1-104B, exp2-104B-beta2, exp3-104B-ffn-fixed)\n")
+    out, err = io.StringIO(), io.StringIO()  # the entry point in this process: its exit code and one stderr line
+    with (mock.patch.object(sys, "argv", ["forensics", "compare", str(tr8_sequence), "--baseline", "nope", "--no-cache"]),
+          contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as bad):
+        main()
+    assert (bad.value.code, out.getvalue(), err.getvalue()) == (
+        2, "", "forensics: error: --baseline nope: no such run (runs: exp1-104B, exp2-104B-beta2, exp3-104B-ffn-fixed)\n")
 
 
 def test_discover_names_runs_by_directory(tmp_path):

@@ -298,11 +298,12 @@ def test_every_renderer_ends_with_exactly_one_newline(odd):
 def test_cli_outputs_end_with_exactly_one_newline(tmp_path, odd_sweep):
     runs = tmp_path / "runs"
     shutil.copytree(odd_sweep, runs)
+    cache = str(tmp_path / "cache")  # (read once: the three outputs render one comparison)
     for fmt in ("markdown", "json"):
-        result = runner.invoke(app, ["compare", str(runs), "--no-cache", "-j", "1", "-f", fmt])
+        result = runner.invoke(app, ["compare", str(runs), "--cache-dir", cache, "-j", "1", "-f", fmt])
         assert result.exit_code == 0 and _one_newline(result.output), fmt
     out = tmp_path / "out" / "compare.md"
-    result = runner.invoke(app, ["compare", str(runs), "--no-cache", "-j", "1", "-o", str(out), "--no-plots"])
+    result = runner.invoke(app, ["compare", str(runs), "--cache-dir", cache, "-j", "1", "-o", str(out), "--no-plots"])
     assert result.exit_code == 0 and _one_newline(result.output)        # the terminal table and the summary line
     assert "no end seen after 1200" in result.output and "no config" in result.output
     assert _one_newline(out.read_text())

@@ -91,12 +91,18 @@ def test_perplexity_panel_only_with_the_option(tmp_path):
 # --- predicting instability across an LR x size sweep ---------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def swept(tmp_path_factory):
+def sweep_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("sweep-cache")
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory, sweep_cache):
     """The generated 4 sizes x 4 LRs sweep, compared: the max attention logit and grad norm scale as LR^0.8 N^0.5
     and LR^0.5 N^0.3; runs whose logit level reaches 100 diverge (125M and 356M at 3e-3, 760M and 1.3B from 1e-3)."""
     root = tmp_path_factory.mktemp("sweep")
     paths = write_size_lr_sweep(root)
-    result = compare_runs([root], cache=False, jobs=1)  # (inline: spawning processes costs more than these 16 small runs)
+    # (inline: spawning processes costs more than these 16 small runs; cached, so that a second compare reads back)
+    result = compare_runs([root], cache=sweep_cache, jobs=1)
     return paths, result
 
 
@@ -210,12 +216,14 @@ def test_the_largest_size_run_once_is_predicted_from_the_smaller_ones(swept):
     assert "; outside the LRs run; observed at 125M: stable up to LR 0.001, no run failed (agrees)" in small["statement"]
 
 
-def test_a_cached_comparison_gives_the_same_sweep(swept, tmp_path):
+def test_a_cached_comparison_gives_the_same_sweep(swept, sweep_cache, monkeypatch):
+    import forensics.compare as compare_module
+
     _, result = swept
     root = Path(result.comparison.rows[0].path).parent
-    cold = compare_runs([root], cache=tmp_path, jobs=1).comparison.to_dict()
-    warm = compare_runs([root], cache=tmp_path, jobs=1).comparison.to_dict()
-    assert cold["sweep"] == warm["sweep"] == result.comparison.to_dict()["sweep"]
+    monkeypatch.setattr(compare_module, "ingest", lambda *a, **k: pytest.fail("a run was read again"))
+    warm = compare_runs([root], cache=sweep_cache, jobs=1).comparison.to_dict()
+    assert warm["sweep"] == result.comparison.to_dict()["sweep"]
 
 
 def test_sizes_that_read_the_same_are_one_size(swept):

@@ -7,6 +7,7 @@ import json
 import math
 import shutil
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -25,12 +26,26 @@ TB_REAL = ROOT / "tests" / "fixtures" / "real" / "tensorboard"
 OFFLINE = ROOT / "tests" / "fixtures" / "wandb"
 
 
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+@cache
+def _fixture_findings(path: Path) -> forensics.Findings:
+    return forensics.analyze(*load_runs(path))
+
+
+def _findings(path: Path) -> forensics.Findings:
+    # (a fixture's findings are made once per test process and only read; a test's own files each time)
+    return _fixture_findings(path) if FIXTURES in path.parents else forensics.analyze(*load_runs(path))
+
+
 def analyzed(path: Path):
-    return forensics.analyze(load_run(path)).runs[0]
+    [run] = _findings(path).runs  # (one run, as load_run requires)
+    return run
 
 
 def chronicle(path: Path) -> list[str]:
-    return reports.render(forensics.analyze(*load_runs(path)), "markdown").splitlines()
+    return reports.render(_findings(path), "markdown").splitlines()
 
 
 def utc(*args: int) -> float:
@@ -452,7 +467,7 @@ def test_a_launch_that_ooms_at_startup_is_a_failed_launch_of_its_own(tmp_path):
 def test_spike_values_and_baselines_are_logged_values(name):
     run = load_run(real(name))
     logged = {m: set(run.metrics.filter(pl.col("metric") == m)["value"].to_list()) for m in ("loss", "grad_norm")}
-    spikes = [a for a in forensics.analyze(run).runs[0].anomalies if a.kind in ("loss_spike", "grad_norm_spike")]
+    spikes = [a for a in analyzed(real(name)).anomalies if a.kind in ("loss_spike", "grad_norm_spike")]
     assert spikes
     for a in spikes:
         assert a.value in logged[a.metric] and a.baseline in logged[a.metric], a

@@ -30,9 +30,19 @@ def _chronicle(path: Path) -> tuple[forensics.RunFindings, list[str]]:
     return _fixture_chronicle(path) if REAL in path.parents else _made(path)
 
 
+def _findings(path: Path) -> forensics.Findings:
+    # (a fixture's findings are made once per test process and only read; a test's own files each time)
+    return _fixture_findings(path) if REAL in path.parents else forensics.analyze_path(path).findings
+
+
+@cache
+def _fixture_findings(path: Path) -> forensics.Findings:
+    return forensics.analyze_path(path).findings
+
+
 def _made(path: Path) -> tuple[forensics.RunFindings, list[str]]:
-    analysis = forensics.analyze_path(path)
-    return analysis.findings.runs[0], reports.render(analysis.findings, "markdown").splitlines()
+    findings = _findings(path)
+    return findings.runs[0], reports.render(findings, "markdown").splitlines()
 
 
 _fixture_chronicle = cache(_made)
@@ -152,8 +162,8 @@ def test_a_lightning_sweep_reads_its_per_step_loss_its_lr_monitor_and_each_versi
     hparams.yaml joined the last attempt, so "config CSP_train differs between sources" x 5; and TensorBoard's
     1000.0 against the YAML's 1000 (0.0 against false) "differed" 13 more times. Each version starts at step 0 with
     settings of its own (a 2x4 sweep): eight runs, not one run's eight attempts."""
-    analysis = forensics.analyze_path(REAL / "tensorboard" / "Giventicket_FlavorDiffusion")
-    runs = analysis.findings.runs
+    findings = _findings(REAL / "tensorboard" / "Giventicket_FlavorDiffusion")
+    runs = findings.runs
     assert [r.name for r in runs] == [f"lightning_logs/version_{n}" for n in range(8)]
     assert [len(r.attempts) for r in runs] == [1] * 8
     assert {tuple(r.coverage["metrics"]["loss"]["source_tags"]) for r in runs} == {("train/loss_step",)}
@@ -161,7 +171,7 @@ def test_a_lightning_sweep_reads_its_per_step_loss_its_lr_monitor_and_each_versi
     # (each version's only warning: Lightning's hp_metric placeholder, not read as a value)
     assert [[w.split(": ", 1)[1] for w in r.warnings] for r in runs] == [[HP_METRIC_PLACEHOLDER]] * 8
     assert [r.config["batch_size"] for r in runs] == [256.0, 256.0, 64.0, 64.0, 16.0, 16.0, 4.0, 4.0]
-    lines = reports.render(analysis.findings, "markdown").splitlines()
+    lines = reports.render(findings, "markdown").splitlines()
     assert not any(line.startswith("- **Not found:** lr") for line in lines)
 
 
@@ -676,7 +686,7 @@ def test_a_noisy_per_batch_loss_after_a_resume_is_not_a_spike() -> None:
     """Issikul/russian_asr: a NeMo run resumed from step 6990, logging one batch's CTC loss every 50 steps (it swings
     30% from point to point): "First anomaly: loss spike at step 7440 ... 1.3x the trailing median" in the first
     points after the resume, where the noise is not yet known (and, at step 7590, read off its first ten residuals)."""
-    runs = forensics.analyze_path(REAL / "tensorboard" / "Issikul_russian_asr").findings
+    runs = _findings(REAL / "tensorboard" / "Issikul_russian_asr")
     [run] = [r for r in runs.runs if r.name == "version_91_ru_r2_large_12x1"]
     lines = reports.render(replace(runs, runs=[run]), "markdown").splitlines()
     assert [a.resumed_from_step for a in run.attempts] == [None, 6990]
@@ -690,7 +700,7 @@ def test_unrelated_lightning_versions_are_runs_of_their_own_and_a_resume_continu
     stopped at 6990; another experiment had reached 470416), "lowering lr got further" from two experiments'
     spikes, and "step 13090 gave a different loss when logged again" across experiments. Here four of them: two
     NeMo runs from scratch that differ in their data manifest (both go NaN), and a run with its resume."""
-    findings = forensics.analyze_path(REAL / "tensorboard" / "Issikul_russian_asr").findings
+    findings = _findings(REAL / "tensorboard" / "Issikul_russian_asr")
     assert [(r.name, [(a.start_step, a.end_step) for a in r.attempts]) for r in findings.runs] == [
         ("version_84", [(49, 3299)]), ("version_85", [(49, 2701)]),
         ("version_91_ru_r2_large_12x1", [(49, 6990), (7040, 30113)])]
@@ -704,7 +714,7 @@ def test_unrelated_lightning_versions_are_runs_of_their_own_and_a_resume_continu
 def test_a_spike_is_a_mean_over_the_interval_only_where_the_format_says_so() -> None:
     """Issikul/russian_asr logs one batch's loss every 50 steps (Lightning through TensorBoard): a spike there was
     said to be "a mean over 50 iterations, so a short spike shows diluted". mlx-lm's report is such a mean."""
-    runs = forensics.analyze_path(REAL / "tensorboard" / "Issikul_russian_asr").findings.runs
+    runs = _findings(REAL / "tensorboard" / "Issikul_russian_asr").runs
     assert [a for run in runs for a in run.anomalies if a.averaged_over] == []
     mlx, _ = _chronicle(REAL / "mlx_lm" / "mlx-examples_issue620_loss_quadruples_excerpt.txt")
     assert [a.averaged_over for a in mlx.anomalies if a.kind == "loss_spike"] == [25]
