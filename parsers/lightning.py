@@ -137,8 +137,8 @@ def _checkpoints(path: Path, wide: pl.DataFrame, context: ReadContext) -> pl.Dat
 def _tested(long: pl.DataFrame, context: ReadContext) -> pl.DataFrame:
     """``trainer.test()`` after ``fit()`` returned: ``test_*`` values logged at or after the last training step (the
     end of training, as the log shows it), as one event."""
-    tests = long.filter(pl.col("name").str.starts_with("test_"))
-    trained = long.filter(~pl.col("name").str.contains(r"^(?:test_|val_|epoch)"))
+    tests = long.filter(pl.col("name").str.contains(r"^test[_/]"))  # test_loss, test/reward (rl4co)
+    trained = long.filter(~pl.col("name").str.contains(r"^(?:(?:test|val)[_/]|epoch)"))
     if not tests.height or not trained.height or tests["step"].min() < trained["step"].max():  # type: ignore[operator]
         return s.empty(s.EVENTS_SCHEMA)
     said = ", ".join(f"{n}={v}" for n, v in tests.select("name", "text").unique("name", keep="last",

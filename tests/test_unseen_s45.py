@@ -75,3 +75,12 @@ def test_gpt3s_learning_rate_for_a_size_it_did_not_train_is_said_to_be_interpola
                if c.cause == "learning rate too high for the model size"]
     assert cause.evidence == ["peak LR 0.00015 is 2.1x about 7.3e-05, between the 0.0001 GPT-3 used at 13B parameters "
                               "and the 6e-05 at 175B (interpolated in log-log), for a model of 66.2B parameters"]
+
+
+def test_trainer_test_metrics_named_with_a_slash_end_the_training() -> None:
+    """EKProgrammer/FJSPT_RL4CO version_1: rl4co logs `test/reward` at step 8000 after fit() returned; the test_*
+    rule did not take it, and a finished run was "still running, cut off, or stopped without a word"."""
+    [attempt] = _analysis(REAL / "lightning" / "EKProgrammer_FJSPT_RL4CO" / "version_1").findings.runs[0].attempts
+    assert (attempt.end_reason, attempt.end_step) == ("completed", 8000)
+    assert attempt.end_detail == ("test metrics logged after training (trainer.test() after fit() returned): "
+                                  "test/reward=-101.34559631347656")
