@@ -6,6 +6,8 @@ and errors in the program or its configuration."""
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from forensics.endings import quote
@@ -165,6 +167,27 @@ def _rank_stopped(events: pl.DataFrame, waits: pl.DataFrame, ended: set[int], ev
     )
 
 
+_CUDA_OOM = re.compile(r"total capacity of ([\d.]+) ([GM])iB.*?this process has ([\d.]+) ([GM])iB memory in use")
+
+
+def _held_by_itself(texts: list[str]) -> str | None:
+    """From PyTorch's CUDA out-of-memory message, that the failing process itself held (nearly) all of the GPU's
+    memory, as words; None when no message says so.
+
+    >>> print(_held_by_itself(["CUDA out of memory. Tried to allocate 144.00 MiB. GPU 0 has a total capacity of 79.25 GiB "
+    ...                        "of which 98.75 MiB is free. Including non-PyTorch memory, this process has 79.15 GiB "
+    ...                        "memory in use."]))
+    the process that failed held 79.15 GiB of the GPU's 79.25 GiB itself (its own message)
+    """
+    for text in texts:
+        if found := _CUDA_OOM.search(text):
+            total, held = (float(v) * (1024 if unit == "G" else 1) for v, unit in (found.group(1, 2), found.group(3, 4)))
+            if total > 0 and held >= 0.9 * total:
+                return (f"the process that failed held {found[3]} {found[4]}iB of the GPU's {found[1]} {found[2]}iB "
+                        "itself (its own message)")
+    return None
+
+
 def memory(events: pl.DataFrame, attempts: list[Attempt], stepped: frozenset[str] = frozenset()) -> list[Cause]:
     """Out of memory, on the GPU or the host (``stepped``: the sources that log metrics, see :func:`_where`)."""
     ooms = events.filter(pl.col("kind") == s.EV_OOM).with_columns(same=same_line(pl.col("text"))).unique(
@@ -184,6 +207,9 @@ def memory(events: pl.DataFrame, attempts: list[Attempt], stepped: frozenset[str
                  f"(first: {quote(t)}) follow from it, not from the hardware: a process out of memory fails its next "
                  "CUDA calls, and the ranks it talked to see it exit" for a, n, t in followed.rows()]
     check = "memory per GPU (micro-batch, activation checkpointing, sequence length) and other processes on the node"
+    if held := _held_by_itself(ooms["text"].to_list()):
+        check = (f"memory per GPU (micro-batch, activation checkpointing, sequence length, the model's size per GPU): "
+                 f"{held}, so no other process took it")
     # (the out-of-memory lines NCCL printed, parsers.schema.EV_NCCL_OUT_OF_MEMORY)
     nccl = {(a, quote(t)) for a, t in events.filter(pl.col("kind") == s.EV_NCCL_OUT_OF_MEMORY)
             .select("attempt", "text").rows()}

@@ -84,3 +84,15 @@ def test_trainer_test_metrics_named_with_a_slash_end_the_training() -> None:
     assert (attempt.end_reason, attempt.end_step) == ("completed", 8000)
     assert attempt.end_detail == ("test metrics logged after training (trainer.test() after fit() returned): "
                                   "test/reward=-101.34559631347656")
+
+
+def test_an_out_of_memory_whose_message_says_the_process_held_the_memory_does_not_point_at_other_processes() -> None:
+    """NotDevinLe/preference-decoding run 48t0xlhd: "GPU 0 has a total capacity of 79.25 GiB of which 98.75 MiB is free.
+    Including non-PyTorch memory, this process has 79.15 GiB memory in use"; what to check next named "other processes
+    on the node"."""
+    run = _analysis(REAL / "wandb" / "NotDevinLe__preference-decoding" / "utils" / "wandb"
+                    / "run-20250715_032755-48t0xlhd").findings.runs[0]
+    [cause] = [c for c in run.suspected_causes if c.cause == "out of memory"]
+    assert cause.check_next == ("memory per GPU (micro-batch, activation checkpointing, sequence length, the model's "
+                                "size per GPU): the process that failed held 79.15 GiB of the GPU's 79.25 GiB itself "
+                                "(its own message), so no other process took it")
