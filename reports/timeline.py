@@ -75,6 +75,10 @@ def ending(a: Attempt) -> str:
         where = ""
     elif a.end_step is None and a.end_at_step is not None:  # (it printed its step; no metric was logged before)
         where = f" at step {a.end_at_step}, with no metric logged before it"
+    elif a.end_step is None and a.resumed_from_step is not None and a.resumed_from_step == a.target_step:
+        # (Megatron resumed at its train_iters: the loop had nothing to run, and the end of training came at once)
+        where = (f" without training a step: it resumed at step {a.resumed_from_step}, its last planned iteration, so "
+                 "nothing was left to train")
     elif a.end_step is None:
         where = f" {NO_STEP_READ}"
     elif a.end_at_step is None:  # a console line with no step: it came after the last logged step
@@ -240,7 +244,9 @@ _LOOKALIKES = {"lr": re.compile(r"(?i)(?:^|[/_. -])(?:lr|learning.?rate)(?:$|[/_
 
 
 def _metric_entry(name: str, m: dict[str, Any]) -> str:
-    span = f"step {m['first_step']}" if m["first_step"] == m["last_step"] else f"steps {m['first_step']}–{m['last_step']}"
+    span = ("at no step the log names" if m["first_step"] is None
+            else f"step {m['first_step']}" if m["first_step"] == m["last_step"]
+            else f"steps {m['first_step']}–{m['last_step']}")
     tags = [t for t in m.get("source_tags", []) if t != name]
     origin = f" from {', '.join(md(t) for t in tags[:3])}" if tags else ""
     return f"{name.replace('_', ' ')} {m['points']:,} points ({span}){origin}"

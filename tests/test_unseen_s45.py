@@ -96,3 +96,28 @@ def test_an_out_of_memory_whose_message_says_the_process_held_the_memory_does_no
     assert cause.check_next == ("memory per GPU (micro-batch, activation checkpointing, sequence length, the model's "
                                 "size per GPU): the process that failed held 79.15 GiB of the GPU's 79.25 GiB itself "
                                 "(its own message), so no other process took it")
+
+
+def test_a_launch_that_resumed_at_its_last_iteration_says_it_trained_nothing(tmp_path: Path) -> None:
+    """A Megatron-LM tutorial's output (unseen-log trial s45): "loading checkpoint ... at iteration 5000" with
+    train_iters 5000, then "[after training is done]" in the same second and the end-of-training evaluations: it was
+    "completed with no step read from its logs" (as if steps had run unlogged), and its evaluations were "(step None)"."""
+    log = tmp_path / "train.log"
+    log.write_text(
+        "------------------------ arguments ------------------------\n"
+        "  train_iters ..................................... 5000\n"
+        "-------------------- end of arguments ---------------------\n"
+        "[after megatron is initialized] datetime: 2023-07-16 10:56:55 \n"
+        " loading checkpoint from /workspace/model/megatron-models/345m at iteration 5000\n"
+        "  successfully loaded checkpoint from /workspace/model/megatron-models/345m at iteration 5000\n"
+        "training ...\n"
+        "[before the start of training step] datetime: 2023-07-16 10:57:01 \n"
+        "[after training is done] datetime: 2023-07-16 10:57:01 \n"
+        " validation loss at the end of training for val data | lm loss value: 5.741563E+00 | lm loss PPL: "
+        "3.115511E+02 | \n"
+        "saving checkpoint at iteration    5000 to /workspace/model/megatron-models/345m\n")
+    lines = _lines(log)
+    assert any(line.startswith("| 1 | none logged | 2023-07-16 10:56:55 | 2023-07-16 10:57:01 | 6 s | – | completed "
+                               "without training a step: it resumed at step 5000, its last planned iteration, so "
+                               "nothing was left to train") for line in lines)
+    assert any("val loss 1 points (at no step the log names)" in line for line in lines)
