@@ -227,7 +227,8 @@ def _summary(run: RunFindings) -> list[str]:
             f"attempt {a.index}'s trainer_state.json ends at step {a.end_step} of {a.target_step}, written when that "
             "checkpoint was saved; steps after it, if any ran, are not in it" for a in saved) + ".")
     if short_of:
-        lines.append("- **Stopped short, with no end in the log:** " + "; ".join(
+        # (what the log shows: it ends there; whether the run stopped, or the file was cut or copied early, it does not)
+        lines.append("- **The log ends before the planned length, with no end printed:** " + "; ".join(
             f"attempt {a.index} at step {a.end_step} of {a.target_step}"
             + (" (its progress bar's total)" if a.target_from_bar else "") for a in short_of) + ".")
     # "training completed" long before the planned length: an early stop, a stop asked of the trainer, a time budget

@@ -319,7 +319,7 @@ def test_deepspeed_chat_step3_ppo_losses_are_read_under_their_own_names() -> Non
     assert run.configs.filter(key="train_iters")["value"].to_list() == ["113"]
     assert any("19 lines of DeepSpeed's" in w and "not read" in w for w in run.warnings)
     lines = reports.render(forensics.analyze_path(path).findings).splitlines()
-    assert "- **Stopped short, with no end in the log:** attempt 1 at step 111 of 113." in lines
+    assert "- **The log ends before the planned length, with no end printed:** attempt 1 at step 111 of 113." in lines
 
 
 def test_a_metric_loggers_loss_scale_is_read_and_its_other_fields_named() -> None:

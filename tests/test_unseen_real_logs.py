@@ -964,7 +964,7 @@ def test_a_deepspeed_run_that_reached_the_steps_its_script_planned_completed() -
     assert any(w.endswith("attempt 1: planned to end at DeepSpeed's step 524: the 1048 \"Total optimization steps\" it "
                           "printed, of 1 batch(es) each (\"Gradient Accumulation steps = 1\"), are 524 of DeepSpeed's "
                           "steps, of 2 batches each (its gradient_accumulation_steps)") for w in run.warnings)
-    assert not any("Stopped short" in line or "no end printed" in line for line in lines)
+    assert not any("ends before the planned length" in line or "no end printed" in line for line in lines)
 
 
 def test_a_traceback_logged_as_a_python_list_is_quoted_by_its_error() -> None:
@@ -1112,7 +1112,7 @@ def test_a_planned_stop_at_a_time_budget_after_a_later_evaluation_is_the_end() -
     [attempt] = run.attempts
     assert (attempt.end_step, attempt.end_reason, attempt.end_at_step) == (6130, "exited", 6130)
     assert attempt.end_detail.startswith("stopping_early: wallclock_cap train_time:599635ms step:6130/20000")
-    assert not any("Stopped short" in line for line in lines)
+    assert not any("ends before the planned length" in line for line in lines)
 
 
 def test_a_loss_scale_set_below_1_by_overflow_lines_is_a_collapse() -> None:
@@ -1909,7 +1909,7 @@ def test_a_log_that_ends_inside_a_divergence_says_it_stopped_short() -> None:
     run, lines = _chronicle(path)
     [attempt] = run.attempts
     assert (attempt.end_reason, attempt.end_kind, attempt.end_step, attempt.target_step) == ("diverged", None, 62, 1000)
-    assert "- **Stopped short, with no end in the log:** attempt 1 at step 62 of 1000." in lines
+    assert "- **The log ends before the planned length, with no end printed:** attempt 1 at step 62 of 1000." in lines
 
 
 def test_clipping_says_what_its_before_covers() -> None:
@@ -1961,7 +1961,8 @@ def test_a_wandb_run_with_no_end_says_the_planned_length_its_progress_bar_shows(
     [attempt] = run.attempts
     assert (attempt.end_step, attempt.target_step, attempt.target_from_bar, attempt.bar_step) == (390, 1218, True, None)
     assert attempt.end_reason == "running"
-    assert "- **Stopped short, with no end in the log:** attempt 1 at step 390 of 1218 (its progress bar's total)." \
+    assert ("- **The log ends before the planned length, with no end printed:** attempt 1 at step 390 of 1218 (its "
+            "progress bar's total).") \
         in lines
 
 
@@ -2043,7 +2044,7 @@ def test_the_reviews_inputs_against_the_new_ending_and_reading_rules() -> None:
     # a bar's total is no planned length where the steps count printed lines (llava #918: 6 dicts, a bar of 10485)
     run, lines = _chronicle(REAL / "hf_trainer" / "llava_issue918_loss_spike_excerpt.txt")
     assert [(a.end_step, a.target_step, a.bar_step, a.bar_total) for a in run.attempts] == [(6, None, 2569, 10485)]
-    assert not any(line.startswith("- **Stopped short") for line in lines)
+    assert not any(line.startswith("- **The log ends before the planned length") for line in lines)
     run, _ = _chronicle(GENERATED / "review_recovered_oom_then_ib_failure.log")
     assert run.suspected_causes[0].kind == "hardware"  # an NCCL failure 280 iterations after an OOM is not its echo
     run, _ = _chronicle(GENERATED / "review_frozen_model_grad_norm_zero.log")
@@ -2471,7 +2472,7 @@ def test_a_checkpoints_trainer_state_joins_the_tensorboard_run_whose_history_it_
     first, second, third = run.attempts
     assert (first.start_step, first.end_step, first.end_reason) == (9, 9, "completed")
     assert (second.start_step, second.end_step, third.end_step, third.end_reason) == (10, 470, 471, "completed")
-    assert not any("Stopped short" in line or "micro\\_batch\\_size differs" in line for line in lines)
+    assert not any("ends before the planned length" in line or "micro\\_batch\\_size differs" in line for line in lines)
     assert "| 1 | 9 | 2024-04-07 10:55:43 | 2024-04-07 11:40:33 | 45 min | 14.4 days | completed after step 9: " \
            "“training finished: the Trainer's summary (train\\_runtime 2689.697998046875 s)” |" in lines
 

@@ -175,7 +175,7 @@ def test_a_checkpoints_trainer_state_ends_at_its_save_not_stopped_short() -> Non
     _, lines = _chronicle(REAL / "hf_trainer_state" / "Dheena731_tinyLlama-finetune")
     assert ("- **History ends at a checkpoint:** attempt 1's trainer_state.json ends at step 2800 of 2808, written "
             "when that checkpoint was saved; steps after it, if any ran, are not in it.") in lines
-    assert not any("Stopped short" in line for line in lines)
+    assert not any("ends before the planned length" in line for line in lines)
 
 
 def test_a_trainer_state_saved_at_its_last_step_is_the_end_of_training() -> None:
