@@ -162,6 +162,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
                            r"rank \([\d, ]+\): (\d+)"),
     (s.EV_PARAMETER_COUNT, r"number of parameters on model parallel rank \d+\s*:?\s+([\d.]+)"),
     (s.EV_PARAMETER_COUNT, r"Total number of parameters in billions:\s*([\d.]+)"),
+    # DeepSpeed's pipeline engine: UNIQUE_PARAMS counts a tied embedding once, TOTAL_PARAMS once per stage holding it
+    (s.EV_PARAMETER_COUNT, r"UNIQUE_PARAMS=(\d+)"),
     (s.EV_PARAMETER_COUNT, r"TOTAL_PARAMS=(\d+)"),
     (s.EV_PARAMETER_COUNT, r"estimated model parameters:\s*([\d.]+)"),
     (s.EV_PADDED_VOCAB, r"padded vocab \(size: \d+\) with \d+ dummy tokens \(new size: (\d+)\)"),

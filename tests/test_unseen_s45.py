@@ -121,3 +121,10 @@ def test_a_launch_that_resumed_at_its_last_iteration_says_it_trained_nothing(tmp
                                "without training a step: it resumed at step 5000, its last planned iteration, so "
                                "nothing was left to train") for line in lines)
     assert any("val loss 1 points (at no step the log names)" in line for line in lines)
+
+
+def test_deepspeeds_unique_parameter_count_is_the_one_printed_by_the_program() -> None:
+    """bigscience meg_ds_3d_gpt2_perf_n16: "TOTAL_PARAMS=52453507072 (52453.507M) UNIQUE_PARAMS=52004716544": the
+    chronicle gave the total (the tied embedding counted in the first and the last stage) as the model's size."""
+    path = REAL / "megatron" / "bigscience-workshop+bigscience__experiments_gpt2-meg-ds-3d_meg_ds_3d_gpt2_perf_n16-ds-on.out"
+    assert _analysis(path).findings.runs[0].model.parameters_logged == 52_004_716_544
