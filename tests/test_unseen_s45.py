@@ -128,3 +128,20 @@ def test_deepspeeds_unique_parameter_count_is_the_one_printed_by_the_program() -
     chronicle gave the total (the tied embedding counted in the first and the last stage) as the model's size."""
     path = REAL / "megatron" / "bigscience-workshop+bigscience__experiments_gpt2-meg-ds-3d_meg_ds_3d_gpt2_perf_n16-ds-on.out"
     assert _analysis(path).findings.runs[0].model.parameters_logged == 52_004_716_544
+
+
+def test_nanogpts_printed_config_file_is_read_as_its_config() -> None:
+    """nanoGPT prints the config file it reads ("Overriding config with config/finetune_shakespeare.py:" and its
+    lines); the chronicle had no config of it, so no shape and no planned length (unseen-log trial s45: a nanoGPT
+    run printing n_layer = 6, n_embd = 384 had "Parameters from its shape: n/a")."""
+    path = REAL / "nanogpt" / "nanogpt_issue210_finetune_gpt2_nan_iter1.txt"
+    import parsers
+
+    configs = dict(parsers.load_run(path).configs.select("key", "value").rows())
+    assert {k: configs[k] for k in ("train_iters", "lr", "batch_size", "gradient_accumulation_steps", "init_from",
+                                    "wandb_run_name")} == {
+        "train_iters": "20", "lr": "3e-05", "batch_size": "1", "gradient_accumulation_steps": "32", "init_from": "gpt2",
+        "wandb_run_name": "'ft-' + str(time.time())"}  # (an expression: its text, never run)
+    assert "import time" not in configs and "time" not in configs
+    lines = _lines(path)
+    assert "- **The log ends before the planned length, with no end printed:** attempt 1 at step 1 of 20." in lines

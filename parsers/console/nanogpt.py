@@ -23,6 +23,41 @@ from parsers.console.engine import NUMBER, LineFormat, Rule
 
 HELLASWAG = "hellaswag_acc"  # build-nanogpt's HellaSwag accuracy (0-1)
 
+# nanoGPT's configurator prints the config file it reads ("Overriding config with config/train_shakespeare_char.py:"
+# and the file's lines), each command-line setting ("Overriding: batch_size = 12"), and the vocabulary it finds
+# ("found vocab_size = 65 (inside data/shakespeare_char/meta.pkl)")
+_CONFIG_BEGINS = r"^(?:Overriding config with \S.*:\s*$|Overriding: \w+ = |found vocab_size = \d+)"
+_CONFIG_ENDS = (r"^(?:Overriding: \w+ = |found vocab_size = |tokens per iteration will be|Initializing |Resuming training"
+                r"|number of parameters|using |iter \d|step \d)")
+_SETTING = re.compile(r"^(?:Overriding: |found )?([A-Za-z_]\w*)\s*=\s*(.+?)\s*(?:#.*)?$")
+
+
+def settings(text: str) -> dict:
+    r"""The settings of nanoGPT's printed config lines (Python assignments: their literal values; anything else, such
+    as an expression, as its text); other lines are passed by.
+
+    >>> settings("Overriding config with config/x.py:\n# baby GPT\nn_layer = 6 # small\nout_dir = 'out-x'\n"
+    ...          "lr = 6e-4 / 10")
+    {'n_layer': 6, 'out_dir': 'out-x', 'lr': '6e-4 / 10'}
+    >>> settings("found vocab_size = 139 (inside data/mitos/meta.pkl)")
+    {'vocab_size': 139}
+    """
+    import ast
+
+    out: dict = {}
+    for line in text.splitlines():
+        if line.startswith("found vocab_size = "):
+            line = line.split(" (", 1)[0]
+        if not (found := _SETTING.match(line)) or line.startswith("Overriding config with"):
+            continue
+        try:
+            value = ast.literal_eval(found[2]) if len(found[2]) < 1000 else found[2]  # (literals only: nothing runs)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            value = found[2]
+        out[found[1]] = value if isinstance(value, (int, float, str, bool)) or value is None else found[2]
+    return out
+
+
 SPEC = LineFormat(
     FORMAT="nanogpt",
     detect=re.compile(rb"\biter \d+: loss [-+\w.]+, time |\bstep \d+: train loss [-+\w.]+, val loss "
@@ -64,5 +99,7 @@ SPEC = LineFormat(
     # 118.20ms, mfu 37.9%" and llama2.c's "490 | loss 5.7543 | lr 4.9e-05 | 8060.78ms | mfu 0.21%" print their mfu
     # (build-nanogpt's "name: value" fields are all read)
     printed=(r"[:,|]\s+([A-Za-z_]+) -?\d", frozenset({"loss", "time", "lr"})),
+    config_block=(_CONFIG_BEGINS, _CONFIG_ENDS),
+    config_reader=settings,
 )
 FORMAT, sniff, read, parse = SPEC.FORMAT, SPEC.sniff, SPEC.read, SPEC.parse
