@@ -234,8 +234,21 @@ def end_of(
     if end_step is None:
         return _unnumbered(events, next_index) or Ending(EndReason.NO_TRAINING, "")
     if is_last or next_index is None:
-        return Ending(EndReason.RUNNING, "still running, cut off, or stopped without a word")
-    return Ending(EndReason.UNKNOWN, f"attempt {next_index} started next")
+        return Ending(EndReason.RUNNING, "still running, cut off, or stopped without a word" + _saved_after(events,
+                                                                                                           end_step))
+    return Ending(EndReason.UNKNOWN, f"attempt {next_index} started next" + _saved_after(events, end_step))
+
+
+def _saved_after(events: pl.DataFrame, step: int) -> str:
+    """"; its last trace: a checkpoint saved at step N, after its last logged step" (Lightning's
+    ``epoch=19-step=1440.ckpt`` after a metrics.csv that logs every 50 steps, to 1399), when the attempt's logs show
+    one."""
+    if not events.height:
+        return ""
+    saved = saved_steps(events)
+    after = saved.filter(saved > step)
+    return (f"; its last trace: a checkpoint saved at step {after.max():.0f}, after its last logged step"
+            if after.len() else "")
 
 
 def _next_sweep_job(events: pl.DataFrame, printed: pl.DataFrame, end_step: int | None, done: bool) -> Ending | None:

@@ -53,7 +53,8 @@ def test_find_runs_takes_trainer_output_dirs_whole_and_skips_notes(tree: Path) -
     lightning = [name for name, _ in fleet.find_runs(REAL / "lightning")]
     assert lightning == [*(f"0Xero7_slm_training/lightning_logs/version_{n}" for n in (0, 5, 7, 9)),
                          "AIRI-Institute_genrisk/version_13", "BvoJa_GPTTT_version_0",
-                         "EKProgrammer_FJSPT_RL4CO/version_1", "Jan21_FAST-GNN-SAT/version_57",
+                         "EKProgrammer_FJSPT_RL4CO/version_1", "Goreg12345_nlp2-probing-lms/version_0",
+                         "Jan21_FAST-GNN-SAT/version_57",
                          "Saxeman_DNABERT/version_1",
                          "daankaasjager_thesis_final_coding/version_10"]
     mlflow = [name for name, _ in fleet.find_runs(REAL / "mlflow")]  # an MLflow run: metrics/, params/, tags/

@@ -145,3 +145,13 @@ def test_nanogpts_printed_config_file_is_read_as_its_config() -> None:
     assert "import time" not in configs and "time" not in configs
     lines = _lines(path)
     assert "- **The log ends before the planned length, with no end printed:** attempt 1 at step 1 of 20." in lines
+
+
+def test_a_checkpoint_saved_after_the_last_logged_step_is_the_attempts_last_trace() -> None:
+    """Goreg12345/nlp2-probing-lms version_0: metrics.csv logs every 50 steps to 1399; checkpoints/epoch=19-step=
+    1440.ckpt was saved 41 steps later, the end of epoch 19. The chronicle said only "the log ends with no end
+    printed" at step 1399, and nothing of the save."""
+    [attempt] = _analysis(REAL / "lightning" / "Goreg12345_nlp2-probing-lms" / "version_0").findings.runs[0].attempts
+    assert (attempt.end_reason, attempt.end_step) == ("running", 1399)
+    assert attempt.end_detail == ("still running, cut off, or stopped without a word; its last trace: a checkpoint "
+                                  "saved at step 1440, after its last logged step")
