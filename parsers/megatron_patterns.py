@@ -252,11 +252,17 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_SHUTDOWN, r"resource_tracker: There appear to be \d+ leaked \w+ objects to clean up at shutdown"),
     # torchrun's word on a worker: "failed (exitcode: -6) local_rank: 1", "exitcode  : -6 (pid: 3016739)"
     (s.EV_EXIT_CODE, r"\bexitcode\s*:\s*(-?\d+)\b"),
+    # argparse refusing the command line: "train_bash.py: error: argument --fp16: invalid choice: ..." (after its
+    # "usage:" lines; the program exits with status 2 before it does anything)
+    (s.EV_ERROR, r"^[\w.-]+: error: (?:argument |unrecognized arguments: |the following arguments are required: "
+                 r"|one of the arguments )"),
     # OLMo's "CRITICAL [olmo.util:158, rank=0] Uncaught OLMoThreadError: generator thread data thread 3 failed"
     (s.EV_ERROR, r"\bUncaught (?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception)\b"),
     (s.EV_ERROR, r"^" + RANK_PREFIX + r"\s*:?\s*(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]*(?:Error|Exception)(?::|$)"
                  r"|^" + RANK_PREFIX + r"\s*Fatal Python error:"),
     # start-up lines (after iterations or an ending, one of these begins a new launch)
+    # argparse's usage, printed as a launch refuses its command line (a launch of its own, failed at start-up)
+    (s.EV_STARTUP, r"^usage: [\w.-]+ \[-h\]"),
     (s.EV_STARTUP, r"^\s*> initializing torch distributed|^\s*> initializing tensor model parallel with size"
                    r"|^\s*> setting random seeds to|^\s*using world size: \d+|^\s*> building \S+ model"
                    r"|^\s*> compiling dataset index builder|initializing model parallel cuda seeds"

@@ -155,3 +155,15 @@ def test_a_checkpoint_saved_after_the_last_logged_step_is_the_attempts_last_trac
     assert (attempt.end_reason, attempt.end_step) == ("running", 1399)
     assert attempt.end_detail == ("still running, cut off, or stopped without a word; its last trace: a checkpoint "
                                   "saved at step 1440, after its last logged step")
+
+
+def test_launches_refused_by_argparse_are_failed_launches_not_an_unrecognised_file() -> None:
+    """112292454/ChatGLM-Efficient-Tuning-main's nohup.out: six launches, each dying in argparse ("train_bash.py:
+    error: argument --finetuning_type: invalid choice: 'p-tuning' ..."): refused as "not a recognised training log"
+    (exit 2), though the README promises launches that died at start-up are reported."""
+    run = _analysis(REAL / "console_errors" / "112292454_ChatGLM-Efficient-Tuning-main_nohup.out").findings.runs[0]
+    first = run.attempts[0]
+    assert (first.end_reason, first.start_step) == ("failed_startup", None)
+    assert first.end_detail.startswith("train_bash.py: error: argument --finetuning_type: invalid choice: 'p-tuning'")
+    lines = _lines(REAL / "console_errors" / "112292454_ChatGLM-Efficient-Tuning-main_nohup.out")
+    assert any("argument --fp16: Truthy value expected" in line and "(×5)" in line for line in lines)
