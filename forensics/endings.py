@@ -245,10 +245,15 @@ def _saved_after(events: pl.DataFrame, step: int) -> str:
     one."""
     if not events.height:
         return ""
-    saved = saved_steps(events)
-    after = saved.filter(saved > step)
-    return (f"; its last trace: a checkpoint saved at step {after.max():.0f}, after its last logged step"
-            if after.len() else "")
+    later = events.filter(pl.col("kind").is_in([s.EV_CHECKPOINT_SAVE, s.EV_CHECKPOINT_SAVING])).with_columns(
+        at=pl.coalesce(pl.col("value").cast(pl.Float64), pl.col("step").cast(pl.Float64))).filter(pl.col("at") > step)
+    if not later.height:
+        return ""
+    done = later.filter(pl.col("kind") == s.EV_CHECKPOINT_SAVE)
+    if done.height:
+        return f"; its last trace: a checkpoint saved at step {done['at'].max():.0f}, after its last logged step"
+    return (f"; its last trace: a checkpoint save begun at step {later['at'].max():.0f}, after its last logged step "
+            "(no line says it finished)")
 
 
 def _next_sweep_job(events: pl.DataFrame, printed: pl.DataFrame, end_step: int | None, done: bool) -> Ending | None:

@@ -179,13 +179,19 @@ def _held_by_itself(texts: list[str]) -> str | None:
     ...                        "memory in use."]))
     the process that failed held 79.15 GiB of the GPU's 79.25 GiB itself (its own message)
     """
-    for text in texts:
-        if found := _CUDA_OOM.search(text):
-            total, held = (float(v) * (1024 if unit == "G" else 1) for v, unit in (found.group(1, 2), found.group(3, 4)))
-            if total > 0 and held >= 0.9 * total:
-                return (f"the process that failed held {found[3]} {found[4]}iB of the GPU's {found[1]} {found[2]}iB "
+    said = None
+    for text in texts:  # (every message that gives the numbers must say so: another may name another process)
+        if "out of memory" not in text.lower():
+            continue
+        found = _CUDA_OOM.search(text)
+        if found is None:
+            return None
+        total, held = (float(v) * (1024 if unit == "G" else 1) for v, unit in (found.group(1, 2), found.group(3, 4)))
+        if not (total > 0 and held >= 0.9 * total):
+            return None
+        said = said or (f"the process that failed held {found[3]} {found[4]}iB of the GPU's {found[1]} {found[2]}iB "
                         "itself (its own message)")
-    return None
+    return said
 
 
 def memory(events: pl.DataFrame, attempts: list[Attempt], stepped: frozenset[str] = frozenset()) -> list[Cause]:

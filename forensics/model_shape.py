@@ -196,16 +196,15 @@ DEFAULT_INIT_STD = 0.02  # Megatron's init_method_std and the Hugging Face initi
 def init_spread(cfg: dict[str, Any]) -> float | None:
     """The spread of a freshly initialised model's logits, std x sqrt(hidden) (a unit-variance final hidden state times
     output weights of standard deviation std): its first loss is near ln(vocabulary) + spread^2 / 2. None without a
-    hidden size; std is the config's, else :data:`DEFAULT_INIT_STD`.
+    hidden size, or with a std above 0.1; std is the config's, else :data:`DEFAULT_INIT_STD`.
 
     >>> round(init_spread({"hidden_size": 9216, "init_method_std": 0.02}), 3), init_spread({})
     (1.92, None)
     """
-    hidden, std = _int(cfg, "hidden_size"), cfg.get("init_method_std")
-    if not hidden:
-        return None
-    ok = isinstance(std, (int, float)) and not isinstance(std, bool) and 0 < std < 1
-    return float(std if ok else DEFAULT_INIT_STD) * math.sqrt(hidden)
+    hidden, std = _int(cfg, "hidden_size"), cfg.get("init_method_std", DEFAULT_INIT_STD)
+    if not hidden or isinstance(std, bool) or not isinstance(std, (int, float)) or not 0 < std <= 0.1:
+        return None  # (an init std that is no small-init value: nothing is assumed of the fresh model's loss)
+    return float(std) * math.sqrt(hidden)
 
 
 def check_model(

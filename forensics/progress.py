@@ -9,8 +9,9 @@ the two medians (each 1.253 x 1.4826 x MAD / sqrt(points), the median's standard
 when every point of the last tenth is below every point of the first. The
 loss *fell* when its fall is beyond the noise and more than ``NO_GAIN`` (1%) of the start; it *barely fell* when the
 fall is beyond the noise but smaller (a loss sliding from 0.6931 to 0.6881 at every point fell, slowly: not "did not
-fall"). That it did *not* fall is said only when the noise allows it: no fall beyond the noise, and the fall plus two
-standard errors stays under ``CLEAR_FALL`` (5%) of the start. Otherwise (a 2% drop within a noise of 2%) ``fell`` is
+fall"). That it did *not* fall is said only when the noise allows it: no fall beyond the noise nor one over 1%, and
+the fall plus two standard errors stays under ``CLEAR_FALL`` (5%) of the start; a fall under 0.1% of the start is
+none. Otherwise (a 2% drop within a noise of 2%) ``fell`` is
 None: too noisy to say either way; and with fewer than ``MIN_POINTS`` (20) only that it fell is said (from 6 points
 on). A log that begins mid-run is
 not judged (a late excerpt of a converged run is flat by nature). The validation loss rising while the training loss
@@ -73,11 +74,14 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
     # a fall the noise does not explain: beyond two standard errors, or every point of the last tenth below every point
     # of the first (a rank test at its extreme, p = 1 / C(2k, k) <= 0.05 by chance; a steep fall within the first
     # tenth makes its spread, and the standard error read from it, large)
-    beyond = bool(drop > 2 * error or values[-tenth:].max() < values[:tenth].min())
+    # (a fall under 0.1% of the start is no fall, whatever the noise: a loss stuck at 4.1744 then printed 4.1743)
+    beyond = bool(drop >= 0.001 * abs(start) and (drop > 2 * error or values[-tenth:].max() < values[:tenth].min()))
     fell: bool | None = beyond and drop > NO_GAIN * abs(start)
     barely = beyond and not fell and loss.height >= MIN_POINTS
-    if not fell and (beyond or drop + 2 * error >= CLEAR_FALL * abs(start) or loss.height < MIN_POINTS):
-        fell = None  # it fell a little, or too noisy to say it did not (with fewer than MIN_POINTS, only a fall is said)
+    if not fell and (beyond or drop > NO_GAIN * abs(start) or drop + 2 * error >= CLEAR_FALL * abs(start)
+                     or loss.height < MIN_POINTS):
+        fell = None  # it fell a little, or by more than 1% within its noise, or too noisy to say it did not (with
+        # fewer than MIN_POINTS, only a fall is said)
     if loss.select((pl.col("value") < 0).any()).item():
         # a loss below 0 is no cross-entropy (a policy, preference or adversarial objective): a level that crosses 0
         # is no fall to measure in fractions of its start, and one that rises is not a run learning nothing

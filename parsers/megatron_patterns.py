@@ -261,8 +261,6 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_ERROR, r"^" + RANK_PREFIX + r"\s*:?\s*(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]*(?:Error|Exception)(?::|$)"
                  r"|^" + RANK_PREFIX + r"\s*Fatal Python error:"),
     # start-up lines (after iterations or an ending, one of these begins a new launch)
-    # argparse's usage, printed as a launch refuses its command line (a launch of its own, failed at start-up)
-    (s.EV_STARTUP, r"^usage: [\w.-]+ \[-h\]"),
     (s.EV_STARTUP, r"^\s*> initializing torch distributed|^\s*> initializing tensor model parallel with size"
                    r"|^\s*> setting random seeds to|^\s*using world size: \d+|^\s*> building \S+ model"
                    r"|^\s*> compiling dataset index builder|initializing model parallel cuda seeds"

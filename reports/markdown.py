@@ -226,11 +226,17 @@ def _summary(run: RunFindings) -> list[str]:
         lines.append("- **History ends at a checkpoint:** " + "; ".join(
             f"attempt {a.index}'s trainer_state.json ends at step {a.end_step} of {a.target_step}, written when that "
             "checkpoint was saved; steps after it, if any ran, are not in it" for a in saved) + ".")
-    if short_of:
-        # (what the log shows: it ends there; whether the run stopped, or the file was cut or copied early, it does not)
-        lines.append("- **The log ends before the planned length, with no end printed:** " + "; ".join(
-            f"attempt {a.index} at step {a.end_step} of {a.target_step}"
-            + (" (its progress bar's total)" if a.target_from_bar else "") for a in short_of) + ".")
+    # an attempt another followed stopped short of its length; the last one's log ends there (whether the run stopped,
+    # or the file was cut or copied early, the log does not show)
+    last = run.attempts[-1] if run.attempts else None
+    for said, mine in (("Stopped short, with no end in the log, before the next attempt", [a for a in short_of
+                                                                                             if a is not last]),
+                       ("The log ends before the planned length, with no end printed", [a for a in short_of
+                                                                                          if a is last])):
+        if mine:
+            lines.append(f"- **{said}:** " + "; ".join(
+                f"attempt {a.index} at step {a.end_step} of {a.target_step}"
+                + (" (its progress bar's total)" if a.target_from_bar else "") for a in mine) + ".")
     # "training completed" long before the planned length: an early stop, a stop asked of the trainer, a time budget
     # (more than two logging intervals short, the interval measured over three points or more)
     early = [a for a in run.attempts if a.end_reason == EndReason.COMPLETED and not a.target_from_bar

@@ -299,20 +299,26 @@ def test_deepspeeds_overflow_lines_and_its_running_count_are_the_same_skips() ->
 
 def test_loss_above_chance_waits_for_the_fresh_models_spread_only_at_the_start_of_training() -> None:
     """bigscience meg_ds_3d_gpt2_perf_n16 (hidden 8192, std 0.02, vocab 50688) logged 12.79 and 12.80 at steps 1-2, a
-    fresh model's loss (10.83 + 1.64): no anomaly; the same values in a log that begins mid-run are one."""
+    fresh model's loss (10.83 + 1.64): no anomaly; the same values at steps 5001-5002 (not the start of training) are
+    one, and so are they where the spread is not known."""
     from forensics.detectors.chance import LossAboveChanceDetector
     from forensics.model_shape import init_spread
 
     spread = init_spread({"hidden_size": 8192, "init_method_std": 0.02})
     detector = LossAboveChanceDetector(50688, init_spread=spread)
 
-    def frames(steps: list[int]) -> RunFrames:
+    def frames(steps: list[int], values: tuple[float, float] = (12.79022, 12.80042)) -> RunFrames:
         m = s.conform(pl.DataFrame({"run": "r", "source": "x", "attempt": 1, "step": steps, "metric": "loss",
-                                    "value": [12.79022, 12.80042], "wall_time": None}), s.METRICS_SCHEMA)
+                                    "value": list(values), "wall_time": None}), s.METRICS_SCHEMA)
         return RunFrames(m, s.empty(s.EVENTS_SCHEMA))
 
     assert detector.detect(frames([1, 2])) == []
+    # a point past the fresh model's spread is one, even at the start (ln(50688) + 1.64 + 1 = 13.47)
+    [jump] = detector.detect(frames([1, 2], (12.79022, 41.03157)))
+    assert (jump.step, jump.value) == (2, 41.03157) and "freshly initialised model" in jump.detail
     [late] = detector.detect(frames([5001, 5002]))
     assert (late.step, late.end_step) == (5001, 5002) and "worse than guessing every token uniformly" in late.detail
-    # with no hidden size known, a fresh model's points are not judged until the loss first came within chance
-    assert LossAboveChanceDetector(50688).detect(frames([1, 2])) == []
+    # with no hidden size known (or an init std that is no small-init value), nothing is assumed of a fresh model
+    [unknown] = LossAboveChanceDetector(50688).detect(frames([1, 2]))
+    assert (unknown.step, unknown.end_step) == (1, 2)
+    assert init_spread({"hidden_size": 8192, "init_method_std": 0.9}) is None

@@ -163,7 +163,46 @@ def test_launches_refused_by_argparse_are_failed_launches_not_an_unrecognised_fi
     (exit 2), though the README promises launches that died at start-up are reported."""
     run = _analysis(REAL / "console_errors" / "112292454_ChatGLM-Efficient-Tuning-main_nohup.out").findings.runs[0]
     first = run.attempts[0]
-    assert (first.end_reason, first.start_step) == ("failed_startup", None)
+    assert (first.end_reason, first.start_step) == ("crashed", None)  # (its usage text is no start-up: review s45)
     assert first.end_detail.startswith("train_bash.py: error: argument --finetuning_type: invalid choice: 'p-tuning'")
     lines = _lines(REAL / "console_errors" / "112292454_ChatGLM-Efficient-Tuning-main_nohup.out")
     assert any("argument --fp16: Truthy value expected" in line and "(×5)" in line for line in lines)
+
+
+GENERATED = Path(__file__).parent / "fixtures" / "generated"
+
+
+def test_the_reviews_inputs_against_this_stops_rules() -> None:
+    """Review s45: inputs written to break this stop's rules; each line here was false before its mend."""
+    def analysed(name: str) -> forensics.RunFindings:
+        return _analysis(GENERATED / f"review_s45_{name}").findings.runs[0]
+
+    # argparse's usage and error printed mid-run (a helper script) do not split the training
+    run = analysed("a1_usage_mid_run.txt")
+    assert [(a.start_step, a.end_step, a.end_reason) for a in run.attempts] == [(10, 200, "completed")]
+    # a loss of 15 nats on 50688 tokens for a whole run, no hidden size known: above chance from the first point
+    assert any(a.kind == "loss_above_chance" and a.step == 10 for a in analysed("m1_above_chance_whole_run.txt").anomalies)
+    # a resumed run (its first logged step 60, a log every 10) is not the start of training
+    assert any(a.kind == "loss_above_chance" and a.step == 60 for a in analysed("m3_resumed_above_chance.txt").anomalies)
+    # an init std of 0.9 is no small-init value: nothing assumed of the fresh model
+    assert any(a.kind == "loss_above_chance" and a.step == 0 for a in analysed("c2_absurd_std.log").anomalies)
+    # a loss stuck at 4.1744, printed 4.1743 at the end, did not fall (not "barely fell: 0.0%")
+    assert analysed("p1_stuck_quantum.log").learning["fell"] is False
+    # a 2% drop within the noise: not judged either way (not "did not fall")
+    assert analysed("p2_two_percent_noise.log").learning["fell"] is None
+    # attempt 1 stopped short before attempt 2; the log itself does not end there
+    lines = _lines(GENERATED / "review_s45_e1_two_launches_first_cut.txt")
+    assert "- **Stopped short, with no end in the log, before the next attempt:** attempt 1 at step 100 of 300." in lines
+    assert not any(line.startswith("- **The log ends before the planned length") for line in lines)
+    # a save begun and never said to be done is not "a checkpoint saved"
+    first = analysed("s1_unfinished_save_then_relaunch.txt").attempts[0]
+    assert first.end_detail.endswith("its last trace: a checkpoint save begun at step 150, after its last logged step "
+                                      "(no line says it finished)")
+    # one OOM message naming another process: the advice keeps "other processes on the node"
+    [cause] = [c for c in analysed("o1_two_ooms_second_other_process.txt").suspected_causes if c.cause == "out of memory"]
+    assert "other processes on the node" in cause.check_next and "no other process took it" not in cause.check_next
+    # a '#' inside a string is the string's
+    import parsers
+
+    configs = dict(parsers.load_run(GENERATED / "review_s45_n1_hash_in_string.log").configs.select("key", "value").rows())
+    assert configs["wandb_run_name"] == "mini-gpt#2"

@@ -10,7 +10,9 @@ times output weights of standard deviation ``std`` gives logits of spread s = st
 cross-entropy of logits spread s is about ln(vocabulary) + s^2/2 (BLOOM's 104B at std 0.02 and hidden 9216 starts
 near 12.5, ln(50688) = 10.8). So at the start of training, until the loss first comes within ln(vocabulary) +
 ``margin``, a point is judged against ln(vocabulary) + s^2/2 + ``margin`` (``init_spread`` s, from the config's
-init std, 0.02 when it does not say, and its hidden size); with no hidden size known it is not judged until then.
+init std, 0.02 when it names none, and its hidden size); with no hidden size known, or an init std that is no
+small-init value (above 0.1), against ln(vocabulary) + ``margin`` as every other point. The start of training is an
+attempt whose first logged step is within one logging interval of step 0 (not a resume, not an excerpt).
 """
 
 from __future__ import annotations
@@ -44,10 +46,8 @@ class LossAboveChanceDetector:
     vocab: int | None = None
     margin: float = 1.0
     name: Kind = Kind.LOSS_ABOVE_CHANCE
-    # a fresh model's logit spread, std x sqrt(hidden) (None: not known); and the steps up to which a log's first
-    # point is at the start of training (as the spike detector's burn-in)
+    # a fresh model's logit spread, std x sqrt(hidden) (None: not known)
     init_spread: float | None = None
-    early_step: int = 100
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         if not self.vocab or self.vocab < 2:
@@ -56,14 +56,19 @@ class LossAboveChanceDetector:
         limit = chance + self.margin
         points = frames.points(s.LOSS).filter(pl.col("value").is_finite())
         spacing, mid_run = frames.spacing(), frames.begins_mid_run()
+        logged = frames.steps()
+        firsts = {int(a): int(st) for a, st in logged.group_by("attempt").agg(pl.col("step").min()).iter_rows()} \
+            if logged.height else {}
         out = []
         for (attempt,), own in points.group_by("attempt", maintain_order=True):
             values, steps = own["value"].to_numpy(), own["step"].to_numpy()
             limits = np.full(values.size, limit)
-            if attempt != mid_run and steps[0] <= max(self.early_step - 1, spacing.get(int(attempt), 1)):
-                # the start of training: the fresh model's points, until the loss first comes within chance
+            first = firsts.get(int(attempt), int(steps[0]))
+            if self.init_spread and attempt != mid_run and first <= spacing.get(int(attempt), 1):
+                # the start of training (its first logged step within one logging interval of step 0: not a resume):
+                # the fresh model's points, until the loss first comes within chance
                 fresh = int(np.argmax(values <= limit)) if (values <= limit).any() else values.size
-                limits[:fresh] = (limit + self.init_spread ** 2 / 2) if self.init_spread else np.inf
+                limits[:fresh] = limit + self.init_spread ** 2 / 2
             for a, b in runs_of_true(values > limits):
                 top = a + int(np.argmax(values[a:b + 1]))
                 high = float(values[top])

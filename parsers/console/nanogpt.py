@@ -29,7 +29,7 @@ HELLASWAG = "hellaswag_acc"  # build-nanogpt's HellaSwag accuracy (0-1)
 _CONFIG_BEGINS = r"^(?:Overriding config with \S.*:\s*$|Overriding: \w+ = |found vocab_size = \d+)"
 _CONFIG_ENDS = (r"^(?:Overriding: \w+ = |found vocab_size = |tokens per iteration will be|Initializing |Resuming training"
                 r"|number of parameters|using |iter \d|step \d)")
-_SETTING = re.compile(r"^(?:Overriding: |found )?([A-Za-z_]\w*)\s*=\s*(.+?)\s*(?:#.*)?$")
+_SETTING = re.compile(r"^(?:Overriding: |found )?([A-Za-z_]\w*)\s*=\s*(.+?)\s*$")
 
 
 def settings(text: str) -> dict:
@@ -50,11 +50,18 @@ def settings(text: str) -> dict:
             line = line.split(" (", 1)[0]
         if not (found := _SETTING.match(line)) or line.startswith("Overriding config with"):
             continue
-        try:
-            value = ast.literal_eval(found[2]) if len(found[2]) < 1000 else found[2]  # (literals only: nothing runs)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            value = found[2]
-        out[found[1]] = value if isinstance(value, (int, float, str, bool)) or value is None else found[2]
+        text = found[2]
+        # the value with its comment cut at each '#' from the last (a '#' inside a string is the string's)
+        cuts = [text] + [text[:i].rstrip() for i in reversed(range(len(text))) if text[i] == "#"]
+        value, shown = text.split("#", 1)[0].strip(), None
+        for candidate in cuts:
+            try:
+                # (literals only: nothing runs)
+                value, shown = (ast.literal_eval(candidate), candidate) if len(candidate) < 1000 else (candidate, "")
+                break
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+        out[found[1]] = value if isinstance(value, (int, float, str, bool)) or value is None else shown or text
     return out
 
 
