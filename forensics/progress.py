@@ -78,7 +78,9 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
     beyond = bool(drop >= 0.001 * abs(start) and (drop > 2 * error or values[-tenth:].max() < values[:tenth].min()))
     fell: bool | None = beyond and drop > NO_GAIN * abs(start)
     barely = beyond and not fell and loss.height >= MIN_POINTS
-    if not fell and (beyond or drop > NO_GAIN * abs(start) or drop + 2 * error >= CLEAR_FALL * abs(start)
+    # (a fall inside the first tenth, 10 -> 2 then flat, leaves the medians alike: no "did not fall" below its top)
+    early_fall = values[:tenth].max() - end > CLEAR_FALL * abs(start)
+    if not fell and (beyond or early_fall or drop > NO_GAIN * abs(start) or drop + 2 * error >= CLEAR_FALL * abs(start)
                      or loss.height < MIN_POINTS):
         fell = None  # it fell a little, or by more than 1% within its noise, or too noisy to say it did not (with
         # fewer than MIN_POINTS, only a fall is said)

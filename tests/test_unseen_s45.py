@@ -190,6 +190,9 @@ def test_the_reviews_inputs_against_this_stops_rules() -> None:
     assert analysed("p1_stuck_quantum.log").learning["fell"] is False
     # a 2% drop within the noise: not judged either way (not "did not fall")
     assert analysed("p2_two_percent_noise.log").learning["fell"] is None
+    # a fall inside the first tenth (10 -> 2, or 30 -> 3, then flat) is no "did not fall"
+    assert [analysed(f"{name}.log").learning["fell"] for name in ("p3_steep_then_flat", "p4_steep_fall_then_flat")] \
+        == [None, None]
     # attempt 1 stopped short before attempt 2; the log itself does not end there
     lines = _lines(GENERATED / "review_s45_e1_two_launches_first_cut.txt")
     assert "- **Stopped short, with no end in the log, before the next attempt:** attempt 1 at step 100 of 300." in lines
