@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from forensics.findings import Anomaly, EndReason, Kind, shown
-from forensics.saves import saved_steps
+from forensics.saves import save_events, saved_steps
 from parsers import schema as s
 from parsers.ranks import without_ranks_or_times
 
@@ -245,8 +245,8 @@ def _saved_after(events: pl.DataFrame, step: int) -> str:
     one."""
     if not events.height:
         return ""
-    later = events.filter(pl.col("kind").is_in([s.EV_CHECKPOINT_SAVE, s.EV_CHECKPOINT_SAVING])).with_columns(
-        at=pl.coalesce(pl.col("value").cast(pl.Float64), pl.col("step").cast(pl.Float64))).filter(pl.col("at") > step)
+    saves, _ = save_events(events)
+    later = saves.filter(pl.col("at") > step)
     if not later.height:
         return ""
     done = later.filter(pl.col("kind") == s.EV_CHECKPOINT_SAVE)

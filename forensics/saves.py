@@ -18,7 +18,7 @@ def saved_steps(events: pl.DataFrame) -> pl.Series:
     >>> saved_steps(ev).to_list()  # the save at 20 was followed by an error before any later step
     [10.0]
     """
-    return _split(*_saves(events))[0]
+    return _split(*save_events(events))[0]
 
 
 def saves_said(events: pl.DataFrame | None) -> str:
@@ -33,7 +33,7 @@ the log shows a later step: it may not have finished'
     """
     if events is None or not events.height:
         return ""
-    saved, unfinished = _split(*_saves(events))
+    saved, unfinished = _split(*save_events(events))
     last = saved.max() if saved.len() else None
     later = unfinished.filter(unfinished > last) if last is not None else unfinished
     said = f"; the last checkpoint saved in the logs is at step {last:.0f}" if last is not None else ""
@@ -50,7 +50,7 @@ def _split(saves: pl.DataFrame, failed: pl.DataFrame) -> tuple[pl.Series, pl.Ser
             saves.join(failed, on=on, how="semi", nulls_equal=True)["at"].drop_nulls())
 
 
-def _saves(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def save_events(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The saves (begun or done) with their step ``at``, and the begun ones an error followed before a later step
     (``source``, ``line``)."""
     if not events.height:

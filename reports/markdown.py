@@ -29,6 +29,7 @@ from forensics.findings import (
     step_count,
     times,
 )
+from forensics.progress import NO_GAIN
 from parsers import schema as s
 from reports.escape import md
 from reports.runs_table import runs_table_section, summary_only
@@ -280,7 +281,7 @@ def _summary(run: RunFindings) -> list[str]:
         fall = (seen["start"] - seen["end"]) / abs(seen["start"])
         lines.append(f"- **The loss barely fell:** {fall:.1%} over steps {seen['steps'][0]}–{seen['steps'][1]} "
                      f"(median {shown(round(seen['start'], 6))} over its first tenth of points, "
-                     f"{shown(round(seen['end'], 6))} over its last): a fall beyond its noise, but under 1%.")
+                     f"{shown(round(seen['end'], 6))} over its last): a fall beyond its noise, but under {NO_GAIN:.0%}.")
     if (seen := run.learning) and (up := seen.get("val_rising")):
         lines.append(f"- **Validation loss rising:** from its lowest, {shown(round(up['from'], 6))} at step "
                      f"{up['from_step']}, it rose "

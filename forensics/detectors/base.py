@@ -53,6 +53,20 @@ class RunFrames:
         """(attempt, step) at which anything was logged (see :func:`forensics.gaps.logged_steps`)."""
         return self.remember("steps", lambda: logged_steps(self.metrics))
 
+    def first_steps(self) -> dict[int, int]:
+        """Per attempt, the first step at which anything was logged."""
+        return self.remember("first steps", lambda: {int(a): int(st) for a, st in self.steps().group_by("attempt").agg(
+            pl.col("step").min()).iter_rows()})
+
+    def metric_spacing(self, metric: str) -> dict[int, int]:
+        """Per attempt, the usual step between ``metric``'s own points where it is logged less often than the run logs
+        anything (a loss every 50 steps beside validation metrics at every step has no hole between its points), else
+        :meth:`spacing`."""
+        def compute() -> dict[int, int]:
+            run, own = self.spacing(), usual_intervals(self.points(metric).select("attempt", "step"))
+            return {a: max(run.get(a, 1), own.get(a, 1)) for a in {*run, *own}}
+        return self.remember(("metric spacing", metric), compute)
+
     def sources(self) -> dict[int, frozenset[str]]:
         """Per attempt, the sources that logged its steps."""
         return self.remember("sources", lambda: {  # lazily: no copy of the two columns of millions of rows

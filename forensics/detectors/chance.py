@@ -55,10 +55,7 @@ class LossAboveChanceDetector:
         chance = math.log(self.vocab)
         limit = chance + self.margin
         points = frames.points(s.LOSS).filter(pl.col("value").is_finite())
-        spacing, mid_run = frames.spacing(), frames.begins_mid_run()
-        logged = frames.steps()
-        firsts = {int(a): int(st) for a, st in logged.group_by("attempt").agg(pl.col("step").min()).iter_rows()} \
-            if logged.height else {}
+        spacing, mid_run, firsts = frames.spacing(), frames.begins_mid_run(), frames.first_steps()
         out = []
         for (attempt,), own in points.group_by("attempt", maintain_order=True):
             values, steps = own["value"].to_numpy(), own["step"].to_numpy()
@@ -67,7 +64,8 @@ class LossAboveChanceDetector:
             if self.init_spread and attempt != mid_run and first <= spacing.get(int(attempt), 1):
                 # the start of training (its first logged step within one logging interval of step 0: not a resume):
                 # the fresh model's points, until the loss first comes within chance
-                fresh = int(np.argmax(values <= limit)) if (values <= limit).any() else values.size
+                within = values <= limit
+                fresh = int(np.argmax(within)) if within.any() else values.size
                 limits[:fresh] = limit + self.init_spread ** 2 / 2
             for a, b in runs_of_true(values > limits):
                 top = a + int(np.argmax(values[a:b + 1]))

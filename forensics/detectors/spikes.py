@@ -65,7 +65,7 @@ from forensics.detectors.noise_tail import (
     without_points,
 )
 from forensics.findings import Anomaly, Gap, Kind, shown, step_count, times
-from forensics.gaps import stretch_ids, usual_intervals
+from forensics.gaps import stretch_ids
 from forensics.timeline import runs_of_true, trailing_robust_z
 
 _DEFAULTS = {"loss": (100, 0.003, 6.0), "grad_norm": (100, 0.25, 6.0)}
@@ -284,11 +284,7 @@ class SpikeDetector:
         pass, each stretch of each attempt a group of its own (no window crosses a hole or an attempt), then cut per
         attempt: a log that restarts every few lines costs what one long attempt costs."""
         window, floor, threshold = self._params()
-        intervals, spacings = frames.intervals(), frames.spacing()
-        # (the metric's own spacing where it is logged less often than the run logs anything: a loss every 50 steps
-        # beside validation metrics at every step has no hole between its points)
-        own = usual_intervals(points.select("attempt", "step"))
-        spacings = {a: max(spacings.get(a, 1), own.get(a, 1)) for a in {*spacings, *own}}
+        intervals, spacings = frames.intervals(), frames.metric_spacing(self.series or self.metric)
         steps, values = points["step"].to_numpy(), points["value"].to_numpy()
         x = np.log(values)
         n = x.size
