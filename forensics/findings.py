@@ -307,6 +307,26 @@ class Attempt:
         out["end_reason"] = self.end_reason.value
         return out
 
+    def interval(self) -> float | None:
+        """Its mean step between logged points (None with fewer than two points)."""
+        if self.points < 2 or self.start_step is None or self.end_step is None:
+            return None
+        return max((self.end_step - self.start_step) / (self.points - 1), 1.0)
+
+    def short_of_target(self, intervals: float = 1.0) -> bool:
+        """Its last logged step is at least ``intervals`` logging intervals short of its configured length: a later
+        point would have been logged had it gone on. A log that stops within one interval of its length (nanoGPT's
+        1000 of 1005, logging every 10) has logged all it would.
+
+        >>> a = Attempt(1, 0, 1000, None, False, False, {}, EndReason.UNKNOWN, points=101, target_step=1005)
+        >>> a.short_of_target(), Attempt(1, 0, 990, None, False, False, {}, EndReason.UNKNOWN, points=100,
+        ...                              target_step=1005).short_of_target()
+        (False, True)
+        """
+        if self.target_step is None or self.end_step is None:
+            return False
+        return self.target_step - self.end_step >= intervals * (self.interval() or 1.0)
+
 
 @dataclass
 class Gap:

@@ -217,8 +217,7 @@ def _summary(run: RunFindings) -> list[str]:
     # (an attempt whose log ends inside a divergence or a NaN, with no line that ended it, stopped short too)
     short_of = [a for a in run.attempts if (a.end_reason in (EndReason.RUNNING, EndReason.UNKNOWN) or (
                     a.end_reason in (EndReason.DIVERGED, EndReason.NAN) and a.end_kind is None))
-                and a.end_kind != s.EV_ELISION and a.target_step is not None and a.end_step is not None
-                and a.end_step < a.target_step]
+                and a.end_kind != s.EV_ELISION and a.short_of_target()]
     # a Trainer's trainer_state.json without its summary entry is a checkpoint's copy: it ends where that was saved
     formats = {src["path"]: src["format"] for src in run.sources}
     saved = [a for a in short_of if a.sources and all(formats.get(p) == "hf-trainer-state" for p in a.sources)]
@@ -241,8 +240,7 @@ def _summary(run: RunFindings) -> list[str]:
     # "training completed" long before the planned length: an early stop, a stop asked of the trainer, a time budget
     # (more than two logging intervals short, the interval measured over three points or more)
     early = [a for a in run.attempts if a.end_reason == EndReason.COMPLETED and not a.target_from_bar
-             and a.target_step is not None and a.end_step is not None and a.start_step is not None and a.points >= 3
-             and a.target_step - a.end_step > 2 * max((a.end_step - a.start_step) / (a.points - 1), 1)]
+             and a.points >= 3 and a.target_step is not None and a.target_step - a.end_step > 2 * a.interval()]
     if early:
         lines.append("- **Completed before its planned length:** " + "; ".join(
             f"attempt {a.index} printed that its training completed at step {a.end_step} of the {a.target_step} "
