@@ -307,6 +307,12 @@ class Attempt:
         out["end_reason"] = self.end_reason.value
         return out
 
+    def nothing_left_to_train(self) -> bool:
+        """It logged no step and resumed at its last planned iteration (Megatron loaded the checkpoint at
+        ``train_iters``): its loop had nothing to run."""
+        return self.end_step is None and self.resumed_from_step is not None and self.resumed_from_step == \
+            self.target_step
+
     def interval(self) -> float | None:
         """Its mean step between logged points (None with fewer than two points)."""
         if self.points < 2 or self.start_step is None or self.end_step is None:

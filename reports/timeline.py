@@ -75,8 +75,7 @@ def ending(a: Attempt) -> str:
         where = ""
     elif a.end_step is None and a.end_at_step is not None:  # (it printed its step; no metric was logged before)
         where = f" at step {a.end_at_step}, with no metric logged before it"
-    elif a.end_step is None and a.resumed_from_step is not None and a.resumed_from_step == a.target_step:
-        # (Megatron resumed at its train_iters: the loop had nothing to run, and the end of training came at once)
+    elif a.nothing_left_to_train():  # (the end of training came at once)
         where = (f" without training a step: it resumed at step {a.resumed_from_step}, its last planned iteration, so "
                  "nothing was left to train")
     elif a.end_step is None:
@@ -362,10 +361,13 @@ def _entries(run: RunFindings) -> list[str]:
     out = ["**Errors, stops and notices in the logs:**", ""]
     stepped = {src for src, metrics in run.coverage.get("by_source", {}).items() if metrics}
     logged = {a.index for a in run.attempts if a.start_step is not None}
+    idle = {a.index: a.resumed_from_step for a in run.attempts if a.nothing_left_to_train()}
     for e in run.log_entries[:40]:
         where = f"attempt {e.attempt}" if e.attempt is not None else "no attempt"
         if e.step is not None:
             where += f", after step {e.step}"
+        elif e.attempt in idle:
+            where += f", with no step to train (it resumed at {idle[e.attempt]}, its last planned iteration)"
         elif e.source in stepped or e.attempt not in logged:
             where += f", {NO_STEP_READ}"
         else:

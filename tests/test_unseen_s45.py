@@ -121,6 +121,9 @@ def test_a_launch_that_resumed_at_its_last_iteration_says_it_trained_nothing(tmp
                                "without training a step: it resumed at step 5000, its last planned iteration, so "
                                "nothing was left to train") for line in lines)
     assert any("val loss 1 points (at no step the log names)" in line for line in lines)
+    # (its events, too: not "with no step read from its logs", as if steps had run unlogged; review s45)
+    assert ("- attempt 1, with no step to train (it resumed at 5000, its last planned iteration), 2023-07-16 10:57:01: "
+            "training done: \\[after training is done\\] datetime: 2023-07-16 10:57:01") in lines
 
 
 def test_deepspeeds_unique_parameter_count_is_the_one_printed_by_the_program() -> None:
