@@ -357,7 +357,8 @@ def build_attempts(
     for before, after in pairwise(out):
         stop = before.last_line_at
         begin = after.started_at or after.first_seen_at
-        if stop is not None and begin is not None and begin >= stop:
+        # (a clock that cannot time an attempt, its points written at once, cannot time the wait after it either)
+        if stop is not None and begin is not None and begin >= stop and before.clock_note is None:
             before.downtime_after_s = begin - stop
     return out
 

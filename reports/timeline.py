@@ -264,9 +264,8 @@ def timeline_section(run: RunFindings) -> list[str]:
         ran = duration(a.ran_for_s) if a.ran_for_s is not None else ("not known" if a.clock_note else "–")
         if a.ran_for_s is not None and a.started_at is None:
             ran += " (its summary's count)" if a.end_kind == s.EV_TRAINING_DONE else " (its exit line)"
-        # (a clock that cannot time the attempt, its points written at once, cannot time the wait after it either)
-        down = ("not known" if a.clock_note else duration(a.downtime_after_s)) if a.downtime_after_s is not None \
-            else "–"
+        down = ("not known" if a.clock_note and a is not run.attempts[-1]
+                else duration(a.downtime_after_s) if a.downtime_after_s is not None else "–")
         out.append(f"| {a.index} | {steps(a)} | {started} | {ended} | {ran} | {down} | {ending(a)} |")
     out.append("")
     out += [f"**Clock of attempt {a.index}:** {md(a.clock_note)}." for a in run.attempts if a.clock_note]
