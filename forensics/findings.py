@@ -256,7 +256,8 @@ class Attempt:
     start_step: int | None
     end_step: int | None
     resumed_from_step: int | None   # the checkpoint's iteration; inferred: the first logged step minus one interval
-    resumed_from_inferred: bool
+    resumed_from_inferred: bool     # no line said where it started (no checkpoint load, no "no checkpoint"): its start
+                                    # is read off its first logged step (resumed_from_step None: the start of training)
     rollback: bool
     config_changes: dict[str, list[Any]]
     end_reason: EndReason
