@@ -118,7 +118,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
         blips=blips(frames, detectors),
         # (not judged where the log starts mid-run: an excerpt, or a resume far into a training, flat by nature)
         learning=None if attempts and (attempts[0].begins_mid_run or (attempts[0].resumed_from_step or 0) > 0)
-        else learning(metrics),
+        else learning(metrics, vocab),
         gaps=gaps,
         discontinuities=[d for d in discontinuities(curves, gaps, frames.steps(), frames.spacing())
                          if not as_configured(d, table.get(d.attempt_after, config))],

@@ -322,7 +322,7 @@ def build_attempts(
             Attempt(
                 index=int(n), start_step=start, end_step=end, resumed_from_step=resumed,
                 resumed_from_inferred=inferred, rollback=bool(rollback), config_changes=changes,
-                end_reason=ending.reason, end_detail=ending.detail, end_kind=ending.kind,
+                end_reason=ending.reason, end_detail=ending.detail, end_kind=ending.kind, end_trouble=ending.trouble,
                 steps_counted=stepless,
                 failed_after_training=ending.failed_after, stopped_after_training=ending.stopped_after,
                 stopped_after_how=ending.stopped_after_how,
@@ -347,7 +347,7 @@ def build_attempts(
                 begins_mid_run=i == 0 and ((inferred and resumed is not None) or first_epoch is not None),
                 first_epoch=first_epoch, warmup_logs_before=warmup_before, loaded_weights=loaded,
                 load_without_step=unnamed_load and inferred,
-                clock_note=clock_note,
+                clock_note=clock_note, log_interval=int(interval) if start is not None else None,
             )
         )
         if end is not None:

@@ -55,6 +55,7 @@ class Ending:
     failed_after: str | None = None  # completed, then the program failed on its way out: the error it printed
     stopped_after: str | None = None  # completed, then the program was stopped (by hand, the scheduler): its line
     stopped_after_how: EndReason | None = None  # how: interrupted, stopped, killed
+    trouble: str | None = None      # the trouble the loss was already in when the deciding line was printed
 
 
 _PROGRESS = re.compile(r"\d+/\d+ \[\d[^\]]*\]")  # a tqdm bar ("2905/25120 [2:12:37<17:37:09, 2.86s/it, loss=3.2]")
@@ -168,8 +169,8 @@ def end_of(
             counted = events.filter((pl.col("kind") == s.EV_SKIPPED_COUNT) & (pl.col("step") > 0)
                                     & (pl.col("line") < (first["line"] or 0)))
             at = int(counted["step"].max()) if counted.height else None  # type: ignore[arg-type]
-        return Ending(reason, _with_trouble(quote(first["text"]), reason, anomalies), first["kind"], when, at, failed,
-                      *stopped)
+        return Ending(reason, quote(first["text"]), first["kind"], when, at, failed, *stopped,
+                      trouble=_trouble(reason, anomalies))
     if block.height and block.filter(pl.col("kind") == s.EV_TRACEBACK).height:
         first = block.filter(pl.col("kind") == s.EV_TRACEBACK).row(0, named=True)
         reason = EndReason.FAILED_STARTUP if end_step is None and shows_start else EndReason.CRASHED
@@ -340,15 +341,13 @@ def _unnumbered(events: pl.DataFrame, next_index: int | None) -> Ending | None:
     return Ending(EndReason.RUNNING if next_index is None else EndReason.UNKNOWN, "no metric logged, but " + "; ".join(said))
 
 
-def _with_trouble(text: str, reason: EndReason, anomalies: list[Anomaly]) -> str:
-    """The quoted line, with the trouble the loss was already in when it was printed."""
+def _trouble(reason: EndReason, anomalies: list[Anomaly]) -> str | None:
+    """The trouble the loss was already in when the line that ended the attempt was printed ("NaN from step 1")."""
     if reason in (EndReason.NAN, EndReason.COMPLETED, EndReason.EXITED):
-        return text
+        return None
     trouble = next((a for a in anomalies if a.kind == Kind.NAN and a.metric in (s.LOSS, s.GRAD_NORM)), None) or next(
         (a for a in anomalies if a.kind == Kind.DIVERGENCE), None)
-    if trouble is None:
-        return text
-    return f"{text} (after {trouble.trouble} from step {trouble.step})"
+    return f"{trouble.trouble} from step {trouble.step}" if trouble is not None else None
 
 
 def _raised(events: pl.DataFrame, errors: pl.DataFrame) -> pl.DataFrame:

@@ -265,6 +265,8 @@ class Attempt:
     sources: list[str] = field(default_factory=list)
     end_detail: str = ""              # the line that decided how it ended, quoted, or what the log shows
     end_kind: str | None = None       # the event kind of that line (``parsers.schema`` vocabulary)
+    end_trouble: str | None = None    # the trouble its loss was already in when that line was printed ("NaN from
+                                      # step 1")
     end_at_step: int | None = None    # the last step logged before that line (None: before any, or not known)
     target_step: int | None = None    # the last iteration it was configured to reach (train_iters), when known
     bar_step: int | None = None       # the count of its last progress bar (tqdm's N of N/M) up to its ending, when
@@ -300,6 +302,7 @@ class Attempt:
     all_skipped: dict[str, Any] | None = None  # every iteration its lines count was skipped, so no step changed the
                                       # weights: ``iterations``, ``first_step``, ``last_step``, ``overflow`` (fp16's)
     exit_code: int | None = None      # the exit status its log printed last, after every error (a wrapper's "RC=1")
+    log_interval: int | None = None   # its logging interval: as logged, else as configured, else its usual step
     clock_note: str | None = None     # why its wall-clock times are not the times it trained (a history written
                                       # all at once: an upload after the fact), so its duration is not known
 
@@ -315,7 +318,9 @@ class Attempt:
             self.target_step
 
     def interval(self) -> float | None:
-        """Its mean step between logged points (None with fewer than two points)."""
+        """Its logging interval, else its mean step between logged points (None with fewer than two points)."""
+        if self.log_interval is not None:
+            return float(self.log_interval)
         if self.points < 2 or self.start_step is None or self.end_step is None:
             return None
         return max((self.end_step - self.start_step) / (self.points - 1), 1.0)

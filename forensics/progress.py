@@ -16,12 +16,18 @@ None: too noisy to say either way; and with fewer than ``MIN_POINTS`` (20) only 
 on). A log that begins mid-run is
 not judged (a late excerpt of a converged run is flat by nature). The validation loss rising while the training loss
 fell over the same steps is overfitting (:func:`val_rising`). A loss that goes below 0 is not judged either way (no
-cross-entropy: a WGAN critic's loss or a DPO margin rises and crosses 0 in a healthy run).
+cross-entropy: a WGAN critic's loss or a DPO margin rises and crosses 0 in a healthy run). When ``fell`` is None and
+the fall is not a slight one, ``unjudged`` says why (:class:`Unjudged`), so the chronicle can say it did not judge.
+
+A loss that sits at a guess's level, its medians at the start and at the end both within ``AT_CHANCE`` (0.5%) of
+ln 2 (a 50/50 guess between two classes) or of ln(vocabulary) (a uniform guess over the tokens), is said to
+(``chance``): whatever its noise, it did not leave the level that knowing nothing gives.
 """
 
 from __future__ import annotations
 
 import math
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -36,6 +42,16 @@ MIN_POINTS = 20    # fewer loss points: "did not fall" is not said
 SHORT_POINTS = 6   # fewer loss points: not judged at all (a fall needs 3 points at each end)
 RISING_EVALS = 3   # the validation loss rising at this many evaluations in a row, to the end ...
 RISING_BY = 0.05   # ... and by this much in all, while the training loss fell
+AT_CHANCE = 0.005  # both medians this close (relative) to a guess's loss: it sat at chance
+
+
+class Unjudged(StrEnum):
+    """Why whether the loss fell was not judged (``learning["unjudged"]``)."""
+
+    NOISE = "noise"                          # a change its noise leaves open
+    EARLY_FALL = "early_fall"                # it fell inside its first tenth of points, then held
+    FEW_POINTS = "few_points"                # under MIN_POINTS: only a fall is said
+    NOT_CROSS_ENTROPY = "not_cross_entropy"  # it goes below 0
 
 
 def levels(values: np.ndarray) -> tuple[float, float, float]:
@@ -52,16 +68,20 @@ def levels(values: np.ndarray) -> tuple[float, float, float]:
     return float(np.median(first)), float(np.median(last)), error
 
 
-def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
+def learning(metrics: pl.DataFrame, vocab: int | None = None) -> dict[str, Any] | None:
     """``{"steps": [first, last], "start", "end", "fell", "val_start", "val_end", "val_rising"}`` of a run's loss, and
     ``from_attempt`` where an attempt after the first counted its steps from the start again (the loss is judged from
     that one on); ``fell``: True, False, or None when too noisy to say or when it barely fell (then ``barely_fell``
-    True: a fall beyond the noise, under ``NO_GAIN``); ``val_rising``: :func:`val_rising` when the
-    loss fell. None with fewer than :data:`MIN_POINTS` finite points.
+    True: a fall beyond the noise, under ``NO_GAIN``; else ``unjudged``, why, and ``error``, the standard error of the
+    fall); ``chance``: the guess's level it sat at (``vocab``: the vocabulary, when known); ``val_rising``:
+    :func:`val_rising` when the loss fell. None with fewer than :data:`SHORT_POINTS` finite points.
 
     >>> flat = pl.DataFrame({"attempt": 1, "step": range(1, 41), "metric": "loss", "value": [1.386] * 40})
     >>> learning(flat)
     {'steps': [1, 40], 'start': 1.386, 'end': 1.386, 'fell': False, 'val_start': None, 'val_end': None, 'val_rising': None}
+    >>> coin = flat.with_columns(value=pl.Series([0.6931, 0.6935, 0.6928, 0.694] * 10))
+    >>> {k: v for k, v in learning(coin).items() if k in ("fell", "chance")}
+    {'fell': False, 'chance': {'level': 'ln 2', 'nats': 0.693147}}
     """
     metrics, fresh = _since_last_fresh_start(metrics)
     loss = by_step(metrics, s.LOSS, finite=True)
@@ -79,15 +99,22 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
     fell: bool | None = beyond and drop > NO_GAIN * abs(start)
     barely = beyond and not fell and loss.height >= MIN_POINTS
     # (a fall inside the first tenth, 10 -> 2 then flat, leaves the medians alike: no "did not fall" below its top)
-    early_fall = values[:tenth].max() - end > CLEAR_FALL * abs(start)
+    top = float(values[:tenth].max())
+    early_fall = top - end > CLEAR_FALL * abs(start)
+    unjudged: Unjudged | None = None
     if not fell and (beyond or early_fall or drop > NO_GAIN * abs(start) or drop + 2 * error >= CLEAR_FALL * abs(start)
                      or loss.height < MIN_POINTS):
         fell = None  # it fell a little, or by more than 1% within its noise, or too noisy to say it did not (with
         # fewer than MIN_POINTS, only a fall is said)
+        unjudged = None if barely else Unjudged.FEW_POINTS if loss.height < MIN_POINTS else \
+            Unjudged.EARLY_FALL if early_fall and not drop > NO_GAIN * abs(start) else Unjudged.NOISE
     if loss.select((pl.col("value") < 0).any()).item():
         # a loss below 0 is no cross-entropy (a policy, preference or adversarial objective): a level that crosses 0
         # is no fall to measure in fractions of its start, and one that rises is not a run learning nothing
-        fell, barely = None, False
+        fell, barely, unjudged = None, False, Unjudged.NOT_CROSS_ENTROPY
+    guesses = {"ln 2": math.log(2), **({f"ln({vocab})": math.log(vocab)} if vocab and vocab > 2 else {})}
+    chance = next(({"level": name, "nats": round(nats, 6)} for name, nats in guesses.items()
+                   if abs(start - nats) <= AT_CHANCE * nats and abs(end - nats) <= AT_CHANCE * nats), None)
     val = by_step(metrics, s.VAL_LOSS, finite=True)
     values = val["value"]
     launch = val.filter(pl.col("attempt") == val["attempt"].max()) if val.height else val  # (one launch's evaluations)
@@ -101,6 +128,10 @@ def learning(metrics: pl.DataFrame) -> dict[str, Any] | None:
             up = None
     return {"steps": [int(loss["step"][0]), int(loss["step"][-1])], "start": start, "end": end, "fell": fell,
             **({"barely_fell": True} if barely else {}),
+            **({"unjudged": unjudged.value, "error": round(error, 6), "points": loss.height} if unjudged is not None
+               else {}),
+            **({"first_top": top} if unjudged == Unjudged.EARLY_FALL else {}),
+            **({"chance": chance} if chance is not None else {}),
             "val_start": float(values[0]) if values.len() else None,
             "val_end": float(values[-1]) if values.len() else None, "val_rising": up,
             **({"from_attempt": fresh} if fresh is not None else {})}

@@ -23,6 +23,22 @@ def _curve(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
     return by_step(metrics, metric, keep="first", finite=True).select("step", "value")
 
 
+def _falls_from(curve: pl.DataFrame, lr: float) -> bool:
+    """The curve falls from its first logged point, logged after step 1, on a straight line that meets ``lr`` at
+    step 0 (within ``LR_DISAGREES``): a linear decay from the configured lr whose start was not logged (the Trainer's
+    first LR logged at step 500 of 3100 is 5e-05 x (1 - 500/3100)); its highest point is no peak to compare.
+
+    >>> c = pl.DataFrame({"step": [500, 1000, 1500], "value": [4.1935e-05, 3.3871e-05, 2.5806e-05]})
+    >>> _falls_from(c, 5e-05), _falls_from(c, 1e-04)
+    (True, False)
+    """
+    if curve.height < 2 or curve["step"][0] <= 1 or not curve["value"][1] < curve["value"][0]:
+        return False
+    (s0, v0), (s1, v1) = curve.head(2).rows()
+    at_zero = v0 - (v1 - v0) / (s1 - s0) * s0
+    return abs(at_zero / lr - 1) <= LR_DISAGREES
+
+
 def _step_at_samples(samples: pl.DataFrame, target: float) -> int | None:
     reached = samples.filter(pl.col("value") >= target)
     return int(reached["step"][0]) if reached.height else None
@@ -191,7 +207,8 @@ def schedule(metrics: pl.DataFrame, config: dict[str, Any], attempts: list[Attem
     last = _curve(metrics.filter(pl.col("attempt") == newest), s.LR) if newest is not None else lr.clear()
     own_peak = float(last["value"].max()) if last.height else None  # type: ignore[arg-type]
     warming = last.height > 1 and last["value"][-1] >= own_peak * (1 - PEAK_TOLERANCE) > last["value"][0]
-    if own_peak and configured_lr and abs(own_peak / configured_lr - 1) > LR_DISAGREES and not warming:
+    if own_peak and configured_lr and abs(own_peak / configured_lr - 1) > LR_DISAGREES and not warming \
+            and not _falls_from(last, configured_lr):
         out.notes.append(f"the logged LR of the last attempt peaks at {shown(own_peak)} but its config's lr is "
                          f"{shown(configured_lr)}")
 

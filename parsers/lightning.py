@@ -86,7 +86,8 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     metrics = long.with_columns(metric=pl.col("name").replace_strict(names, return_dtype=pl.String)).sort("row")
     frame = s.conform(metrics.with_columns(run=pl.lit(context.run), source=pl.lit(context.shown), attempt=pl.lit(1),
                                            wall_time=pl.lit(None, dtype=pl.Float64)), s.METRICS_SCHEMA)
-    events = pl.concat([_tested(long, context), _checkpoints(path, wide, context)])
+    saves = _checkpoints(path, wide, context)
+    events = pl.concat([_tested(long, context), saves, _planned_epochs_done(wide, configs, saves, context)])
     log = ParsedLog(frame, events, configs, n_attempts=1,
                     tags={n: m for n, m in names.items() if n in set(long["name"].unique())})
     return [Piece(path, FORMAT, log)]
@@ -132,6 +133,43 @@ def _checkpoints(path: Path, wide: pl.DataFrame, context: ReadContext) -> pl.Dat
         source=pl.lit(context.shown)), s.EVENTS_SCHEMA)
 
 
+
+
+# the settings that give the number of epochs a Lightning run is to train (the Trainer's max_epochs, a script's own)
+_EPOCH_PLANS = {"max_epochs", "num_epochs", "epochs", "n_epochs", "num_train_epochs", "nb_epochs"}
+
+
+def _planned_epochs_done(wide: pl.DataFrame, configs: pl.DataFrame, saves: pl.DataFrame,
+                         context: ReadContext) -> pl.DataFrame:
+    """The end of training, where the version's hparams plan E epochs (``max_epochs``, ``num_epochs``, ...; one value
+    among them) and its metrics.csv shows epoch E - 1 ended: its last epoch is E - 1, and an epoch-end value (a
+    ``*_epoch`` column) or a checkpoint of that epoch is there. A CSV logger writes no end of its own; a run that
+    stopped inside its last epoch, or earlier, has no such row."""
+    if "epoch" not in wide.columns or not configs.height:
+        return s.empty(s.EVENTS_SCHEMA)
+    plans = configs.filter(pl.col("key").str.extract(r"([^./]+)$", 1).str.to_lowercase().is_in(list(_EPOCH_PLANS)))
+    planned = {int(v) for v in plans["value"].cast(pl.Float64, strict=False).drop_nulls().to_list() if v == int(v)}
+    if len(planned) != 1 or (epochs := planned.pop()) < 1:
+        return s.empty(s.EVENTS_SCHEMA)
+    rows = wide.with_row_index("row").with_columns(epoch=pl.col("epoch").cast(pl.Int64, strict=False),
+                                                    step=pl.col("step").cast(pl.Int64, strict=False))
+    if rows["epoch"].max() != epochs - 1:
+        return s.empty(s.EVENTS_SCHEMA)
+    last = rows.filter(pl.col("epoch") == epochs - 1)
+    ends = [c for c in wide.columns if c.endswith("_epoch")]
+    ended = last.filter(pl.any_horizontal([pl.col(c).is_not_null() & (pl.col(c) != "") for c in ends])) if ends \
+        else last.clear()
+    saved = saves.filter(pl.col("text").str.contains(f"\\(epoch {epochs - 1}\\)|in epoch {epochs - 1}:"))
+    if not ended.height and not saved.height:
+        return s.empty(s.EVENTS_SCHEMA)
+    key = plans["key"][0]
+    step, row = int(last["step"].max()), int(last["row"].max())  # type: ignore[arg-type]
+    proof = "its epoch-end metrics logged" if ended.height else "its checkpoint saved"
+    return s.conform(pl.DataFrame({
+        "run": [context.run], "source": [context.shown], "attempt": [1], "step": [step], "kind": [s.EV_TRAINING_DONE],
+        "line": [row + 2], "value": [None], "wall_time": [None],
+        "text": [f"epoch {epochs - 1} ended, the last of the {epochs} its hparams plan ({key} {epochs}): {proof}"]},
+        schema_overrides={"value": pl.Float64, "wall_time": pl.Float64}), s.EVENTS_SCHEMA)
 
 
 def _tested(long: pl.DataFrame, context: ReadContext) -> pl.DataFrame:

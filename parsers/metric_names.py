@@ -163,6 +163,20 @@ def _leaf(text: str) -> str:
     return re.sub(r"[\s_-]+", " ", text.strip().lower())
 
 
+_IN_UNITS = re.compile(r"^(.*[^\s(])\s*\((1e-?\d{1,2})\)$")
+
+
+def in_units(key: str) -> tuple[str, float] | None:
+    """A key that names its unit, a power of ten, after the metric (verl's ``train/lr(1e-3)``: its values are the LR
+    in thousandths): the key without the unit, and the factor that gives the value; None for any other key.
+
+    >>> in_units("train/lr(1e-3)"), in_units("train/loss"), in_units("time(s)")
+    (('train/lr', 0.001), None, None)
+    """
+    found = _IN_UNITS.match(key)
+    return (found.group(1), float(found.group(2))) if found else None
+
+
 def canonical(tag: str) -> tuple[str, str]:
     """``(metric, axis)`` for a tag: axis is ``step`` unless the tag is a `` vs samples``-style twin.
 

@@ -15,7 +15,7 @@ import polars as pl
 
 from parsers import schema as s
 from parsers.config_names import normal_name
-from parsers.metric_names import canonical
+from parsers.metric_names import canonical, in_units
 from parsers.textfile import InputError, json_array_items, json_value
 
 HISTORY_META = ("_step", "_runtime", "_timestamp")
@@ -71,11 +71,19 @@ def metric_names(keys: list[str]) -> dict[str, str]:
     taken: set[str] = set()
     for key in keys:
         name = canonical(key)[0]
+        if name == key and (unit := in_units(key)) and canonical(unit[0])[0] != unit[0]:
+            name = canonical(unit[0])[0]  # (verl's "train/lr(1e-3)": the LR, its values scaled, see unit_factors)
         if name in taken or (name != key and name in keys):
             name = key
         out[key] = name
         taken.add(name)
     return out
+
+
+def unit_factors(keys: list[str], names: dict[str, str]) -> dict[str, float]:
+    """The keys read under a canonical name whose values are in a unit they name (:func:`in_units`), and the factor
+    that turns their values into the metric's."""
+    return {key: unit[1] for key in keys if (unit := in_units(key)) and names.get(key) != key}
 
 
 def flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -245,7 +253,10 @@ def history_log(long: pl.DataFrame, run: str, source: str, *, sort: bool = False
     axis = step_key(long["key"].unique(maintain_order=True).to_list(), defined)
     if axis is not None:
         long = on_own_steps(long, axis)
-    names = metric_names(long["key"].unique(maintain_order=True).to_list()) | (names or {})
+    keys = long["key"].unique(maintain_order=True).to_list()
+    names = metric_names(keys) | (names or {})
+    if factors := unit_factors(keys, names):
+        long = long.with_columns(value=pl.col("value") * pl.col("key").replace_strict(factors, default=1.0))
     back = (pl.col("step") < pl.col("step").shift(1)).fill_null(False)
     if "restart" in long.columns:
         back = back | pl.col("restart").fill_null(False)

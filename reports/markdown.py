@@ -29,7 +29,7 @@ from forensics.findings import (
     step_count,
     times,
 )
-from forensics.progress import NO_GAIN
+from forensics.progress import MIN_POINTS, NO_GAIN, Unjudged
 from parsers import schema as s
 from reports.escape import md
 from reports.runs_table import runs_table_section, summary_only
@@ -217,11 +217,13 @@ def _summary(run: RunFindings) -> list[str]:
     # (an attempt whose log ends inside a divergence or a NaN, with no line that ended it, stopped short too)
     short_of = [a for a in run.attempts if (a.end_reason in (EndReason.RUNNING, EndReason.UNKNOWN) or (
                     a.end_reason in (EndReason.DIVERGED, EndReason.NAN) and a.end_kind is None))
-                and a.end_kind != s.EV_ELISION and a.short_of_target()]
+                and a.end_kind != s.EV_ELISION and a.target_step is not None and a.end_step is not None
+                and a.end_step < a.target_step]
     # a Trainer's trainer_state.json without its summary entry is a checkpoint's copy: it ends where that was saved
     formats = {src["path"]: src["format"] for src in run.sources}
     saved = [a for a in short_of if a.sources and all(formats.get(p) == "hf-trainer-state" for p in a.sources)]
-    short_of = [a for a in short_of if a not in saved]
+    # (a log that stops within one logging interval of its length has logged all it would)
+    short_of = [a for a in short_of if a not in saved and a.short_of_target()]
     if saved:
         lines.append("- **History ends at a checkpoint:** " + "; ".join(
             f"attempt {a.index}'s trainer_state.json ends at step {a.end_step} of {a.target_step}, written when that "
@@ -246,6 +248,13 @@ def _summary(run: RunFindings) -> list[str]:
             f"attempt {a.index} printed that its training completed at step {a.end_step} of the {a.target_step} "
             "planned" for a in early) + " (an early-stopping rule, a stop asked of the trainer or a time budget ends "
             "training that way).")
+    past = [a for a in run.attempts if a.end_reason == EndReason.COMPLETED and not a.target_from_bar
+            and a.target_step is not None and a.end_step is not None
+            and a.end_step - a.target_step >= (a.interval() or 1)]
+    if past:
+        lines.append("- **Trained past its planned length:** " + "; ".join(
+            f"attempt {a.index} completed at step {a.end_step}, {a.end_step - a.target_step} steps past the "
+            f"{a.target_step} planned" for a in past) + ".")
     exited = [a for a in run.attempts if a.end_reason == EndReason.SILENT_EXIT]
     if exited:
         lines.append("- **Exited, with no reason printed:** " + "; ".join(
@@ -280,6 +289,14 @@ def _summary(run: RunFindings) -> list[str]:
         lines.append(f"- **The loss barely fell:** {fall:.1%} over steps {seen['steps'][0]}–{seen['steps'][1]} "
                      f"(median {shown(round(seen['start'], 6))} over its first tenth of points, "
                      f"{shown(round(seen['end'], 6))} over its last): a fall beyond its noise, but under {NO_GAIN:.0%}.")
+    if (seen := run.learning) and (why := seen.get("unjudged")):
+        lines.append(f"- **Whether the loss fell, not judged:** {_unjudged(seen, why)}.")
+    if (seen := run.learning) and (guess := seen.get("chance")):
+        lines.append(f"- **The loss sat at {guess['level']} = {guess['nats']}:** median {shown(round(seen['start'], 6))} "
+                     f"over its first tenth of points, {shown(round(seen['end'], 6))} over its last (steps "
+                     f"{seen['steps'][0]}–{seen['steps'][1]}): the loss of "
+                     + ("a 50/50 guess between two classes." if guess["level"] == "ln 2"
+                        else "a uniform guess over its vocabulary."))
     if (seen := run.learning) and (up := seen.get("val_rising")):
         lines.append(f"- **Validation loss rising:** from its lowest, {shown(round(up['from'], 6))} at step "
                      f"{up['from_step']}, it rose "
@@ -374,6 +391,23 @@ def _far_logged(attempt: Attempt) -> str:
     if attempt.end_at_step is not None and attempt.end_at_step > attempt.end_step:
         return f"step {attempt.end_at_step} as its log printed ({attempt.end_step} in its metrics)"
     return f"step {attempt.end_step}"
+
+
+def _unjudged(seen: dict[str, Any], why: str) -> str:
+    """Why whether the loss fell was not judged (:class:`forensics.progress.Unjudged`), with its levels."""
+    levels = (f"median {shown(round(seen['start'], 6))} over its first tenth of points, "
+              f"{shown(round(seen['end'], 6))} over its last (steps {seen['steps'][0]}–{seen['steps'][1]})")
+    if why == Unjudged.NOT_CROSS_ENTROPY:
+        return ("the loss goes below 0, so it is no cross-entropy (a policy, preference or adversarial objective), "
+                "and its fall is not measured")
+    if why == Unjudged.FEW_POINTS:
+        return f"{seen['points']} points, too few to say that it did not fall ({MIN_POINTS} needed); {levels}"
+    if why == Unjudged.EARLY_FALL:
+        return (f"{levels}; its first tenth reaches {shown(round(seen['first_top'], 6))}, so a fall inside it (or "
+                "noise there) leaves the medians unable to say")
+    change = (seen["end"] - seen["start"]) / abs(seen["start"])
+    return (f"{levels}, a change of {change:+.1%} that its noise leaves open (standard error "
+            f"{shown(round(seen['error'], 6))})")
 
 
 def _no_step(a: Attempt) -> str:
@@ -545,6 +579,7 @@ def _setup(run: RunFindings) -> list[str]:
         out.append(f"- **Schedule{since}:** LR {shown(sched.lr_peak)} at every logged point (from step "
                    f"{sched.lr_peak_step}): no warm-up or decay in the logs.")
     elif sched.lr_peak is not None:
+        late_start = False  # (its highest point is its first, logged after step 1: a peak before it would not show)
         if sched.still_warming_up:
             warm = "still rising at the last logged point: the logs end during the warm-up"
         elif sched.peak_before_hole is not None:
@@ -552,6 +587,9 @@ def _setup(run: RunFindings) -> list[str]:
                     f"{sched.peak_before_hole}): the peak and the end of the warm-up may lie in the hole")
         elif sched.warmup_end_step is None and first is not None and first.begins_mid_run:
             warm = "the log begins mid-run, so a warm-up before it would not show"
+        elif late_start := (sched.warmup_end_step is None and first is not None
+                            and sched.lr_peak_step == first.start_step and (first.start_step or 0) > 1):
+            warm = f"a warm-up before step {sched.lr_peak_step} would not show"
         elif sched.warmup_end_step is None:
             warm = "no warm-up seen"
         elif sched.warmup_end_after is not None:
@@ -561,7 +599,7 @@ def _setup(run: RunFindings) -> list[str]:
         rising = sched.still_warming_up or sched.peak_before_hole is not None
         mid = (sched.warmup_end_step is None and first is not None and first.begins_mid_run
                and sched.lr_peak_step == first.start_step)  # highest at the first point: its peak came before
-        said = "is highest at the log's first point," if mid else "reaches" if rising else "peaks at"
+        said = "is highest at the log's first point," if mid or late_start else "reaches" if rising else "peaks at"
         out.append(f"- **Schedule{since}:** LR {said} {shown(sched.lr_peak)} (step {sched.lr_peak_step}); {warm}"
                    + (f" (configured: step {sched.warmup_end_configured})" if sched.warmup_end_configured else "")
                    + ".")

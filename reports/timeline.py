@@ -89,6 +89,7 @@ def ending(a: Attempt) -> str:
     if a.bar_step is not None:  # (a progress bar printed past its last logged step, or where none was read)
         where += bar_said(a)
     detail = (f": “{md(a.end_detail)}”" if quoted else f": {md(a.end_detail)}") if a.end_detail else ""
+    detail += f" (after {a.end_trouble})" if detail and a.end_trouble else ""
     if detail and not quoted and a.end_reason == EndReason.COMPLETED and a.target_step is not None \
             and a.end_step is not None and a.end_step >= a.target_step \
             and f"{a.end_step} of {a.target_step}" not in a.end_detail:  # its planned last step: which it was
@@ -221,13 +222,13 @@ def coverage_section(run: RunFindings) -> list[str]:
         n, skipped = unprinted["lines"], unprinted["all_skipped"]
         steps = (f"step {unprinted['first_step']}" if unprinted["first_step"] == unprinted["last_step"]
                  else f"steps {unprinted['first_step']}–{unprinted['last_step']}")
-        why = ("every one of them counts all the iterations of its interval as skipped (fp16 overflow), and Megatron "
-               "prints no loss for such an interval" if skipped == n else
+        why = (("every one of them counts" if n > 1 else "it counts") + " all the iterations of its interval as "
+               "skipped (fp16 overflow), and Megatron prints no loss for such an interval" if skipped == n else
                f"{skipped} of them count all the iterations of their interval as skipped (fp16 overflow); Megatron "
                "prints no loss for such an interval, nor for one whose loss is NaN/Inf" if skipped else
                "Megatron leaves out a loss that is NaN/Inf")
         out.append(f"- **No loss printed:** {'none of its' if n > 1 else 'its'} {n} iteration line"
-                   f"{'s' if n > 1 else ''} ({steps}) print{'s' if n == 1 else ''} a loss: {why}. Still checked: "
+                   f"{'s' if n > 1 else ''} ({steps}) print{' a' if n > 1 else 's no'} loss: {why}. Still checked: "
                    "NaN/Inf in every scalar" + (", grad-norm spikes" if "grad_norm" not in cov["missing"] else "") + ".")
     elif "loss" in cov.get("missing", []):
         tags = sorted({t for m in cov.get("metrics", {}).values() for t in m.get("source_tags", [])} | set(others))
@@ -341,6 +342,9 @@ def _short(run: RunFindings) -> list[str]:
                 f"{'step' if a.start_step == a.end_step else 'steps'} {steps(a)} ({what})")
             if a.resumed_from_step is not None and not a.resumed_from_inferred:
                 logged += f", resumed from step {a.resumed_from_step}"
+            elif a.begins_mid_run:  # (an excerpt: what came before its first step is not in the log)
+                logged += (f"; the log begins mid-run, at step {a.start_step}"
+                           + (f" of {a.target_step}" if a.target_step is not None and not a.target_from_bar else ""))
             out.append(f"- attempt {a.index}: " + (ending(a) if a.end_reason == EndReason.NO_TRAINING
                                                      else f"{logged}; {ending(a)}"))
         if a.start_step is not None and a.end_step is not None:

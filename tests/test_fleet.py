@@ -54,8 +54,9 @@ def test_find_runs_takes_trainer_output_dirs_whole_and_skips_notes(tree: Path) -
     assert lightning == [*(f"0Xero7_slm_training/lightning_logs/version_{n}" for n in (0, 5, 7, 9)),
                          "AIRI-Institute_genrisk/version_13", "BvoJa_GPTTT_version_0",
                          "EKProgrammer_FJSPT_RL4CO/version_1", "Goreg12345_nlp2-probing-lms/version_0",
-                         "Jan21_FAST-GNN-SAT/version_57",
+                         "Jan21_FAST-GNN-SAT/version_54", "Jan21_FAST-GNN-SAT/version_57",
                          "Saxeman_DNABERT/version_1",
+                         *(f"WarrenZhu050413_torchLoom/lightning_logs/version_{n}" for n in (0, 1, 2)),
                          "daankaasjager_thesis_final_coding/version_10"]
     mlflow = [name for name, _ in fleet.find_runs(REAL / "mlflow")]  # an MLflow run: metrics/, params/, tags/
     assert mlflow == ["GhadeerElmkaiel_SegFormer/mlruns/1/3c7adce791d244d8bf5779f654f8e2e8",

@@ -4,10 +4,15 @@ test here failed on the code before its fix."""
 from __future__ import annotations
 
 import json
+import math
 from functools import cache
 from pathlib import Path
 
+import polars as pl
+import pytest
+
 import forensics
+import parsers
 import reports
 from tests.tb_writer import scalar, version
 
@@ -47,3 +52,128 @@ def test_a_clock_that_cannot_time_an_attempt_gives_no_wait_after_it(tmp_path: Pa
     first, second = findings["runs"][0]["attempts"]
     assert first["clock_note"].startswith("its 120 logged steps were all stamped within 0.1 s")
     assert (first["downtime_after_s"], second["clock_note"]) == (None, None)
+
+
+def test_one_iteration_line_with_no_loss_is_said_to_print_none() -> None:
+    """NVIDIA/Megatron-LM #663: one iteration line, "number of skipped iterations: 10", no lm loss field. The
+    chronicle said "its 1 iteration line (step 10) prints a loss" (the negation came only with more than one line)."""
+    path = REAL / "megatron" / "issue__NVIDIA+Megatron-LM__issue663_overlap_param_gather_excerpt.txt"
+    assert ("- **No loss printed:** its 1 iteration line (step 10) prints no loss: it counts all the iterations of its "
+            "interval as skipped (fp16 overflow), and Megatron prints no loss for such an interval. Still checked: "
+            "NaN/Inf in every scalar.") in _lines(path)
+
+
+VERL = REAL / "wandb" / "jianghoucheng_Agent_On_Policy_Distillation"
+
+
+def test_an_underscore_that_may_be_a_decimal_point_states_no_size() -> None:
+    """verl's run `qwen1_5b_opd` distils into DeepSeek-R1-Distill-Qwen-1.5B: the chronicle said "stated in its name:
+    5.00B" (it read the 5b after the underscore); "1_5b" may be 1.5B as "llama2_7b" is Llama 2 7B: no size is stated."""
+    path = VERL / "run-20251129_191857-8g5bqf9b"
+    assert _analysis(path).findings.runs[0].model.parameters_stated is None
+    assert not any("5.00B" in line for line in _lines(path))
+
+
+def test_an_lr_logged_in_thousandths_is_the_lr() -> None:
+    """verl's SFT trainer logs `train/lr(1e-3)` (0.00027027 at step 1, 0.01 at 37: its config's lr 1e-05 in units of
+    1e-3); the chronicle listed it among the other scalars and said "Not found: lr, so the warm-up and the
+    learning-rate schedule could not be checked"."""
+    path = VERL / "run-20251130_025406-dq9a4cex"
+    metrics = parsers.load_run(path).metrics
+    lr = metrics.filter(pl.col("metric") == "lr").sort("step")
+    assert lr.height == 372 and lr["value"].max() == pytest.approx(1e-05) and lr["step"][lr["value"].arg_max()] == 37
+    lines = _lines(path)
+    assert "- **Schedule:** LR peaks at 1e-05 (step 37); warm-up ends at step 37." in lines
+    assert not any(line.startswith("- **Not found:** lr") for line in lines)
+
+
+def test_an_lr_decaying_from_the_configured_one_before_its_first_point_is_no_mismatch() -> None:
+    """Emon2358/serial-lain-ai: linear decay from 5e-05 with no warm-up, logged every 500 of 3100 steps; its first
+    logged LR is 5e-05 x (1 - 500/3100) = 4.19e-05. The chronicle said "the logged LR of the last attempt peaks at
+    4.19e-05 but its config's lr is 5e-05" and "LR peaks at ... (step 500); no warm-up seen"."""
+    lines = _lines(REAL / "hf_output_dir" / "Emon2358_serial-lain-ai")
+    assert not any("but its config's lr" in line for line in lines)
+    assert ("- **Schedule:** LR is highest at the log's first point, 4.1935483750421554e-05 (step 500); a warm-up "
+            "before step 500 would not show.") in lines
+
+
+LLMC_CANCELLED = REAL / "llmc" / "HectorFCardenas_gpt2_train.11679031_excerpt.log"
+
+
+def test_a_schedulers_cancel_glued_onto_a_step_line_ends_the_attempt() -> None:
+    """HectorFCardenas/llm.c 11679031: its last line is `step 16256/19560 | loss nan (+nanz)| norm nan (slurmstepd:
+    error: *** JOB 11679031 ON g002 CANCELLED AT 2024-10-11T13:44:45 ***`. The step line was read and the cancel was
+    not: "The log ends before the planned length, with no end printed"."""
+    [attempt] = _analysis(LLMC_CANCELLED).findings.runs[0].attempts
+    assert (attempt.end_reason, attempt.end_kind, attempt.end_step) == ("stopped", "cancelled", 16256)
+    assert attempt.end_detail == "slurmstepd: error: *** JOB 11679031 ON g002 CANCELLED AT 2024-10-11T13:44:45 ***"
+    assert attempt.end_trouble == "NaN from step 1"
+    lines = _lines(LLMC_CANCELLED)
+    assert not any("planned length" in line for line in lines)
+    assert ("- **What went wrong:** attempt 1 stopped by the scheduler or a person after step 16256: “slurmstepd: "
+            "error: \\*\\*\\* JOB 11679031 ON g002 CANCELLED AT 2024-10-11T13:44:45 \\*\\*\\*” (after NaN from step 1); "
+            "NaN in the loss from step 1.") in lines
+
+
+def test_llmcs_evaluation_before_its_first_step_is_at_step_0() -> None:
+    """llm.c evaluates at the top of its loop: `val loss nan` before `step 1/19560` is the model before any update.
+    It was "printed before the first line that gives a step: no step, not read", so the NaN at initialisation was
+    lost and the first NaN was said to be at step 1."""
+    run = parsers.load_run(LLMC_CANCELLED)
+    val = run.metrics.filter(pl.col("metric") == "val_loss")
+    assert val.select("step", "value").rows()[0][0] == 0 and math.isnan(val["value"][0])
+    assert not any("before the first line that gives a step" in w for w in run.warnings)
+    assert "  - step 0: **non finite** (val\\_loss): NaN/Inf in val\\_loss at step 0" in _lines(LLMC_CANCELLED)
+
+
+def test_a_loss_whose_fall_is_not_judged_says_so_and_one_at_ln_2_says_where_it_sat() -> None:
+    """FAST-GNN-SAT version_54: 19 train_loss points at 0.6931 (ln 2, a 50/50 guess), and nlp2-probing version_0, a
+    probe whose loss wanders from 2.35 to 3.99 and back: neither chronicle said anything of whether the loss fell
+    ("fell" None said nothing), nor that the first sat at ln 2 from its first point to its last (unseen-log trial
+    s45)."""
+    lines = _lines(REAL / "lightning" / "Jan21_FAST-GNN-SAT" / "version_54")
+    assert ("- **Whether the loss fell, not judged:** 19 points, too few to say that it did not fall (20 needed); "
+            "median 0.693051 over its first tenth of points, 0.693128 over its last (steps 49–949).") in lines
+    assert ("- **The loss sat at ln 2 = 0.693147:** median 0.693051 over its first tenth of points, 0.693128 over its "
+            "last (steps 49–949): the loss of a 50/50 guess between two classes.") in lines
+    probe = _analysis(REAL / "lightning" / "Goreg12345_nlp2-probing-lms" / "version_0").findings.runs[0].learning
+    assert (probe["fell"], probe["unjudged"], probe["first_top"]) == (None, "early_fall", 3.413884401321411)
+    assert "chance" not in probe  # (2.79 to 2.95: near ln 10 = 2.303 at no end)
+    # a fall within the noise is said to be (aloshdenny/kevin-token-compressor: -2.1% at a standard error of 0.04)
+    assert ("- **Whether the loss fell, not judged:** median 2.15895 over its first tenth of points, 2.1129 over its "
+            "last (steps 10–1000), a change of -2.1% that its noise leaves open (standard error 0.04027).") in _lines(
+        REAL / "hf_trainer_state" / "aloshdenny_kevin-token-compressor")
+
+
+def test_a_lightning_run_that_ended_its_planned_epochs_completed() -> None:
+    """WarrenZhu050413/torchLoom: version_0 plans num_epochs 100 and its metrics.csv ends with epoch 99's epoch-end
+    row (and `epoch=99-step=6300.ckpt`); version_1, the same plan, stops inside epoch 8 at step 514. Both were "the
+    log ends with no end printed: still running, cut off, or stopped without a word"."""
+    root = REAL / "lightning" / "WarrenZhu050413_torchLoom" / "lightning_logs"
+    [done] = _analysis(root / "version_0").findings.runs[0].attempts
+    assert (done.end_reason, done.end_kind, done.end_step) == ("completed", "training_done", 6299)
+    assert done.end_detail == ("epoch 99 ended, the last of the 100 its hparams plan (config.num_epochs 100): its "
+                               "epoch-end metrics logged")
+    [cut] = _analysis(root / "version_1").findings.runs[0].attempts
+    assert (cut.end_reason, cut.end_step) == ("running", 514)
+    [ten] = _analysis(root / "version_2").findings.runs[0].attempts
+    assert (ten.end_reason, ten.end_step) == ("completed", 629)
+
+
+def test_a_short_excerpt_that_begins_mid_run_says_so() -> None:
+    """NVIDIA/Megatron-LM #756 (iterations 43-45 of 100) and gpt-neox PR #1000 (iteration 1000 of 10000): the
+    chronicles had no start at all (a short attempt gets one line, and it did not say that the log begins mid-run)."""
+    assert ("- attempt 1: steps 43–45 (new steps); the log begins mid-run, at step 43 of 100; the log ends with no end "
+            "printed: still running, cut off, or stopped without a word") in _lines(
+        REAL / "megatron" / "issue__NVIDIA+Megatron-LM__issue756_mixtral_excerpt.txt")
+    assert any(line.startswith("- attempt 1: step 1000 (new steps); the log begins mid-run, at step 1000 of 10000; "
+                               "crashed after step 1000") for line in _lines(
+        REAL / "megatron" / "issue__EleutherAI+gpt-neox__pr1000_excerpt.txt"))
+
+
+def test_a_run_that_trained_past_its_planned_length_says_so() -> None:
+    """AntonioLopardo/OLMo grad_provenance_100: `max_duration=100`, then `[step=101/100]` ... `[step=110/100]` and
+    "Training complete"; the chronicle said only "completed after step 110"."""
+    lines = _lines(REAL / "olmo" / "AntonioLopardo_OLMo_1B_grad_provenance_100_train.log")
+    assert "- **Trained past its planned length:** attempt 1 completed at step 110, 10 steps past the 100 planned." \
+        in lines

@@ -26,6 +26,7 @@ from parsers.textfile import TextFile, inspect_text, scan_blocks, search
 
 _ANY_EVENT = "|".join(f"(?:{rx})" for _, rx in p.EVENT_PATTERNS)
 _ANSI = p.ANSI
+_GLUED_STOP = r"slurmstepd: error: \*\*\* (?:JOB|STEP) .*(?:CANCELLED AT|DUE TO TIME LIMIT|DUE TO PREEMPTION)"
 _NUMBER = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|-?inf|-?Inf)"
 _SUFFIXED = _NUMBER + r"[KMGT]?"  # nanotron's 16.4K, 1.02K, 25.2G
 _STAMP = r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
@@ -56,6 +57,8 @@ class Rule:
     # "validation loss: 3.2" at the top of the step whose line follows)
     where: Callable[[pl.Expr], pl.Expr] | None = None  # of the lines ``line`` matches, only those this is true of
     # (from the line's text: what one regex cannot say, e.g. Keras 3's "2/2 ━━━━" has its two counts equal)
+    before_first: bool = False  # with ``step=False``: printed before any step line, the step before the next one
+    # (llm.c evaluates at the top of its loop: "val loss nan" before "step 1/19560" is the model at step 0)
     events_too: bool = False  # its lines are read for events as well (DeepSpeed's "step=N, skipped=M, lr=[...]":
     # a step's LR, and the running count of the steps it skipped)
 
@@ -300,16 +303,21 @@ class LineFormat:
         rest = lines.with_columns(bar=kept_bar(pl.when(pl.col("rule").is_null()).then(pl.col("clean"))))
         both = [n for n, rule in enumerate(self.rules) if rule.events_too]
         unruled = pl.col("rule").is_null() | pl.col("rule").is_in(both) if both else pl.col("rule").is_null()
-        rest = rest.filter(unruled & (
-            pl.col("clean").str.contains(_ANY_EVENT + (f"|{extra}" if extra else "")) | pl.col("bar"))).drop("bar")
+        # (a scheduler's stop glued onto a metrics line, "step 16256/19560 | loss nan | norm nan (slurmstepd: error:
+        # *** JOB ... CANCELLED AT ...": the line is read for its metrics, and for the stop too)
+        glued = pl.col("rule").is_not_null() & pl.col("clean").str.contains(_GLUED_STOP)
+        rest = rest.filter((unruled & (
+            pl.col("clean").str.contains(_ANY_EVENT + (f"|{extra}" if extra else "")) | pl.col("bar"))) | glued
+        ).drop("bar")
         # a long line is mostly progress output glued in front of what it says ("evaluating HellaSwag: 10/1256...
         # slurmstepd: error: *** JOB ... CANCELLED"): it is kept from where the event begins
         said = pl.col("text").str.extract(f"((?:{_ANY_EVENT}{'|' + extra if extra else ''}).*)$", 1)
         # (a bar glued in front is read before the line is cut: parsers.megatron.progress_events)
         bar = pl.col("clean").str.extract_all(p.PROGRESS_BAR + r"[^\]]*\]?").list.last()
-        rest = rest.with_columns(wall_time=_stamp(stamped), bar=bar, text=pl.when(pl.col("text").str.len_chars()
-                                                                                > _LONG_LINE)
-                                 .then(pl.coalesce(said, pl.col("text"))).otherwise(pl.col("text")) + "").drop("clean")
+        stop = pl.when(pl.col("rule").is_not_null()).then(pl.col("text").str.extract(f"({_GLUED_STOP}.*)$", 1))
+        rest = rest.with_columns(wall_time=_stamp(stamped), bar=bar, text=pl.coalesce(stop, pl.when(
+            pl.col("text").str.len_chars() > _LONG_LINE).then(pl.coalesce(said, pl.col("text")))
+            .otherwise(pl.col("text"))) + "").drop("clean")
         return mine, rest, missed, names, config_lines, inside
 
     def _logging_interval(self, printed: list[PrintedConfig]) -> int | None:
@@ -483,6 +491,11 @@ class LineFormat:
             lines = lines.join_asof(stepped_lines.rename({"step": "_after"}), on="line", strategy="forward")
             lines = lines.with_columns(step=pl.when(pl.col("rule").is_in(after)).then(pl.coalesce("step", "_after"))
                                        .otherwise("step")).drop("_after")
+        early = [n for n, r in enumerate(self.rules) if r.before_first]
+        if early and stepped_lines.height:
+            head = pl.col("step").is_null() & pl.col("rule").is_in(early) & (pl.col("line") < stepped_lines["line"].min())
+            lines = lines.with_columns(step=pl.when(head).then(pl.lit(stepped_lines.sort("line")["step"][0] - 1))
+                                       .otherwise("step"))
         if lines["step"].null_count():  # a line without a step takes the last step printed before it, and its time
             # when it prints none (OLMo's "[step=1/15000]" header is stamped, its indented metric lines are not)
             timed = lines.filter(pl.col("step").is_not_null()).select("line", _before="step", _at="wall_time")
