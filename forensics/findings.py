@@ -156,6 +156,7 @@ class CauseKind(StrEnum):
     MEMORY = "memory"                        # out of memory
     PROGRAM_ERROR = "program_error"          # an error in the program or its configuration
     UNREACHABLE = "unreachable"              # a connection it could not make: a wrong address, or the network
+    NETWORK = "network"                      # a network request dropped just before the error: a remote source
     STOPPED = "stopped"                      # stopped by the scheduler or a person
     PLANNED_EXIT = "planned_exit"            # the program stopped itself as set up (exit interval, end of its data)
     INTERRUPTED = "interrupted"              # interrupted by hand

@@ -272,6 +272,20 @@ def _last_save(events: pl.DataFrame | None) -> float | None:
     return saved.max() if saved.len() else None  # type: ignore[return-value]
 
 
+def _network_dropped(events: pl.DataFrame | None, attempts: list[Attempt]) -> dict[int, str]:
+    """Per attempt, the first network request that dropped after its last logged step (before the error that ended
+    it), quoted."""
+    if events is None or not events.height or not attempts:
+        return {}
+    last = {a.index: a.end_step for a in attempts}
+    out: dict[int, str] = {}
+    for attempt, step, text in events.filter(pl.col("kind") == s.EV_NETWORK_DROPPED).select(
+            "attempt", "step", "text").iter_rows():
+        if attempt in last and attempt not in out and (last[attempt] is None or step == last[attempt]):
+            out[attempt] = quote(text)
+    return out
+
+
 def program_errors(attempts: list[Attempt], anomalies: list[Anomaly], events: pl.DataFrame | None = None
                    ) -> list[Cause]:
     """Attempts that ended on an error of the program or its configuration (no hardware or memory evidence); what
@@ -283,9 +297,13 @@ def program_errors(attempts: list[Attempt], anomalies: list[Anomaly], events: pl
     said = set() if events is None or not events.height else {
         (a, quote(t)) for a, t in events.filter(pl.col("kind") == s.EV_UNREACHABLE).select("attempt", "text").rows()}
     unreachable = [a for a in ended if (a.index, a.end_detail) in said]
+    # a request over the network that dropped after the attempt's last step, before its error: the error is the
+    # client's (a dataset streamed from a hub, a remote store), not the training's
+    dropped = _network_dropped(events, [a for a in ended if a not in unreachable])
+    network = [a for a in ended if a.index in dropped]
     out = []
     for mine, kind, cause, check in (
-        ([a for a in ended if a not in unreachable], CauseKind.PROGRAM_ERROR,
+        ([a for a in ended if a not in unreachable and a not in network], CauseKind.PROGRAM_ERROR,
          "an error in the program or its configuration",
          "the error's traceback and the arguments of the attempt that raised it"),
         (unreachable, CauseKind.UNREACHABLE,
@@ -293,6 +311,10 @@ def program_errors(attempts: list[Attempt], anomalies: list[Anomaly], events: pl
          "(that host down, or no route to it); the log does not tell which",
          "whether the address it could not reach is the one it should be (for the ranks' rendezvous, MASTER_ADDR "
          "and MASTER_PORT), and whether that host was up and reachable from this one"),
+        (network, CauseKind.NETWORK,
+         "a network request that dropped just before the error: a remote source the program reads from (a dataset "
+         "streamed from a hub, a remote store), not the training",
+         "whether that source was reachable then; a local copy of the data, or a client that retries, avoids it"),
     ):
         if not mine:
             continue
@@ -302,7 +324,8 @@ def program_errors(attempts: list[Attempt], anomalies: list[Anomaly], events: pl
             kind=kind, cause=cause, confidence=0.5,
             evidence=[f"attempt {a.index} ended " + (f"after step {a.end_step}" if a.end_step is not None
                                                      else NO_STEP_READ) + f": {a.end_detail}"
-                      for a in mine][:6],
+                      for a in mine][:6] + [f"before attempt {a.index}'s error, after its last step, a request "
+                                            f"dropped: {dropped[a.index]}" for a in mine if a.index in dropped][:6],
             counter_evidence=counter,
             check_next=check + saves_said(events),
         ))

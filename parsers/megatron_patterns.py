@@ -260,6 +260,10 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_ERROR, r"\bUncaught (?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception)\b"),
     (s.EV_ERROR, r"^" + RANK_PREFIX + r"\s*:?\s*(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]*(?:Error|Exception)(?::|$)"
                  r"|^" + RANK_PREFIX + r"\s*Fatal Python error:"),
+    # a network request that dropped, where no error pattern above took the line (a client's warning as it retries:
+    # "'[Errno 104] Connection reset by peer' thrown while requesting GET https://huggingface.co/datasets/...")
+    (s.EV_NETWORK_DROPPED, r"Connection reset by peer|RemoteDisconnected|Read timed out|IncompleteRead"
+                           r"|ChunkedEncodingError|Connection aborted|Max retries exceeded with url"),
     # start-up lines (after iterations or an ending, one of these begins a new launch)
     (s.EV_STARTUP, r"^\s*> initializing torch distributed|^\s*> initializing tensor model parallel with size"
                    r"|^\s*> setting random seeds to|^\s*using world size: \d+|^\s*> building \S+ model"

@@ -168,6 +168,9 @@ EV_HARDWARE_NAMED = "hardware_named"        # a CUDA or NCCL error line that nam
 EV_UNREACHABLE = "unreachable"              # a line that says a connection could not be made ("No route to host",
                                             # "Connection refused", a host name not resolved): a second event of
                                             # that line, beside its own kind (an error): a wrong address or the network
+EV_NETWORK_DROPPED = "network_dropped"     # a request over the network that dropped ("Connection reset by peer", a
+                                            # read that timed out, the remote end gone): a dataset streamed from a
+                                            # hub, a remote store; said, not an error (the client may retry)
 EV_TRACEBACK = "traceback"
 EV_SURVIVED_EXCEPTION = "survived_exception"  # "Exception ignored in: ...", "Exception in thread ...", "Error in
                                             # atexit._run_exitfuncs:": an exception

@@ -177,3 +177,16 @@ def test_a_run_that_trained_past_its_planned_length_says_so() -> None:
     lines = _lines(REAL / "olmo" / "AntonioLopardo_OLMo_1B_grad_provenance_100_train.log")
     assert "- **Trained past its planned length:** attempt 1 completed at step 110, 10 steps past the 100 planned." \
         in lines
+
+
+def test_a_crash_after_a_dropped_network_request_is_blamed_on_the_source_not_the_program() -> None:
+    """QIU023/torchtitan_attention_residual: trained to step 8810, then the Hugging Face Hub reset the connection
+    while the data loader streamed allenai/c4 ("'[Errno 104] Connection reset by peer' thrown while requesting GET
+    https://huggingface.co/datasets/allenai/c4/..."), and the loader's client raised "Cannot send a request, as the
+    client has been closed". The chronicle blamed "an error in the program or its configuration"."""
+    run = _analysis(REAL / "torchtitan" / "QIU023_torchtitan_attention_residual_crashed_excerpt.log").findings.runs[0]
+    top = run.suspected_causes[0]
+    assert top.kind == "network" and "program_error" not in {c.kind for c in run.suspected_causes}
+    assert top.evidence[1].startswith("before attempt 1's error, after its last step, a request dropped: [rank0]:"
+                                      "[titan] 2026-04-19 15:18:05,620 - huggingface_hub.utils._http - WARNING - "
+                                      "'[Errno 104] Connection reset by peer' thrown while requesting GET https://")
