@@ -15,6 +15,7 @@ from forensics.configs import config_table, differing_keys, settings
 from forensics.coverage import (
     assign_roles,
     coverage,
+    timed_sources,
     with_evaluation_passes,
     with_overflow_scales,
     with_unprinted_loss,
@@ -114,7 +115,7 @@ def analyze_run(run: RunLike, detectors: tuple[Detector, ...] = DEFAULT_DETECTOR
             short_holes=short_holes(frames.steps(), frames.spacing())), frames), frames, getattr(run, "tags", [])),
             run.events), run.events),
             run.events, metrics)
-        | _lone_skips(frames, detectors),
+        | _lone_skips(frames, detectors) | timed_sources(metrics, run.events),
         blips=blips(frames, detectors),
         # (not judged where the log starts mid-run: an excerpt, or a resume far into a training, flat by nature)
         learning=None if attempts and (attempts[0].begins_mid_run or (attempts[0].resumed_from_step or 0) > 0)

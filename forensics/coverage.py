@@ -94,6 +94,14 @@ def assign_roles(metrics: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
     ), roles
 
 
+def timed_sources(metrics: pl.DataFrame, events: pl.DataFrame) -> dict[str, list[str]]:
+    """``{"timed_sources": [...]}``: the sources whose points or lines carry a wall-clock time (the timeline's times
+    come from them)."""
+    timed = {str(x) for frame in (metrics, events) if frame.height
+             for x in frame.filter(pl.col("wall_time").is_not_null())["source"].unique().to_list() if x is not None}
+    return {"timed_sources": sorted(timed)}
+
+
 def coverage(metrics: pl.DataFrame, tags: list[dict[str, str]], roles: dict[str, str],
              sources: list[str], checks: dict[str, dict[int, dict[str, Any]]] | None = None,
              short_holes: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -236,6 +236,8 @@ EV_SWEEP_JOB = "sweep_job"                  # a sweep launched its next job in t
 # formats whose logged loss is a mean over the iterations since the point before (Megatron's log interval, the
 # Trainer's logging steps, MMEngine's window, fairseq's log interval, mlx-lm's steps per report); other formats log
 # one iteration's loss, or (TensorBoard, W&B, MLflow, Lightning) whatever the program gave them: not known
+# the formats whose times are Unix times (instants: shown in UTC); the others print their machine's clock, no zone
+UNIX_TIME_FORMATS: frozenset[str] = frozenset({"tensorboard", "wandb", "wandb-history", "mlflow"})
 INTERVAL_MEAN_FORMATS: frozenset[str] = frozenset({"megatron", "hf-trainer", "hf-trainer-state", "llamafactory",
                                                    "mmengine", "fairseq", "mlx-lm"})
 ERROR_KINDS: frozenset[str] = frozenset({EV_ERROR, EV_CUDA_ERROR, EV_NCCL_ERROR, EV_COLLECTIVE_TIMEOUT, EV_OOM,

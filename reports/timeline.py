@@ -252,6 +252,28 @@ def _metric_entry(name: str, m: dict[str, Any]) -> str:
     return f"{name.replace('_', ' ')} {m['points']:,} points ({span}){origin}"
 
 
+def _time_zone(run: RunFindings) -> str | None:
+    """Which clock the times are on, where the timeline shows any: UTC for sources that record Unix times
+    (TensorBoard, W&B, MLflow), the log's own clock as printed for the others (a text log prints no zone)."""
+    timed = any(t is not None for a in run.attempts for t in (a.started_at, a.first_seen_at, a.ended_at,
+                                                               a.last_step_at))
+    if not timed:
+        return None
+    timed = set(run.coverage.get("timed_sources", []))
+    formats = sorted({src["format"] for src in run.sources if src["path"] in timed})
+    unix = [f for f in formats if f in s.UNIX_TIME_FORMATS]
+    printed = [f for f in formats if f not in s.UNIX_TIME_FORMATS]
+    said = []
+    if unix:
+        said.append(f"UTC where they come from {' and '.join(unix)} (Unix times)")
+    if printed:
+        said.append(f"as the {' and '.join(printed)} log{'s' if len(printed) > 1 else ''} printed them (the "
+                    "machine's clock; no time zone printed)")
+    if not said:
+        return None
+    return "**Times:** " + "; ".join(said) + "."
+
+
 def timeline_section(run: RunFindings) -> list[str]:
     """Every launch with its times and end, then holes, discontinuities, short launches and replays, and the
     errors, stops and notices, as facts."""
@@ -269,6 +291,8 @@ def timeline_section(run: RunFindings) -> list[str]:
                 else duration(a.downtime_after_s) if a.downtime_after_s is not None else "–")
         out.append(f"| {a.index} | {steps(a)} | {started} | {ended} | {ran} | {down} | {ending(a)} |")
     out.append("")
+    if zone := _time_zone(run):
+        out += [zone, ""]
     out += [f"**Clock of attempt {a.index}:** {md(a.clock_note)}." for a in run.attempts if a.clock_note]
     out += [""] if any(a.clock_note for a in run.attempts) else []
     out += _gaps(run) + _discontinuities(run) + _short(run) + _entries(run)

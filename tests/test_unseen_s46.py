@@ -190,3 +190,15 @@ def test_a_crash_after_a_dropped_network_request_is_blamed_on_the_source_not_the
     assert top.evidence[1].startswith("before attempt 1's error, after its last step, a request dropped: [rank0]:"
                                       "[titan] 2026-04-19 15:18:05,620 - huggingface_hub.utils._http - WARNING - "
                                       "'[Errno 104] Connection reset by peer' thrown while requesting GET https://")
+
+
+def test_the_timeline_says_which_clock_its_times_are_on() -> None:
+    """verl's W&B run: the chronicle gave 2025-11-29 18:54:06 to 19:24:59 with no zone, while the run's own
+    output.log stamps its last save 2025-11-30 03:24:53 (its machine at UTC+8): W&B's times are Unix times, shown in
+    UTC; a Megatron log's are its machine's clock as printed, with no zone."""
+    assert "**Times:** UTC where they come from wandb (Unix times)." in _lines(VERL / "run-20251130_025406-dq9a4cex")
+    assert ("**Times:** as the megatron log printed them (the machine's clock; no time zone printed)."
+            in _lines(Path(__file__).parent.parent / "sample_logs" / "tr8-104B-sample"))
+    # (a folder whose timed source is TensorBoard says UTC of it alone: its trainer_state.json has no times)
+    assert "**Times:** UTC where they come from tensorboard (Unix times)." in _lines(
+        REAL / "hf_output_dir" / "Emon2358_serial-lain-ai")
