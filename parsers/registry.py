@@ -18,6 +18,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from parsers import (
+    hf_model_config,
     hf_results,
     hf_trainer_state,
     lightning,
@@ -60,7 +61,7 @@ from parsers.reader import HEAD_BYTES, Reader
 
 ENTRY_POINT_GROUP = "forensics.readers"
 BUILTIN: tuple[Reader, ...] = (  # type: ignore[assignment]
-    wandb_run, mlflow_store, tensorboard, hf_trainer_state, hf_results, llamafactory_log, lightning,
+    wandb_run, mlflow_store, tensorboard, hf_trainer_state, hf_results, hf_model_config, llamafactory_log, lightning,
     lightning_checkpoint, wandb_export, step_table, nanogpt, modded_nanogpt, nanochat, litgpt, llmc, torchtitan,
     nanotron, olmo, fairseq, mlx_lm, mmengine, mmcv, detectron2, keras, metric_logger, nemo, maxtext, torchtune,
     colossalai, composer, deepspeed_chat, deepspeed_chat_sft_rm, hf_trainer, megatron,

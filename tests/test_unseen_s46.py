@@ -202,3 +202,12 @@ def test_the_timeline_says_which_clock_its_times_are_on() -> None:
     # (a folder whose timed source is TensorBoard says UTC of it alone: its trainer_state.json has no times)
     assert "**Times:** UTC where they come from tensorboard (Unix times)." in _lines(
         REAL / "hf_output_dir" / "Emon2358_serial-lain-ai")
+
+
+def test_a_models_config_json_beside_the_trainer_state_gives_its_size() -> None:
+    """Silver-8ce/llamaTest: a Trainer output directory with TinyLlama's `config.json` (22 layers, hidden 2048,
+    intermediate 5632, 4 KV heads, vocabulary 32000, untied); the file was skipped as "no reader for this layout" and
+    the size was "n/a"."""
+    run = _analysis(REAL / "hf_output_dir" / "Silver-8ce_llamaTest").findings.runs[0]
+    assert round(run.model.parameters_from_shape) == 1_100_048_384  # (TinyLlama-1.1B's count)
+    assert "config.json" in {src["path"] for src in run.sources if src["format"] == "hf-model-config"}
