@@ -211,3 +211,11 @@ def test_a_models_config_json_beside_the_trainer_state_gives_its_size() -> None:
     run = _analysis(REAL / "hf_output_dir" / "Silver-8ce_llamaTest").findings.runs[0]
     assert round(run.model.parameters_from_shape) == 1_100_048_384  # (TinyLlama-1.1B's count)
     assert "config.json" in {src["path"] for src in run.sources if src["format"] == "hf-model-config"}
+
+
+def test_one_end_of_training_two_files_record_is_listed_once() -> None:
+    """Emon2358/serial-lain-ai: the TensorBoard file and trainer_state.json both record the Trainer's summary (its
+    runtime as float32, 3202.52978515625, and as printed, 3202.5299): the events listed two ends of training."""
+    ends = [line for line in _lines(REAL / "hf_output_dir" / "Emon2358_serial-lain-ai") if "training done" in line]
+    assert ends == ["- attempt 1, after step 3100, 2024-06-29 07:24:59: training done: training finished: the Trainer's "
+                    "summary (train\\_runtime 3202.5299 s, train\\_loss 0.0877245722663018)"]
