@@ -151,7 +151,7 @@ def parse_megatron(text: TextFile, run: str, source: str) -> ParsedLog:
         warnings.append(f"{text.shown}: {unnumbered.height} iteration line(s) whose iteration number is not a 64-bit "
                         f"integer were left out (first at line {unnumbered['line'].min()})")
         iters = iters.filter(pl.col("step").is_not_null())
-    others = with_event_kinds(others)
+    others = relaunched_usage(with_event_kinds(others))
     bounds = attempt_bounds(iters, others)
     iters, others = (with_attempt(f, bounds) for f in (iters, others))
     iters = _without_placeholders(iters, text.shown, warnings)
@@ -366,6 +366,7 @@ def _line_rows(lines: pl.LazyFrame, prefix: str, layout: Layout | None) -> pl.La
     other = (
         pl.col("is_args_start") | pl.col("is_args_end") | rest.str.contains(p.ARGS_CANDIDATE)
         | rest.str.contains(_ANY_EVENT) | rest.str.contains(" loss at ", literal=True) | kept_bar(rest)
+        | rest.str.contains(_USAGE)  # (argparse's usage: a relaunch where it follows its error, relaunched_usage)
     ).fill_null(False)
     def cell(position: int) -> pl.Expr:
         return pl.col(f"_cell{position}")
@@ -733,6 +734,30 @@ def with_event_kinds(others: pl.DataFrame, *, in_python: bool | None = None) -> 
     return out.join(raw, on="line", how="left", maintain_order="left")
 
 
+_USAGE = r"^\s*usage: (\S+)"
+_ARGPARSE_ERROR = r"^\s*(\S+): error: "
+
+
+def relaunched_usage(others: pl.DataFrame) -> pl.DataFrame:
+    """argparse's ``usage: P ...`` on the line right after ``P: error: ...`` (the same program) is a new process of
+    it: the one before exited (status 2) on its error. Those lines become :data:`parsers.schema.EV_RELAUNCH` (a usage
+    printed anywhere else is no start: a helper's, mid-run).
+
+    >>> frame = pl.DataFrame({"line": [1, 9, 10, 11], "kind": [None, "error", None, None], "body": [
+    ...     "usage: train.py [-h]", "train.py: error: argument --fp16: bad", "usage: train.py [-h]", "usage: x.py"]})
+    >>> relaunched_usage(frame)["kind"].to_list()
+    [None, 'error', 'relaunch', None]
+    """
+    if "body" not in others.columns or not others.height:
+        return others
+    body = pl.col("body").fill_null("")
+    before = pl.col("body").shift(1).fill_null("")
+    relaunch = (pl.col("kind").is_null() & body.str.contains(_USAGE) & (pl.col("kind").shift(1) == s.EV_ERROR)
+                & (pl.col("line").shift(1) == pl.col("line") - 1)
+                & (before.str.extract(_ARGPARSE_ERROR, 1) == body.str.extract(_USAGE, 1))).fill_null(False)
+    return others.with_columns(kind=pl.when(relaunch).then(pl.lit(s.EV_RELAUNCH)).otherwise("kind"))
+
+
 def _kinds_in_python(others: pl.DataFrame) -> pl.DataFrame:
     """:func:`with_event_kinds` with Python's ``re``, line by line (for the few lines of a short log)."""
     kinds: list[str | None] = []
@@ -769,7 +794,7 @@ def attempt_bounds(iters: pl.DataFrame, others: pl.DataFrame) -> pl.DataFrame:
     # (a console format's line printed once as each launch of its program begins is a process start, as an arguments
     # block is: nanochat's "Autodetected device type: cuda")
     deciding = list(s.STARTUP_KINDS | s.ENDING_KINDS | s.FATAL_KINDS
-                    | {s.EV_TRACEBACK, s.EV_CHECKPOINT_LOAD, s.EV_PROCESS_START, s.EV_TRAINING_LOOP})
+                    | {s.EV_TRACEBACK, s.EV_CHECKPOINT_LOAD, s.EV_PROCESS_START, s.EV_RELAUNCH, s.EV_TRAINING_LOOP})
     marks = others.filter(pl.col("is_args_start") | pl.col("kind").is_in(deciding)).select(
         pl.col("line").cast(pl.Int64), kind=pl.when("is_args_start").then(pl.lit(s.EV_PROCESS_START)).otherwise("kind")
     )
@@ -848,6 +873,7 @@ def launch_starts(
       after them: "using world size" is printed first);
     * at a start-up line once the launch before has logged iterations or ended;
     * at a checkpoint-load line after the launch before ended (the next launch, its start-up not shown);
+    * at a relaunch line (argparse's usage right after its error: the process before exited);
     * at the first iteration line after the launch before ended: a planned exit, a kill, SIGTERM, a scheduler's
       cancel, Ctrl-C, "after training is done", or a fatal error. An error is fatal unless the iterations carry
       on right after it (the next iteration continues the counter within two log intervals) or, in a launch that
@@ -901,6 +927,10 @@ def launch_starts(
             if state["args"] or state["ended"] is not None or iterations_between(state["start"], line):
                 begin(line)
             state.update(args=True, marked=True)
+        elif kind == s.EV_RELAUNCH:  # the process before exited on its error (argparse's): a new one begins
+            state["ended"] = line - 1 if state["ended"] is None else state["ended"]
+            begin(line)
+            state["marked"] = True
         elif kind in s.STARTUP_KINDS:
             if state["ended"] is not None or iterations_between(state["start"], line):
                 begin(line)

@@ -788,7 +788,12 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
         # (an event file of nothing the reader reads, PR curves or images, goes to the attempt of the process that
         # wrote it, not to the last one: a later launch's)
         writer = _writer(piece.file)
-        target = last_attempt_of_stem.get(piece.file.with_suffix("").as_posix()) \
+        stem = piece.file.with_suffix("").as_posix()
+        if offset == 0 and piece.log.n_attempts > 1:  # nothing else to join: its own launches are the run's
+            events.append(piece.log.events.with_columns(run=pl.lit(run_name)))
+            offset = last_attempt_of_stem[stem] = piece.log.n_attempts
+            continue
+        target = last_attempt_of_stem.get(stem) \
             or (last_attempt_of_writer.get(writer[1:]) if writer is not None else None) or max(offset, 1)
         events.append(piece.log.events.with_columns(attempt=pl.lit(target, dtype=pl.Int32), run=pl.lit(run_name)))
         offset = max(offset, 1)

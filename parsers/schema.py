@@ -124,6 +124,8 @@ CANONICAL_METRICS: tuple[str, ...] = (
 
 # --- event kinds --------------------------------------------------------------------------------------------------
 EV_PROCESS_START = "process_start"          # a new arguments block: a (re)start of the training program
+EV_RELAUNCH = "relaunch"                    # a line that shows the program ran again right after it exited: argparse's
+                                            # "usage: P ..." just after its "P: error: ..." (the one before exited 2)
 EV_CHECKPOINT_LOAD = "checkpoint_load"      # value = iteration loaded
 EV_NO_CHECKPOINT = "no_checkpoint"          # nothing to load: starts from random
 EV_CHECKPOINT_SAVE = "checkpoint_save"      # a save the log says is done ("successfully saved"): value = iteration
@@ -260,7 +262,8 @@ STARTUP_KINDS: frozenset[str] = frozenset({EV_STARTUP, EV_MARKER})
 SETUP_KINDS: frozenset[str] = frozenset({EV_PARAMETER_COUNT, EV_PLANNED_STEPS, EV_PADDED_VOCAB,
                                          EV_PARAMETER_COUNT_SHARD, EV_PARAMETER_COUNT_SUM, EV_PARAMETER_COUNT_RANKS})
 # evidence that an attempt's start is in the logs (so its first timestamp is when it started)
-START_KINDS: frozenset[str] = STARTUP_KINDS | {EV_PROCESS_START, EV_WANDB_RUN_START, EV_SESSION_START, EV_FILE_START,
+START_KINDS: frozenset[str] = STARTUP_KINDS | {EV_PROCESS_START, EV_RELAUNCH, EV_WANDB_RUN_START, EV_SESSION_START,
+                                               EV_FILE_START,
                                                EV_STEP_REGRESSION}
 
 # --- config keys that describe a run rather than configure it (left out of config changes) ------------------------

@@ -262,7 +262,7 @@ def _time_zone(run: RunFindings) -> str | None:
     timed = set(run.coverage.get("timed_sources", []))
     formats = sorted({src["format"] for src in run.sources if src["path"] in timed})
     unix = [f for f in formats if f in s.UNIX_TIME_FORMATS]
-    printed = [f for f in formats if f not in s.UNIX_TIME_FORMATS]
+    printed = list(dict.fromkeys(f.removesuffix(" (errors only)") for f in formats if f not in s.UNIX_TIME_FORMATS))
     said = []
     if unix:
         said.append(f"UTC where they come from {' and '.join(unix)} (Unix times)")

@@ -219,3 +219,14 @@ def test_one_end_of_training_two_files_record_is_listed_once() -> None:
     ends = [line for line in _lines(REAL / "hf_output_dir" / "Emon2358_serial-lain-ai") if "training done" in line]
     assert ends == ["- attempt 1, after step 3100, 2024-06-29 07:24:59: training done: training finished: the Trainer's "
                     "summary (train\\_runtime 3202.5299 s, train\\_loss 0.0877245722663018)"]
+
+
+def test_six_launches_that_each_died_in_argparse_are_six_attempts() -> None:
+    """112292454/ChatGLM-Efficient-Tuning-main's nohup.out: six launches of train_bash.py, each printing its usage
+    and dying on a bad argument (L138 --finetuning_type 'p-tuning', then --fp16 at L276 ... L828); the chronicle told
+    one attempt and its first error, as if the user had launched once (unseen-log trial s45)."""
+    [run] = _analysis(REAL / "console_errors" / "112292454_ChatGLM-Efficient-Tuning-main_nohup.out").findings.runs
+    assert len(run.attempts) == 6
+    assert "--finetuning_type: invalid choice: 'p-tuning'" in run.attempts[0].end_detail
+    assert all(a.end_detail.startswith("train_bash.py: error: argument --fp16: Truthy value expected")
+               and a.end_step is None for a in run.attempts[1:])
