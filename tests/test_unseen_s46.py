@@ -230,3 +230,11 @@ def test_six_launches_that_each_died_in_argparse_are_six_attempts() -> None:
     assert "--finetuning_type: invalid choice: 'p-tuning'" in run.attempts[0].end_detail
     assert all(a.end_detail.startswith("train_bash.py: error: argument --fp16: Truthy value expected")
                and a.end_step is None for a in run.attempts[1:])
+
+
+def test_a_torchtitan_launch_starts_at_its_first_line_not_its_first_step() -> None:
+    """QIU023/torchtitan_attention_residual: "torchtitan version: 0.2.2" at 12:17:52, step 1 at 12:18:01; the timeline
+    said "first step or event 12:17:57" and gave no duration (known since stop 44)."""
+    lines = _lines(REAL / "torchtitan" / "QIU023_torchtitan_attention_residual_crashed_excerpt.log")
+    assert any(line.startswith("| 1 | 1–8810 | 2026-04-19 12:17:52 | last step 2026-04-19 15:16:59 | 3.0 h |")
+               for line in lines)

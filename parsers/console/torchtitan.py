@@ -30,6 +30,8 @@ SPEC = LineFormat(
     placeholders=((s.LOSS, -1.0, "torchtitan's placeholder on a pipeline stage that does not compute the loss (only "
                                  "the last stage does)"),),
     events=(
+        # its first lines as a launch begins: "torchtitan version: 0.2.2 ...", "Starting job: Llama 3 8B training"
+        (s.EV_STARTUP, r"\btorchtitan version: |\bStarting job: "),
         # its checkpointer: "Loading the checkpoint from <folder>/checkpoint/step-12500." (the step in the folder's
         # name), then "Training starts at step 12501" (QIU023/torchtitan_attention_residual's resume)
         (s.EV_CHECKPOINT_LOAD, r"\bLoading the checkpoint from \S*?\bstep-(\d+)\b"),
