@@ -234,7 +234,7 @@ def build_attempts(
         ev = by_attempt.get((n,), events.clear())
         # (an attempt that logged a metric at a step before the resume point its first loss implies did not resume
         # there: Lightning's per-epoch metrics from the first epoch's end, the loss logged only at the last step)
-        from_loss = first_loss is not None and not (start is not None and start < first_loss - max(interval, 1))
+        from_loss = first_loss is not None and not (start is not None and start <= first_loss - max(interval, 1))
         resumed, inferred = _resume_point(ev, first_loss if from_loss else start, interval, span.get("after"))
         # a checkpoint loaded at iteration 0, or one whose iteration is not printed by an attempt that starts at the
         # start of training: a fine-tune, or a training begun from loaded weights, not from scratch
@@ -357,8 +357,9 @@ def build_attempts(
     for before, after in pairwise(out):
         stop = before.last_line_at
         begin = after.started_at or after.first_seen_at
-        # (a clock that cannot time an attempt, its points written at once, cannot time the wait after it either)
-        if stop is not None and begin is not None and begin >= stop and before.clock_note is None:
+        # (a clock that cannot time an attempt, its points written at once, cannot time the wait after it or before it)
+        if stop is not None and begin is not None and begin >= stop and before.clock_note is None \
+                and after.clock_note is None:
             before.downtime_after_s = begin - stop
     return out
 

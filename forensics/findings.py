@@ -313,10 +313,10 @@ class Attempt:
         return out
 
     def nothing_left_to_train(self) -> bool:
-        """It logged no step and resumed at its last planned iteration (Megatron loaded the checkpoint at
-        ``train_iters``): its loop had nothing to run."""
-        return self.end_step is None and self.resumed_from_step is not None and self.resumed_from_step == \
-            self.target_step
+        """It logged no step, resumed at its last planned iteration (Megatron loaded the checkpoint at
+        ``train_iters``) and completed: its loop had nothing to run (one that failed loading it did not resume)."""
+        return self.end_reason == EndReason.COMPLETED and self.end_step is None and self.resumed_from_step is not None \
+            and self.resumed_from_step == self.target_step
 
     def interval(self) -> float | None:
         """Its logging interval, else its mean step between logged points (None with fewer than two points)."""
@@ -325,6 +325,18 @@ class Attempt:
         if self.points < 2 or self.start_step is None or self.end_step is None:
             return None
         return max((self.end_step - self.start_step) / (self.points - 1), 1.0)
+
+    def past_target(self) -> bool:
+        """It completed at least one logging interval past its configured length (OLMo's [step=110/100])."""
+        return self.end_reason == EndReason.COMPLETED and not self.target_from_bar and self.target_step is not None \
+            and self.end_step is not None and self.end_step - self.target_step >= (self.interval() or 1.0)
+
+    def ended_early(self) -> bool:
+        """It printed that its training completed more than two logging intervals (measured over three points or
+        more) before its configured length: an early-stopping rule, a stop asked of the trainer, a time budget."""
+        return self.end_reason == EndReason.COMPLETED and not self.target_from_bar and self.points >= 3 \
+            and self.target_step is not None and self.end_step is not None \
+            and self.target_step - self.end_step > 2 * (self.interval() or 1.0)
 
     def short_of_target(self, intervals: float = 1.0) -> bool:
         """Its last logged step is at least ``intervals`` logging intervals short of its configured length: a later

@@ -273,16 +273,33 @@ def _last_save(events: pl.DataFrame | None) -> float | None:
 
 
 def _network_dropped(events: pl.DataFrame | None, attempts: list[Attempt]) -> dict[int, str]:
-    """Per attempt, the first network request that dropped after its last logged step (before the error that ended
-    it), quoted."""
+    """Per attempt, the network request that dropped, quoted: the error that ended it when that line is itself a
+    dropped request ("ConnectionResetError: [Errno 104] Connection reset by peer"), else the last drop printed after
+    its last logged step and before that error, when the error is a network client's ("Cannot send a request, as the
+    client has been closed"; the parsers' second event kinds). A telemetry client's dropped upload is another kind."""
     if events is None or not events.height or not attempts:
         return {}
-    last = {a.index: a.end_step for a in attempts}
+    ending = {a.index: a for a in attempts}
+    errors = events.filter((pl.col("kind") == s.EV_ERROR) & pl.col("attempt").is_in(list(ending))).select(
+        "attempt", "line", "text")
+    # the line that ended each attempt (its quoted text), and the second kinds of that line
+    ended = {a: line for a, line, text in errors.iter_rows() if quote(text) == ending[a].end_detail}
+    seconds = events.filter(pl.col("kind").is_in([s.EV_NETWORK_DROPPED, s.EV_NETWORK_ERROR])).select(
+        "attempt", "line", "kind", "step", "text")
     out: dict[int, str] = {}
-    for attempt, step, text in events.filter(pl.col("kind") == s.EV_NETWORK_DROPPED).select(
-            "attempt", "step", "text").iter_rows():
-        if attempt in last and attempt not in out and (last[attempt] is None or step == last[attempt]):
-            out[attempt] = quote(text)
+    networked = set()
+    for attempt, line, kind, _, _ in seconds.iter_rows():
+        if ended.get(attempt) == line:
+            if kind == s.EV_NETWORK_DROPPED:
+                out[attempt] = ending[attempt].end_detail
+            networked.add(attempt)
+    drops = seconds.filter(pl.col("kind") == s.EV_NETWORK_DROPPED).select("attempt", "line", "step", "text")
+    for attempt, line, step, text in drops.iter_rows():
+        a = ending.get(attempt)
+        if a is None or (attempt in out and out[attempt] == a.end_detail) or attempt not in networked:
+            continue
+        if line is not None and line < ended[attempt] and (a.end_step is None or step == a.end_step):
+            out[attempt] = quote(text)  # (the last one before the error)
     return out
 
 
@@ -312,8 +329,8 @@ def program_errors(attempts: list[Attempt], anomalies: list[Anomaly], events: pl
          "whether the address it could not reach is the one it should be (for the ranks' rendezvous, MASTER_ADDR "
          "and MASTER_PORT), and whether that host was up and reachable from this one"),
         (network, CauseKind.NETWORK,
-         "a network request that dropped just before the error: a remote source the program reads from (a dataset "
-         "streamed from a hub, a remote store), not the training",
+         "a network request that dropped, ending the program: a remote source it reads from (a dataset streamed "
+         "from a hub, a remote store), not the training",
          "whether that source was reachable then; a local copy of the data, or a client that retries, avoids it"),
     ):
         if not mine:
@@ -325,7 +342,8 @@ def program_errors(attempts: list[Attempt], anomalies: list[Anomaly], events: pl
             evidence=[f"attempt {a.index} ended " + (f"after step {a.end_step}" if a.end_step is not None
                                                      else NO_STEP_READ) + f": {a.end_detail}"
                       for a in mine][:6] + [f"before attempt {a.index}'s error, after its last step, a request "
-                                            f"dropped: {dropped[a.index]}" for a in mine if a.index in dropped][:6],
+                                            f"dropped: {dropped[a.index]}" for a in mine
+                                            if a.index in dropped and dropped[a.index] != a.end_detail][:6],
             counter_evidence=counter,
             check_next=check + saves_said(events),
         ))

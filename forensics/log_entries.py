@@ -18,20 +18,22 @@ LISTED = s.ERROR_KINDS | s.STOP_KINDS | {s.EV_KILLED, s.EV_SCHEDULER, s.EV_NAN_C
 def log_entries(events: pl.DataFrame, limit: int = 200) -> list[LogEntry]:
     """Listed events (see ``LISTED``), one per attempt and distinct text (launcher, rank and NCCL prefixes ignored:
     :func:`parsers.ranks.same_line`)."""
-    # (one end of training that two sources record, a TensorBoard file and the trainer_state.json beside it, with
-    # their numbers printed to other precisions, is one entry: the fuller text, the time the one that has it gave)
-    done = pl.col("kind") == s.EV_TRAINING_DONE
-    fuller = pl.col("text").sort_by(pl.col("text").str.len_chars(), descending=True).first()
+    listed = events.filter(pl.col("kind").is_in(list(LISTED)))
+    # one end of training that two sources record (a TensorBoard file and the trainer_state.json beside it, their
+    # numbers at two precisions) is one entry: one of its rows whole, the one with a time first, then the fuller text
+    done = (pl.col("kind") == s.EV_TRAINING_DONE) & pl.col("step").is_not_null()
+    if listed.filter(done).height > 1:
+        listed = listed.with_row_index("_row")
+        kept = (listed.filter(done)
+                .sort([pl.col("wall_time").is_null(), pl.col("text").str.len_chars()], descending=[False, True],
+                      maintain_order=True)
+                .unique(["attempt", "step"], keep="first", maintain_order=True)["_row"])
+        listed = listed.filter(~done | pl.col("_row").is_in(kept.implode())).drop("_row")
     rows = (
-        events.filter(pl.col("kind").is_in(list(LISTED)))
-        .with_columns(same=pl.when(done & pl.col("step").is_not_null()).then(pl.format("done at {}", "step"))
-                      .otherwise(same_line(pl.col("text"))))
+        listed.with_columns(same=same_line(pl.col("text")))
         .group_by("attempt", "kind", "same", maintain_order=True)
-        .agg(pl.col("step").first(),
-             pl.when(done.first()).then(pl.col("wall_time").drop_nulls().first()).otherwise(pl.col("wall_time").first()),
-             pl.col("source").first(), pl.col("line").first(),
-             pl.when(done.first()).then(fuller).otherwise(pl.col("text").first()),
-             count=pl.when(done.first()).then(pl.lit(1, dtype=pl.UInt32)).otherwise(pl.len()))
+        .agg(pl.col("step").first(), pl.col("wall_time").first(), pl.col("source").first(), pl.col("line").first(),
+             pl.col("text").first(), count=pl.len())
         .sort("attempt", "line", "wall_time", nulls_last=True, maintain_order=True)
         .head(limit)
     )

@@ -18,7 +18,7 @@ _SIZE_IN_NAME = re.compile(r"(?<![A-Za-z0-9.])(\d{1,4}(?:\.\d+)?)([BbMm])(?![A-Z
 # ... and not a count of something else: "fixed_tokens_10b" is a token budget
 _COUNTS_OTHER = re.compile(r"(?i)(?:^|[^a-z])(?:tokens?|toks?|samples?|steps?|iters?|data)[-_ =]?$")
 # ... nor one whose "_" may be a decimal point: "qwen1_5b" is Qwen 1.5B, "llama2_7b" Llama 2 7B; no telling which
-_UNDERSCORE_POINT = re.compile(r"\d_$")
+_UNDERSCORE_POINT = re.compile(r"(?<![Vv])\d_$")  # (not a version: "run_v2_350m" is 350M)
 
 
 def stated_parameters(*names: str) -> float | None:
@@ -32,13 +32,15 @@ def stated_parameters(*names: str) -> float | None:
     (None, 160000000.0)
     >>> stated_parameters("metadata-7b"), stated_parameters("qwen1_5b_opd"), stated_parameters("qwen-1.5b")
     (7000000000.0, None, 1500000000.0)
+    >>> stated_parameters("qwen1_5b_opd", "/ckpt/Qwen-1.5B"), stated_parameters("run_v2_350m")
+    (1500000000.0, 350000000.0)
     """
     for name in names:
         for part in reversed(re.split(r"[/\\]", name)):
             for found in _SIZE_IN_NAME.finditer(part):
                 before = part[:found.start()]
                 if _UNDERSCORE_POINT.search(before) and "." not in found.group(1):
-                    return None
+                    continue  # (this match says no size; later matches, parts and names may)
                 if not _COUNTS_OTHER.search(before):
                     return float(found.group(1)) * (1e9 if found.group(2) in "Bb" else 1e6)
     return None

@@ -20,7 +20,8 @@ cross-entropy: a WGAN critic's loss or a DPO margin rises and crosses 0 in a hea
 the fall is not a slight one, ``unjudged`` says why (:class:`Unjudged`), so the chronicle can say it did not judge.
 
 A loss that sits at a guess's level, its medians at the start and at the end both within ``AT_CHANCE`` (0.5%) of
-ln 2 (a 50/50 guess between two classes) or of ln(vocabulary) (a uniform guess over the tokens), is said to
+ln(vocabulary) (a uniform guess over the tokens) where the vocabulary is known, else of ln 2 (a 50/50 guess between
+two classes), is said to
 (``chance``): whatever its noise, it did not leave the level that knowing nothing gives.
 """
 
@@ -112,7 +113,8 @@ def learning(metrics: pl.DataFrame, vocab: int | None = None) -> dict[str, Any] 
         # a loss below 0 is no cross-entropy (a policy, preference or adversarial objective): a level that crosses 0
         # is no fall to measure in fractions of its start, and one that rises is not a run learning nothing
         fell, barely, unjudged = None, False, Unjudged.NOT_CROSS_ENTROPY
-    guesses = {"ln 2": math.log(2), **({f"ln({vocab})": math.log(vocab)} if vocab and vocab > 2 else {})}
+    # (with the vocabulary known, a guess is over its tokens: a language model's 0.69 is no coin toss)
+    guesses = {f"ln({vocab})": math.log(vocab)} if vocab and vocab > 2 else {"ln 2": math.log(2)}
     chance = next(({"level": name, "nats": round(nats, 6)} for name, nats in guesses.items()
                    if abs(start - nats) <= AT_CHANCE * nats and abs(end - nats) <= AT_CHANCE * nats), None)
     val = by_step(metrics, s.VAL_LOSS, finite=True)

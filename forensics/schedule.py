@@ -35,8 +35,10 @@ def _falls_from(curve: pl.DataFrame, lr: float) -> bool:
     if curve.height < 2 or curve["step"][0] <= 1 or not curve["value"][1] < curve["value"][0]:
         return False
     (s0, v0), (s1, v1) = curve.head(2).rows()
-    at_zero = v0 - (v1 - v0) / (s1 - s0) * s0
-    return abs(at_zero / lr - 1) <= LR_DISAGREES
+    slope = (v1 - v0) / (s1 - s0)
+    # (and its third point on that line too, where there is one: a step decay or a cosine is no straight line)
+    on_line = curve.height < 3 or abs((v0 + slope * (curve["step"][2] - s0)) / curve["value"][2] - 1) <= LR_DISAGREES
+    return on_line and abs((v0 - slope * s0) / lr - 1) <= LR_DISAGREES
 
 
 def _step_at_samples(samples: pl.DataFrame, target: float) -> int | None:

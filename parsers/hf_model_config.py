@@ -23,6 +23,12 @@ from parsers.wandb_history import config_frame
 
 FORMAT = "hf-model-config"
 _SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "n_layer", "num_layers", "d_model", "n_embd")
+# what a model file holds beside its shape that is no training setting: the dtype it was stored in (not the precision
+# it trained in), its cache switch, the library's version
+_NOT_SETTINGS = {"torch_dtype", "use_cache", "transformers_version"}
+# a shape the size from shape does not count (a dense decoder's): experts, an encoder and a decoder, nested models
+_OTHER_SHAPES = ("num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size", "is_encoder_decoder",
+                 "num_decoder_layers", "text_config", "vision_config")
 
 
 def sniff(head: bytes, name: str) -> bool:
@@ -39,8 +45,10 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
         raise InputError(f"{context.shown}: not valid JSON ({str(exc).splitlines()[0]})") from None
     if not isinstance(values, dict) or not any(k in values for k in _SHAPE_KEYS):
         raise NotThisFormat(f"{context.shown}: a config.json that gives no model shape")
-    # (the shape's numbers and flags: nested settings, such as a quantization block, are not the model's shape)
-    kept = {k: v for k, v in values.items() if isinstance(v, int | float | str | bool) and not k.startswith("_")}
+    if any(values.get(k) not in (None, False, 0, 1) for k in _OTHER_SHAPES):
+        raise NotThisFormat(f"{context.shown}: a config.json of a shape not counted (experts, encoder-decoder, nested)")
+    kept = {k: v for k, v in values.items() if isinstance(v, int | float | str | bool) and not k.startswith("_")
+            and k not in _NOT_SETTINGS}
     configs = config_frame(kept, run=context.run, source=context.shown)
     return [Piece(path, FORMAT, ParsedLog(s.empty(s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA), configs),
                   config_only=True)]

@@ -147,7 +147,11 @@ def _planned_epochs_done(wide: pl.DataFrame, configs: pl.DataFrame, saves: pl.Da
     stopped inside its last epoch, or earlier, has no such row."""
     if "epoch" not in wide.columns or not configs.height:
         return s.empty(s.EVENTS_SCHEMA)
-    plans = configs.filter(pl.col("key").str.extract(r"([^./]+)$", 1).str.to_lowercase().is_in(list(_EPOCH_PLANS)))
+    # (a top-level key, or the trainer's or the script's own config's: "warmup.epochs" plans something else)
+    key = pl.col("key").str.to_lowercase()
+    plans = configs.filter(key.str.extract(r"([^./]+)$", 1).is_in(list(_EPOCH_PLANS))
+                           & (~key.str.contains(r"[./]") | key.str.contains(r"^(?:trainer|config|hparams|args|training)"
+                                                                             r"[./][^./]+$")))
     planned = {int(v) for v in plans["value"].cast(pl.Float64, strict=False).drop_nulls().to_list() if v == int(v)}
     if len(planned) != 1 or (epochs := planned.pop()) < 1:
         return s.empty(s.EVENTS_SCHEMA)
@@ -156,19 +160,23 @@ def _planned_epochs_done(wide: pl.DataFrame, configs: pl.DataFrame, saves: pl.Da
     if rows["epoch"].max() != epochs - 1:
         return s.empty(s.EVENTS_SCHEMA)
     last = rows.filter(pl.col("epoch") == epochs - 1)
-    ends = [c for c in wide.columns if c.endswith("_epoch")]
-    ended = last.filter(pl.any_horizontal([pl.col(c).is_not_null() & (pl.col(c) != "") for c in ends])) if ends \
-        else last.clear()
-    saved = saves.filter(pl.col("text").str.contains(f"\\(epoch {epochs - 1}\\)|in epoch {epochs - 1}:"))
+    final = int(last["step"].max())  # type: ignore[arg-type]
+    # the proof that the epoch ended: a training epoch-end value on its last logged step (a validation's, logged
+    # mid-epoch by val_check_interval, is none), or its checkpoint saved at or after that step (not a mid-epoch save)
+    ends = [c for c in wide.columns if c.endswith("_epoch") and c.lower().startswith("train")]
+    ended = last.filter((pl.col("step") == final) & pl.any_horizontal(
+        [pl.col(c).is_not_null() & (pl.col(c) != "") for c in ends])) if ends else last.clear()
+    saved = saves.filter(pl.col("text").str.contains(f"\\(epoch {epochs - 1}\\)|in epoch {epochs - 1}:")
+                         & (pl.col("step") >= final))
     if not ended.height and not saved.height:
         return s.empty(s.EVENTS_SCHEMA)
-    key = plans["key"][0]
-    step, row = int(last["step"].max()), int(last["row"].max())  # type: ignore[arg-type]
+    name = plans["key"][0]
+    step, row = final, int(last["row"].max())  # type: ignore[arg-type]
     proof = "its epoch-end metrics logged" if ended.height else "its checkpoint saved"
     return s.conform(pl.DataFrame({
         "run": [context.run], "source": [context.shown], "attempt": [1], "step": [step], "kind": [s.EV_TRAINING_DONE],
         "line": [row + 2], "value": [None], "wall_time": [None],
-        "text": [f"epoch {epochs - 1} ended, the last of the {epochs} its hparams plan ({key} {epochs}): {proof}"]},
+        "text": [f"epoch {epochs - 1} ended, the last of the {epochs} its hparams plan ({name} {epochs}): {proof}"]},
         schema_overrides={"value": pl.Float64, "wall_time": pl.Float64}), s.EVENTS_SCHEMA)
 
 

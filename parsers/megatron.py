@@ -1204,6 +1204,8 @@ def line_events(others: pl.DataFrame, iters: pl.DataFrame, own_steps: bool = Tru
         (s.EV_HARDWARE_NAMED, pl.col("kind").is_in([s.EV_CUDA_ERROR, s.EV_NCCL_ERROR])
          & text.str.contains(p.NAMES_HARDWARE)),
         (s.EV_UNREACHABLE, pl.col("kind").is_in(list(s.ERROR_KINDS)) & text.str.contains(p.UNREACHABLE)),
+        (s.EV_NETWORK_DROPPED, (pl.col("kind") == s.EV_ERROR) & text.str.contains(p.NETWORK_DROPPED)),
+        (s.EV_NETWORK_ERROR, (pl.col("kind") == s.EV_ERROR) & text.str.contains(p.NETWORK_ERROR)),
         (s.EV_NCCL_OUT_OF_MEMORY, (pl.col("kind") == s.EV_OOM) & text.str.contains(p.NCCL_NAMED)))]
     # an fp16 overflow line that names its iteration ("Grad overflow on iteration: 8"): that iteration, as a second event
     named = ev.filter(pl.col("kind").is_in(list(s.OVERFLOW_KINDS)) & text.str.contains(p.OVERFLOW_ITERATION)).with_columns(

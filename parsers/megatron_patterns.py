@@ -119,6 +119,12 @@ LISTED_ERROR = rf"', (?:'({_LISTED_NAME}[^']*?)\\n'|\"({_LISTED_NAME}[^\"]*?)\\n
 
 # One regex per event kind; the first that matches a line wins. Group 1, when present, is the event's value.
 _COLLECTIVES = r"(?:broadcast\w*|all_reduce\w*|all_gather\w*|reduce_scatter\w*|all_to_all\w*|barrier|reduce|gather|scatter)"
+# a network request that dropped (parsers.schema.EV_NETWORK_DROPPED), a telemetry client's upload among them
+# (EV_UPLOAD_DROPPED), and the words of an error a network client raised (EV_NETWORK_ERROR)
+NETWORK_DROPPED = (r"Connection reset by peer|RemoteDisconnected|Read timed out|IncompleteRead|ChunkedEncodingError"
+                   r"|Connection aborted|Max retries exceeded with url")
+UPLOAD_DROPPED = r"(?i)(?:wandb|file_stream|mlflow|comet_ml|neptune).*(?:" + NETWORK_DROPPED + ")"
+NETWORK_ERROR = r"(?i)\brequest|connection|https?\b|socket|urllib|\bssl\b|remote end|\bhub\b"
 EVENT_PATTERNS: list[tuple[str, str]] = [
     (s.EV_CHECKPOINT_LOAD, r"(?:loading|loaded) (?:distributed |release )?checkpoint from .*? at iteration (\d+)"),
     (s.EV_CHECKPOINT_LOAD, r"\[Torch\] Loading checkpoint from .*?global_step(\d+)"),
@@ -262,8 +268,8 @@ EVENT_PATTERNS: list[tuple[str, str]] = [
                  r"|^" + RANK_PREFIX + r"\s*Fatal Python error:"),
     # a network request that dropped, where no error pattern above took the line (a client's warning as it retries:
     # "'[Errno 104] Connection reset by peer' thrown while requesting GET https://huggingface.co/datasets/...")
-    (s.EV_NETWORK_DROPPED, r"Connection reset by peer|RemoteDisconnected|Read timed out|IncompleteRead"
-                           r"|ChunkedEncodingError|Connection aborted|Max retries exceeded with url"),
+    (s.EV_UPLOAD_DROPPED, UPLOAD_DROPPED),
+    (s.EV_NETWORK_DROPPED, NETWORK_DROPPED),
     # start-up lines (after iterations or an ending, one of these begins a new launch)
     (s.EV_STARTUP, r"^\s*> initializing torch distributed|^\s*> initializing tensor model parallel with size"
                    r"|^\s*> setting random seeds to|^\s*using world size: \d+|^\s*> building \S+ model"

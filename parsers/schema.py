@@ -172,7 +172,12 @@ EV_UNREACHABLE = "unreachable"              # a line that says a connection coul
                                             # that line, beside its own kind (an error): a wrong address or the network
 EV_NETWORK_DROPPED = "network_dropped"     # a request over the network that dropped ("Connection reset by peer", a
                                             # read that timed out, the remote end gone): a dataset streamed from a
-                                            # hub, a remote store; said, not an error (the client may retry)
+                                            # hub, a remote store; said, not an error (the client may retry); also a
+                                            # second event of an error line whose words say so
+EV_NETWORK_ERROR = "network_error"          # an error a network client raised (a request it could not send or read,
+                                            # its connection closed): a second event of that error line
+EV_UPLOAD_DROPPED = "upload_dropped"        # a telemetry client's upload that dropped (W&B's file stream, MLflow):
+                                            # nothing of the training's own data
 EV_TRACEBACK = "traceback"
 EV_SURVIVED_EXCEPTION = "survived_exception"  # "Exception ignored in: ...", "Exception in thread ...", "Error in
                                             # atexit._run_exitfuncs:": an exception
@@ -238,8 +243,9 @@ EV_SWEEP_JOB = "sweep_job"                  # a sweep launched its next job in t
 # formats whose logged loss is a mean over the iterations since the point before (Megatron's log interval, the
 # Trainer's logging steps, MMEngine's window, fairseq's log interval, mlx-lm's steps per report); other formats log
 # one iteration's loss, or (TensorBoard, W&B, MLflow, Lightning) whatever the program gave them: not known
-# the formats whose times are Unix times (instants: shown in UTC); the others print their machine's clock, no zone
-UNIX_TIME_FORMATS: frozenset[str] = frozenset({"tensorboard", "wandb", "wandb-history", "mlflow"})
+# the formats whose times are instants, shown in UTC: Unix times, or (a step table's) stamps converted to UTC; the
+# others' times are their stamps' digits as printed
+UNIX_TIME_FORMATS: frozenset[str] = frozenset({"tensorboard", "wandb", "wandb-history", "mlflow", "step-table"})
 INTERVAL_MEAN_FORMATS: frozenset[str] = frozenset({"megatron", "hf-trainer", "hf-trainer-state", "llamafactory",
                                                    "mmengine", "fairseq", "mlx-lm"})
 ERROR_KINDS: frozenset[str] = frozenset({EV_ERROR, EV_CUDA_ERROR, EV_NCCL_ERROR, EV_COLLECTIVE_TIMEOUT, EV_OOM,

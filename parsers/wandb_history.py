@@ -71,8 +71,9 @@ def metric_names(keys: list[str]) -> dict[str, str]:
     taken: set[str] = set()
     for key in keys:
         name = canonical(key)[0]
-        if name == key and (unit := in_units(key)) and canonical(unit[0])[0] != unit[0]:
-            name = canonical(unit[0])[0]  # (verl's "train/lr(1e-3)": the LR, its values scaled, see unit_factors)
+        if name == key and (unit := in_units(key)) and canonical(unit[0])[0] == s.LR:
+            name = s.LR  # (verl's "train/lr(1e-3)": the LR, its values scaled, see unit_factors; a loss per
+            # setting, "train/loss(1e-05)", names a setting, not a unit)
         if name in taken or (name != key and name in keys):
             name = key
         out[key] = name

@@ -241,16 +241,13 @@ def _summary(run: RunFindings) -> list[str]:
                 + (" (its progress bar's total)" if a.target_from_bar else "") for a in mine) + ".")
     # "training completed" long before the planned length: an early stop, a stop asked of the trainer, a time budget
     # (more than two logging intervals short, the interval measured over three points or more)
-    early = [a for a in run.attempts if a.end_reason == EndReason.COMPLETED and not a.target_from_bar
-             and a.points >= 3 and a.target_step is not None and a.target_step - a.end_step > 2 * a.interval()]
+    early = [a for a in run.attempts if a.ended_early()]
     if early:
         lines.append("- **Completed before its planned length:** " + "; ".join(
             f"attempt {a.index} printed that its training completed at step {a.end_step} of the {a.target_step} "
             "planned" for a in early) + " (an early-stopping rule, a stop asked of the trainer or a time budget ends "
             "training that way).")
-    past = [a for a in run.attempts if a.end_reason == EndReason.COMPLETED and not a.target_from_bar
-            and a.target_step is not None and a.end_step is not None
-            and a.end_step - a.target_step >= (a.interval() or 1)]
+    past = [a for a in run.attempts if a.past_target()]
     if past:
         lines.append("- **Trained past its planned length:** " + "; ".join(
             f"attempt {a.index} completed at step {a.end_step}, {a.end_step - a.target_step} steps past the "

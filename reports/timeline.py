@@ -265,10 +265,12 @@ def _time_zone(run: RunFindings) -> str | None:
     printed = list(dict.fromkeys(f.removesuffix(" (errors only)") for f in formats if f not in s.UNIX_TIME_FORMATS))
     said = []
     if unix:
-        said.append(f"UTC where they come from {' and '.join(unix)} (Unix times)")
+        said.append(f"UTC where they come from {' and '.join(unix)} (Unix times"
+                    + (", or a table's stamps converted to UTC, one with no zone read as UTC" if "step-table" in unix
+                       else "") + ")")
     if printed:
-        said.append(f"as the {' and '.join(printed)} log{'s' if len(printed) > 1 else ''} printed them (the "
-                    "machine's clock; no time zone printed)")
+        said.append(f"as the {' and '.join(printed)} log{'s' if len(printed) > 1 else ''} printed them (the stamps' "
+                    "digits; a time zone printed with them is neither shown nor applied)")
     if not said:
         return None
     return "**Times:** " + "; ".join(said) + "."
@@ -287,7 +289,8 @@ def timeline_section(run: RunFindings) -> list[str]:
         ran = duration(a.ran_for_s) if a.ran_for_s is not None else ("not known" if a.clock_note else "–")
         if a.ran_for_s is not None and a.started_at is None:
             ran += " (its summary's count)" if a.end_kind == s.EV_TRAINING_DONE else " (its exit line)"
-        down = ("not known" if a.clock_note and a is not run.attempts[-1]
+        after = next((b for b in run.attempts if b.index == a.index + 1), None)
+        down = ("not known" if after is not None and (a.clock_note or after.clock_note)
                 else duration(a.downtime_after_s) if a.downtime_after_s is not None else "–")
         out.append(f"| {a.index} | {steps(a)} | {started} | {ended} | {ran} | {down} | {ending(a)} |")
     out.append("")
@@ -366,7 +369,9 @@ def _short(run: RunFindings) -> list[str]:
                 f"{'step' if a.start_step == a.end_step else 'steps'} {steps(a)} ({what})")
             if a.resumed_from_step is not None and not a.resumed_from_inferred:
                 logged += f", resumed from step {a.resumed_from_step}"
-            elif a.begins_mid_run:  # (an excerpt: what came before its first step is not in the log)
+            elif a.begins_mid_run and (a.start_step or 0) > (a.log_interval or 1):
+                # (an excerpt: what came before its first step is not in the log; a first point at the first logging
+                # interval may be the run's first, its interval's loss unprinted)
                 logged += (f"; the log begins mid-run, at step {a.start_step}"
                            + (f" of {a.target_step}" if a.target_step is not None and not a.target_from_bar else ""))
             out.append(f"- attempt {a.index}: " + (ending(a) if a.end_reason == EndReason.NO_TRAINING

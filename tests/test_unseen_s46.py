@@ -188,8 +188,8 @@ def test_a_crash_after_a_dropped_network_request_is_blamed_on_the_source_not_the
     top = run.suspected_causes[0]
     assert top.kind == "network" and "program_error" not in {c.kind for c in run.suspected_causes}
     assert top.evidence[1].startswith("before attempt 1's error, after its last step, a request dropped: [rank0]:"
-                                      "[titan] 2026-04-19 15:18:05,620 - huggingface_hub.utils._http - WARNING - "
-                                      "'[Errno 104] Connection reset by peer' thrown while requesting GET https://")
+                                      "'[Errno 104] Connection reset by peer' thrown while requesting GET https://"
+                                      "huggingface.co/datasets/allenai/c4/")
 
 
 def test_the_timeline_says_which_clock_its_times_are_on() -> None:
@@ -197,7 +197,8 @@ def test_the_timeline_says_which_clock_its_times_are_on() -> None:
     output.log stamps its last save 2025-11-30 03:24:53 (its machine at UTC+8): W&B's times are Unix times, shown in
     UTC; a Megatron log's are its machine's clock as printed, with no zone."""
     assert "**Times:** UTC where they come from wandb (Unix times)." in _lines(VERL / "run-20251130_025406-dq9a4cex")
-    assert ("**Times:** as the megatron log printed them (the machine's clock; no time zone printed)."
+    assert ("**Times:** as the megatron log printed them (the stamps' digits; a time zone printed with them is "
+            "neither shown nor applied)."
             in _lines(Path(__file__).parent.parent / "sample_logs" / "tr8-104B-sample"))
     # (a folder whose timed source is TensorBoard says UTC of it alone: its trainer_state.json has no times)
     assert "**Times:** UTC where they come from tensorboard (Unix times)." in _lines(
@@ -218,7 +219,11 @@ def test_one_end_of_training_two_files_record_is_listed_once() -> None:
     runtime as float32, 3202.52978515625, and as printed, 3202.5299): the events listed two ends of training."""
     ends = [line for line in _lines(REAL / "hf_output_dir" / "Emon2358_serial-lain-ai") if "training done" in line]
     assert ends == ["- attempt 1, after step 3100, 2024-06-29 07:24:59: training done: training finished: the Trainer's "
-                    "summary (train\\_runtime 3202.5299 s, train\\_loss 0.0877245722663018)"]
+                    "summary (train\\_runtime 3202.52978515625 s)"]
+    # (one of the rows whole: its file, its time and its text, the TensorBoard file's; review s46)
+    [entry] = [e for e in _analysis(REAL / "hf_output_dir" / "Emon2358_serial-lain-ai").findings.runs[0].log_entries
+               if e.kind == "training_done"]
+    assert entry.source.endswith("events.out.tfevents.1719642696.6a29ce405cda.1269.0") and entry.wall_time is not None
 
 
 def test_six_launches_that_each_died_in_argparse_are_six_attempts() -> None:
@@ -238,3 +243,46 @@ def test_a_torchtitan_launch_starts_at_its_first_line_not_its_first_step() -> No
     lines = _lines(REAL / "torchtitan" / "QIU023_torchtitan_attention_residual_crashed_excerpt.log")
     assert any(line.startswith("| 1 | 1–8810 | 2026-04-19 12:17:52 | last step 2026-04-19 15:16:59 | 3.0 h |")
                for line in lines)
+
+
+def test_the_reviews_inputs_against_this_stops_rules() -> None:
+    """Review s46: inputs written to break this stop's rules (kept as fixtures/generated/review_s46_*); each assertion
+    was false before its mend."""
+    def run(name: str) -> forensics.RunFindings:
+        return _analysis(GENERATED / f"review_s46_{name}").findings.runs[0]
+
+    # a W&B upload's dropped request, before or after an unrelated error, is no cause; an error that is itself a
+    # dropped connection is the network's
+    for name in ("net1_wandb_reset_then_valueerror.log", "net3_reset_after_the_error.log"):
+        assert run(name).suspected_causes[0].kind == "program_error", name
+    assert run("net2_error_is_connection_reset.log").suspected_causes[0].kind == "network"
+    # Lightning: a run killed inside its last epoch (a mid-epoch checkpoint, a validation epoch-end value mid-epoch)
+    # did not complete; "warmup.epochs" plans no training
+    for name in ("light1_killed_in_last_epoch", "light2_val_midepoch_last_epoch", "light3_warmup_epochs"):
+        assert run(f"{name}/lightning_logs/version_0").attempts[0].end_reason == "running", name
+    # a model config.json of experts or of an encoder and a decoder gives no dense count
+    for name in ("hf2_mixtral_config", "hf3_t5_config"):
+        assert run(name).model.parameters_from_shape is None, name
+    # a language model's loss near 0.693 is no coin toss where its vocabulary (32000) is known
+    assert "chance" not in run("hf1_lm_sft_loss_near_ln2").learning
+    # a relaunch that died loading its checkpoint did not resume with nothing left to train
+    crashed = run("meg3_relaunch_dies_loading_last_checkpoint.log").attempts[1]
+    assert crashed.end_reason != "completed" and not crashed.nothing_left_to_train()
+    assert not any("with no step to train" in line
+                   for line in _lines(GENERATED / "review_s46_meg3_relaunch_dies_loading_last_checkpoint.log"))
+    # the wait before an attempt whose clock is an upload's is not known either
+    first = run("clock1_next_attempt_uploaded_at_once").attempts[0]
+    assert first.downtime_after_s is None
+    # a loss per setting, "train/loss(1e-05)", is not scaled as a unit
+    assert parsers.load_run(GENERATED / "review_s46_wandb1_loss_per_weight_decay_history.jsonl").metrics.filter(
+        pl.col("metric") == "loss").height == 0
+    # a step table's zoned stamps are converted to UTC; a console's stamps are shown as printed, zone not applied
+    assert any(line.startswith("**Times:** UTC where they come from step-table")
+               for line in _lines(GENERATED / "review_s46_time4_step_table_iso_with_zone.csv"))
+    assert ("**Times:** as the torchtitan log printed them (the stamps' digits; a time zone printed with them is "
+            "neither shown nor applied).") in _lines(GENERATED / "review_s46_time1_torchtitan_stamps_utc_z.log")
+    # a first iteration line at the first logging interval whose loss was not printed (its interval skipped: fp16's
+    # start-up search) is the run's start, not a mid-run excerpt (a defect older than this stop)
+    meg1 = GENERATED / "review_s46_meg1_first_interval_skipped_short.log"
+    assert _analysis(meg1).findings.runs[0].attempts[0].begins_mid_run is False
+    assert not any("begins mid-run" in line for line in _lines(meg1))
