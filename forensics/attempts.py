@@ -15,7 +15,7 @@ from forensics.configs import INFERRED_KEYS, config_changes
 from forensics.endings import Ending, end_of, ending_block
 from forensics.findings import Anomaly, Attempt, EndReason, ReplayDifference
 from forensics.gaps import logged_steps, usual_intervals
-from forensics.timeline import mid_run_epoch, one_per_step
+from forensics.timeline import metric_rows, mid_run_epoch, one_per_step
 from parsers import schema as s
 
 SHORT_STEPS = 3  # an attempt with no anomaly that logged at most this many steps is listed in one line, not a section
@@ -368,7 +368,7 @@ def replay_differences(metrics: pl.DataFrame, attempts: list[Attempt], metric: s
     """Steps that a later attempt resumed from a checkpoint logged again with a different value: for each such
     attempt, the first step it shares with earlier attempts, with every attempt's value there (grouped by step). An
     attempt that started from scratch is a new run, whose values are expected to differ."""
-    points = metrics.filter(pl.col("metric") == metric).select("attempt", "step", "value")
+    points = metric_rows(metrics, metric)
     if points["attempt"].n_unique() < 2:
         return []
     points = one_per_step(points, "first")

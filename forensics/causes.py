@@ -26,7 +26,7 @@ from forensics.findings import (
 )
 from forensics.infra import NO_STEP_READ, infrastructure, memory, program_errors, stops
 from forensics.resumes import optimizer_state_lost, recurrence, skipped_batches
-from forensics.timeline import log_intervals
+from forensics.timeline import log_intervals, metric_rows
 from parsers import schema as s
 
 
@@ -353,7 +353,7 @@ def clipping(metrics: pl.DataFrame, anomalies: list[Anomaly], troubles: list[Ano
             check_next="the grad norm was rising through the clip threshold: look at what raised it (LR, data, a "
                        "layer group in the per-layer norms); clipping every step hides the gradient's growth",
         ))
-    points = metrics.filter(pl.col("metric") == s.GRAD_NORM).select("attempt", "step", "value")
+    points = metric_rows(metrics, s.GRAD_NORM)
     notes = what_if(points, {a: limits.get(a, run_limit) for a in first}, {a: t.step for a, t in first.items()})
     if notes:
         out.append(Cause(

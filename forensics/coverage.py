@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from forensics.timeline import attempt_groups
 from parsers import schema as s
 
 # what each metric lets the detectors check: a missing one is reported with what could not be checked
@@ -168,7 +169,7 @@ def _unjudged(metrics: pl.DataFrame, judged: dict[int, int]) -> list[dict[str, A
     loss = metrics.filter((pl.col("metric") == s.LOSS) & pl.col("attempt").is_in(attempts)
                           & pl.col("value").is_finite()).sort("attempt", "step")
     out = []
-    for (attempt,), own in loss.group_by("attempt", maintain_order=True):
+    for attempt, own in attempt_groups(loss):
         top = own.row(int(own["value"].arg_max()), named=True)  # type: ignore[arg-type]
         out.append({"attempt": int(attempt), "points": own.height,
                     "first": [own["step"][0], own["value"][0]], "highest": [top["step"], top["value"]],

@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from forensics.findings import Discontinuity, Gap
-from forensics.timeline import one_per_step
+from forensics.timeline import attempt_groups, metric_rows, one_per_step
 from parsers import schema as s
 
 GAP_INTERVALS = 5       # a step gap above this many usual intervals is a hole in the data
@@ -70,7 +70,48 @@ FEW = 10  # with fewer step differences than this, an attempt's usual interval i
 
 def usual_intervals(steps: pl.DataFrame) -> dict[int, int]:
     """Per attempt, the median step between its logged points; with only a few (a pasted excerpt, where the holes
-    can be as many as the intervals) the most common one, else the smallest; 1 for an attempt with one point."""
+    can be as many as the intervals) the most common one, else the smallest; 1 for an attempt with one point.
+
+    >>> usual_intervals(pl.DataFrame({"attempt": [0, 0, 0, 0, 1, 1, 2], "step": [10, 20, 30, 50, 5, 6, 1]}))
+    {0: 10, 1: 1, 2: 1}
+    >>> usual_intervals(pl.DataFrame({"attempt": [1, 0, 1], "step": [3, 7, 9]}))  # (attempts not in order)
+    {0: 1, 1: 6}
+    """
+    attempts, at = steps["attempt"], steps["step"]
+    if attempts.null_count() or at.null_count() or not _grouped(attempts.to_numpy()):
+        return _usual_intervals_polars(steps)
+    found = _usual_in_order(attempts.to_numpy(), at.to_numpy())
+    return {int(a): found.get(int(a), 1) for a in attempts.unique().to_list()}
+
+
+def _grouped(attempts: np.ndarray) -> bool:
+    """Whether each attempt's rows are together, in attempt order."""
+    return bool((attempts[1:] >= attempts[:-1]).all())
+
+
+def _usual_in_order(attempts: np.ndarray, steps: np.ndarray) -> dict[int, int]:
+    """:func:`usual_intervals` of rows grouped by attempt, in numpy (the polars one is six queries, each costing
+    more than the work on a log of a few thousand lines), for the attempts with a positive step difference."""
+    keep = (attempts[1:] == attempts[:-1]) & (steps[1:] > steps[:-1])
+    owner, diff = attempts[1:][keep], (steps[1:] - steps[:-1])[keep]
+    if not diff.size:
+        return {}
+    order = np.lexsort((diff, owner))
+    owner, diff = owner[order], diff[order]
+    first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    sizes = np.diff(np.r_[first, owner.size])
+    median = (diff[first + (sizes - 1) // 2] + diff[first + sizes // 2]) / 2
+    # the most common difference (the larger of equally common ones), and how often it occurs
+    runs = np.flatnonzero(np.r_[True, (owner[1:] != owner[:-1]) | (diff[1:] != diff[:-1])])
+    run_owner, run_diff, run_size = owner[runs], diff[runs], np.diff(np.r_[runs, owner.size])
+    ranked = np.lexsort((run_diff, run_size, run_owner))
+    top = ranked[np.r_[run_owner[ranked][1:] != run_owner[ranked][:-1], True]]
+    usual = np.where(sizes >= FEW, median, np.where(run_size[top] > 1, run_diff[top], diff[first]))
+    return {int(a): max(1, round(float(d))) for a, d in zip(owner[first], usual, strict=True)}
+
+
+def _usual_intervals_polars(steps: pl.DataFrame) -> dict[int, int]:
+    """:func:`usual_intervals` of any rows (nulls, attempts in any order)."""
     diffs = steps.with_columns(d=pl.col("step").diff().over("attempt")).filter(pl.col("d") > 0)
     counts = diffs.group_by("attempt", "d").agg(n=pl.len())
     common = counts.sort("n", "d", descending=[True, True]).group_by("attempt").agg(
@@ -241,8 +282,7 @@ def short_holes(steps: pl.DataFrame, intervals: dict[int, int]) -> dict[str, Any
 
 
 def _series(metrics: pl.DataFrame, metric: str) -> pl.DataFrame:
-    return one_per_step(metrics.filter((pl.col("metric") == metric) & pl.col("value").is_finite())
-                        .select("attempt", "step", "value"), "last")
+    return one_per_step(metric_rows(metrics, metric, finite=True), "last")
 
 
 def _changed(metric: str, before: float, after: float) -> bool:
@@ -329,7 +369,7 @@ def discontinuities(metrics: pl.DataFrame, gaps: list[Gap], steps: pl.DataFrame,
 @np.errstate(over="ignore", invalid="ignore")  # a damaged log's 1e308 rates: no jump found, no warning on stderr
 def _lr_jumps(series: pl.DataFrame, intervals: dict[int, int], gaps: list[Gap]) -> list[Discontinuity]:
     out: list[Discontinuity] = []
-    for (attempt,), own in series.group_by("attempt", maintain_order=True):
+    for attempt, own in attempt_groups(series):
         steps, v = own["step"].to_numpy(), own["value"].to_numpy()
         if v.size < 2:
             continue

@@ -19,9 +19,17 @@ from parsers.ranks import same_line
 NO_STEP_READ = "with no step read from its logs"  # (not "before any step": a log may show steps in a form no reader takes)
 
 
+def _has(events: pl.DataFrame, *kinds: str) -> bool:
+    """Whether any event is of one of ``kinds`` (a Series test: most logs have none of a kind, and a DataFrame
+    query costs polars about 0.2 ms of planning whatever its size)."""
+    return bool(events.get_column("kind").is_in(kinds).any())
+
+
 def _after_first(events: pl.DataFrame, trigger: str, later: pl.DataFrame, same_step: pl.Expr) -> pl.DataFrame:
     """The rows of ``later`` printed after the first event of kind ``trigger`` in the same log and attempt, where
     ``same_step`` holds (an expression of their ``step`` and the trigger's, ``trigger_step``)."""
+    if not _has(events, trigger):
+        return later.clear()
     first = (events.filter(pl.col("kind") == trigger).sort("line").group_by("attempt", "source")
              .agg(pl.col("line").first().alias("trigger_line"), pl.col("step").first().alias("trigger_step")))
     return later.join(first, on=["attempt", "source"]).filter(
@@ -35,6 +43,8 @@ def error_aftermath(events: pl.DataFrame) -> pl.DataFrame:
     fault of the hardware."""
     same_step = ((pl.col("step").is_null() & pl.col("trigger_step").is_null())
                  | (pl.col("step") == pl.col("trigger_step")))
+    if not _has(events, s.EV_ERROR):
+        return events.clear()
     return _after_first(events, s.EV_ERROR, events.filter(pl.col("kind") == s.EV_NCCL_ERROR), same_step)
 
 
@@ -64,6 +74,8 @@ def oom_aftermath(events: pl.DataFrame) -> pl.DataFrame:
     fault of the hardware: those printed at its step (before the log shows a later one)."""
     # (at the out-of-memory's step: an NCCL error iterations later, after the run went on, is not its consequence)
     same_step = pl.col("step").is_null() | pl.col("trigger_step").is_null() | (pl.col("step") == pl.col("trigger_step"))
+    if not _has(events, s.EV_OOM):
+        return events.clear()
     named = events.filter(pl.col("kind") == s.EV_HARDWARE_NAMED).select("attempt", "source", "line")
     errors = events.filter(pl.col("kind").is_in([s.EV_NCCL_ERROR, s.EV_CUDA_ERROR])).join(
         named, on=["attempt", "source", "line"], how="anti", nulls_equal=True)
@@ -80,11 +92,13 @@ def infrastructure(events: pl.DataFrame, attempts: list[Attempt], anomalies: lis
     error may be a consequence); against the waiting, an error printed before it (a rank that fails leaves the
     others waiting until the timeout). The NCCL and CUDA errors that follow an out-of-memory are not among its
     evidence (:func:`oom_aftermath`)."""
+    waiting = set(events.get_column("attempt").filter(events.get_column("kind") == s.EV_COLLECTIVE_WAIT).to_list())
+    stuck = [a for a in anomalies if a.kind == Kind.HANG and a.attempt in waiting]  # its dumps wait in a collective
+    if not stuck and not _has(events, *s.INFRA_KINDS):  # (most logs: no fault printed)
+        return []
     infra = events.filter(pl.col("kind").is_in(list(s.INFRA_KINDS))).join(
         pl.concat([oom_aftermath(events), error_aftermath(events)]),
         on=["attempt", "source", "line", "kind"], how="anti", nulls_equal=True)
-    waiting = set(events.filter(pl.col("kind") == s.EV_COLLECTIVE_WAIT)["attempt"].to_list())
-    stuck = [a for a in anomalies if a.kind == Kind.HANG and a.attempt in waiting]  # its dumps wait in a collective
     if not infra.height and not stuck:
         return []
     faulty = infra.filter(pl.col("kind").is_in(list(s.HARDWARE_KINDS)))
@@ -196,6 +210,8 @@ def _held_by_itself(texts: list[str]) -> str | None:
 
 def memory(events: pl.DataFrame, attempts: list[Attempt], stepped: frozenset[str] = frozenset()) -> list[Cause]:
     """Out of memory, on the GPU or the host (``stepped``: the sources that log metrics, see :func:`_where`)."""
+    if not _has(events, s.EV_OOM):
+        return []
     ooms = events.filter(pl.col("kind") == s.EV_OOM).with_columns(same=same_line(pl.col("text"))).unique(
         ["attempt", "same"], keep="first").sort("attempt", "line")
     if not ooms.height:

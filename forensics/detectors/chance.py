@@ -25,7 +25,7 @@ import polars as pl
 
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind, shown
-from forensics.timeline import runs_of_true
+from forensics.timeline import attempt_groups, runs_of_true
 from parsers import schema as s
 
 
@@ -57,7 +57,7 @@ class LossAboveChanceDetector:
         points = frames.points(s.LOSS).filter(pl.col("value").is_finite())
         spacing, mid_run, firsts = frames.spacing(), frames.begins_mid_run(), frames.first_steps()
         out = []
-        for (attempt,), own in points.group_by("attempt", maintain_order=True):
+        for attempt, own in attempt_groups(points):
             values, steps = own["value"].to_numpy(), own["step"].to_numpy()
             limits = np.full(values.size, limit)
             first = firsts.get(int(attempt), int(steps[0]))

@@ -55,6 +55,7 @@ import polars as pl
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind, shown
 from forensics.gaps import stretch_of
+from forensics.timeline import attempt_groups
 from parsers import schema as s
 
 CLIP_KEYS = ("clip_grad", "gradient_clip_val")  # canonical config key, then Lightning's (kept by its own name)
@@ -100,7 +101,7 @@ class ClippingDetector:
         points = frames.points(s.GRAD_NORM).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
         out: list[Anomaly] = []
         gaps = frames.gaps()
-        for (attempt,), own in points.group_by("attempt", maintain_order=True):
+        for attempt, own in attempt_groups(points):
             limit = self.per_attempt.get(int(attempt), self.threshold)  # type: ignore[arg-type]
             if limit is None:
                 continue

@@ -23,6 +23,7 @@ from forensics.detectors.nan import CORE, nan_steps
 from forensics.detectors.spikes import SpikeDetector, last_said
 from forensics.findings import Anomaly, Kind, shown
 from forensics.gaps import stretch_ids
+from forensics.timeline import attempt_groups
 from parsers import schema as s
 
 
@@ -76,7 +77,7 @@ class DivergenceDetector:
                     else "no loss was logged after it to show whether it came back") + f"; {how}",
             )
         spacing = frames.spacing()
-        for (attempt,), own in losses.group_by("attempt", maintain_order=True):
+        for attempt, own in attempt_groups(losses):
             if attempt not in out:  # the attempt's last stretch between gaps: a climb is not read across a hole
                 stretch = stretch_ids(own["step"].to_numpy(), spacing.get(attempt, 1), frames.cuts(attempt))
                 found = self._slow_climb(own.filter(stretch == stretch.max()))

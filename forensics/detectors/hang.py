@@ -21,6 +21,7 @@ from forensics.detectors.base import RunFrames
 from forensics.endings import ending_block
 from forensics.findings import Anomaly, Kind
 from forensics.gaps import STEP_KEY, is_gap, packable, unpacked
+from forensics.timeline import attempt_groups
 from parsers import schema as s
 
 
@@ -100,7 +101,7 @@ class HangDetector:
         ends = dict(frames.steps().group_by("attempt").agg(pl.col("step").max()).rows())
         sources = frames.sources()
         out = []
-        for (attempt,), events in frames.events.group_by("attempt", maintain_order=True):
+        for attempt, events in attempt_groups(frames.events):
             end = ends.get(attempt)
             # what was printed after its last step, as its ending is read (start-up lines are not after it)
             mine = ending_block(events, end, sources.get(attempt, frozenset()))

@@ -54,6 +54,7 @@ import polars as pl
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind, shown, step_count
 from forensics.gaps import since_last_gap, stretch_of
+from forensics.timeline import attempt_groups
 from parsers import schema as s
 
 DRIFT = 3.0           # a unit's ratio to the median unit must rise this far above its low
@@ -82,7 +83,7 @@ class LayerGradDetector:
             return []
         gaps = frames.gaps()
         out = []
-        for (attempt,), own in units.group_by("attempt", maintain_order=True):
+        for attempt, own in attempt_groups(units):
             # nothing is measured across a hole in the log: each stretch between holes on its own
             stretch = stretch_of(own["step"].to_numpy(), gaps, int(attempt))
             for part in np.unique(stretch):

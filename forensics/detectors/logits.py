@@ -42,7 +42,7 @@ from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind
 from forensics.gaps import stretch_of
 from forensics.theil_sen import theil_sen
-from forensics.timeline import metric_points
+from forensics.timeline import attempt_groups, metric_points
 from parsers import schema as s
 
 GROWTH = 3.0          # the smoothed value must rise this far above its running low
@@ -76,7 +76,7 @@ class LogitGrowthDetector:
             else:
                 continue
             points = points.filter(pl.col("value").is_finite() & (pl.col("value") != 0))
-            for (attempt,), own in points.group_by("attempt", maintain_order=True):
+            for attempt, own in attempt_groups(points):
                 steps, values = own["step"].to_numpy(), np.abs(own["value"].to_numpy())
                 layers = own["layer"].to_numpy()
                 stretch = stretch_of(steps, gaps, int(attempt))  # nothing measured across a hole

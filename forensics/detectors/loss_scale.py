@@ -20,7 +20,7 @@ import polars as pl
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind, shown
 from forensics.gaps import stretches
-from forensics.timeline import runs_of_true
+from forensics.timeline import attempt_groups, runs_of_true
 from parsers import schema as s
 
 
@@ -72,7 +72,7 @@ def _searches(frames: RunFrames) -> dict[int, StartupSearch]:
     wide = (scales.select("attempt", "step", pl.col("value").alias(s.LOSS_SCALE))
             .join(skips, on=["attempt", "step"], how="left").sort("attempt", "step"))
     out = {}
-    for (attempt,), own in wide.group_by("attempt", maintain_order=True):
+    for attempt, own in attempt_groups(wide):
         scale = own[s.LOSS_SCALE].to_numpy()
         uncounted = own[s.SKIPPED_ITERATIONS].is_null().to_numpy()  # a cut line: its count is not known
         skipped = own[s.SKIPPED_ITERATIONS].fill_null(0.0).to_numpy()
@@ -110,7 +110,7 @@ def _searches_of_lines(frames: RunFrames) -> dict[int, StartupSearch]:
     first_loss = dict(frames.points(s.LOSS).group_by("attempt").agg(pl.col("step").min()).iter_rows())
     spacing = frames.spacing()
     out = {}
-    for (attempt,), own in lines.sort("step", "line").group_by("attempt", maintain_order=True):
+    for attempt, own in attempt_groups(lines.sort("step", "line")):
         steps, scale = own["step"].to_numpy(), own["value"].to_numpy()
         first = first_loss.get(attempt)
         # (from the first logging interval of training: overflows before the first point of an excerpt that begins
@@ -147,7 +147,7 @@ class LossScaleCollapseDetector:
             points = pl.concat([points, extra], how="vertical_relaxed").sort("attempt", "step")
         spacing = frames.spacing()
         out = []
-        for (attempt,), own in points.group_by("attempt", maintain_order=True):
+        for attempt, own in attempt_groups(points):
             for part in stretches(own, spacing.get(attempt, 1), frames.cuts(attempt)):
                 out += self._stretch(int(attempt), part["step"].to_numpy(), part["value"].to_numpy())
         return out + _at_the_floor(frames, out)
@@ -208,7 +208,7 @@ def _at_the_floor(frames: RunFrames, found: list[Anomaly]) -> list[Anomaly]:
     stuck = frames.events.filter((pl.col("kind") == s.EV_OVERFLOW_SCALE_KEPT) & pl.col("step").is_not_null()
                                  & (pl.col("value") <= MIN_SCALE))
     out = []
-    for (attempt,), own in stuck.group_by("attempt", maintain_order=True):
+    for attempt, own in attempt_groups(stuck):
         first, last = int(own["step"].min()), int(own["step"].max())  # type: ignore[arg-type]
         if any(a.attempt == attempt and a.step <= last and first <= a.end_step for a in found):
             continue

@@ -26,6 +26,7 @@ from forensics.changepoint import bic_penalty, pelt
 from forensics.detectors.base import RunFrames
 from forensics.findings import Anomaly, Kind
 from forensics.gaps import stretches
+from forensics.timeline import attempt_groups
 from parsers import schema as s
 
 MAX_BLOCKS = 2000
@@ -57,7 +58,7 @@ class RegimeShiftDetector:
         points = frames.points(self.metric).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
         spacing = frames.spacing()
         out = []
-        for (attempt,), whole in points.group_by("attempt", maintain_order=True):
+        for attempt, whole in attempt_groups(points):
             if whole.height < 3 * self.min_points:
                 continue
             block = max(1, math.ceil(whole.height / MAX_BLOCKS))  # the attempt's budget, shared by its stretches
