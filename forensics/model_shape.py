@@ -191,8 +191,8 @@ def logged_parameters_how(events: pl.DataFrame, cfg: dict[str, Any]) -> str:
 def vocabulary(cfg: dict[str, Any], events: pl.DataFrame) -> int | None:
     """The vocabulary size: the padded size the program printed, else the config's ``padded_vocab_size`` or
     ``vocab_size``; None when unknown."""
-    vocab_events = events.filter(pl.col("kind") == s.EV_PADDED_VOCAB).drop_nulls("value")
-    return int(vocab_events["value"][-1]) if vocab_events.height else (
+    printed = events.get_column("value").filter(events.get_column("kind") == s.EV_PADDED_VOCAB).drop_nulls()
+    return int(printed[-1]) if printed.len() else (
         _int(cfg, "padded_vocab_size") or _int(cfg, "vocab_size")
     )
 

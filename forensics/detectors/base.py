@@ -40,6 +40,9 @@ class RunFrames:
         goes below 0 is not a cross-entropy (a policy, preference or adversarial objective), and its rises are not
         ratios (the spike and divergence checks pass it by)."""
         def compute() -> dict[int, tuple[float, int]]:
+            values = self.points(metric).get_column("value").to_numpy()
+            if not (np.isfinite(values) & (values < 0)).any():  # (most metrics: three queries saved)
+                return {}
             low = self.points(metric).filter((pl.col("value") < 0) & pl.col("value").is_finite()).sort("value").group_by(
                 "attempt", maintain_order=True).first()
             return {int(a): (float(v), int(st)) for a, st, v in low.select("attempt", "step", "value").iter_rows()}

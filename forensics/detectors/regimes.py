@@ -55,6 +55,8 @@ class RegimeShiftDetector:
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         min_ratio, direction, meaning = _SETTINGS.get(self.metric, (2.0, 1, f"{self.metric} rose to a new level"))
+        if frames.points(self.metric).height < 3 * self.min_points:  # (no attempt can have enough: most runs' metrics)
+            return []
         points = frames.points(self.metric).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
         spacing = frames.spacing()
         out = []
