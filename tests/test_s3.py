@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import shutil
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +43,9 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, Path]
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
+    # (moto keeps its buckets per process: this fixture set up again in the same worker, its module's tests split
+    # between workers by worksteal, would find the bucket of the time before; the server starts from nothing)
+    urllib.request.urlopen(urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST")).close()
     local = tmp_path_factory.mktemp("s3") / "exp"
     for name, path in RUNS.items():
         shutil.copytree(path, local / name)
