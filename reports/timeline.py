@@ -88,7 +88,9 @@ def ending(a: Attempt) -> str:
         where = f" after step {a.end_at_step}"
     if a.bar_step is not None:  # (a progress bar printed past its last logged step, or where none was read)
         where += bar_said(a)
-    detail = (f": “{md(a.end_detail)}”" if quoted else f": {md(a.end_detail)}") if a.end_detail else ""
+    # (in quotation marks only what a log printed: a reader's own words about a structured log are not quoted)
+    marks = quoted and a.end_kind not in s.COMPOSED_KINDS
+    detail = (f": “{md(a.end_detail)}”" if marks else f": {md(a.end_detail)}") if a.end_detail else ""
     detail += f" (after {a.end_trouble})" if detail and a.end_trouble else ""
     if detail and not quoted and a.end_reason == EndReason.COMPLETED and a.target_step is not None \
             and a.end_step is not None and a.end_step >= a.target_step \

@@ -151,9 +151,12 @@ def test_a_lightning_run_that_ended_its_planned_epochs_completed() -> None:
     log ends with no end printed: still running, cut off, or stopped without a word"."""
     root = REAL / "lightning" / "WarrenZhu050413_torchLoom" / "lightning_logs"
     [done] = _analysis(root / "version_0").findings.runs[0].attempts
-    assert (done.end_reason, done.end_kind, done.end_step) == ("completed", "training_done", 6299)
+    assert (done.end_reason, done.end_kind, done.end_step) == ("completed", "plan_done", 6299)
     assert done.end_detail == ("epoch 99 ended, the last of the 100 its hparams plan (config.num_epochs 100): its "
                                "epoch-end metrics logged")
+    # (the reader's own words, not a line of the log: not in quotation marks; review s46)
+    assert ("| 1 | 4–6299 | – | – | – | – | completed after step 6299: epoch 99 ended, the last of the 100 its hparams "
+            "plan (config.num\\_epochs 100): its epoch-end metrics logged |") in _lines(root / "version_0")
     [cut] = _analysis(root / "version_1").findings.runs[0].attempts
     assert (cut.end_reason, cut.end_step) == ("running", 514)
     [ten] = _analysis(root / "version_2").findings.runs[0].attempts
