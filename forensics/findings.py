@@ -303,7 +303,8 @@ class Attempt:
     all_skipped: dict[str, Any] | None = None  # every iteration its lines count was skipped, so no step changed the
                                       # weights: ``iterations``, ``first_step``, ``last_step``, ``overflow`` (fp16's)
     exit_code: int | None = None      # the exit status its log printed last, after every error (a wrapper's "RC=1")
-    log_interval: int | None = None   # its logging interval: as logged, else as configured, else its usual step
+    log_interval: int | None = None   # its logging interval: as logged, else as configured, else its usual step,
+                                      # else 1 (None: it logged no step)
     clock_note: str | None = None     # why its wall-clock times are not the times it trained (a history written
                                       # all at once: an upload after the fact), so its duration is not known
 
@@ -319,7 +320,8 @@ class Attempt:
             and self.resumed_from_step == self.target_step
 
     def interval(self) -> float | None:
-        """Its logging interval, else its mean step between logged points (None with fewer than two points)."""
+        """Its logging interval; for an Attempt built without one (by hand), its mean step between logged points
+        (None with fewer than two points)."""
         if self.log_interval is not None:
             return float(self.log_interval)
         if self.points < 2 or self.start_step is None or self.end_step is None:
