@@ -312,8 +312,8 @@ def build_attempts(
         if ran_for is None and ending.kind == s.EV_EXIT:  # "exiting program after 1190.04 minutes"
             minutes = ev.filter((pl.col("kind") == s.EV_EXIT) & pl.col("value").is_not_null())["value"]
             ran_for = float(minutes[0]) * 60 if minutes.len() else None
-        if ran_for is None and ending.kind == s.EV_TRAINING_DONE:  # the Trainer's summary: "train_runtime 542.88 s"
-            seconds = ev.filter((pl.col("kind") == s.EV_TRAINING_DONE) & pl.col("value").is_not_null())["value"]
+        if ran_for is None and ending.kind in s.DONE_KINDS:  # the Trainer's summary: "train_runtime 542.88 s"
+            seconds = ev.filter(pl.col("kind").is_in(list(s.DONE_KINDS)) & pl.col("value").is_not_null())["value"]
             ran_for = float(seconds[-1]) if seconds.len() else None
         clock_note = _written_at_once(span, this_cfg or {})
         if clock_note is not None:

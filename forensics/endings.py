@@ -26,7 +26,7 @@ from parsers.ranks import without_ranks_or_times
 
 DECISIVE: dict[str, EndReason] = {
     s.EV_TRAINING_DONE: EndReason.COMPLETED,
-    s.EV_PLAN_DONE: EndReason.COMPLETED,
+    s.EV_TRAINING_ENDED: EndReason.COMPLETED,
     s.EV_EXIT: EndReason.EXITED,
     s.EV_SIGTERM: EndReason.STOPPED,
     s.EV_CANCELLED: EndReason.STOPPED,
@@ -125,7 +125,7 @@ def end_of(
     swept = _next_sweep_job(events, printed, end_step, completed or tested)
     if swept is not None:
         return swept
-    if printed.height and printed["kind"].is_in([s.EV_TRAINING_DONE, s.EV_PLAN_DONE]).any():
+    if printed.height and printed["kind"].is_in(list(s.DONE_KINDS)).any():
         # training done: a thread dump at its exit (another file's lines may come first) is no hang
         printed = printed.filter(~pl.col("kind").is_in([s.EV_STACK_DUMP, s.EV_COLLECTIVE_WAIT]))
     if printed.height:

@@ -11,7 +11,7 @@ from parsers import schema as s
 from parsers.ranks import same_line
 
 LISTED = s.ERROR_KINDS | s.STOP_KINDS | {s.EV_KILLED, s.EV_SCHEDULER, s.EV_NAN_CHECK, s.EV_EXIT_CODE,
-                                         s.EV_TRAINING_DONE, s.EV_PLAN_DONE, s.EV_OOM_RECOVERED, s.EV_SHUTDOWN,
+                                         s.EV_TRAINING_DONE, s.EV_TRAINING_ENDED, s.EV_OOM_RECOVERED, s.EV_SHUTDOWN,
                                          s.EV_EVALUATION_PASS,
                                          s.EV_NETWORK_DROPPED}
 
@@ -22,7 +22,7 @@ def log_entries(events: pl.DataFrame, limit: int = 200) -> list[LogEntry]:
     listed = events.filter(pl.col("kind").is_in(list(LISTED)))
     # one end of training that two sources record (a TensorBoard file and the trainer_state.json beside it, their
     # numbers at two precisions) is one entry: one of its rows whole, the one with a time first, then the fuller text
-    done = (pl.col("kind") == s.EV_TRAINING_DONE) & pl.col("step").is_not_null()
+    done = pl.col("kind").is_in(list(s.DONE_KINDS)) & pl.col("step").is_not_null()
     if listed.filter(done).height > 1:
         listed = listed.with_row_index("_row")
         kept = (listed.filter(done)

@@ -108,7 +108,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     if summary.height:  # the Trainer writes its summary entry when train() returns
         done = summary.row(-1, named=True)
         events = pl.concat([events, s.conform(pl.DataFrame({
-            "kind": [s.EV_TRAINING_DONE], "step": [int(done["step"])], "attempt": [launches], "run": [context.run],
+            "kind": [s.EV_TRAINING_ENDED], "step": [int(done["step"])], "attempt": [launches], "run": [context.run],
             "source": [context.shown], "value": [_seconds(done.get("train_runtime"))],
             "text": ["training finished: the Trainer's summary (" + ", ".join(
                 f"{key} {done[key]}{' s' if key == 'train_runtime' else ''}" for key in ("train_runtime", "train_loss")
@@ -212,7 +212,7 @@ def _at_its_last_step(state: dict[str, Any], logged: int, attempt: int, context:
         return s.empty(s.EVENTS_SCHEMA)
     told = ", its control set to stop training" if isinstance(args, dict) else ""
     return s.conform(pl.DataFrame({
-        "kind": [s.EV_TRAINING_DONE], "step": [step], "attempt": [attempt], "run": [context.run],
+        "kind": [s.EV_TRAINING_ENDED], "step": [step], "attempt": [attempt], "run": [context.run],
         "source": [context.shown],
         "text": [f"its state saved at its last step: global_step {step} of max_steps {last}{told} (the Trainer's "
                  "closing summary, logged after that save, is not in this copy)"]}), s.EVENTS_SCHEMA)

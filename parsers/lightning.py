@@ -174,7 +174,7 @@ def _planned_epochs_done(wide: pl.DataFrame, configs: pl.DataFrame, saves: pl.Da
     step, row = final, int(last["row"].max())  # type: ignore[arg-type]
     proof = "its epoch-end metrics logged" if ended.height else "its checkpoint saved"
     return s.conform(pl.DataFrame({
-        "run": [context.run], "source": [context.shown], "attempt": [1], "step": [step], "kind": [s.EV_PLAN_DONE],
+        "run": [context.run], "source": [context.shown], "attempt": [1], "step": [step], "kind": [s.EV_TRAINING_ENDED],
         "line": [row + 2], "value": [None], "wall_time": [None],
         "text": [f"epoch {epochs - 1} ended, the last of the {epochs} its hparams plan ({name} {epochs}): {proof}"]},
         schema_overrides={"value": pl.Float64, "wall_time": pl.Float64}), s.EVENTS_SCHEMA)
@@ -191,7 +191,7 @@ def _tested(long: pl.DataFrame, context: ReadContext) -> pl.DataFrame:
                                                                                maintain_order=True).iter_rows())
     return s.conform(pl.DataFrame({
         "run": [context.run], "source": [context.shown], "attempt": [1], "step": [int(tests["step"].max())],
-        "kind": [s.EV_PLAN_DONE], "line": [int(tests["row"].max()) + 2], "value": [None], "wall_time": [None],
+        "kind": [s.EV_TRAINING_ENDED], "line": [int(tests["row"].max()) + 2], "value": [None], "wall_time": [None],
         "text": [f"test metrics logged after training (trainer.test() after fit() returned): {said}"]},
         schema_overrides={"value": pl.Float64, "wall_time": pl.Float64}), s.EVENTS_SCHEMA)
 

@@ -149,7 +149,7 @@ def read(path: Path, context: ReadContext) -> list[Piece]:
     lossy = [c for c in ("loss", "eval_loss") if c in rows.columns]
     last = rows.tail(1)
     if lossy and last.height and last.select(pl.all_horizontal(pl.col(c).is_null() for c in lossy)).item():
-        events.append(last.select("line", "step", "attempt", kind=pl.lit(s.EV_TRAINING_DONE),
+        events.append(last.select("line", "step", "attempt", kind=pl.lit(s.EV_TRAINING_ENDED),
                                   text=pl.format("training finished: its last log line has no loss (step {} of {})",
                                                  "current_steps", "total_steps")))
     events_frame = s.conform(pl.concat(events, how="diagonal_relaxed").with_columns(**labels), s.EVENTS_SCHEMA)

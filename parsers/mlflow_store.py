@@ -92,7 +92,7 @@ def _events(meta: dict[str, Any], run: str, source: str, metrics: pl.DataFrame, 
         rows.append({"kind": s.EV_ERROR if status == "FAILED" else s.EV_KILLED, "step": last, "wall_time": end / 1000.0,
                      "text": f"MLflow run status {status}"})
     elif isinstance(end, int | float) and status == "FINISHED":  # the program ended its run without an error
-        rows.append({"kind": s.EV_TRAINING_DONE, "step": last, "wall_time": end / 1000.0,
+        rows.append({"kind": s.EV_TRAINING_ENDED, "step": last, "wall_time": end / 1000.0,
                      "text": "MLflow run status FINISHED (the program ended its run without an error)"})
     frame = pl.DataFrame(rows, schema={"kind": pl.String, "step": pl.Int64, "wall_time": pl.Float64, "text": pl.String})
     return s.conform(frame.with_columns(run=pl.lit(run), source=pl.lit(source), attempt=pl.lit(1)), s.EVENTS_SCHEMA)

@@ -763,14 +763,14 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
                     and first is not None and last_step is not None and first >= last_step:
                 # the process that trained went on to evaluate where its training ended: its training had returned
                 frames = (log.metrics, pl.concat([log.events, passes.head(1).with_columns(
-                    kind=pl.lit(s.EV_TRAINING_DONE), wall_time=pl.lit(trained_until, dtype=pl.Float64),
+                    kind=pl.lit(s.EV_TRAINING_ENDED), wall_time=pl.lit(trained_until, dtype=pl.Float64),
                     text=pl.lit(f"training finished: the same process (pid {writer[2]}) then ran an evaluation pass "
                                 f"({piece.file.name}: evaluation scalars only, at step {first})"))]), log.configs)
                 finished = True
             same = True
         elif log.metrics.height:
             trained, trained_until = writer, _last_time(log)
-            finished = bool((log.events["kind"] == s.EV_TRAINING_DONE).any())
+            finished = bool(log.events["kind"].is_in([s.EV_TRAINING_DONE, s.EV_TRAINING_ENDED]).any())
         shift = offset - 1 if same else offset
         process, previous = writer, piece.file
         top = log.metrics["step"].max() if log.metrics.height else None  # (None too when no point has a step)

@@ -132,9 +132,9 @@ EV_CHECKPOINT_SAVE = "checkpoint_save"      # a save the log says is done ("succ
 EV_CHECKPOINT_SAVING = "checkpoint_saving"  # a save begun ("saving checkpoint at iteration N"): value = iteration;
                                             # done unless an error follows it before the next step (forensics.saves)
 EV_MARKER = "marker"                        # "[after megatron is initialized] datetime: ..." and friends
-EV_PLAN_DONE = "plan_done"                  # the end of training as a structured log shows it, in its reader's words
-                                            # (no line printed it): a Lightning version's planned last epoch ended,
-                                            # its test metrics logged after fit() returned
+EV_TRAINING_ENDED = "training_ended"        # the end of training as a structured log shows it, in its reader's words
+                                            # (no line printed it): the Trainer's summary entry, a Lightning version's
+                                            # planned last epoch ended, an MLflow run FINISHED; value as training_done
 EV_TRAINING_DONE = "training_done"          # "[after training is done] datetime: ..."; value, where the program
 # counted it: the seconds its training ran (the Hugging Face Trainer's train_runtime)
 EV_EXIT = "exit"                            # planned exit: exit interval or duration, the end of its data
@@ -263,8 +263,10 @@ STOP_KINDS: frozenset[str] = frozenset({EV_EXIT, EV_SIGTERM, EV_INTERRUPT, *SCHE
 # events after which the program is gone (a later iteration line belongs to a new launch); the errors among them
 # only when the iterations do not carry on right after them
 # the events whose text their reader wrote (the chronicle does not quote it as a line of the log)
-COMPOSED_KINDS: frozenset[str] = frozenset({EV_PLAN_DONE})
-ENDING_KINDS: frozenset[str] = frozenset({EV_EXIT, EV_TRAINING_DONE, EV_PLAN_DONE, EV_KILLED, EV_SIGTERM, EV_INTERRUPT,
+COMPOSED_KINDS: frozenset[str] = frozenset({EV_TRAINING_ENDED})
+# the end of training, printed or read off a structured log
+DONE_KINDS: frozenset[str] = frozenset({EV_TRAINING_DONE, EV_TRAINING_ENDED})
+ENDING_KINDS: frozenset[str] = frozenset({EV_EXIT, EV_TRAINING_DONE, EV_TRAINING_ENDED, EV_KILLED, EV_SIGTERM, EV_INTERRUPT,
                                           *SCHEDULER_STOP_KINDS})
 FATAL_KINDS: frozenset[str] = ERROR_KINDS | {EV_NAN_CHECK}
 # lines printed while a program starts: one after iterations or an ending begins a new launch

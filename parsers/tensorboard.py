@@ -566,7 +566,7 @@ def _frames(path: Path, run: str, source: str, compiled: bool | None) -> ParsedL
     metrics = raw if steps_only else pl.concat([raw.filter(on_step), _axis_metrics(raw)], how="diagonal_relaxed")
     # the Hugging Face Trainer writes train/train_runtime (with train_loss, the run's mean) when train() returns
     done = raw.filter(by_tag.mask(s.TRAINER_DONE_KEYS)).select(
-        "offset", "step", "wall_time", kind=pl.lit(s.EV_TRAINING_DONE),
+        "offset", "step", "wall_time", kind=pl.lit(s.EV_TRAINING_ENDED),
         text=pl.format("training finished: the Trainer's summary (train_runtime {} s)", pl.col("value"))
     ) if s.TRAINER_DONE_KEYS & names.keys() else events.clear()
     marks = pl.concat(

@@ -134,7 +134,7 @@ def read_wandb_run(path: Path, shown: str, sidecars: dict[str, Path] | None = No
     at = summary.get("train/global_step")
     if done is not None and (not isinstance(at, int | float) or last is None or at == last):
         events.append(pl.DataFrame({
-            "kind": [s.EV_TRAINING_DONE], "step": [last], "value": [None], "wall_time": [None],
+            "kind": [s.EV_TRAINING_ENDED], "step": [last], "value": [None], "wall_time": [None],
             "text": [f"training finished: the Trainer's summary in the run's summary (train_runtime {done} s)"],
             "attempt": [parsed.n_attempts],
         }, schema_overrides={"step": pl.Int64, "value": pl.Float64, "wall_time": pl.Float64, "attempt": pl.Int32}))

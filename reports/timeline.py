@@ -290,7 +290,7 @@ def timeline_section(run: RunFindings) -> list[str]:
             f"last step {clock(a.last_step_at)}" if a.last_step_at is not None else "–")
         ran = duration(a.ran_for_s) if a.ran_for_s is not None else ("not known" if a.clock_note else "–")
         if a.ran_for_s is not None and a.started_at is None:
-            ran += " (its summary's count)" if a.end_kind == s.EV_TRAINING_DONE else " (its exit line)"
+            ran += " (its summary's count)" if a.end_kind in s.DONE_KINDS else " (its exit line)"
         after = next((b for b in run.attempts if b.index == a.index + 1), None)
         down = ("not known" if after is not None and (a.clock_note or after.clock_note)
                 else duration(a.downtime_after_s) if a.downtime_after_s is not None else "–")

@@ -185,7 +185,7 @@ def test_lightning_test_metrics_after_the_last_step_end_training() -> None:
     at step 800, after the last training step (799): "the log ends with no end printed: still running, cut off"."""
     [attempt] = forensics.analyze(load_run(REAL / "lightning" / "Saxeman_DNABERT")).runs[0].attempts
     # (plan_done: the reader's words, not a printed line, so the chronicle does not quote them; stop 46)
-    assert (attempt.end_reason, attempt.end_kind) == ("completed", "plan_done")
+    assert (attempt.end_reason, attempt.end_kind) == ("completed", "training_ended")
     assert attempt.end_detail.startswith("test metrics logged after training (trainer.test() after fit() returned): "
                                          "test_loss=0.3715571463108063, test_acc=0.9638541340827942")
 

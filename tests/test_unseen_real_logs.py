@@ -509,7 +509,8 @@ def test_the_trainers_summary_in_an_event_file_is_the_end_of_training() -> None:
     scalar train/train_loss"; ChatGLM2's multi-query attention (2 groups) was counted as full: 7.12B for its 6.24B."""
     run, lines = _chronicle(REAL / "tensorboard" / "wisdom-pan_ChatGLM-LoRA")
     [attempt] = run.attempts
-    assert (attempt.end_reason, attempt.end_kind) == ("completed", "training_done")
+    # (training_ended: the reader's words about the event file, not quoted as a printed line; stop 46)
+    assert (attempt.end_reason, attempt.end_kind) == ("completed", "training_ended")
     assert not any(line.startswith("- **Taken by its name:**") for line in lines)
     assert round(run.model.parameters_from_shape / 1e9, 2) == 6.24
 
@@ -817,7 +818,7 @@ def test_a_lone_grad_norm_900x_its_neighbours_at_the_start_is_an_incident_and_a_
     assert spikes[0].detail.endswith("back to its level by step 180 (30 steps)")
     assert "First anomaly:** grad norm spike at step 150" in lines[5]
     [attempt] = run.attempts
-    assert (attempt.end_reason, attempt.end_kind, attempt.end_step) == ("completed", "training_done", 804)
+    assert (attempt.end_reason, attempt.end_kind, attempt.end_step) == ("completed", "training_ended", 804)
     [limits] = [line for line in lines if line.startswith("- **Grad norm spike thresholds**")]
     assert limits.endswith("; 9 more with too little history before them (the first of the attempt or after a gap), the "
                            "absolute checks only; 1 with no point before it in its stretch of the log, not judged).")
@@ -860,9 +861,9 @@ def test_a_run_that_logged_nothing_before_its_summary_completed_at_its_step() ->
     run, lines = _chronicle(REAL / "hf_trainer_state" / "aa-n_Qwen3_Lora")
     [attempt] = run.attempts
     assert (attempt.end_reason, attempt.end_at_step, attempt.short) == ("completed", 768, False)
-    assert lines.count("- **How it ended:** completed at step 768, with no metric logged before it: “training "
+    assert lines.count("- **How it ended:** completed at step 768, with no metric logged before it: training "
                        "finished: the Trainer's summary (train\\_runtime 5980.6912 s, train\\_loss "
-                       "0.9732094605763754)”.") == 1
+                       "0.9732094605763754).") == 1
     assert not any("before any iteration" in line or "Short attempts" in line for line in lines)
     assert "| 1 | none logged | no iteration logged | - | step 768 as its log printed | completed |" in lines
     # nothing was logged per step (not: logged and not recognised), and the file says why
@@ -1835,7 +1836,7 @@ def test_evaluation_files_after_a_lightning_fit_are_evaluation_passes_and_the_fi
     said = (f"training finished: the same process (pid 15283) then ran an evaluation pass ({name.format(1776246909, 1)}: "
             "evaluation scalars only, at step 54200)")
     assert fit.end_detail == said
-    assert (f"- **What went wrong:** attempt 1 completed after step 54200: “{said}”; divergence in the loss from step "
+    assert (f"- **What went wrong:** attempt 1 completed after step 54200: {said}; divergence in the loss from step "
             "3189.") in lines
     assert run.coverage["evaluation_passes"] == [name.format(1776246909, 1), name.format(1776246999, 2),
                                                  name.format(1776247018, 3)]
@@ -1849,7 +1850,7 @@ def test_evaluation_files_after_a_lightning_fit_are_evaluation_passes_and_the_fi
                                       "test_recon_loss=0.139702 at step 54200")]
     # the fit's end by the clock is its last training step (09:49:26), not the evaluations after it
     assert any(line.startswith("| 1 | 9–54200 | 2026-04-15 09:07:10 | 2026-04-15 09:49:26 | 42 min | – | completed after "
-                               "step 54200: “training finished") for line in lines)
+                               "step 54200: training finished") for line in lines)
     # their values are read: the last validation (and the fit's own at 54199) and the test loss
     assert (run.coverage["metrics"]["val_loss"]["points"], run.coverage["metrics"]["val_loss"]["last_step"]) == (52, 54200)
     assert (run.coverage["metrics"]["test_loss"]["points"], run.coverage["metrics"]["test_loss"]["first_step"]) == (1, 54200)
@@ -2397,7 +2398,7 @@ def test_llamafactory_log_beside_its_trainer_state_is_said_and_read_when_given_a
     loss = alone.metrics.filter(metric="loss")
     assert (loss.height, loss["step"].min(), loss["step"].max()) == (435, 5, 2175)
     run, _ = _chronicle(folder / "trainer_log.jsonl")
-    assert [(str(a.end_kind), a.end_reason) for a in run.attempts] == [("training_done", "completed")]
+    assert [(str(a.end_kind), a.end_reason) for a in run.attempts] == [("training_ended", "completed")]
 
 
 def test_a_ctrl_c_in_another_programs_log_does_not_end_the_training(tmp_path: Path) -> None:
@@ -2474,7 +2475,7 @@ def test_a_checkpoints_trainer_state_joins_the_tensorboard_run_whose_history_it_
     assert (second.start_step, second.end_step, third.end_step, third.end_reason) == (10, 470, 471, "completed")
     assert not any("ends before the planned length" in line or "micro\\_batch\\_size differs" in line for line in lines)
     assert "| 1 | 9 | 2024-04-07 10:55:43 | 2024-04-07 11:40:33 | 45 min | 14.4 days | completed after step 9: " \
-           "“training finished: the Trainer's summary (train\\_runtime 2689.697998046875 s)” |" in lines
+           "training finished: the Trainer's summary (train\\_runtime 2689.697998046875 s) |" in lines
 
 
 def test_the_trainers_max_steps_of_minus_one_plans_no_length() -> None:

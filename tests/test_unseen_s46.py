@@ -151,7 +151,7 @@ def test_a_lightning_run_that_ended_its_planned_epochs_completed() -> None:
     log ends with no end printed: still running, cut off, or stopped without a word"."""
     root = REAL / "lightning" / "WarrenZhu050413_torchLoom" / "lightning_logs"
     [done] = _analysis(root / "version_0").findings.runs[0].attempts
-    assert (done.end_reason, done.end_kind, done.end_step) == ("completed", "plan_done", 6299)
+    assert (done.end_reason, done.end_kind, done.end_step) == ("completed", "training_ended", 6299)
     assert done.end_detail == ("epoch 99 ended, the last of the 100 its hparams plan (config.num_epochs 100): its "
                                "epoch-end metrics logged")
     # (the reader's own words, not a line of the log: not in quotation marks; review s46)
@@ -220,12 +220,12 @@ def test_a_models_config_json_beside_the_trainer_state_gives_its_size() -> None:
 def test_one_end_of_training_two_files_record_is_listed_once() -> None:
     """Emon2358/serial-lain-ai: the TensorBoard file and trainer_state.json both record the Trainer's summary (its
     runtime as float32, 3202.52978515625, and as printed, 3202.5299): the events listed two ends of training."""
-    ends = [line for line in _lines(REAL / "hf_output_dir" / "Emon2358_serial-lain-ai") if "training done" in line]
-    assert ends == ["- attempt 1, after step 3100, 2024-06-29 07:24:59: training done: training finished: the Trainer's "
+    ends = [line for line in _lines(REAL / "hf_output_dir" / "Emon2358_serial-lain-ai") if "training ended" in line]
+    assert ends == ["- attempt 1, after step 3100, 2024-06-29 07:24:59: training ended: training finished: the Trainer's "
                     "summary (train\\_runtime 3202.52978515625 s)"]
     # (one of the rows whole: its file, its time and its text, the TensorBoard file's; review s46)
     [entry] = [e for e in _analysis(REAL / "hf_output_dir" / "Emon2358_serial-lain-ai").findings.runs[0].log_entries
-               if e.kind == "training_done"]
+               if e.kind == "training_ended"]
     assert entry.source.endswith("events.out.tfevents.1719642696.6a29ce405cda.1269.0") and entry.wall_time is not None
 
 

@@ -186,9 +186,9 @@ def test_a_trainer_state_saved_at_its_last_step_is_the_end_of_training() -> None
     run, lines = _chronicle(REAL / "hf_trainer_state" / "Ray-Cheng-11_Tau-Bench-Model-Training")
     [attempt] = run.attempts
     assert (attempt.end_reason, attempt.end_step) == ("completed", 10)
-    assert ("| 1 | 10 | – | – | – | – | completed after step 12 (as its log printed; its metrics end at step 10): “its "
+    assert ("| 1 | 10 | – | – | – | – | completed after step 12 (as its log printed; its metrics end at step 10): its "
             "state saved at its last step: global\\_step 12 of max\\_steps 12, its control set to stop training (the "
-            "Trainer's closing summary, logged after that save, is not in this copy)” |") in lines
+            "Trainer's closing summary, logged after that save, is not in this copy) |") in lines
     assert not any("History ends at a checkpoint" in line or "still running" in line for line in lines)
 
 
