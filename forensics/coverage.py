@@ -99,7 +99,7 @@ def timed_sources(metrics: pl.DataFrame, events: pl.DataFrame) -> dict[str, list
     """``{"timed_sources": [...]}``: the sources whose points or lines carry a wall-clock time (the timeline's times
     come from them)."""
     timed = {str(x) for frame in (metrics, events) if frame.height
-             for x in frame.filter(pl.col("wall_time").is_not_null())["source"].unique().to_list() if x is not None}
+             for x in frame["source"].filter(frame["wall_time"].is_not_null()).unique().to_list() if x is not None}
     return {"timed_sources": sorted(timed)}
 
 

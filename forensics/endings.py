@@ -25,8 +25,7 @@ from parsers import schema as s
 from parsers.ranks import without_ranks_or_times
 
 DECISIVE: dict[str, EndReason] = {
-    s.EV_TRAINING_DONE: EndReason.COMPLETED,
-    s.EV_TRAINING_ENDED: EndReason.COMPLETED,
+    **dict.fromkeys(s.DONE_KINDS, EndReason.COMPLETED),
     s.EV_EXIT: EndReason.EXITED,
     s.EV_SIGTERM: EndReason.STOPPED,
     s.EV_CANCELLED: EndReason.STOPPED,

@@ -27,9 +27,8 @@ def _has(events: pl.DataFrame, *kinds: str) -> bool:
 
 def _after_first(events: pl.DataFrame, trigger: str, later: pl.DataFrame, same_step: pl.Expr) -> pl.DataFrame:
     """The rows of ``later`` printed after the first event of kind ``trigger`` in the same log and attempt, where
-    ``same_step`` holds (an expression of their ``step`` and the trigger's, ``trigger_step``)."""
-    if not _has(events, trigger):
-        return later.clear()
+    ``same_step`` holds (an expression of their ``step`` and the trigger's, ``trigger_step``); callers check first
+    that a ``trigger`` was printed."""
     first = (events.filter(pl.col("kind") == trigger).sort("line").group_by("attempt", "source")
              .agg(pl.col("line").first().alias("trigger_line"), pl.col("step").first().alias("trigger_step")))
     return later.join(first, on=["attempt", "source"]).filter(

@@ -11,7 +11,7 @@ from parsers import schema as s
 from parsers.ranks import same_line
 
 LISTED = s.ERROR_KINDS | s.STOP_KINDS | {s.EV_KILLED, s.EV_SCHEDULER, s.EV_NAN_CHECK, s.EV_EXIT_CODE,
-                                         s.EV_TRAINING_DONE, s.EV_TRAINING_ENDED, s.EV_OOM_RECOVERED, s.EV_SHUTDOWN,
+                                         *s.DONE_KINDS, s.EV_OOM_RECOVERED, s.EV_SHUTDOWN,
                                          s.EV_EVALUATION_PASS,
                                          s.EV_NETWORK_DROPPED}
 

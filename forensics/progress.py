@@ -109,14 +109,14 @@ def learning(metrics: pl.DataFrame, vocab: int | None = None) -> dict[str, Any] 
         # fewer than MIN_POINTS, only a fall is said)
         unjudged = None if barely else Unjudged.FEW_POINTS if loss.height < MIN_POINTS else \
             Unjudged.EARLY_FALL if early_fall and not drop > NO_GAIN * abs(start) else Unjudged.NOISE
-    if loss.select((pl.col("value") < 0).any()).item():
+    if bool((values < 0).any()):
         # a loss below 0 is no cross-entropy (a policy, preference or adversarial objective): a level that crosses 0
         # is no fall to measure in fractions of its start, and one that rises is not a run learning nothing
         fell, barely, unjudged = None, False, Unjudged.NOT_CROSS_ENTROPY
     # (with the vocabulary known, a guess is over its tokens: a language model's 0.69 is no coin toss)
-    guesses = {f"ln({vocab})": math.log(vocab)} if vocab and vocab > 2 else {"ln 2": math.log(2)}
-    chance = next(({"level": name, "nats": round(nats, 6)} for name, nats in guesses.items()
-                   if abs(start - nats) <= AT_CHANCE * nats and abs(end - nats) <= AT_CHANCE * nats), None)
+    name, nats = (f"ln({vocab})", math.log(vocab)) if vocab and vocab > 2 else ("ln 2", math.log(2))
+    chance = ({"level": name, "nats": round(nats, 6)}
+              if abs(start - nats) <= AT_CHANCE * nats and abs(end - nats) <= AT_CHANCE * nats else None)
     val = by_step(metrics, s.VAL_LOSS, finite=True)
     values = val["value"]
     launch = val.filter(pl.col("attempt") == val["attempt"].max()) if val.height else val  # (one launch's evaluations)

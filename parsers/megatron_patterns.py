@@ -119,6 +119,8 @@ LISTED_ERROR = rf"', (?:'({_LISTED_NAME}[^']*?)\\n'|\"({_LISTED_NAME}[^\"]*?)\\n
 
 # One regex per event kind; the first that matches a line wins. Group 1, when present, is the event's value.
 _COLLECTIVES = r"(?:broadcast\w*|all_reduce\w*|all_gather\w*|reduce_scatter\w*|all_to_all\w*|barrier|reduce|gather|scatter)"
+# slurm's own stop line ("slurmstepd: error: *** JOB 1 ON g002 CANCELLED AT ..."), found glued onto another line too
+SLURM_STOP = r"slurmstepd: error: \*\*\* (?:JOB|STEP) .*(?:CANCELLED AT|DUE TO TIME LIMIT|DUE TO PREEMPTION)"
 # a network request that dropped (parsers.schema.EV_NETWORK_DROPPED), a telemetry client's upload among them
 # (EV_UPLOAD_DROPPED), and the words of an error a network client raised (EV_NETWORK_ERROR)
 NETWORK_DROPPED = (r"Connection reset by peer|RemoteDisconnected|Read timed out|IncompleteRead|ChunkedEncodingError"

@@ -770,7 +770,7 @@ def _join(run_name: str, root: Path, pieces: list[Piece], parallel: bool = False
             same = True
         elif log.metrics.height:
             trained, trained_until = writer, _last_time(log)
-            finished = bool(log.events["kind"].is_in([s.EV_TRAINING_DONE, s.EV_TRAINING_ENDED]).any())
+            finished = bool(log.events["kind"].is_in(list(s.DONE_KINDS)).any())
         shift = offset - 1 if same else offset
         process, previous = writer, piece.file
         top = log.metrics["step"].max() if log.metrics.height else None  # (None too when no point has a step)

@@ -266,7 +266,7 @@ STOP_KINDS: frozenset[str] = frozenset({EV_EXIT, EV_SIGTERM, EV_INTERRUPT, *SCHE
 COMPOSED_KINDS: frozenset[str] = frozenset({EV_TRAINING_ENDED})
 # the end of training, printed or read off a structured log
 DONE_KINDS: frozenset[str] = frozenset({EV_TRAINING_DONE, EV_TRAINING_ENDED})
-ENDING_KINDS: frozenset[str] = frozenset({EV_EXIT, EV_TRAINING_DONE, EV_TRAINING_ENDED, EV_KILLED, EV_SIGTERM, EV_INTERRUPT,
+ENDING_KINDS: frozenset[str] = frozenset({EV_EXIT, *DONE_KINDS, EV_KILLED, EV_SIGTERM, EV_INTERRUPT,
                                           *SCHEDULER_STOP_KINDS})
 FATAL_KINDS: frozenset[str] = ERROR_KINDS | {EV_NAN_CHECK}
 # lines printed while a program starts: one after iterations or an ending begins a new launch

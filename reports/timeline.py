@@ -283,7 +283,7 @@ def timeline_section(run: RunFindings) -> list[str]:
     errors, stops and notices, as facts."""
     out = ["## Timeline", "", "| attempt | steps | started | ended | ran for | until the next began | how it ended |",
            "|---|---|---|---|---|---|---|"]
-    for a in run.attempts:
+    for a, after in zip(run.attempts, [*run.attempts[1:], None], strict=True):
         started = clock(a.started_at) if a.started_at is not None else (
             f"first step or event {clock(a.first_seen_at)}" if a.first_seen_at is not None else "–")
         ended = clock(a.ended_at) if a.ended_at is not None else (
@@ -291,7 +291,6 @@ def timeline_section(run: RunFindings) -> list[str]:
         ran = duration(a.ran_for_s) if a.ran_for_s is not None else ("not known" if a.clock_note else "–")
         if a.ran_for_s is not None and a.started_at is None:
             ran += " (its summary's count)" if a.end_kind in s.DONE_KINDS else " (its exit line)"
-        after = next((b for b in run.attempts if b.index == a.index + 1), None)
         down = ("not known" if after is not None and (a.clock_note or after.clock_note)
                 else duration(a.downtime_after_s) if a.downtime_after_s is not None else "–")
         out.append(f"| {a.index} | {steps(a)} | {started} | {ended} | {ran} | {down} | {ending(a)} |")

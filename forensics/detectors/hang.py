@@ -106,7 +106,7 @@ class HangDetector:
             # what was printed after its last step, as its ending is read (start-up lines are not after it)
             mine = ending_block(events, end, sources.get(attempt, frozenset()))
             dumps = mine.filter(pl.col("kind") == s.EV_STACK_DUMP)
-            if mine.filter(pl.col("kind").is_in([*(s.ERROR_KINDS - s.WAITING_KINDS), s.EV_TRAINING_DONE, s.EV_TRAINING_ENDED,
+            if mine.filter(pl.col("kind").is_in([*(s.ERROR_KINDS - s.WAITING_KINDS), *s.DONE_KINDS,
                                                  s.EV_EXIT])).height:
                 # a crash's own dumps (faulthandler as it exits), or a finished or planned-exit program's at its exit
                 # ("Stack (most recent call first): <no Python frame>"), not a look at a hung program

@@ -26,7 +26,7 @@ from parsers.textfile import TextFile, inspect_text, scan_blocks, search
 
 _ANY_EVENT = "|".join(f"(?:{rx})" for _, rx in p.EVENT_PATTERNS)
 _ANSI = p.ANSI
-_GLUED_STOP = r"slurmstepd: error: \*\*\* (?:JOB|STEP) .*(?:CANCELLED AT|DUE TO TIME LIMIT|DUE TO PREEMPTION)"
+_GLUED_STOP = p.SLURM_STOP
 _NUMBER = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|-?inf|-?Inf)"
 _SUFFIXED = _NUMBER + r"[KMGT]?"  # nanotron's 16.4K, 1.02K, 25.2G
 _STAMP = r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
