@@ -3,6 +3,10 @@
 A loss spike whose loss returns to within max(3 sigma, 5%) of the pre-spike trailing median is *recovered*; one that
 never does while the attempt goes on for at least three log intervals after its onset, or that is followed by NaN,
 is a *divergence* with the spike's onset (a log that ends sooner is too short to tell).
+A loss that turns NaN for good as the grad norm blows up is a divergence too, where no finite loss shows the climb
+(a log every few hundred steps can go from its level straight to NaN): its grad norm at least ``blow_up`` (10x) the
+level of an unrecovered grad-norm incident that began at most ``blow_up_within`` (20) logged points before the
+loss's first NaN; the divergence is at the first point it is that high.
 Without a spike, a slow climb counts too: the smoothed loss (rolling median of 5 points) staying more than
 ``rise`` (20%) above its running minimum over the last ``tail_share`` (10%, at least 5 points) of the attempt's
 last stretch between gaps (:mod:`forensics.gaps`), and not coming down: the median of those last points not more
@@ -21,7 +25,7 @@ import polars as pl
 from forensics.detectors.base import RunFrames
 from forensics.detectors.nan import CORE, nan_steps
 from forensics.detectors.spikes import SpikeDetector, last_said
-from forensics.findings import Anomaly, Kind, shown
+from forensics.findings import Anomaly, Kind, shown, times
 from forensics.gaps import stretch_ids
 from forensics.timeline import attempt_groups
 from parsers import schema as s
@@ -38,6 +42,8 @@ class DivergenceDetector:
     min_points_up: int = 3  # log intervals from a spike's onset to the end of the log, still up: not recovered
     falling: float = 0.05   # a climb whose last points' median is this far below the points' before is coming down
     came_back: float = 0.5  # ... or whose last points' median is back below this share of the way up its climb
+    blow_up: float = 10.0   # a grad norm this many times its level as the loss turns NaN for good: the run blew up
+    blow_up_within: int = 20  # logged points from the grad norm's rise to the loss's first NaN
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         # a loss that goes below 0 (a policy or preference objective) has no level to leave in ratios
@@ -76,6 +82,7 @@ class DivergenceDetector:
                     if int(own["step"][-1]) > inc.onset or (later_nan["step"] > inc.onset).any()
                     else "no loss was logged after it to show whether it came back") + f"; {how}",
             )
+        out.update(self._blown_up(frames, losses, nans, out))
         spacing = frames.spacing()
         for attempt, own in attempt_groups(losses):
             if attempt not in out:  # the attempt's last stretch between gaps: a climb is not read across a hole
@@ -84,6 +91,44 @@ class DivergenceDetector:
                 if found:
                     out[attempt] = found
         return sorted(out.values(), key=lambda a: (a.attempt, a.step))
+
+    def _blown_up(self, frames: RunFrames, losses: pl.DataFrame, nans: pl.DataFrame,
+                  found: dict[int, Anomaly]) -> dict[int, Anomaly]:
+        """Per attempt without a divergence yet, the blow-up that ended its loss in NaN (see the module docstring)."""
+        loss_nan = nans.filter(~pl.col("why").str.starts_with(f"{s.GRAD_NORM} "))
+        if loss_nan.is_empty():
+            return {}
+        out: dict[int, Anomaly] = {}
+        rises: list | None = None
+        for attempt, first in loss_nan.group_by("attempt").agg(pl.col("step").min()).sort("attempt").iter_rows():
+            own = losses.filter(pl.col("attempt") == attempt)
+            if attempt in found or (own["step"] > first).any():  # (finite again after it: not an end in NaN)
+                continue
+            rises = rises if rises is not None else SpikeDetector(metric=s.GRAD_NORM).incidents(frames)
+            for inc in rises:
+                if inc.attempt != attempt or inc.recovered_step is not None or inc.back_after_gap is not None \
+                        or not first - self.blow_up_within * inc.interval <= inc.onset <= first:
+                    continue
+                high = frames.points(s.GRAD_NORM).filter(
+                    (pl.col("attempt") == attempt) & pl.col("step").is_between(inc.onset, first)
+                    & (pl.col("value") >= self.blow_up * inc.baseline))
+                if high.is_empty():
+                    continue
+                at, value = int(high["step"][0]), float(high["value"][0])
+                before = own.filter(pl.col("step") <= at)
+                last = f"; its last finite loss {shown(own['value'][-1])} at step {own['step'][-1]}" if own.height \
+                    else ""
+                rose = f", rising from step {inc.onset}" if inc.onset < at else ""
+                out[attempt] = Anomaly(
+                    kind=Kind.DIVERGENCE, metric=s.LOSS, attempt=int(attempt), step=at,
+                    end_step=int(max(nans.filter(pl.col("attempt") == attempt)["step"].max(), at)),  # type: ignore[arg-type]
+                    value=None, baseline=float(before["value"][-1]) if before.height else None,
+                    detail=f"the grad norm blew up at step {at} ({shown(value)}, {times(value / inc.baseline)} its "
+                    f"level {shown(inc.baseline)}{rose}) and the loss was NaN from step {first} to the end of the "
+                    f"attempt{last}",
+                )
+                break
+        return out
 
     def _slow_climb(self, own: pl.DataFrame) -> Anomaly | None:
         n = own.height
