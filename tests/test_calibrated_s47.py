@@ -9,11 +9,13 @@ from __future__ import annotations
 import re
 
 import polars as pl
+import pytest
 
 from forensics.analysis import detect
 from forensics.detectors import RunFrames
 from forensics.evaluation import generate
 from forensics.findings import Kind
+from parsers import schema as s
 
 
 def _found(curve, kind: Kind) -> list:
@@ -46,3 +48,33 @@ def test_a_loss_finite_again_after_its_nan_has_not_diverged():
     back = pl.concat([curve.metrics, curve.metrics.filter((pl.col("metric") == "loss") & (pl.col("step") == 23400))
                       .with_columns(step=pl.lit(23800, dtype=pl.Int64))])
     assert not _found(curve.__class__(curve.name, curve.scenario, 100, back, curve.events), Kind.DIVERGENCE)
+
+
+def test_a_short_log_gets_its_throughput_drop():
+    # 27 points every 100 steps: iterations at ~486 ms, then ~1168 ms from step 1000 (a slow node); PELT needs 20
+    # points a side, so this was never looked at
+    curve = generate("regime_shift", 0, 100, noise="outliers")
+    [shift] = _found(curve, Kind.CHANGEPOINT)
+    assert (shift.metric, shift.step, shift.end_step) == ("iteration_time_ms", 1000, 2700)
+    assert re.fullmatch(r"iterations got slower \(throughput drop\): median 486\.\d before step 1000, 1168 after "
+                        r"\(2\.40x, until step 2700\)", shift.detail), shift.detail
+
+
+def _series(metric: str, values: list[float]) -> RunFrames:
+    steps = [100 * (i + 1) for i in range(len(values))]
+    frame = pl.DataFrame({"step": steps, "value": values}).with_columns(
+        metric=pl.lit(metric), run=pl.lit("r"), source=pl.lit("generated"), attempt=pl.lit(1),
+        wall_time=pl.lit(None, dtype=pl.Float64))
+    return RunFrames(s.conform(frame, s.METRICS_SCHEMA), s.empty(s.EVENTS_SCHEMA))
+
+
+def test_a_short_log_whose_grad_norm_steps_up_has_a_new_level_but_not_one_that_climbs():
+    level = [1.0, 1.1, 0.9, 1.05, 0.95, 1.0, 1.1, 0.92, 1.02, 0.97]
+    stepped = _series("grad_norm", [*level, 2.6, 2.5, 2.8, 2.4, 2.7, 2.55])
+    [shift] = [a for a in detect(stepped) if a.kind == Kind.CHANGEPOINT]
+    assert (shift.step, shift.end_step) == (1100, 1600)
+    assert shift.baseline == pytest.approx(1.0) and shift.value == pytest.approx((2.55 * 2.6) ** 0.5)  # the medians
+    climbing = _series("grad_norm", [1.0 + 0.12 * i for i in range(16)])   # 1.0 to 2.8, steadily
+    assert not [a for a in detect(climbing) if a.kind == Kind.CHANGEPOINT]
+    fewer = _series("grad_norm", [*level[:4], 2.6, 2.5, 2.8, 2.4, 2.7, 2.55])  # 4 points before the step
+    assert not [a for a in detect(fewer) if a.kind == Kind.CHANGEPOINT]

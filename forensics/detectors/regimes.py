@@ -12,6 +12,13 @@ iteration time up 1.25x, loss scale down 4x; falling grad norm and faster iterat
 both segments hold at least ``min_points`` blocks, and it is not in the first tenth of the attempt (grad norm
 falls and timings settle while training starts). Shifts that run into a divergence are folded into it
 (:func:`forensics.precursors.consolidate`).
+
+A stretch too short for PELT's segments (fewer than 3 x ``min_points`` points, at least 2 x ``short_points``: a log
+every few hundred steps) gets an absolute check instead, for the grad norm and the iteration time: a split, outside
+the first tenth, with at least ``short_points`` (5) points on each side, where the level moves the worrying way by
+``min_ratio``, every point after it is beyond every one of the (up to 10) points before it (with 5 points a side,
+exchangeable noise separates so with probability 1/252), and the move is a step, not a climb: the two points around
+the split hold at least half of it (a grad norm that rises steadily over a short fine-tuning run is no new regime).
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ class RegimeShiftDetector:
 
     metric: str = s.GRAD_NORM
     min_points: int = 20
+    short_points: int = 5  # a stretch too short for PELT: points each side of a step-like shift (absolute check)
     penalty_factor: float = 3.0
     skip_share: float = 0.1
 
@@ -55,13 +63,14 @@ class RegimeShiftDetector:
 
     def detect(self, frames: RunFrames) -> list[Anomaly]:
         min_ratio, direction, meaning = _SETTINGS.get(self.metric, (2.0, 1, f"{self.metric} rose to a new level"))
-        if frames.points(self.metric).height < 3 * self.min_points:  # (no attempt can have enough: most runs' metrics)
+        least = 2 * self.short_points if direction > 0 else 3 * self.min_points
+        if frames.points(self.metric).height < least:  # (no attempt can have enough: most runs' metrics)
             return []
         points = frames.points(self.metric).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
         spacing = frames.spacing()
         out = []
         for attempt, whole in attempt_groups(points):
-            if whole.height < 3 * self.min_points:
+            if whole.height < least:
                 continue
             block = max(1, math.ceil(whole.height / MAX_BLOCKS))  # the attempt's budget, shared by its stretches
             for own in stretches(whole, spacing.get(attempt, 1), frames.cuts(attempt)):
@@ -72,13 +81,15 @@ class RegimeShiftDetector:
                  ) -> list[Anomaly]:
         """The shifts within one stretch of the log between holes (a level is never compared across a hole)."""
         out: list[Anomaly] = []
-        if own.height < 3 * self.min_points * block:
-            return out
         steps, levels = _blocks(own["step"].to_numpy(), np.log(own["value"].to_numpy()), block)
-        if levels.size < 3 * self.min_points or np.ptp(levels) < math.log(min_ratio):
+        if levels.size < 3 * self.min_points:
+            short = _step_shift(levels, self.short_points, self.skip_share, math.log(min_ratio)) \
+                if direction > 0 and levels.size >= 2 * self.short_points else None
+            edges = [0, short, levels.size] if short is not None else []
+        elif np.ptp(levels) < math.log(min_ratio):
             return out
-        bkps = pelt(levels, self.penalty_factor * bic_penalty(levels), min_size=self.min_points)
-        edges = [0, *bkps]
+        else:
+            edges = [0, *pelt(levels, self.penalty_factor * bic_penalty(levels), min_size=self.min_points)]
         for i in range(1, len(edges) - 1):
             at = edges[i]
             if at < self.skip_share * levels.size:
@@ -101,6 +112,31 @@ class RegimeShiftDetector:
                 end_step=last, value=new, baseline=old, detail=detail,
             ))
         return out
+
+
+def _step_shift(x: np.ndarray, least: int, skip_share: float, rise: float) -> int | None:
+    """The index where a short series of log values steps up to a new level (the module docstring's absolute check),
+    or None: at least ``least`` points each side, not in the first ``skip_share``, medians ``rise`` apart (after
+    against the (up to) ``2 * least`` points before), every point after above every one of those, the two points
+    around the split holding at least half the rise; of several, the one with the largest move there.
+
+    >>> _step_shift(np.log([1.0, 1.1, 0.9, 1.0, 1.05, 3.0, 2.9, 3.2, 3.1, 2.8]), 5, 0.1, np.log(2.0))
+    5
+    >>> _step_shift(np.log(np.linspace(1.0, 3.0, 10)), 5, 0.1, np.log(2.0)) is None   # a steady climb
+    True
+    """
+    n = x.size
+    at = np.arange(max(least, math.ceil(skip_share * n)), n - least + 1)
+    if not at.size:
+        return None
+    # against the (up to) 2 x ``least`` points just before: a grad norm still settling from the start of training
+    # is higher further back
+    after_min = np.minimum.accumulate(x[::-1])[::-1][at]
+    before_max = np.array([x[max(0, i - 2 * least):i].max() for i in at])  # (a short series: a few dozen splits)
+    shift = np.array([np.median(x[i:]) - np.median(x[max(0, i - 2 * least):i]) for i in at])
+    move = x[np.minimum(at + 1, n - 1)] - x[at - 1]
+    ok = (shift >= rise) & (after_min > before_max) & (move >= shift / 2)
+    return int(at[ok][np.argmax(move[ok])]) if ok.any() else None
 
 
 def _blocks(steps: np.ndarray, values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
