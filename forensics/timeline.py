@@ -154,8 +154,10 @@ def trailing_robust_z(
     """Robust z-score of each point against the points before it (the point itself excluded).
 
     The expected value is the median of the previous ``short`` points, which follows a falling loss closely; the
-    residual from it is then standardised by the median and 1.4826 x MAD of the residuals of the previous
-    ``window`` points, so a steep trend (early training) neither hides a spike nor makes one out of the trend.
+    residual from it is then standardised by the median of the residuals of the previous ``window`` points and
+    1.4826 x the median, over those points, of each residual's distance from the median of the 25 residuals up to it
+    (a MAD about a local level: the lag of a bending trend moves over the window, and is not noise), so a steep trend
+    (early training) neither hides a spike nor makes one out of the trend.
     The scale is never below ``floor`` (a number, or one per point); with fewer than ``min_mad_points`` points of
     history the noise is unknown and the scale is ``floor_without_history`` (default: ``floor``).
     NaNs in ``x`` are skipped in the statistics and get z = NaN; the first point gets z = NaN. ``groups``: a label
@@ -187,6 +189,10 @@ def trailing_robust_z(
             noise.to_series().fill_null(float("nan")).to_numpy())
 
 
+# the residuals' spread is read about their median over this many points (not over the whole window): on a curve
+# still bending (the start of training, a log every few hundred steps) the lag of the median of the last ``short``
+# points changes over the window, and that change is not noise
+_LOCAL = 25
 _FEW_GROUPS = 64  # stretches (holes + 1) up to which each is computed on its own
 
 
@@ -195,7 +201,7 @@ def _trailing(series: pl.Series, window: int, short: int) -> pl.DataFrame:
     recent = rolling_median(series, short).shift(1)
     resid = series - recent
     centre = rolling_median(resid, window)
-    dev = (resid - centre).abs()
+    dev = (resid - rolling_median(resid, min(window, _LOCAL))).abs()
     return pl.DataFrame({
         "x": series, "recent": recent,
         "history": series.shift(1).is_not_null().cast(pl.Int32).rolling_sum(window_size=window, min_samples=1),
@@ -212,7 +218,7 @@ def _trailing_by_group(series: pl.Series, groups: np.ndarray, window: int, short
     r = pl.col("resid")
     return frame.with_columns(resid=x_ - pl.col("recent")).with_columns(
         mid=r.shift(1).rolling_median(window_size=window, min_samples=1).over("g").fill_null(0.0),
-        dev=(r - r.rolling_median(window_size=window, min_samples=1).over("g")).abs(),
+        dev=(r - r.rolling_median(window_size=min(window, _LOCAL), min_samples=1).over("g")).abs(),
     ).with_columns(mad=pl.col("dev").shift(1).rolling_median(window_size=window, min_samples=1).over("g"))
 
 

@@ -78,3 +78,49 @@ def test_a_short_log_whose_grad_norm_steps_up_has_a_new_level_but_not_one_that_c
     assert not [a for a in detect(climbing) if a.kind == Kind.CHANGEPOINT]
     fewer = _series("grad_norm", [*level[:4], 2.6, 2.5, 2.8, 2.4, 2.7, 2.55])  # 4 points before the step
     assert not [a for a in detect(fewer) if a.kind == Kind.CHANGEPOINT]
+
+
+@pytest.mark.parametrize(("noise", "seed", "step"), [("t4", 2, 8900), ("ar1", 2, 8500)])
+def test_a_spike_early_in_a_log_every_100_steps_is_read_against_noise_not_the_bend_of_the_trend(noise, seed, step):
+    # early on, each point of a log every 100 steps lies on a steeper part of the curve than the one before; the lag of
+    # the trailing median changed over the 100 residuals the noise was read from, and that change was taken for noise
+    # (t4 seed 2: 5.23 -> 6.91 at step 8900, 1.3x, read as 5 sigma against a noise 8x the later one)
+    curve = generate("spikes", seed, 100, noise=noise)
+    assert step in [a.step for a in _found(curve, Kind.LOSS_SPIKE)]
+
+
+def _chronicle(path: str):
+    from forensics.analysis import analyze_path
+
+    [run] = analyze_path(path).findings.runs
+    return run
+
+
+REAL = "tests/fixtures/real/"
+
+
+def test_a_loss_printed_to_four_decimals_that_moves_one_digit_is_not_spiking():
+    # P4P4N1CK's whisper fine-tune: its trainer_state loss sits at 0.0001 and 0.0002 from step 4200 (logged every 25);
+    # 0.0001 -> 0.0002 is 2x, and one step of the printed digits
+    run = _chronicle(REAL + "hf_trainer_state/P4P4N1CK_whisper-large-v2-japanese")
+    assert [a for a in run.anomalies if a.kind == Kind.LOSS_SPIKE] == []
+    assert [b for b in run.blips if b.metric == "loss"] == []
+
+
+def test_a_per_step_loss_that_rises_one_percent_for_four_steps_is_no_spike():
+    # dwarkeshsp's nanochat speedrun: 3.031 at step 4369, 3.064, 3.071, 3.062, 3.062, back to 3.038 at 4374 (a smoothed
+    # loss, calm to 0.2%): unusual for this run, and too small to tell of (a lone point must rise 1.8%)
+    run = _chronicle(REAL + "nanochat/dwarkeshsp_nanochat_speedrun_excerpt.log")
+    assert [a for a in run.anomalies if a.kind == Kind.LOSS_SPIKE] == []
+    assert [b for b in run.blips if b.metric == "loss"] == []
+
+
+def test_a_calm_loss_that_nearly_doubles_for_one_point_is_a_spike():
+    # druidowm/nanoGPT run 1729587337: 7.97-8.09 from step 66 to 83, 14.29 at 84, 8.52 at 85; its first anomaly was
+    # step 119
+    from forensics.analysis import analyze_path
+
+    runs = {r.name: r for r in analyze_path(REAL + "wandb/druidowm__nanoGPT").findings.runs}
+    spikes = [(a.step, a.end_step, a.value) for a in runs["gpt2_last_char_token_to_char1729587337.8266432"].anomalies
+              if a.kind == Kind.LOSS_SPIKE]
+    assert spikes[0][:2] == (84, 85) and spikes[0][2] == pytest.approx(14.292489051818848)

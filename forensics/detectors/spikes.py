@@ -3,8 +3,8 @@ against the run's own noise tail.
 
 * log values, because loss and grad-norm noise is multiplicative and their spikes are heavy-tailed;
 * expected value = median of the previous 8 points (it follows a falling loss), residual = value - expected,
-  standardised by the median and 1.4826 x MAD of the previous ``window`` (100) residuals: the modified z-score of
-  Iglewicz & Hoaglin, made trend-proof;
+  standardised by the median and 1.4826 x MAD of the previous ``window`` (100) residuals, each residual's deviation
+  taken from the median of the 25 up to it: the modified z-score of Iglewicz & Hoaglin, made trend-proof;
 * a floor on the scale (``floor``, in log units): loss 0.003 (a 1.8% jump at 6 sigma) divided by the square root
   of the log interval, since a logged mean over k iterations is calmer; grad norm 0.25 (~4.5x), which is printed
   for the logged iteration alone; with fewer than 10 points of history the noise is unknown and the floor is
@@ -73,7 +73,7 @@ _AVERAGED = frozenset({"loss"})  # logged as a mean over the interval (grad norm
 _SETTLED = 50  # points into a stretch before its residuals enter the noise-tail fit
 _FEW_RESIDUALS = 30  # points into a stretch before its own noise estimate is trusted alone
 _MASKING = 10  # blips judged again against a tail fitted without their own points
-_RESOLUTION = 1e-4  # log units: the noise is never taken as calmer than the printed digits of a value
+_RESOLUTION = 1e-4  # log units: the noise is never taken as calmer than this, nor than one step of the values' grid
 _FLOOR_WITHOUT_HISTORY = {"loss": 0.02, "grad_norm": 0.25}  # fewer than 10 points before: noise unknown
 
 
@@ -321,7 +321,13 @@ class SpikeDetector:
         judged = eligible & ~np.isnan(z)
         # how unusual each point is, against the noise itself (the floored z also asks whether it matters)
         held = np.where(judged, centre, np.nan)  # the level each point (and each run starting at it) is read against
-        noise = np.maximum(noise, _RESOLUTION)
+        # neither the noise nor the floored scale is finer than one step of the grid the values were printed on
+        grid = np.log1p(_quantum(values) / values) if n else np.zeros(0)
+        noise = np.maximum(noise, np.maximum(_RESOLUTION, grid))
+        if n and float(grid.max()) > float(np.nanmin(scale, initial=np.inf)):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                scale = np.maximum(scale, grid)
+                z = (x - centre) / scale
         # a noise read off the first few residuals of a stretch can come out small by chance: there it is never
         # taken below the attempt's typical noise (the median over its points with a full history; post hoc, the
         # later points are known)
@@ -522,15 +528,26 @@ class SpikeDetector:
         # onset's own move in their swing)
         flagged = _from_first_rise(flagged, sc.onset_ok[lo:hi] & sc.beyond_swing[lo:hi])
         guard = self._guard(x) & eligible
-        decisive = hot | guard | absolute
+        decisive = guard | absolute
         flagged |= guard | absolute
+        _, floor, screen = self._params()
+        if self.metric in _AVERAGED and sc.interval > 1 and self.floor is None:
+            floor /= math.sqrt(sc.interval)  # (as _scored floors a mean over the interval)
         for start, end in _merge(runs_of_true(flagged), self.merge_gap):
             if (lo, start, end) not in sc.seen:
                 sc.seen[lo, start, end] = self._incident(sc, x, values, steps, centre, scale, blind, start, end)
             incident, back = sc.seen[lo, start, end]
+            # beyond the noise tail; a loss also risen as far as a lone point must to matter (the screen times the
+            # floor: 1.8% for a per-step loss; a run of points each barely above a calm noise is unusual, not an
+            # incident to tell of)
+            beyond = bool(hot[start:end + 1].any())
+            material = self.metric != "loss" or bool(np.nanmax(x[start:end + 1] - centre[start:end + 1]) >= screen * floor)
             # where the noise is not known, lasting (three points or more before it is back) is the evidence
-            found.append((incident, bool(decisive[start:end + 1].any() or (blind[start] and end - start + 1 + (
-                back if back is not None else len(x) - end - 1) >= 3))))
+            other = bool(decisive[start:end + 1].any() or (blind[start] and end - start + 1 + (
+                back if back is not None else len(x) - end - 1) >= 3))
+            if beyond and not material and not other:
+                continue  # (nor a blip: not a lone point, and too small a rise to count)
+            found.append((incident, (beyond and material) or other))
         return found
 
     @staticmethod
@@ -687,6 +704,18 @@ def _swing(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
     moves = (pl.col("x") - pl.col("x").shift(1)).abs().shift(1)
     return pl.DataFrame({"x": x, "g": groups}).select(moves.rolling_median(window_size=7, min_samples=1).over(
         "g")).to_series().fill_null(np.nan).to_numpy()
+
+
+def _quantum(values: np.ndarray) -> float:
+    """The grid the values were printed on: the smallest step between two of them (a loss printed to 4 decimals that
+    sits at 0.0001 and 0.0002 moves 2x by one digit, which is rounding, not a spike); about 0 for unrounded floats.
+
+    >>> float(_quantum(np.array([0.0002, 0.0001, 0.0002, 0.0001])))
+    0.0001
+    """
+    sample = values[:: -(-values.size // 20_000)] if values.size > 20_000 else values  # (a grid shows in a sample)
+    steps = np.diff(np.unique(sample))
+    return float(steps.min()) if steps.size else 0.0
 
 
 def _lowest_highest_8(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
