@@ -24,7 +24,6 @@ import sys
 import time
 
 from forensics.analysis import detect
-from forensics.detectors import RunFrames
 from forensics.evaluation import KINDS, NOISES, SCENARIOS, Score, evaluate, generate
 from forensics.findings import Anomaly
 
@@ -120,7 +119,7 @@ def clean_runs(seeds: int) -> None:
     bad = 0
     for seed in range(seeds):
         curve = generate("clean", 1000 + seed, 1, noise="t3", steps=100_000)
-        bad += bool(detect(RunFrames(curve.metrics, curve.events)))
+        bad += bool(detect(curve.frames()))
     print(f"runs without any anomaly: {seeds - bad}/{seeds} ({(seeds - bad) / seeds:.0%}; target at least 95%)")
 
 
@@ -145,7 +144,7 @@ def warnings(families: list[str], seeds: int, verbose: bool = False) -> None:
             for k in INTERVALS:
                 for seed in range(seeds):
                     curve = generate(scenario, seed, k, noise=family)
-                    divs = [a for a in detect(RunFrames(curve.metrics, curve.events)) if a.kind == "divergence"]
+                    divs = [a for a in detect(curve.frames()) if a.kind == "divergence"]
                     if not divs:
                         continue
                     found += 1
@@ -166,7 +165,7 @@ def warnings(families: list[str], seeds: int, verbose: bool = False) -> None:
         for k in INTERVALS:
             for seed in range(seeds):
                 curve = generate("clean", seed, k, noise=family)
-                frames = RunFrames(curve.metrics, curve.events)
+                frames = curve.frames()
                 anomalies = detect(frames)
                 last = int(curve.metrics["step"].max())
                 pseudo = Anomaly("divergence", "loss", 1, last, last, None, None)  # as if it blew up at its end

@@ -173,7 +173,9 @@ def coverage_section(run: RunFindings) -> list[str]:
                   + (f"fitted on {c['statistical']:,} points" if c["tail"] == "fitted" else
                      f"{c['statistical']:,} point{'s' if c['statistical'] != 1 else ''}, too few for a tail fit: "
                      f"Student-{c['tail']} noise, the heaviest "
-                     "their body allows") + _largest_rise(c.get("largest_rise"))
+                     "their body allows")
+                  + (f"; each point a mean over {c['mean_of']} iterations, a lone point read by such a mean's tail"
+                     if c.get("mean_of", 1) > 1 else "") + _largest_rise(c.get("largest_rise"))
                   + (f"; {c['absolute_only']:,} more with too little history before them (the first of the attempt "
                      "or after a gap), the absolute checks only" if c["absolute_only"] else "")
                   + (f"; {c['not_judged']:,} with no point before {'them' if c['not_judged'] > 1 else 'it'} in "

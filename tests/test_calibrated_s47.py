@@ -124,3 +124,22 @@ def test_a_calm_loss_that_nearly_doubles_for_one_point_is_a_spike():
     spikes = [(a.step, a.end_step, a.value) for a in runs["gpt2_last_char_token_to_char1729587337.8266432"].anomalies
               if a.kind == Kind.LOSS_SPIKE]
     assert spikes[0][:2] == (84, 85) and spikes[0][2] == pytest.approx(14.292489051818848)
+
+
+def test_a_lone_point_of_a_loss_averaged_over_100_iterations_is_read_by_a_means_tail():
+    # t(3) noise logged as means over 100 iterations: 3.74 -> 4.61 at step 6700 (1.25x) and back, 11 sigma; the t(3)
+    # rule for one batch asks 23 of a lone point of a 75-point log, the mean of 100 such batches 7.4
+    curve = generate("spikes", 3, 100, noise="t3")
+    assert 6700 in [a.step for a in detect(curve.frames()) if a.kind == Kind.LOSS_SPIKE]
+    # where the format does not say its loss is a mean (nanoGPT prints one iteration's), the single batch's rule stands
+    unknown = RunFrames(curve.metrics, curve.events)
+    assert 6700 not in [a.step for a in detect(unknown) if a.kind == Kind.LOSS_SPIKE]
+
+
+def test_the_threshold_line_says_a_lone_point_was_read_as_a_mean():
+    from forensics.analysis import analyze_path
+    from reports.files import render
+
+    text = render(analyze_path(REAL + "hf_trainer_state/quality_lrqa"), "markdown")
+    assert ("attempt 1: 7.3 / 4.2 (52 points, too few for a tail fit: Student-t(3) noise, the heaviest their body "
+            "allows; each point a mean over 50 iterations, a lone point read by such a mean's tail;") in text

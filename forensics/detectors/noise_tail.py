@@ -35,6 +35,15 @@ trailing_robust_z`) and its length:
   residuals show a lighter one (a loss logged as a mean over many iterations is close to Gaussian). The report names
   the distribution used.
 
+* **Means over an interval.** t(3) is the heaviest noise of a single batch. A point that is the mean over ``m``
+  iterations (Megatron's and the Trainer's logged loss) dilutes one hard batch m times while its noise shrinks by
+  sqrt(m): in units of the mean's own sigma its tail is the Gaussian body plus the chance that one of the m batches
+  alone carries it, ``P(Z > z) = Phi_c(z) + m * P(T3 > sqrt(3 m) z)`` (T3 standard t(3), whose variance is 3; the
+  single-big-jump asymptote of a sum of heavy-tailed draws). The t(3) rule for such a series is this tail's quantile
+  (:func:`_mean_t3_quantile`): for m = 100 about a third of the single-batch rule (a t(3) power-law tail falls by
+  m^(1/6) and the sigma it is counted in by sqrt(3)/1.134), never below the Gaussian quantile. For a lone point
+  only: runs of points keep the t(3) rule (consecutive residuals are not independent).
+
 Thresholds never fall below the screen (6 robust sigma) for a lone point, nor below 3 for a run of points, and
 never rise above the t(3) rule's (for a run of serially correlated residuals, :func:`serially_correlated`, above the
 lone point's).
@@ -80,6 +89,7 @@ class NoiseTail:
     points: int
     fitted: bool
     df: float = 3.0
+    mean_of: int = 1  # each point a mean over this many iterations: the t(3) rule read as such a mean's
 
     @property
     def rule(self) -> str:
@@ -157,12 +167,13 @@ def without_points(minima: dict[int, np.ndarray], left_out: np.ndarray) -> dict[
 
 def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = ALPHA,
                minima: dict[int, np.ndarray] | None = None, judged: dict[int, int] | None = None,
-               least_xi: float = 0.0) -> NoiseTail:
+               least_xi: float = 0.0, mean_of: int = 1) -> NoiseTail:
     """The thresholds for one attempt's z-scores (see the module docstring); ``minima``: their run minima when not
     :func:`all_run_minima` of ``z`` (e.g. :func:`held_run_minima`); ``judged``: per run length, how many windows the
     thresholds will judge, when more than the fit has (points left out of the fit are judged all the same: the
     family-wise rate is over all of them, so a short attempt whose points are all left out is not judged as one
-    point); ``least_xi``: the lightest tail shape the fits may report."""
+    point); ``least_xi``: the lightest tail shape the fits may report; ``mean_of``: each point is a mean over this
+    many iterations (the t(3) rule is then a mean's)."""
     z = np.asarray(z, dtype=float)
     thresholds = []
     fitted = True
@@ -177,14 +188,16 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
         if lows.size < MIN_FIT:
             fitted = False
             df, loc, scale = body = body or student_body(finite)
-            limit = loc + scale * (_t3_isf(k, max(lows.size, (judged or {}).get(k, 0), 1), alpha) if df == 3.0
-                                   else _t_isf(p ** (1.0 / k), df))
+            windows = max(lows.size, (judged or {}).get(k, 0), 1)
+            limit = loc + scale * (_t3_isf(k, windows, alpha) if df == 3.0 else _t_isf(p ** (1.0 / k), df))
+            if mean_of > 1 and k == 1:  # (the t(3) rule of a mean is lighter than any single batch's Student-t)
+                limit = min(limit, _t3_threshold(k, windows, alpha, mean_of))
         else:
             # never above the t(3) rule: a tail that looks heavier than the heaviest noise seen in practice is a few
             # points the fit cannot tell from incidents (or slow movements logged sparsely), not noise to allow for
             # (for a run of serially correlated residuals, the lone point's: k independent t(3) points understate
             # how often correlated noise stays up)
-            cap = _t3_threshold(k, lows.size, alpha)
+            cap = _t3_threshold(k, lows.size, alpha, mean_of)
             if k == 1:
                 limit = min(single.quantile(p), cap)
             else:
@@ -195,7 +208,7 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
                 least = single.quantile(p ** (1.0 / k))
                 limit = cap if least >= cap else min(max(_Tail.of(lows, least_xi).quantile(p), least), cap)
         thresholds.append(float(max(floor, limit)))
-    return NoiseTail(tuple(thresholds), int(np.isfinite(z).sum()), fitted, body[0] if body else 3.0)
+    return NoiseTail(tuple(thresholds), int(np.isfinite(z).sum()), fitted, body[0] if body else 3.0, mean_of)
 
 
 def serially_correlated(z: np.ndarray, groups: np.ndarray | None = None) -> bool:
@@ -263,19 +276,46 @@ def student_body(z: np.ndarray) -> tuple[float, float, float]:
 
 
 def fixed_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = ALPHA,
-               minima: dict[int, np.ndarray] | None = None) -> NoiseTail:
-    """The thresholds of t(3) noise for an attempt of this length, whatever its own residuals (see above)."""
+               minima: dict[int, np.ndarray] | None = None, mean_of: int = 1) -> NoiseTail:
+    """The thresholds of t(3) noise (of a mean over ``mean_of`` iterations of it) for an attempt of this length,
+    whatever its own residuals (see above)."""
     z = np.asarray(z, dtype=float)
     limits = []
     for k, lows in (minima or all_run_minima(z, groups)).items():
         n = int(np.isfinite(lows).sum())
-        limits.append(float(max(SCREEN if k == 1 else RUN_FLOOR, _t3_threshold(k, max(n, 1), alpha))))
-    return NoiseTail(tuple(limits), int(np.isfinite(z).sum()), False)
+        limits.append(float(max(SCREEN if k == 1 else RUN_FLOOR, _t3_threshold(k, max(n, 1), alpha, mean_of))))
+    return NoiseTail(tuple(limits), int(np.isfinite(z).sum()), False, mean_of=mean_of)
 
 
-def _t3_threshold(k: int, n: int, alpha: float) -> float:
-    """Robust z that k consecutive independent t(3) points all reach with family-wise probability ``alpha``."""
+def _t3_threshold(k: int, n: int, alpha: float, mean_of: int = 1) -> float:
+    """Robust z that k consecutive independent t(3) points all reach with family-wise probability ``alpha``; a lone
+    point that is a mean over ``mean_of`` iterations of t(3) noise is read by the mean's tail (:func:`_mean_t3_quantile`).
+    Runs of points keep the t(3) rule: consecutive residuals, each read against the points before it, are not
+    independent, and two in a row at 3 sigma came from noise (a clean t(4) run logged every 10 steps)."""
+    if mean_of > 1 and k == 1:
+        return _mean_t3_quantile(alpha / (len(RUNS) * n), mean_of)
     return _t3_isf(k, n, alpha) / _T3_ROBUST_SIGMA
+
+
+def _mean_t3_quantile(p: float, m: int) -> float:
+    """The z (in sigmas of the mean) that the mean of ``m`` independent t(3) draws exceeds with probability ``p``:
+    the root of ``Phi_c(z) + m * P(T3 > sqrt(3 m) z) = p`` (the module docstring), by bisection.
+
+    >>> round(_mean_t3_quantile(1e-6, 100), 1), round(_mean_t3_quantile(1e-6, 10), 1)   # t(3) alone: 91.2 robust sigma
+    (27.7, 40.6)
+    >>> round(_mean_t3_quantile(1e-3, 1000), 2)   # where the body decides: near the Gaussian quantile, 3.09
+    3.16
+    """
+    def tail(z: float) -> float:
+        t = math.sqrt(3.0 * m) * z  # a t(3) draw this far out carries the mean alone: P(T3 > t), exactly
+        return 0.5 * math.erfc(z / math.sqrt(2.0)) + m * (math.atan(math.sqrt(3.0) / t)
+                                                          - math.sqrt(3.0) * t / (t * t + 3.0)) / math.pi
+
+    lo, hi = 1e-9, 1e4
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if tail(mid) > p else (lo, mid)
+    return hi
 
 
 def _t3_isf(k: int, n: int, alpha: float) -> float:

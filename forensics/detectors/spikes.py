@@ -253,14 +253,19 @@ class SpikeDetector:
             if series.rise is not None:
                 rises[attempt] = series.rise
             # what the fixed t(3) rule already calls an incident stays out of the fit of the run's own noise tail
+            # a loss known to be a mean over the interval (the format says so) has a mean's lighter tail
+            mean_of = series.interval if (self.metric in _AVERAGED and self.series is None and series.interval > 1
+                                          and frames.loss_is_interval_mean(attempt)) else 1
             first = [inc for inc, decisive in self._candidates(series, fixed_tail(
-                series.zn, series.stretch, minima=series.minima)) if decisive]
+                series.zn, series.stretch, minima=series.minima, mean_of=mean_of)) if decisive]
             # the fit also leaves out each stretch's first points, whose noise is estimated from too few residuals
             left_out = series.inside(first) | (series.position < _SETTLED)
             sample = np.where(left_out, np.nan, series.zn)
             windows = {k: int(np.isfinite(lows).sum()) for k, lows in series.minima.items()}
-            tail = noise_tail(sample, series.stretch, minima=without_points(series.minima, left_out), judged=windows)
-            judged, tails[attempt] = self._unmasked(series, self._candidates(series, tail), tail, left_out, windows)
+            tail = noise_tail(sample, series.stretch, minima=without_points(series.minima, left_out), judged=windows,
+                              mean_of=mean_of)
+            judged, tails[attempt] = self._unmasked(series, self._candidates(series, tail), tail, left_out, windows,
+                                                    mean_of)
             incidents = _through_recovery([inc for inc, decisive in judged if decisive], series)
             mine = below.filter(pl.col("attempt") == attempt) if incidents and below.height else below
             found += [_recovery_over(inc, points.slice(lo, hi - lo), gaps, mine) for inc in incidents]
@@ -420,7 +425,7 @@ class SpikeDetector:
             ), int(lo), int(hi)
 
     def _unmasked(self, sc: _Scored, judged: list[tuple[SpikeIncident, bool]], tail: NoiseTail, left_out: np.ndarray,
-                  windows: dict[int, int]) -> tuple[list[tuple[SpikeIncident, bool]], NoiseTail]:
+                  windows: dict[int, int], mean_of: int = 1) -> tuple[list[tuple[SpikeIncident, bool]], NoiseTail]:
         """The blips judged again, each against the tail fitted without its own points (leave-one-out): a spike in
         the sample it is judged against lifts the fitted tail above itself (a 7.9-sigma point in a calm run of 2,100
         made the lone-point threshold 15 sigma, 6.8 without it). Only the blip's own points leave the fit: other blips
@@ -444,7 +449,7 @@ class SpikeDetector:
         def without(top: list[SpikeIncident]) -> tuple[NoiseTail, list[tuple[SpikeIncident, bool]]]:
             out = left_out | sc.inside(top)
             refit = noise_tail(np.where(out, np.nan, sc.zn), sc.stretch, minima=without_points(sc.minima, out),
-                               judged=windows, least_xi=shape)
+                               judged=windows, least_xi=shape, mean_of=mean_of)
             return refit, self._candidates(sc, refit)
 
         def passes(inc: SpikeIncident, again: list[tuple[SpikeIncident, bool]]) -> bool:

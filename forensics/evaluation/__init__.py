@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from forensics.analysis import detect
-from forensics.detectors import DEFAULT_DETECTORS, Detector, RunFrames
+from forensics.detectors import DEFAULT_DETECTORS, Detector
 from forensics.evaluation.datasets import NOISES, SCENARIOS, Curve, Truth, generate
 from forensics.evaluation.metrics import Score, score
 from forensics.findings import Kind
@@ -56,7 +56,7 @@ def evaluate(
             row = Row(scenario, k, scores={kind: Score(kind) for kind in KINDS}, noise=noise)
             for seed in seeds:
                 curve = generate(scenario, seed, k, noise=noise, steps=steps)
-                found = detect(RunFrames(curve.metrics, curve.events), detectors)
+                found = detect(curve.frames(), detectors)
                 row.curves += 1
                 if scenario == "clean":
                     row.anomalies_on_clean += len(found)

@@ -31,8 +31,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from forensics.detectors.base import RunFrames
 from forensics.findings import Kind
 from parsers import schema as s
+
+GENERATED = "generated"  # the source every generated point is from
 
 SCENARIOS: tuple[str, ...] = (
     "clean", "spikes", "spikes_grad_lead", "divergence_nan", "divergence", "fp16_collapse", "regime_shift",
@@ -76,6 +79,15 @@ class Curve:
     events: pl.DataFrame
     truths: list[Truth] = field(default_factory=list)
     precursor_from: int | None = None  # a blow-up's growing grad norm begins here (None: it comes suddenly)
+
+    def frames(self) -> RunFrames:
+        """The frames the detectors read, the loss known to be a mean over the log interval (as Megatron logs it,
+        which the curve imitates).
+
+        >>> generate("clean", 0, 10).frames().loss_is_interval_mean(1)
+        True
+        """
+        return RunFrames(self.metrics, self.events, interval_means=frozenset({GENERATED}))
 
 
 def _smooth_noise(rng: np.random.Generator, n: int, sigma: float, rho: float) -> np.ndarray:
@@ -433,7 +445,7 @@ def _log(scenario: str, seed: int, k: int, loss: np.ndarray, grad: np.ndarray, l
         for metric, values in columns.items()
     ]
     metrics = s.conform(
-        pl.concat(frames).with_columns(run=pl.lit(name), source=pl.lit("generated"), attempt=pl.lit(1),
+        pl.concat(frames).with_columns(run=pl.lit(name), source=pl.lit(GENERATED), attempt=pl.lit(1),
                                        wall_time=pl.lit(None, dtype=pl.Float64)),
         s.METRICS_SCHEMA,
     )
