@@ -11,7 +11,7 @@ from typing import Any
 from forensics.attempts import SHORT_STEPS
 from forensics.coverage import NEEDED
 from forensics.detectors.hang import duration
-from forensics.findings import Attempt, EndReason, Gap, RunFindings, shown
+from forensics.findings import Attempt, EndReason, Gap, RunFindings, shown, times
 from forensics.infra import NO_STEP_READ
 from forensics.precursors import named_like_logit
 from parsers import schema as s
@@ -420,5 +420,5 @@ def _largest_rise(rise: dict | None) -> str:
     is never read as "no rise": a run with wide noise can rise far within it)."""
     if not rise or rise["ratio"] < 1.5:
         return ""
-    return f"; its largest rise: {rise['ratio']:.1f}x the lower median of the 8 points before, to {shown(rise['value'])} " \
-           f"at step {rise['step']}"
+    return (f"; its largest rise: {times(rise['ratio'])} the lower median of the 8 points before, to "
+            f"{shown(rise['value'])} at step {rise['step']}")

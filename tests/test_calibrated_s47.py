@@ -143,3 +143,17 @@ def test_the_threshold_line_says_a_lone_point_was_read_as_a_mean():
     text = render(analyze_path(REAL + "hf_trainer_state/quality_lrqa"), "markdown")
     assert ("attempt 1: 7.3 / 4.2 (52 points, too few for a tail fit: Student-t(3) noise, the heaviest their body "
             "allows; each point a mean over 50 iterations, a lone point read by such a mean's tail;") in text
+
+
+def test_a_spike_and_the_largest_rise_say_one_ratio():
+    # HangerYang/Star: the grad norm 82.40977369003497 at step 22360 over the lower median 4.466322949953881 of the 8
+    # before is 18.451x; the thresholds line said "18.4x" (the ratio stored to 2 decimals, 18.45, then printed to one),
+    # the spike "18.5x"
+    run = _chronicle(REAL + "hf_trainer_state/HangerYang_Star_excerpt")
+    from forensics.analysis import analyze_path
+    from reports.files import render
+
+    text = render(analyze_path(REAL + "hf_trainer_state/HangerYang_Star_excerpt"), "markdown")
+    assert "its largest rise: 18.5x the lower median of the 8 points before, to 82.40977369003497 at step 22360" in text
+    assert "grad norm rose to 82.40977369003497 (18.5x the trailing median 4.466322949953881)" in text
+    assert run.coverage["spike_checks"]["grad_norm"]["1"]["largest_rise"]["ratio"] == 18.4514
