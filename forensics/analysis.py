@@ -181,7 +181,7 @@ def spike_checks(detector: SpikeDetector, frames: RunFrames) -> dict[int, dict]:
     checks = {a: {"statistical": judged.get(a, 0), "absolute_only": unknown.get(a, 0),
                   "tail": tail.rule, "lone_point_sigma": round(tail.thresholds[0], 2),
                   "two_in_a_row_sigma": round(tail.thresholds[1], 2), "mean_of": tail.mean_of,
-                  "largest_rise": {"ratio": round(rises[a][0], 4), "step": rises[a][1], "value": rises[a][2]}
+                  "largest_rise": {"ratio": rises[a][0], "step": rises[a][1], "value": rises[a][2]}
                   if a in rises else None} for a, tail in sorted(tails.items())}
     # and the points neither could judge: with no point before them in their stretch of the log (of those the detector
     # looks at: finite and above 0; a loss of 0 is the zero-loss check's)

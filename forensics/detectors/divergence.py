@@ -3,7 +3,8 @@
 A loss spike whose loss returns to within max(3 sigma, 5%) of the pre-spike trailing median is *recovered*; one that
 never does while the attempt goes on for at least three log intervals after its onset, or that is followed by NaN,
 is a *divergence* with the spike's onset (a log that ends sooner is too short to tell).
-A loss that turns NaN for good as the grad norm blows up is a divergence too, where no finite loss shows the climb
+A loss that turns NaN for good (NaN evidence after its last finite point, to the end of the attempt) as the grad
+norm blows up is a divergence too, where no finite loss shows the climb
 (a log every few hundred steps can go from its level straight to NaN): its grad norm at least ``blow_up`` (10x) the
 level of an unrecovered grad-norm incident that began at most ``blow_up_within`` (20) logged points before the
 loss's first NaN; the divergence is at the first point it is that high.
@@ -100,10 +101,16 @@ class DivergenceDetector:
             return {}
         out: dict[int, Anomaly] = {}
         rises: list | None = None
-        for attempt, first in loss_nan.group_by("attempt").agg(pl.col("step").min()).sort("attempt").iter_rows():
+        negative = frames.negative(s.LOSS)  # (a loss below 0 has no level in ratios: the spike checks pass it by)
+        for attempt in sorted(set(loss_nan["attempt"].to_list()) - set(found) - set(negative)):
             own = losses.filter(pl.col("attempt") == attempt)
-            if attempt in found or (own["step"] > first).any():  # (finite again after it: not an end in NaN)
+            # NaN from here to the end of the attempt: after its last finite loss (an earlier NaN it got past is not
+            # its end), and past the step of that loss (a NaN count printed beside a finite loss is no NaN loss)
+            after = loss_nan.filter((pl.col("attempt") == attempt)
+                                    & (pl.col("step") > (own["step"].max() if own.height else -1)))
+            if after.is_empty():
                 continue
+            first = int(after["step"].min())  # type: ignore[arg-type]
             rises = rises if rises is not None else SpikeDetector(metric=s.GRAD_NORM).incidents(frames)
             for inc in rises:
                 if inc.attempt != attempt or inc.recovered_step is not None or inc.back_after_gap is not None \
@@ -111,21 +118,21 @@ class DivergenceDetector:
                     continue
                 high = frames.points(s.GRAD_NORM).filter(
                     (pl.col("attempt") == attempt) & pl.col("step").is_between(inc.onset, first)
-                    & (pl.col("value") >= self.blow_up * inc.baseline))
+                    & pl.col("value").is_finite() & (pl.col("value") >= self.blow_up * inc.baseline))
                 if high.is_empty():
                     continue
                 at, value = int(high["step"][0]), float(high["value"][0])
                 before = own.filter(pl.col("step") <= at)
-                last = f"; its last finite loss {shown(own['value'][-1])} at step {own['step'][-1]}" if own.height \
-                    else ""
+                last = (f" (its last finite loss {shown(own['value'][-1])} at step {own['step'][-1]})" if own.height
+                        else " (no finite loss logged)")
                 rose = f", rising from step {inc.onset}" if inc.onset < at else ""
                 out[attempt] = Anomaly(
                     kind=Kind.DIVERGENCE, metric=s.LOSS, attempt=int(attempt), step=at,
                     end_step=int(max(nans.filter(pl.col("attempt") == attempt)["step"].max(), at)),  # type: ignore[arg-type]
                     value=None, baseline=float(before["value"][-1]) if before.height else None,
                     detail=f"the grad norm blew up at step {at} ({shown(value)}, {times(value / inc.baseline)} its "
-                    f"level {shown(inc.baseline)}{rose}) and the loss was NaN from step {first} to the end of the "
-                    f"attempt{last}",
+                    f"level {shown(inc.baseline)}{rose}) and the loss was NaN or missing from step {first} to the end "
+                    f"of the attempt{last}",
                 )
                 break
         return out

@@ -18,7 +18,8 @@ every few hundred steps) gets an absolute check instead, for the grad norm and t
 the first tenth, with at least ``short_points`` (5) points on each side, where the level moves the worrying way by
 ``min_ratio``, every point after it is beyond every one of the (up to 10) points before it (with 5 points a side,
 exchangeable noise separates so with probability 1/252), and the move is a step, not a climb: the two points around
-the split hold at least half of it (a grad norm that rises steadily over a short fine-tuning run is no new regime).
+the split hold at least half of it (from the point before the split to the point after its first, which may be a
+mean half in each regime; a grad norm that rises steadily over a short fine-tuning run is no new regime).
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ class RegimeShiftDetector:
         if levels.size < 3 * self.min_points:
             short = _step_shift(levels, self.short_points, self.skip_share, math.log(min_ratio)) \
                 if direction > 0 and levels.size >= 2 * self.short_points else None
-            edges = [0, short, levels.size] if short is not None else []
+            # (its levels as the check read them: the up-to-10 points before, a grad norm still settling further back)
+            edges = [max(0, short - 2 * self.short_points), short, levels.size] if short is not None else []
         elif np.ptp(levels) < math.log(min_ratio):
             return out
         else:

@@ -155,6 +155,7 @@ class _Scored:
     # same candidates recur in each judgement (the fixed rule, the fitted tail, its refits)
     seen: dict[tuple[int, int, int], tuple[SpikeIncident, int | None]] = field(default_factory=dict, compare=False,
                                                                               repr=False)
+    floor: float = 0.0     # the scale's floor (log units; a mean over the interval's, smaller): what a rise must reach
 
     def inside(self, incidents: list[SpikeIncident]) -> np.ndarray:
         """The points from each incident's onset until it is over: back to its level and back inside 3 sigmas of the
@@ -421,7 +422,7 @@ class SpikeDetector:
                 int(unseen[lo:hi].sum()), position[lo:hi], onset_ok[lo:hi],
                 {k: m[lo:max(hi - k + 1, lo)] for k, m in minima.items()}, held[lo:hi], noise[lo:hi],
                 None if top is None else (float(np.exp(rise)), int(steps[top]), float(values[top])),
-                calm_enough[lo:hi],
+                calm_enough[lo:hi], floor=float(own_floor[lo]),
             ), int(lo), int(hi)
 
     def _unmasked(self, sc: _Scored, judged: list[tuple[SpikeIncident, bool]], tail: NoiseTail, left_out: np.ndarray,
@@ -535,9 +536,7 @@ class SpikeDetector:
         guard = self._guard(x) & eligible
         decisive = guard | absolute
         flagged |= guard | absolute
-        _, floor, screen = self._params()
-        if self.metric in _AVERAGED and sc.interval > 1 and self.floor is None:
-            floor /= math.sqrt(sc.interval)  # (as _scored floors a mean over the interval)
+        screen = self._params()[2]
         for start, end in _merge(runs_of_true(flagged), self.merge_gap):
             if (lo, start, end) not in sc.seen:
                 sc.seen[lo, start, end] = self._incident(sc, x, values, steps, centre, scale, blind, start, end)
@@ -546,12 +545,14 @@ class SpikeDetector:
             # floor: 1.8% for a per-step loss; a run of points each barely above a calm noise is unusual, not an
             # incident to tell of)
             beyond = bool(hot[start:end + 1].any())
-            material = self.metric != "loss" or bool(np.nanmax(x[start:end + 1] - centre[start:end + 1]) >= screen * floor)
+            with np.errstate(invalid="ignore"):  # (a NaN level: no rise to measure, nothing material)
+                material = self.metric != "loss" or bool(np.any(x[start:end + 1] - centre[start:end + 1]
+                                                                >= screen * sc.floor))
             # where the noise is not known, lasting (three points or more before it is back) is the evidence
             other = bool(decisive[start:end + 1].any() or (blind[start] and end - start + 1 + (
                 back if back is not None else len(x) - end - 1) >= 3))
-            if beyond and not material and not other:
-                continue  # (nor a blip: not a lone point, and too small a rise to count)
+            if beyond and not material and not other and end > start:
+                continue  # several points, too small a rise to count: no incident, and no lone point (no blip)
             found.append((incident, (beyond and material) or other))
         return found
 
@@ -712,15 +713,21 @@ def _swing(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
 
 
 def _quantum(values: np.ndarray) -> float:
-    """The grid the values were printed on: the smallest step between two of them (a loss printed to 4 decimals that
-    sits at 0.0001 and 0.0002 moves 2x by one digit, which is rounding, not a spike); about 0 for unrounded floats.
+    """The grid the values were printed on, when they sit on one: the smallest step between two of them, where every
+    value is a whole multiple of it (a loss printed to 4 decimals that sits at 0.0001 and 0.0002 moves 2x by one digit,
+    which is rounding, not a spike); 0 where they do not (unrounded floats; a frozen 6.9078 with one 3x spike, whose
+    one step is no grid).
 
-    >>> float(_quantum(np.array([0.0002, 0.0001, 0.0002, 0.0001])))
-    0.0001
+    >>> round(_quantum(np.array([0.0002, 0.0001, 0.0002, 0.0003])), 12), _quantum(np.array([6.9078, 20.7234, 6.9078]))
+    (0.0001, 0.0)
     """
     sample = values[:: -(-values.size // 20_000)] if values.size > 20_000 else values  # (a grid shows in a sample)
-    steps = np.diff(np.unique(sample))
-    return float(steps.min()) if steps.size else 0.0
+    distinct = np.unique(sample)
+    if distinct.size < 2:
+        return 0.0
+    step = float(np.diff(distinct).min())
+    multiples = distinct / step
+    return step if bool(np.all(np.abs(multiples - np.round(multiples)) <= 1e-6 * np.maximum(multiples, 1.0))) else 0.0
 
 
 def _lowest_highest_8(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
