@@ -328,12 +328,15 @@ class SpikeDetector:
         # how unusual each point is, against the noise itself (the floored z also asks whether it matters)
         held = np.where(judged, centre, np.nan)  # the level each point (and each run starting at it) is read against
         # neither the noise nor the floored scale is finer than one step of the grid the values were printed on
-        grid = np.log1p(_quantum(values) / values) if n else np.zeros(0)
-        noise = np.maximum(noise, np.maximum(_RESOLUTION, grid))
-        if n and float(grid.max()) > float(np.nanmin(scale, initial=np.inf)):
-            with np.errstate(invalid="ignore", divide="ignore"):
-                scale = np.maximum(scale, grid)
-                z = (x - centre) / scale
+        quantum = _quantum(values) if n else 0.0
+        noise = np.maximum(noise, _RESOLUTION)
+        if quantum > 0:  # (most series sit on no grid: no pass over their points)
+            grid = np.log1p(quantum / values)
+            noise = np.maximum(noise, grid)
+            if float(grid.max()) > float(np.nanmin(scale, initial=np.inf)):
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    scale = np.maximum(scale, grid)
+                    z = (x - centre) / scale
         # a noise read off the first few residuals of a stretch can come out small by chance: there it is never
         # taken below the attempt's typical noise (the median over its points with a full history; post hoc, the
         # later points are known)
