@@ -170,3 +170,15 @@ def test_a_nan_the_loss_got_past_does_not_hide_the_blow_up_that_ended_it():
     found = detect(RunFrames(earlier, curve.events))
     assert [a.step for a in found if a.kind == Kind.DIVERGENCE] == [23500]
     assert [a.step for a in found if a.kind == Kind.NAN] == [20000, 23500]
+
+
+def test_a_value_near_the_largest_float_is_no_grid_and_no_warning():
+    import warnings
+
+    import numpy as np
+
+    from forensics.detectors.spikes import _quantum
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _quantum(np.array([3.4342, 1.7976931348623157e308, 3.3])) == 0.0

@@ -729,8 +729,10 @@ def _quantum(values: np.ndarray) -> float:
     if distinct.size < 2:
         return 0.0
     step = float(np.diff(distinct).min())
-    multiples = distinct / step
-    return step if bool(np.all(np.abs(multiples - np.round(multiples)) <= 1e-6 * np.maximum(multiples, 1.0))) else 0.0
+    with np.errstate(over="ignore", invalid="ignore"):  # (a value near the largest float over a small step: no grid)
+        multiples = distinct / step
+        return step if bool(np.all(np.abs(multiples - np.round(multiples)) <= 1e-6 * np.maximum(multiples, 1.0))) \
+            else 0.0
 
 
 def _lowest_highest_8(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
