@@ -402,8 +402,9 @@ def _unjudged(seen: dict[str, Any], why: str) -> str:
     if why == Unjudged.EARLY_FALL:
         return (f"{levels}; its first tenth reaches {shown(round(seen['first_top'], 6))}, so a fall inside it (or "
                 "noise there) leaves the medians unable to say")
-    change = (seen["end"] - seen["start"]) / abs(seen["start"])
-    return (f"{levels}, a change of {change:+.1%} that its noise leaves open (standard error "
+    change = (f"{(seen['end'] - seen['start']) / abs(seen['start']):+.1%}" if seen["start"] else
+              f"{seen['end'] - seen['start']:+.4g}")  # (from a median of 0 a change is no share of it)
+    return (f"{levels}, a change of {change} that its noise leaves open (standard error "
             f"{shown(round(seen['error'], 6))})")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 from forensics.attempts import SHORT_STEPS
@@ -285,7 +286,7 @@ def timeline_section(run: RunFindings) -> list[str]:
     errors, stops and notices, as facts."""
     out = ["## Timeline", "", "| attempt | steps | started | ended | ran for | until the next began | how it ended |",
            "|---|---|---|---|---|---|---|"]
-    for a, after in zip(run.attempts, [*run.attempts[1:], None], strict=True):
+    for a, after in pairwise([*run.attempts, None]):  # (each with the next; a run with no attempt has no row)
         started = clock(a.started_at) if a.started_at is not None else (
             f"first step or event {clock(a.first_seen_at)}" if a.first_seen_at is not None else "–")
         ended = clock(a.ended_at) if a.ended_at is not None else (

@@ -73,3 +73,25 @@ def test_a_metric_with_no_step_in_two_sources_has_no_first_step() -> None:
     got = coverage(metrics, [], {}, ["a.log", "b.log"])["metrics"]
     assert (got["val_loss"]["first_step"], got["val_loss"]["last_step"], got["val_loss"]["points"]) == (None, None, 2)
     assert (got["loss"]["first_step"], got["loss"]["last_step"]) == (5, 7)
+
+
+def test_a_run_with_no_attempt_renders_its_timeline(tmp_path: Path) -> None:
+    """fuzz 4747, mutant 152 (stop 47): a W&B history whose one row has no loss and a step beyond 64 bits gives a run
+    with no attempt; the timeline paired each attempt with the next with zip(strict=True) over lists of 0 and 1: a
+    ValueError, an internal error."""
+    from reports.files import render
+
+    (tmp_path / "history.jsonl").write_text('}\n{"iter": 4775808, "_timesoss": 922337208, "traloss": null, "_step": '
+                                            '9223372036854775808, "Sration": null, "lr": 92233775808}\n')
+    text = render(forensics.analyze_path(tmp_path / "history.jsonl"), "markdown")
+    assert "## Timeline" in text
+
+
+def test_a_loss_whose_medians_start_at_zero_says_its_change_without_a_share() -> None:
+    """fuzz 4747, mutant 1174 (stop 47): Trainer dicts whose every loss is 0.0 (pink #6 excerpt, cut by the fuzzer):
+    the learning verdict divided the change by the first tenth's median, 0: ZeroDivisionError, an internal error."""
+    from reports.files import render
+
+    path = Path(__file__).parent / "fixtures/generated/fuzz_s47_trainer_dicts_loss_all_zero.txt"
+    text = render(forensics.analyze_path(path), "markdown")
+    assert "## Summary" in text
