@@ -192,9 +192,9 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
             windows = max(lows.size, (judged or {}).get(k, 0), 1)
             limit = loc + scale * (_t3_isf(k, windows, alpha) if df == 3.0 else _t_isf(p ** (1.0 / k), df))
             if k == 1 and mean_of > 1:  # (the t(3) rule of a mean is lighter than any single batch's Student-t)
-                by_mean = _t3_threshold(k, windows, alpha, mean_of)
-                mean_set = by_mean < limit and by_mean > SCREEN
-                limit = min(limit, by_mean)
+                rule = _mean_t3_quantile(p, mean_of)
+                mean_set = SCREEN < rule < limit
+                limit = min(limit, rule)
         else:
             # never above the t(3) rule: a tail that looks heavier than the heaviest noise seen in practice is a few
             # points the fit cannot tell from incidents (or slow movements logged sparsely), not noise to allow for
@@ -202,8 +202,9 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
             # how often correlated noise stays up)
             cap = _t3_threshold(k, lows.size, alpha, mean_of)
             if k == 1:
-                limit = min(single.quantile(p), cap)
-                mean_set = mean_of > 1 and cap < single.quantile(p) and cap > SCREEN
+                own = single.quantile(p)
+                limit = min(own, cap)
+                mean_set = mean_of > 1 and SCREEN < cap < own
             else:
                 correlated = correlated if correlated is not None else serially_correlated(z, groups)
                 cap = max(cap, thresholds[0]) if correlated else cap
