@@ -44,7 +44,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, Path]
     server.start()
     host, port = server.get_host_and_port()
     # (moto keeps its buckets per process: this fixture set up again in the same worker, its module's tests split
-    # between workers by worksteal, would find the bucket of the time before; the server starts from nothing)
+    # between workers, would find the bucket of the time before; the server starts from nothing)
     urllib.request.urlopen(urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST")).close()
     local = tmp_path_factory.mktemp("s3") / "exp"
     for name, path in RUNS.items():

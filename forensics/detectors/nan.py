@@ -27,7 +27,12 @@ _CORE_METRICS = (s.LOSS, s.GRAD_NORM)
 
 def nan_steps(frames: RunFrames) -> pl.DataFrame:
     """(attempt, step, why, family) for every step with NaN/Inf evidence; ``family`` is ``core`` for the loss, grad
-    norm, NaN counters and checks, else the metric's name."""
+    norm, NaN counters and checks, else the metric's name (computed once per run: the divergence detector reads it
+    too)."""
+    return frames.remember("nan_steps", lambda: _nan_steps(frames))
+
+
+def _nan_steps(frames: RunFrames) -> pl.DataFrame:
     m = frames.metrics
     interval = m.filter(pl.col("metric") == s.LOG_INTERVAL).select("attempt", "step", interval=pl.col("value"))
     metric = pl.col("metric").cast(pl.String)
