@@ -24,13 +24,14 @@ def _found(curve, kind: Kind) -> list:
 
 def test_a_loss_that_goes_nan_as_the_grad_norm_blows_up_has_diverged():
     # a log every 100 steps: the loss at its level at 23400 (3.1479) and NaN from 23500, while the grad norm went
-    # 1.98 -> 106.5 -> 699.8 -> 4350.3; no finite loss shows the climb, the grad norm shows the blow-up
+    # 0.93 -> 1.01 -> 1.98 -> 106.5 -> 699.8 -> 4350.3 from 23200 (its level 0.44); no finite loss shows the climb, the
+    # grad norm shows the blow-up
     curve = generate("divergence_nan", 1, 100, noise="t6")
     [div] = _found(curve, Kind.DIVERGENCE)
     assert (div.step, div.end_step) == (23500, 23700)
     # (generated floats: their last digits may differ between NumPy versions)
     assert re.fullmatch(r"the grad norm blew up at step 23500 \(106\.51\d+, 244\.4x its level 0\.4357\d+, rising from "
-                        r"step 23300\) and the loss was NaN or missing from step 23500 to the end of the attempt \(its "
+                        r"step 23200\) and the loss was NaN or missing from step 23500 to the end of the attempt \(its "
                         r"last finite loss 3\.1479\d+ at step 23400\)", div.detail), div.detail
 
 

@@ -6,9 +6,11 @@ against the run's own noise tail.
   standardised by the median and 1.4826 x MAD of the previous ``window`` (100) residuals, each residual's deviation
   taken from the median of the 25 up to it: the modified z-score of Iglewicz & Hoaglin, made trend-proof;
 * a floor on the scale (``floor``, in log units): loss 0.003 (a 1.8% jump at 6 sigma) divided by the square root
-  of the log interval, since a logged mean over k iterations is calmer; grad norm 0.25 (~4.5x), which is printed
-  for the logged iteration alone; with fewer than 10 points of history the noise is unknown and the floor is
-  0.02 for loss;
+  of the log interval, since a logged mean over k iterations is calmer; grad norm ln 3 / 6 (a 3x jump at 6 sigma),
+  which is printed for the logged iteration alone; with fewer than 10 points of history the noise is unknown and the
+  floor is 0.02 for loss, 0.25 for grad norm; an incident of several points must also rise, at one of them, as far
+  as a lone point must (the screen times the floor: a run of points each barely above a calm noise is unusual, not
+  an incident to tell of);
 * **candidates**: points at or above the screen (``threshold``, 6 robust sigma), whose onset rises above each of
   the 8 points before it (a steep early decline that slows down is not a spike); candidates separated by at most
   ``merge_gap`` points are one;
@@ -68,7 +70,7 @@ from forensics.findings import Anomaly, Gap, Kind, shown, step_count, times
 from forensics.gaps import stretch_ids
 from forensics.timeline import runs_of_true, trailing_robust_z
 
-_DEFAULTS = {"loss": (100, 0.003, 6.0), "grad_norm": (100, 0.25, 6.0)}
+_DEFAULTS = {"loss": (100, 0.003, 6.0), "grad_norm": (100, math.log(3.0) / 6.0, 6.0)}
 _AVERAGED = frozenset({"loss"})  # logged as a mean over the interval (grad norm is the logged iteration's own)
 _SETTLED = 50  # points into a stretch before its residuals enter the noise-tail fit
 _FEW_RESIDUALS = 30  # points into a stretch before its own noise estimate is trusted alone
@@ -544,13 +546,12 @@ class SpikeDetector:
             if (lo, start, end) not in sc.seen:
                 sc.seen[lo, start, end] = self._incident(sc, x, values, steps, centre, scale, blind, start, end)
             incident, back = sc.seen[lo, start, end]
-            # beyond the noise tail; a loss also risen as far as a lone point must to matter (the screen times the
-            # floor: 1.8% for a per-step loss; a run of points each barely above a calm noise is unusual, not an
-            # incident to tell of)
+            # beyond the noise tail, and risen as far as a lone point must to matter (the screen times the floor:
+            # 1.8% for a per-step loss, 3x for a grad norm; a run of points each barely above a calm noise is unusual,
+            # not an incident to tell of)
             beyond = bool(hot[start:end + 1].any())
             with np.errstate(invalid="ignore"):  # (a NaN level: no rise to measure, nothing material)
-                material = self.metric != "loss" or bool(np.any(x[start:end + 1] - centre[start:end + 1]
-                                                                >= screen * sc.floor))
+                material = bool(np.any(x[start:end + 1] - centre[start:end + 1] >= screen * sc.floor))
             # where the noise is not known, lasting (three points or more before it is back) is the evidence
             other = bool(decisive[start:end + 1].any() or (blind[start] and end - start + 1 + (
                 back if back is not None else len(x) - end - 1) >= 3))
