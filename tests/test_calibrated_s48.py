@@ -45,3 +45,11 @@ def test_a_grad_norm_spike_ends_where_it_is_back_at_its_level() -> None:
     assert [(a.attempt, a.step, a.end_step, a.recovered_step) for a in spikes] == [(1, 11, 12, 13), (2, 11, 12, 13)]
     assert all("back within its noise of its level by step 13 (2 steps; 16.381 there, 1.1x the baseline)" in a.detail
                for a in spikes)
+
+
+def test_a_grad_norm_blip_before_a_loss_spike_joins_it_only_beyond_what_its_noise_does_in_those_points() -> None:
+    # t(3) noise logged every step: a grad norm 3.2x its level (8.2 robust sigma) at step 56546, 15 steps before a
+    # loss spike that had no grad-norm part; a t(3) noise puts a point 9.1 sigma out in 21 points 2% of the time
+    assert [a for a, _, _ in _spikes("t3", "spikes", 5, 1) if 56000 <= a <= 57000] == []
+    # the grad norm that did lead its loss spike (AR(1) noise, 28 sigma) still joins it
+    assert [a for a, _, _ in _spikes("ar1", "spikes_grad_lead", 0, 10) if 600 <= a <= 700] == [620]

@@ -217,6 +217,26 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
                      mean_of if mean_set else 1)
 
 
+def lead_threshold(z: np.ndarray, windows: int, alpha: float = ALPHA) -> float:
+    """The z a lone point reaches with probability ``alpha`` in ``windows`` points of the noise of ``z`` (NaN: left
+    out): how far out a point must be to stand out among the few points before an incident, where an attempt's whole
+    length would ask far more. From the sample's own tail (its upper 5%, fitted beyond it) where it has a tail to fit,
+    else the heaviest Student-t its body allows; never above the t(3) rule for those points.
+
+    >>> z = np.random.default_rng(0).standard_t(3, 20_000) / 1.134   # t(3) noise in robust-sigma units
+    >>> round(lead_threshold(z, 21), 1), round(lead_threshold(z[:100], 21), 1)
+    (9.1, 9.2)
+    """
+    finite = np.asarray(z, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    p = alpha / max(windows, 1)
+    cap = _t_isf(p, 3.0) / _T3_ROBUST_SIGMA
+    if finite.size >= MIN_FIT:
+        return min(_Tail.of(finite).quantile(p), cap)
+    df, loc, scale = student_body(finite)
+    return min(loc + scale * _t_isf(p, df), cap)
+
+
 def serially_correlated(z: np.ndarray, groups: np.ndarray | None = None) -> bool:
     """Whether consecutive residuals (within one group, winsorised at 3 sigma) are positively correlated beyond
     chance (and beyond 0.1), or their upper tail comes in runs (twice as many consecutive pairs beyond the 95th

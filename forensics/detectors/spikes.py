@@ -62,6 +62,7 @@ from forensics.detectors.noise_tail import (
     NoiseTail,
     fixed_tail,
     held_run_minima,
+    lead_threshold,
     noise_tail,
     student_body,
     without_points,
@@ -75,6 +76,7 @@ _AVERAGED = frozenset({"loss"})  # logged as a mean over the interval (grad norm
 _SETTLED = 50  # points into a stretch before its residuals enter the noise-tail fit
 _FEW_RESIDUALS = 30  # points into a stretch before its own noise estimate is trusted alone
 _MASKING = 10  # blips judged again against a tail fitted without their own points
+_LEAD = 20  # logged points: a grad-norm blip this far before a loss incident may go with it (precursors.LEAD_WINDOW)
 _RESOLUTION = 1e-4  # log units: the noise is never taken as calmer than this, nor than one step of the values' grid
 _FLOOR_WITHOUT_HISTORY = {"loss": 0.02, "grad_norm": 0.25}  # fewer than 10 points before: noise unknown
 
@@ -247,6 +249,8 @@ class SpikeDetector:
         counts: dict[int, int] = {}
         unknown: dict[int, int] = {}
         rises: dict[int, tuple[float, int, float]] = {}
+        beside: dict[int, float] = {}  # per attempt, how far out a grad-norm blip must be to join a loss incident
+        peaks: dict[int, float] = {}   # each grad-norm blip's z against the noise
         # the points the ratios leave out (a loss logged as 0): once, almost always none
         below = frames.points(metric).filter(pl.col("value") <= 0)
         gaps = frames.gaps()
@@ -272,13 +276,22 @@ class SpikeDetector:
             incidents = _through_recovery([inc for inc, decisive in judged if decisive], series)
             mine = below.filter(pl.col("attempt") == attempt) if incidents and below.height else below
             found += [_recovery_over(inc, points.slice(lo, hi - lo), gaps, mine) for inc in incidents]
-            lone += [inc for inc, decisive in judged if not decisive]
-        # a grad-norm point inside the noise tail that goes with a loss incident (at it or leading it) is part of it
+            blips = [inc for inc, decisive in judged if not decisive]
+            if blips and self.metric == "grad_norm" and self.series is None:
+                # how far out each is against the noise, and how far a lone point must be to go with a loss incident
+                # (below)
+                at = np.searchsorted(series.steps, [inc.onset for inc in blips])
+                beside[attempt] = lead_threshold(sample, _LEAD + 1)
+                peaks.update({id(inc): float(series.zn[i]) for inc, i in zip(blips, at, strict=True)})
+            lone += blips
+        # a grad-norm point inside the noise tail that goes with a loss incident (at it or up to 20 logged points before
+        # it) is part of it, when the noise alone would put a point that far out in those 21 points with probability
+        # ALPHA at most: a loss incident makes a grad-norm blip there likelier, not certain (a t(3) noise's 8-sigma
+        # point 15 steps before a loss spike is still noise)
         if self.metric == "grad_norm" and self.series is None and lone:
             loss = SpikeDetector("loss").incidents(frames)
-            lead = 20  # logged points, as forensics.precursors.LEAD_WINDOW
-            joined = [inc for inc in lone if any(
-                s.attempt == inc.attempt and s.onset - lead * s.interval <= inc.onset <= s.end for s in loss)]
+            joined = [inc for inc in lone if peaks.get(id(inc), -math.inf) >= beside.get(inc.attempt, math.inf) and any(
+                s.attempt == inc.attempt and s.onset - _LEAD * s.interval <= inc.onset <= s.end for s in loss)]
             found += [_recovery_over(inc, points.filter(pl.col("attempt") == inc.attempt), gaps,
                                      below.filter(pl.col("attempt") == inc.attempt)) for inc in joined]
             lone = [inc for inc in lone if inc not in joined]
