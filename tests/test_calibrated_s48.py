@@ -53,3 +53,11 @@ def test_a_grad_norm_blip_before_a_loss_spike_joins_it_only_beyond_what_its_nois
     assert [a for a, _, _ in _spikes("t3", "spikes", 5, 1) if 56000 <= a <= 57000] == []
     # the grad norm that did lead its loss spike (AR(1) noise, 28 sigma) still joins it
     assert [a for a, _, _ in _spikes("ar1", "spikes_grad_lead", 0, 10) if 600 <= a <= 700] == [620]
+
+
+def test_a_calm_mean_loss_that_drifts_up_half_a_percent_is_no_spike() -> None:
+    # fairseq train_inner lines, each a mean over 100 updates: loss=3.017, 3.024, 3.023, 3.033, 3.034, 3.036 at
+    # updates 107100-107600, beyond its calm noise but 0.6% over its level: it was "loss spike at step 107400 (1.01x
+    # the trailing median 3.017); back to its level by step 107600", where the loss was higher still
+    run = forensics.analyze_path(REAL / "fairseq" / "tianxiexiaozhu77_syngec_glat_resumed_excerpt.log").findings.runs[0]
+    assert run.coverage["metrics"]["loss"]["points"] == 705 and run.anomalies == []

@@ -8,9 +8,10 @@ against the run's own noise tail.
 * a floor on the scale (``floor``, in log units): loss 0.003 (a 1.8% jump at 6 sigma) divided by the square root
   of the log interval, since a logged mean over k iterations is calmer; grad norm ln 3 / 6 (a 3x jump at 6 sigma),
   which is printed for the logged iteration alone; with fewer than 10 points of history the noise is unknown and the
-  floor is 0.02 for loss, 0.25 for grad norm; an incident of several points must also rise, at one of them, as far
-  as a lone point must (the screen times the floor: a run of points each barely above a calm noise is unusual, not
-  an incident to tell of);
+  floor is 0.02 for loss, 0.25 for grad norm; an incident must also rise, at one of its points, the screen times the
+  floor of one iteration (1.8% for a loss, 3x for a grad norm, whatever the interval: averaging calms the noise, it
+  does not make a smaller rise matter); a lone point beyond the noise tail that does not is a blip, several are
+  nothing (a run of points each barely above a calm noise is unusual, not an incident to tell of);
 * **candidates**: points at or above the screen (``threshold``, 6 robust sigma), whose onset rises above each of
   the 8 points before it (a steep early decline that slows down is not a spike); candidates separated by at most
   ``merge_gap`` points are one;
@@ -159,7 +160,7 @@ class _Scored:
     # same candidates recur in each judgement (the fixed rule, the fitted tail, its refits)
     seen: dict[tuple[int, int, int], tuple[SpikeIncident, int | None]] = field(default_factory=dict, compare=False,
                                                                               repr=False)
-    floor: float = 0.0     # the scale's floor (log units; a mean over the interval's, smaller): what a rise must reach
+    floor: float = 0.0     # the scale's floor for one iteration (log units): a rise must reach the screen times it
 
     def inside(self, incidents: list[SpikeIncident]) -> np.ndarray:
         """The points from each incident's onset until it is over: back to its level and back inside 3 sigmas of the
@@ -440,7 +441,7 @@ class SpikeDetector:
                 int(unseen[lo:hi].sum()), position[lo:hi], onset_ok[lo:hi],
                 {k: m[lo:max(hi - k + 1, lo)] for k, m in minima.items()}, held[lo:hi], noise[lo:hi],
                 None if top is None else (float(np.exp(rise)), int(steps[top]), float(values[top])),
-                calm_enough[lo:hi], floor=float(own_floor[lo]),
+                calm_enough[lo:hi], floor=float(floor),
             ), int(lo), int(hi)
 
     def _unmasked(self, sc: _Scored, judged: list[tuple[SpikeIncident, bool]], tail: NoiseTail, left_out: np.ndarray,
@@ -559,9 +560,9 @@ class SpikeDetector:
             if (lo, start, end) not in sc.seen:
                 sc.seen[lo, start, end] = self._incident(sc, x, values, steps, centre, scale, blind, start, end)
             incident, back = sc.seen[lo, start, end]
-            # beyond the noise tail, and risen as far as a lone point must to matter (the screen times the floor:
-            # 1.8% for a per-step loss, 3x for a grad norm; a run of points each barely above a calm noise is unusual,
-            # not an incident to tell of)
+            # beyond the noise tail, and risen as far as a lone point must to matter (the screen times the floor of
+            # one iteration: 1.8% for a loss, 3x for a grad norm, however calm a mean over many iterations is: a
+            # 100-update mean drifting 3.017 -> 3.034 is unusual, not an incident to tell of)
             beyond = bool(hot[start:end + 1].any())
             with np.errstate(invalid="ignore"):  # (a NaN level: no rise to measure, nothing material)
                 material = bool(np.any(x[start:end + 1] - centre[start:end + 1] >= screen * sc.floor))
