@@ -22,6 +22,9 @@ SPEC = LineFormat(
     detect=re.compile(rb"step:\s*\d+(?:/\d+ = [\d.]+%)?\s+(?:\x1b\[[0-9;]*m)?loss:\s*[-+\w.]+\s"
                       rb"|\[titan\] \d{4}-\d{2}-\d{2} "),
     rules=(
+        # its validator's line, "validate step: 1000  loss:  4.0249  memory: ...  tps: 8,084", after the training line
+        # of the same step: a validation loss, not a step again (first: the first rule that matches a line reads it)
+        Rule(r"\bvalidate step:\s*(\d+)\s+loss:", {s.VAL_LOSS: rf"\bloss:\s*({NUMBER})"}, per_step=False),
         # (a fork prints "step: 640/644 = 99.3789%": the run's planned length)
         Rule(r"\bstep:\s*(\d+)(?:/\d+ = [\d.]+%)?\s+loss:", {
             s.LOSS: rf"\bloss:\s*({NUMBER})", s.GRAD_NORM: rf"\bgrad_norm:\s*({NUMBER})",
