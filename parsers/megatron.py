@@ -1116,6 +1116,10 @@ def progress_events(others: pl.DataFrame) -> pl.DataFrame:
     attempt = pl.col("attempt") if "attempt" in others.columns else pl.lit(None, dtype=pl.Int32)
     bars = others.select("line", attempt.alias("attempt"), "wall_time",
                          bar=pl.coalesce("bar", last) if "bar" in others.columns else last)
+    if "text" in others.columns:  # an inner bar (an evaluation's under the training's) is another loop's progress:
+        # tqdm draws it with the cursor moved back up after it ("238/984 [01:09<03:34,  3.47it/s]\x1b[A")
+        inner = others["text"].fill_null("").str.contains(r"\]\x1b\[A\s*$")
+        bars = bars.filter(~inner)
     bars = bars.filter(pl.col("bar").is_not_null()).with_columns(
         step=pl.col("bar").str.extract(p.PROGRESS_BAR, 1).cast(pl.Int64, strict=False),
         value=pl.col("bar").str.extract(p.PROGRESS_BAR, 2).cast(pl.Float64, strict=False))
