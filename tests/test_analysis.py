@@ -66,9 +66,11 @@ def test_clean_sample_has_no_anomalies():
     assert run.model.parameters_from_shape == pytest.approx(run.model.parameters_logged, rel=0.01)
 
 
-def test_real_clean_qwen_run_has_no_anomalies_and_matching_size():
+def test_real_clean_qwen_run_has_one_grad_norm_doubling_and_matching_size():
     run = forensics.analyze(load_run(real("qwen7b_baseline"))).runs[0]
-    assert run.anomalies == []
+    # its one anomaly: the grad norm doubled for two iterations in a series calm to 3% (20.466, 44.296, 43.256, 18.727
+    # at iterations 17-20), below the 3x a lone point needs, and a grad norm that doubles and stays is material
+    assert [(a.kind, a.step, a.end_step, a.value) for a in run.anomalies] == [("grad_norm_spike", 18, 19, 44.296)]
     assert run.attempts[0].end_reason == "completed"
     assert run.model.parameters_from_shape == pytest.approx(7616100352, rel=0.001)  # GQA, SwiGLU, untied, RoPE
 

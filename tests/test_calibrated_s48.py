@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import forensics
@@ -61,3 +62,52 @@ def test_a_calm_mean_loss_that_drifts_up_half_a_percent_is_no_spike() -> None:
     # the trailing median 3.017); back to its level by step 107600", where the loss was higher still
     run = forensics.analyze_path(REAL / "fairseq" / "tianxiexiaozhu77_syngec_glat_resumed_excerpt.log").findings.runs[0]
     assert run.coverage["metrics"]["loss"]["points"] == 705 and run.anomalies == []
+
+
+def _megatron(path: Path, loss: np.ndarray, grad: np.ndarray) -> Path:
+    """A Megatron iteration line per value (lm loss, grad norm), iterations 1..n."""
+    n = loss.size
+    path.write_text("".join(
+        f" iteration {i + 1:8d}/{n:8d} | consumed samples: {(i + 1) * 16:12d} | elapsed time per iteration (ms): 1000.0 | "
+        f"learning rate: 1.000E-04 | global batch size:    16 | lm loss: {loss[i]:.6E} | loss scale: 1.0 | grad norm: "
+        f"{grad[i]:.3f} | number of skipped iterations:   0 | number of nan iterations:   0 |\n" for i in range(n)))
+    return path
+
+
+def _grad_spikes(path: Path) -> list[tuple[int, int]]:
+    run = forensics.analyze_path(path).findings.runs[0]
+    return [(a.step, a.end_step) for a in run.anomalies if a.kind == Kind.GRAD_NORM_SPIKE]
+
+
+@pytest.mark.parametrize(("name", "ratios", "expected"), [
+    # a grad norm climbing 1.5x ... 4.2x its level over 8 iterations: material against the level where it began
+    # (the trailing median climbs into it: the last points were under 3x their own)
+    ("ramp", [1.5, 2.0, 2.4, 2.7, 2.9, 3.3, 3.8, 4.2], [(402, 408)]),
+    # 8 iterations at 2.9x: a grad norm that doubles and stays is material (a lone point must reach 3x)
+    ("held", [2.9] * 8, [(401, 408)]),
+])
+def test_a_grad_norm_that_climbs_or_stays_up_is_a_spike(tmp_path: Path, name: str, ratios: list[float],
+                                                         expected: list[tuple[int, int]]) -> None:
+    rng = np.random.default_rng(0)
+    loss = 3.0 * np.exp(rng.normal(0, 0.01, 700)) * np.linspace(1.0, 0.95, 700)
+    grad = np.exp(rng.normal(0, 0.08, 700))
+    grad[400:408] *= np.array(ratios)
+    assert _grad_spikes(_megatron(tmp_path / f"{name}.log", loss, grad)) == expected
+
+
+@pytest.mark.parametrize(("seed", "expected"), [(0, [(1201, 1201)]), (1, [(1189, 1190)])])
+def test_a_grad_norm_with_a_loss_spike_at_it_or_before_it_is_part_of_it(tmp_path: Path, seed: int,
+                                                                        expected: list[tuple[int, int]]) -> None:
+    # t(3) grad-norm noise, a loss 1.5x for iterations 1201-1204; seed 0: the grad norm 3.2x at 1201 (9.1 sigma, under
+    # the 9.2 a point before a loss spike must reach: at it, nothing to correct for); seed 1: 3.1x then 9x at 1189-1190
+    # (the join read on the 9x point, not on the first)
+    rng = np.random.default_rng(seed)
+    loss = 3.0 * np.exp(rng.normal(0, 0.01, 1500)) * np.linspace(1.0, 0.95, 1500)
+    grad = np.exp(0.13 * rng.standard_t(3, 1500))
+    loss[1200:1204] *= 1.5
+    if seed == 0:
+        grad[1200] = 3.2 * np.median(grad[1192:1200])
+    else:
+        level = np.median(grad[1180:1188])
+        grad[1188], grad[1189] = 3.1 * level, 9.0 * level
+    assert _grad_spikes(_megatron(tmp_path / "run.log", loss, grad)) == expected

@@ -223,9 +223,10 @@ def lead_threshold(z: np.ndarray, windows: int, alpha: float = ALPHA) -> float:
     length would ask far more. From the sample's own tail (its upper 5%, fitted beyond it) where it has a tail to fit,
     else the heaviest Student-t its body allows; never above the t(3) rule for those points.
 
-    >>> z = np.random.default_rng(0).standard_t(3, 20_000) / 1.134   # t(3) noise in robust-sigma units
-    >>> round(lead_threshold(z, 21), 1), round(lead_threshold(z[:100], 21), 1)
-    (9.1, 9.2)
+    >>> z = np.random.default_rng(0).standard_t(3, 20_000) / 1.134   # t(3) noise in robust-sigma units: its tail
+    >>> g = np.random.default_rng(0).normal(size=200)                 # 200 Gaussian points: a t(10) body
+    >>> round(lead_threshold(z, 21), 1), round(lead_threshold(g, 21), 1)
+    (9.1, 3.8)
     """
     finite = np.asarray(z, dtype=float)
     finite = finite[np.isfinite(finite)]

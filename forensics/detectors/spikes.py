@@ -8,9 +8,10 @@ against the run's own noise tail.
 * a floor on the scale (``floor``, in log units): loss 0.003 (a 1.8% jump at 6 sigma) divided by the square root
   of the log interval, since a logged mean over k iterations is calmer; grad norm ln 3 / 6 (a 3x jump at 6 sigma),
   which is printed for the logged iteration alone; with fewer than 10 points of history the noise is unknown and the
-  floor is 0.02 for loss, 0.25 for grad norm; an incident must also rise, at one of its points, the screen times the
-  floor of one iteration (1.8% for a loss, 3x for a grad norm, whatever the interval: averaging calms the noise, it
-  does not make a smaller rise matter); a lone point beyond the noise tail that does not is a blip, several are
+  floor is 0.02 for loss, 0.25 for grad norm; an incident must also rise, at one of its points and over the level
+  where it began, the screen times the floor of one iteration (1.8% for a loss, 3x for a grad norm, whatever the
+  interval: averaging calms the noise, it does not make a smaller rise matter; several grad-norm points, 2x: a grad
+  norm that doubles and stays is material); a lone point beyond the noise tail that does not is a blip, several are
   nothing (a run of points each barely above a calm noise is unusual, not an incident to tell of);
 * **candidates**: points at or above the screen (``threshold``, 6 robust sigma), whose onset rises above each of
   the 8 points before it (a steep early decline that slows down is not a spike); candidates separated by at most
@@ -77,6 +78,7 @@ _AVERAGED = frozenset({"loss"})  # logged as a mean over the interval (grad norm
 _SETTLED = 50  # points into a stretch before its residuals enter the noise-tail fit
 _FEW_RESIDUALS = 30  # points into a stretch before its own noise estimate is trusted alone
 _MASKING = 10  # blips judged again against a tail fitted without their own points
+_RUN_MATERIAL = {"grad_norm": math.log(2.0)}  # log rise several points of a grad norm must reach at one (a lone: 3x)
 _LEAD = 20  # logged points: a grad-norm blip this far before a loss incident may go with it (precursors.LEAD_WINDOW)
 _RESOLUTION = 1e-4  # log units: the noise is never taken as calmer than this, nor than one step of the values' grid
 _FLOOR_WITHOUT_HISTORY = {"loss": 0.02, "grad_norm": 0.25}  # fewer than 10 points before: noise unknown
@@ -281,18 +283,20 @@ class SpikeDetector:
             if blips and self.metric == "grad_norm" and self.series is None:
                 # how far out each is against the noise, and how far a lone point must be to go with a loss incident
                 # (below)
-                at = np.searchsorted(series.steps, [inc.onset for inc in blips])
+                at = np.searchsorted(series.steps, [(inc.onset, inc.end) for inc in blips])
                 beside[attempt] = lead_threshold(sample, _LEAD + 1)
-                peaks.update({id(inc): float(series.zn[i]) for inc, i in zip(blips, at, strict=True)})
+                peaks.update({id(inc): float(np.nanmax(series.zn[a:b + 1], initial=-np.inf))
+                              for inc, (a, b) in zip(blips, at, strict=True)})
             lone += blips
-        # a grad-norm point inside the noise tail that goes with a loss incident (at it or up to 20 logged points before
-        # it) is part of it, when the noise alone would put a point that far out in those 21 points with probability
-        # ALPHA at most: a loss incident makes a grad-norm blip there likelier, not certain (a t(3) noise's 8-sigma
-        # point 15 steps before a loss spike is still noise)
+        # a grad-norm point inside the noise tail that goes with a loss incident is part of it: at the incident's
+        # points, or up to 20 logged points before it where the noise alone would put a point that far out in those
+        # 21 points with probability ALPHA at most (a loss incident makes a grad-norm blip before it likelier, not
+        # certain: a t(3) noise's 8-sigma point 15 steps before a loss spike is still noise)
         if self.metric == "grad_norm" and self.series is None and lone:
             loss = SpikeDetector("loss").incidents(frames)
-            joined = [inc for inc in lone if peaks.get(id(inc), -math.inf) >= beside.get(inc.attempt, math.inf) and any(
-                s.attempt == inc.attempt and s.onset - _LEAD * s.interval <= inc.onset <= s.end for s in loss)]
+            joined = [inc for inc in lone if any(s.attempt == inc.attempt and (
+                s.onset <= inc.onset <= s.end or (s.onset - _LEAD * s.interval <= inc.onset < s.onset and peaks.get(
+                    id(inc), -math.inf) >= beside.get(inc.attempt, math.inf))) for s in loss)]
             found += [_recovery_over(inc, points.filter(pl.col("attempt") == inc.attempt), gaps,
                                      below.filter(pl.col("attempt") == inc.attempt)) for inc in joined]
             lone = [inc for inc in lone if inc not in joined]
@@ -565,7 +569,10 @@ class SpikeDetector:
             # 100-update mean drifting 3.017 -> 3.034 is unusual, not an incident to tell of)
             beyond = bool(hot[start:end + 1].any())
             with np.errstate(invalid="ignore"):  # (a NaN level: no rise to measure, nothing material)
-                material = bool(np.any(x[start:end + 1] - centre[start:end + 1] >= screen * sc.floor))
+                # (against the level where it began: the trailing median climbs into a rise that lasts)
+                least = screen * sc.floor if end == start else min(screen * sc.floor, _RUN_MATERIAL.get(self.metric,
+                                                                                                         math.inf))
+                material = bool(np.any(x[start:end + 1] - centre[start] >= least))
             # where the noise is not known, lasting (three points or more before it is back) is the evidence
             other = bool(decisive[start:end + 1].any() or (blind[start] and end - start + 1 + (
                 back if back is not None else len(x) - end - 1) >= 3))
