@@ -1106,9 +1106,11 @@ def kept_bar(text: pl.Expr) -> pl.Expr:
     return bar & ~(bar.shift(1).fill_null(False) & bar.shift(-1).fill_null(False))
 
 
-def progress_events(others: pl.DataFrame) -> pl.DataFrame:
+def progress_events(others: pl.DataFrame, outer_only: bool = False) -> pl.DataFrame:
     """A :data:`parsers.schema.EV_PROGRESS` event for each kept line that holds a progress bar (alone, or glued in
-    front of another line: an error printed over the bar), from its last bar: step = its count, value = its total."""
+    front of another line: an error printed over the bar), from its last bar: step = its count, value = its total.
+    ``outer_only``: not the bars tqdm draws under another, the cursor moved back up after them ("238/984
+    [01:09<03:34,  3.47it/s]\x1b[A": an evaluation's under the training's), which count another loop."""
     if not others.height:
         return pl.DataFrame()
     last = pl.col("body").str.extract_all(p.PROGRESS_BAR + r"[^\]]*\]?").list.last()
@@ -1116,10 +1118,8 @@ def progress_events(others: pl.DataFrame) -> pl.DataFrame:
     attempt = pl.col("attempt") if "attempt" in others.columns else pl.lit(None, dtype=pl.Int32)
     bars = others.select("line", attempt.alias("attempt"), "wall_time",
                          bar=pl.coalesce("bar", last) if "bar" in others.columns else last)
-    if "text" in others.columns:  # an inner bar (an evaluation's under the training's) is another loop's progress:
-        # tqdm draws it with the cursor moved back up after it ("238/984 [01:09<03:34,  3.47it/s]\x1b[A")
-        inner = others["text"].fill_null("").str.contains(r"\]\x1b\[A\s*$")
-        bars = bars.filter(~inner)
+    if outer_only and "text" in others.columns:  # (tqdm moves the cursor back up after an inner bar)
+        bars = bars.filter(~others["text"].fill_null("").str.contains(r"\]\x1b\[A"))
     bars = bars.filter(pl.col("bar").is_not_null()).with_columns(
         step=pl.col("bar").str.extract(p.PROGRESS_BAR, 1).cast(pl.Int64, strict=False),
         value=pl.col("bar").str.extract(p.PROGRESS_BAR, 2).cast(pl.Float64, strict=False))

@@ -33,3 +33,24 @@ def test_an_evaluations_inner_progress_bar_is_not_the_trainings() -> None:
     run = findings.runs[0]
     assert not any("missing" in w or "lost lines" in w for w in run.warnings), run.warnings
     assert "its progress bar at 1755 of 1755" in reports.render(findings, "markdown")
+
+
+GENERATED = Path(__file__).parent / "fixtures" / "generated"
+
+
+def test_a_pipeline_stages_validation_placeholder_is_no_validation_loss() -> None:
+    """torchtitan prints "validate step: 5  loss: -1.0000" on a pipeline stage that computes no loss, as it prints
+    "step: 5  loss: -1.0000": a placeholder, not a validation loss of -1."""
+    run = forensics.analyze_path(GENERATED / "review_s48_torchtitan_pipeline_stage_validate_placeholder.log"
+                                 ).findings.runs[0]
+    assert "val_loss" not in run.coverage["metrics"]
+    assert any("val loss printed as -1 on 4 line(s): torchtitan's placeholder" in w for w in run.warnings), run.warnings
+
+
+def test_a_trainers_bar_drawn_under_an_outer_loop_is_still_the_trainings() -> None:
+    """LlamaFactory #2902 with tqdm's cursor-up code after each bar (the Trainer's bar under an outer loop): its one
+    metrics dict is at its bar's 10, the crash after it at 13 of 620 (the bars are the training's, not another
+    loop's: only the check of the lines' count against the bar leaves such bars out)."""
+    run = forensics.analyze_path(GENERATED / "review_s48_trainer_bar_under_an_outer_loop.txt").findings.runs[0]
+    [attempt] = run.attempts
+    assert (attempt.start_step, attempt.end_step, attempt.bar_step, attempt.bar_total) == (10, 10, 13, 620)

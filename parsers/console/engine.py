@@ -445,12 +445,14 @@ class LineFormat:
             segment = pl.lit(done).search_sorted(pl.col("line")) if done.len() else pl.lit(0)
             flags = counted_lines.select("line", _copy=copy.fill_null(False), _seg=segment)
             bar_events = progress_events(others) if others is not None and others.height else pl.DataFrame()
-            against = _bars_against(flags, bar_events)
+            # (the lines' count against the training's own bar: an evaluation's drawn under it counts its samples)
+            outer_bars = progress_events(others, outer_only=True) if bar_events.height else bar_events
+            against = _bars_against(flags, outer_bars)
             if against is not None and against["_raw_ok"].all() and (against["_ahead"] > 1).any():
                 # the progress bar counted every such line as a step (the same values printed at two steps: a loss,
                 # grad norm and LR all 0.0 while every step overflowed, the epoch rounded alike): not a copy
                 flags = flags.with_columns(_copy=pl.lit(False))
-                against = _bars_against(flags, bar_events)
+                against = _bars_against(flags, outer_bars)
             count = (~pl.col("_copy")).cast(pl.Int64).cum_sum()
             new = flags.select("line", _n=count.over("_seg"))
             lines = lines.join(new, on="line", how="left", maintain_order="left").with_columns(

@@ -31,7 +31,9 @@ SPEC = LineFormat(
             s.TOKENS_PER_SECOND: rf"\btps:\s*({NUMBER})", PLANNED_STEPS: r"\bstep:\s*\d+/(\d+) = "}),
     ),
     placeholders=((s.LOSS, -1.0, "torchtitan's placeholder on a pipeline stage that does not compute the loss (only "
-                                 "the last stage does)"),),
+                                 "the last stage does)"),
+                  (s.VAL_LOSS, -1.0, "torchtitan's placeholder on a pipeline stage that does not compute the "
+                                     "validation loss (only the last stage does)")),
     events=(
         # its first lines as a launch begins: "torchtitan version: 0.2.2 ...", "Starting job: Llama 3 8B training"
         (s.EV_STARTUP, r"\btorchtitan version: |\bStarting job: "),
