@@ -3,6 +3,7 @@ are no incident (the materiality a loss incident of several points had, now for 
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from forensics.findings import Kind
 REAL = Path(__file__).parent / "fixtures" / "real"
 
 
+@cache  # (a curve two tests read is detected once per test process)
 def _spikes(family: str, scenario: str, seed: int, k: int) -> list[tuple[int, int, str]]:
     curve = generate(scenario, seed, k, noise=family)
     return [(a.step, a.end_step, a.detail) for a in detect(curve.frames()) if a.kind == Kind.GRAD_NORM_SPIKE]
