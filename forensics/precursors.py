@@ -23,12 +23,12 @@ import numpy as np
 import polars as pl
 
 from forensics.detectors.base import RunFrames
+from forensics.detectors.spikes import LEAD_WINDOW  # logged points before a loss spike where a grad-norm spike leads it
 from forensics.findings import INSTABILITY_KINDS, Anomaly, Kind, shown, step_count
 from forensics.gaps import across_gap, since_last_gap
 from forensics.theil_sen import theil_sen
 from parsers import schema as s
 
-LEAD_WINDOW = 20            # logged points before a loss spike where a grad-norm spike counts as leading it
 BEFORE_DIVERGENCE = 100     # logged points before a divergence where a loss-scale collapse or skips count
 DRIFT_RISE = 0.5            # rise of the grad norm's robust trend before the first instability worth saying
 _LOGIT = ("logit",)         # metric names that carry attention/output logits (e.g. max_attention_logit)

@@ -1106,6 +1106,9 @@ def kept_bar(text: pl.Expr) -> pl.Expr:
     return bar & ~(bar.shift(1).fill_null(False) & bar.shift(-1).fill_null(False))
 
 
+INNER_BAR = r"\]\x1b\[A"  # tqdm moves the cursor back up after a bar drawn under another
+
+
 def progress_events(others: pl.DataFrame, outer_only: bool = False) -> pl.DataFrame:
     """A :data:`parsers.schema.EV_PROGRESS` event for each kept line that holds a progress bar (alone, or glued in
     front of another line: an error printed over the bar), from its last bar: step = its count, value = its total.
@@ -1119,7 +1122,7 @@ def progress_events(others: pl.DataFrame, outer_only: bool = False) -> pl.DataFr
     bars = others.select("line", attempt.alias("attempt"), "wall_time",
                          bar=pl.coalesce("bar", last) if "bar" in others.columns else last)
     if outer_only and "text" in others.columns:  # (tqdm moves the cursor back up after an inner bar)
-        bars = bars.filter(~others["text"].fill_null("").str.contains(r"\]\x1b\[A"))
+        bars = bars.filter(~others["text"].fill_null("").str.contains(INNER_BAR))
     bars = bars.filter(pl.col("bar").is_not_null()).with_columns(
         step=pl.col("bar").str.extract(p.PROGRESS_BAR, 1).cast(pl.Int64, strict=False),
         value=pl.col("bar").str.extract(p.PROGRESS_BAR, 2).cast(pl.Float64, strict=False))

@@ -184,12 +184,12 @@ def noise_tail(z: np.ndarray, groups: np.ndarray | None = None, alpha: float = A
     mean_set = False  # the mean's t(3) rule set the lone point's threshold
     for k, lows in (minima or all_run_minima(z, groups)).items():
         lows = lows[np.isfinite(lows)]
-        p = alpha / (len(RUNS) * max(lows.size, (judged or {}).get(k, 0), 1))
+        windows = max(lows.size, (judged or {}).get(k, 0), 1)
+        p = alpha / (len(RUNS) * windows)
         floor = SCREEN if k == 1 else RUN_FLOOR
         if lows.size < MIN_FIT:
             fitted = False
             df, loc, scale = body = body or student_body(finite)
-            windows = max(lows.size, (judged or {}).get(k, 0), 1)
             limit = loc + scale * (_t3_isf(k, windows, alpha) if df == 3.0 else _t_isf(p ** (1.0 / k), df))
             if k == 1 and mean_of > 1:  # (the t(3) rule of a mean is lighter than any single batch's Student-t)
                 rule = _mean_t3_quantile(p, mean_of)

@@ -50,8 +50,9 @@ against the run's own noise tail.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -79,7 +80,8 @@ _SETTLED = 50  # points into a stretch before its residuals enter the noise-tail
 _FEW_RESIDUALS = 30  # points into a stretch before its own noise estimate is trusted alone
 _MASKING = 10  # blips judged again against a tail fitted without their own points
 _RUN_MATERIAL = {"grad_norm": math.log(2.0)}  # log rise several points of a grad norm must reach at one (a lone: 3x)
-_LEAD = 20  # logged points: a grad-norm blip this far before a loss incident may go with it (precursors.LEAD_WINDOW)
+LEAD_WINDOW = 20  # logged points: a grad-norm blip this far before a loss incident may go with it (and a
+                  # grad-norm spike leads one: forensics.precursors)
 _RESOLUTION = 1e-4  # log units: the noise is never taken as calmer than this, nor than one step of the values' grid
 _FLOOR_WITHOUT_HISTORY = {"loss": 0.02, "grad_norm": 0.25}  # fewer than 10 points before: noise unknown
 
@@ -162,7 +164,6 @@ class _Scored:
     # same candidates recur in each judgement (the fixed rule, the fitted tail, its refits)
     seen: dict[tuple[int, int, int], tuple[SpikeIncident, int | None]] = field(default_factory=dict, compare=False,
                                                                               repr=False)
-    floor: float = 0.0     # the scale's floor for one iteration (log units): a rise must reach the screen times it
 
     def inside(self, incidents: list[SpikeIncident]) -> np.ndarray:
         """The points from each incident's onset until it is over: back to its level and back inside 3 sigmas of the
@@ -252,7 +253,7 @@ class SpikeDetector:
         counts: dict[int, int] = {}
         unknown: dict[int, int] = {}
         rises: dict[int, tuple[float, int, float]] = {}
-        beside: dict[int, float] = {}  # per attempt, how far out a grad-norm blip must be to join a loss incident
+        beside: dict[int, Callable[[], float]] = {}  # per attempt: how far out a grad-norm blip must be to join a loss
         peaks: dict[int, float] = {}   # each grad-norm blip's z against the noise
         # the points the ratios leave out (a loss logged as 0): once, almost always none
         below = frames.points(metric).filter(pl.col("value") <= 0)
@@ -283,10 +284,8 @@ class SpikeDetector:
             if blips and self.metric == "grad_norm" and self.series is None:
                 # how far out each is against the noise, and how far a lone point must be to go with a loss incident
                 # (below)
-                at = np.searchsorted(series.steps, [(inc.onset, inc.end) for inc in blips])
-                beside[attempt] = lead_threshold(sample, _LEAD + 1)
-                peaks.update({id(inc): float(np.nanmax(series.zn[a:b + 1], initial=-np.inf))
-                              for inc, (a, b) in zip(blips, at, strict=True)})
+                beside[attempt] = functools.cache(functools.partial(lead_threshold, sample, LEAD_WINDOW + 1))
+                peaks.update(zip(map(id, blips), _peak_z(series, blips), strict=True))
             lone += blips
         # a grad-norm point inside the noise tail that goes with a loss incident is part of it: at the incident's
         # points, or up to 20 logged points before it where the noise alone would put a point that far out in those
@@ -295,8 +294,8 @@ class SpikeDetector:
         if self.metric == "grad_norm" and self.series is None and lone:
             loss = SpikeDetector("loss").incidents(frames)
             joined = [inc for inc in lone if any(s.attempt == inc.attempt and (
-                s.onset <= inc.onset <= s.end or (s.onset - _LEAD * s.interval <= inc.onset < s.onset and peaks.get(
-                    id(inc), -math.inf) >= beside.get(inc.attempt, math.inf))) for s in loss)]
+                s.onset <= inc.onset <= s.end or (s.onset - LEAD_WINDOW * s.interval <= inc.onset < s.onset
+                                                  and peaks[id(inc)] >= beside[inc.attempt]())) for s in loss)]
             found += [_recovery_over(inc, points.filter(pl.col("attempt") == inc.attempt), gaps,
                                      below.filter(pl.col("attempt") == inc.attempt)) for inc in joined]
             lone = [inc for inc in lone if inc not in joined]
@@ -445,7 +444,7 @@ class SpikeDetector:
                 int(unseen[lo:hi].sum()), position[lo:hi], onset_ok[lo:hi],
                 {k: m[lo:max(hi - k + 1, lo)] for k, m in minima.items()}, held[lo:hi], noise[lo:hi],
                 None if top is None else (float(np.exp(rise)), int(steps[top]), float(values[top])),
-                calm_enough[lo:hi], floor=float(floor),
+                calm_enough[lo:hi],
             ), int(lo), int(hi)
 
     def _unmasked(self, sc: _Scored, judged: list[tuple[SpikeIncident, bool]], tail: NoiseTail, left_out: np.ndarray,
@@ -462,8 +461,7 @@ class SpikeDetector:
         lone = [inc for inc, decisive in judged if not decisive and (inc.points > 1 or averaged)]
         if not lone:
             return judged, tail
-        at = [(int(np.searchsorted(sc.steps, inc.onset)), int(np.searchsorted(sc.steps, inc.end))) for inc in lone]
-        peaks = [float(np.nanmax(sc.zn[a:b + 1])) if np.isfinite(sc.zn[a:b + 1]).any() else -math.inf for a, b in at]
+        peaks = _peak_z(sc, lone)
         order = [lone[i] for i in np.argsort(peaks)[::-1][:_MASKING]]
         # a few points left out of a fit of a few dozen excesses can make its tail look lighter than the noise is:
         # the refits' tails are never lighter than the body of the residuals (the heaviest Student-t it allows,
@@ -559,7 +557,7 @@ class SpikeDetector:
         guard = self._guard(x) & eligible
         decisive = guard | absolute
         flagged |= guard | absolute
-        screen = self._params()[2]
+        _, floor, screen = self._params()
         for start, end in _merge(runs_of_true(flagged), self.merge_gap):
             if (lo, start, end) not in sc.seen:
                 sc.seen[lo, start, end] = self._incident(sc, x, values, steps, centre, scale, blind, start, end)
@@ -570,7 +568,7 @@ class SpikeDetector:
             beyond = bool(hot[start:end + 1].any())
             with np.errstate(invalid="ignore"):  # (a NaN level: no rise to measure, nothing material)
                 # (against the level where it began: the trailing median climbs into a rise that lasts)
-                least = screen * sc.floor if end == start else min(screen * sc.floor, _RUN_MATERIAL.get(self.metric,
+                least = screen * floor if end == start else min(screen * floor, _RUN_MATERIAL.get(self.metric,
                                                                                                          math.inf))
                 material = bool(np.any(x[start:end + 1] - centre[start] >= least))
             # where the noise is not known, lasting (three points or more before it is back) is the evidence
@@ -735,6 +733,12 @@ def _swing(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
     moves = (pl.col("x") - pl.col("x").shift(1)).abs().shift(1)
     return pl.DataFrame({"x": x, "g": groups}).select(moves.rolling_median(window_size=7, min_samples=1).over(
         "g")).to_series().fill_null(np.nan).to_numpy()
+
+
+def _peak_z(sc: _Scored, incidents: list[SpikeIncident]) -> list[float]:
+    """Each incident's highest z against the noise, onset to end (-inf where none of its points was judged)."""
+    at = np.searchsorted(sc.steps, [(inc.onset, inc.end) for inc in incidents])
+    return [float(np.nanmax(sc.zn[a:b + 1], initial=-np.inf)) for a, b in at]
 
 
 def _quantum(values: np.ndarray) -> float:

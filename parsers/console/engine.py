@@ -19,7 +19,15 @@ import polars as pl
 
 from parsers import megatron_patterns as p
 from parsers import schema as s
-from parsers.megatron import attempt_bounds, kept_bar, line_events, progress_events, with_attempt, with_event_kinds
+from parsers.megatron import (
+    INNER_BAR,
+    attempt_bounds,
+    kept_bar,
+    line_events,
+    progress_events,
+    with_attempt,
+    with_event_kinds,
+)
 from parsers.reader import NotThisFormat, Piece, ReadContext
 from parsers.schema import ParsedLog
 from parsers.textfile import TextFile, inspect_text, scan_blocks, search
@@ -446,7 +454,8 @@ class LineFormat:
             flags = counted_lines.select("line", _copy=copy.fill_null(False), _seg=segment)
             bar_events = progress_events(others) if others is not None and others.height else pl.DataFrame()
             # (the lines' count against the training's own bar: an evaluation's drawn under it counts its samples)
-            outer_bars = progress_events(others, outer_only=True) if bar_events.height else bar_events
+            inner = others.filter(pl.col("text").str.contains(INNER_BAR))["line"] if bar_events.height else None
+            outer_bars = bar_events.filter(~pl.col("line").is_in(inner.implode())) if inner is not None else bar_events
             against = _bars_against(flags, outer_bars)
             if against is not None and against["_raw_ok"].all() and (against["_ahead"] > 1).any():
                 # the progress bar counted every such line as a step (the same values printed at two steps: a loss,

@@ -16,6 +16,8 @@ import re
 from parsers import schema as s
 from parsers.console.engine import NUMBER, PLANNED_STEPS, LineFormat, Rule
 
+_LOSS = rf"\bloss:\s*({NUMBER})"  # the training line's and the validator's
+
 SPEC = LineFormat(
     FORMAT="torchtitan",
     # a step line (its words may be coloured), or the logger's "[titan]" prefix (a run that crashed before step 1)
@@ -24,10 +26,10 @@ SPEC = LineFormat(
     rules=(
         # its validator's line, "validate step: 1000  loss:  4.0249  memory: ...  tps: 8,084", after the training line
         # of the same step: a validation loss, not a step again (first: the first rule that matches a line reads it)
-        Rule(r"\bvalidate step:\s*(\d+)\s+loss:", {s.VAL_LOSS: rf"\bloss:\s*({NUMBER})"}, per_step=False),
+        Rule(r"\bvalidate step:\s*(\d+)\s+loss:", {s.VAL_LOSS: _LOSS}, per_step=False),
         # (a fork prints "step: 640/644 = 99.3789%": the run's planned length)
         Rule(r"\bstep:\s*(\d+)(?:/\d+ = [\d.]+%)?\s+loss:", {
-            s.LOSS: rf"\bloss:\s*({NUMBER})", s.GRAD_NORM: rf"\bgrad_norm:\s*({NUMBER})",
+            s.LOSS: _LOSS, s.GRAD_NORM: rf"\bgrad_norm:\s*({NUMBER})",
             s.TOKENS_PER_SECOND: rf"\btps:\s*({NUMBER})", PLANNED_STEPS: r"\bstep:\s*\d+/(\d+) = "}),
     ),
     placeholders=((s.LOSS, -1.0, "torchtitan's placeholder on a pipeline stage that does not compute the loss (only "
